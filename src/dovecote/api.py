@@ -1,0 +1,118 @@
+"""The library API: one handle on a dovecote home.
+
+Every face (CLI, MCP, HTTP) opens a ``Dovecote`` and calls its methods, so the
+faces can never disagree: the rules live in ``ops`` and ``derive``, and this
+class only wires a store and a roster to them. A handle is warm: it keeps
+readers and folds in memory and, on the next call, reads only what was appended
+since (``verify`` proves a warm answer equals a cold one).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dovecote import roster as roster_mod
+from dovecote.errors import Refusal
+from dovecote.home import Layout, find_home
+from dovecote.ledger import write_atomic
+from dovecote.names import HOME, Address, check_name, parse_address
+from dovecote.ops import doctor as doctor_op
+from dovecote.ops import report as report_op
+from dovecote.ops import verify as verify_op
+from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
+from dovecote.routing import RosterIndex
+from dovecote.store import FileStore
+
+
+class Dovecote:
+    """A dovecote home: roster, store, and the use cases over them."""
+
+    def __init__(self, root: Path) -> None:
+        self.layout = Layout(root)
+        self.warm: dict[str, Any] = {}
+        self._load_roster()
+
+    def _load_roster(self) -> None:
+        self.roster = roster_mod.load(self.layout.config)
+        self.index = RosterIndex(self.roster)
+        old = getattr(self, "store", None)
+        self.store = FileStore(self.layout, self.roster)
+        if old is not None:  # keep warm readers: the files did not change
+            self.store._readers = old._readers
+
+    def _save_roster(self, new: roster_mod.Roster) -> None:
+        write_atomic(self.layout.config, roster_mod.dump(new))
+        self._load_roster()
+
+    def report_boxes(self) -> list[Address]:
+        """The boxes field reports are filed into: home and every project."""
+        return [HOME, *(Address("project", p.name) for p in self.roster.projects)]
+
+    # -- roster ---------------------------------------------------------------
+
+    def add_project(
+        self, name: str, root: str, aliases: tuple[str, ...] = (), box_in_repo: bool = False
+    ) -> roster_mod.Project:
+        check_name(name, "project name")
+        for a in aliases:
+            check_name(a, "alias")
+        norm = roster_mod.normalize_root(os.path.expanduser(root))
+        if not norm.startswith("/"):
+            norm = str(Path(norm).absolute())
+        p = roster_mod.Project(name, norm, tuple(aliases), box_in_repo)
+        self._save_roster(roster_mod.with_project(self.roster, p))
+        return p
+
+    def add_entity(self, entity_id: str, role: str | None = None) -> roster_mod.Entity:
+        e = roster_mod.Entity(check_name(entity_id, "entity id"), role)
+        self._save_roster(roster_mod.with_entity(self.roster, e))
+        return e
+
+    # -- field reports ----------------------------------------------------------
+
+    def report(self, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
+        return report_op.report(self, objs, agent=agent)
+
+    def distribute(self) -> Receipt:
+        return distribute(self)
+
+    def sweep(
+        self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
+    ) -> SweepResult:
+        return sweep(self, do_distribute=distribute, include_all=include_all, progress=progress)
+
+    def box(self, address: str | Address, *, include_all: bool = False) -> BoxView:
+        addr = address if isinstance(address, Address) else parse_address(address)
+        return box(self, addr, include_all=include_all)
+
+    def doctor(self, now: datetime | None = None) -> dict[str, Any]:
+        return doctor_op.doctor(self, now)
+
+    def verify(self) -> verify_op.VerifyResult:
+        return verify_op.verify(self)
+
+
+def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:
+    """Create a home with a fresh roster; an existing roster is left as it is.
+
+    Returns (home, created).
+    """
+    home = find_home(root)
+    layout = Layout(home)
+    if layout.config.exists():
+        return home, False
+    owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
+    write_atomic(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
+    return home, True
+
+
+def open_home(root: str | os.PathLike[str] | None = None) -> Dovecote:
+    """Open the home found the way git finds a repository (see ``home.find_home``)."""
+    home = find_home(root)
+    if not (home / "config.toml").is_file():
+        raise Refusal("no_home", f"no dovecote home at {home}; run `dovecote init`")
+    return Dovecote(home)

@@ -1,0 +1,1 @@
+"""The command-line face: thin wrappers over ``dovecote.api``."""

@@ -1,0 +1,286 @@
+"""The ``dovecote`` command line: parse arguments, call the library, print.
+
+No rule lives here. Every command opens the home, makes one library call and
+renders the answer (JSON with ``--json``, a Rich summary otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import orjson
+import typer
+
+import dovecote
+from dovecote.api import Dovecote, init, open_home
+from dovecote.cli import render
+from dovecote.cli.output import EXIT_FAIL, emit_json
+from dovecote.errors import Refusal
+from dovecote.ops.report import default_agent
+
+app = typer.Typer(
+    name="dovecote",
+    help="A durable, file-first mailbox and case-intelligence system for agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+project_app = typer.Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
+app.add_typer(project_app, name="project")
+
+_home: dict[str, Optional[str]] = {"path": None}
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of a summary.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="List every letter, not only the open ones.")]
+
+
+def _open() -> Dovecote:
+    return open_home(_home["path"])
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"dovecote {dovecote.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    home: Annotated[
+        Optional[str],
+        typer.Option("--home", help="The dovecote home (default: $DOVECOTE_HOME, nearest .dovecote/, ~/.dovecote)."),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """dovecote files every letter into exactly one box and derives its state at read time."""
+    _home["path"] = home
+
+
+@app.command("init")
+def init_cmd(
+    owner_root: Annotated[
+        Optional[str], typer.Option("--owner-root", help="The owner's own root (projectless letters go home).")
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Create a dovecote home with a fresh config.toml (an existing one is kept).
+
+    Example: dovecote --home ./.dovecote init
+    """
+    home, created = init(_home["path"], owner_root)
+    if json:
+        emit_json({"home": str(home), "created": created})
+    else:
+        print(f"{'created' if created else 'already a home:'} {home}")
+
+
+@project_app.command("add")
+def project_add(
+    name: Annotated[str, typer.Argument(help="The project's name (its box is project:NAME).")],
+    root: Annotated[str, typer.Option("--root", help="The project's root path.")],
+    alias: Annotated[Optional[list[str]], typer.Option("--alias", help="Another name letters may use.")] = None,
+    box_in_repo: Annotated[
+        bool, typer.Option("--box-in-repo", help="Keep the box in <root>/.dovecote/ so it travels with git.")
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Add a project to the roster.
+
+    Example: dovecote project add repo-a --root ~/code/repo-a --alias ra
+    """
+    p = _open().add_project(name, root, tuple(alias or ()), box_in_repo)
+    out = {"name": p.name, "root": p.root, "aliases": list(p.aliases), "box_in_repo": p.box_in_repo}
+    if json:
+        emit_json(out)
+    else:
+        print(f"added project {p.name} at {p.root}")
+
+
+@project_app.command("list")
+def project_list(json: JsonOpt = False) -> None:
+    """List the projects in the roster and whether their box is reachable here."""
+    dc = _open()
+    rows = render.project_rows(dc)
+    if json:
+        emit_json(rows)
+    else:
+        render.projects(rows)
+
+
+def _read_objects(stream: Any) -> list[Any]:
+    data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
+    text = data.strip()
+    if text.startswith(b"["):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as e:
+            raise Refusal("invalid_json", f"stdin is not valid JSON: {e}") from None
+        return list(value)
+    objs = []
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            objs.append(orjson.loads(line))
+        except orjson.JSONDecodeError as e:
+            raise Refusal("invalid_json", f"line {n} of stdin is not valid JSON: {e}") from None
+    return objs
+
+
+@app.command("report")
+def report_cmd(
+    tool: Annotated[Optional[str], typer.Option("--tool", help="What the report is about.")] = None,
+    klass: Annotated[
+        Optional[str],
+        typer.Option("--class", help="friction, bug, triage, honesty, win or memory_misdelivery."),
+    ] = None,
+    what: Annotated[Optional[str], typer.Option("--what", help="What happened.")] = None,
+    repo: Annotated[Optional[str], typer.Option("--repo", help="The project (name or path).")] = None,
+    brain: Annotated[Optional[str], typer.Option("--brain", help="The project; beats --repo.")] = None,
+    expected: Annotated[Optional[str], typer.Option("--expected", help="What was expected.")] = None,
+    snippet: Annotated[Optional[str], typer.Option("--snippet", help="Evidence.")] = None,
+    symptom: Annotated[Optional[str], typer.Option("--symptom", help="A symptom from the closed vocabulary.")] = None,
+    misdelivery_kind: Annotated[
+        Optional[str], typer.Option("--misdelivery-kind", help="Sub-kind of a memory_misdelivery.")
+    ] = None,
+    answers: Annotated[
+        Optional[list[str]], typer.Option("--answers", help="Ids this letter answers (repeat, or comma-separated).")
+    ] = None,
+    agent: Annotated[
+        Optional[str], typer.Option("--agent", help="The author (default $DOVECOTE_AGENT, $USER).")
+    ] = None,
+    json_in: Annotated[
+        Optional[str], typer.Option("--json", help="'-' reads JSON objects (JSONL or an array) from stdin.")
+    ] = None,
+) -> None:
+    """Append a field report to the spool and print its id.
+
+    Example: dovecote report --tool seek --class bug --what "returned nothing" --repo repo-a
+    """
+    if json_in is not None:
+        if json_in != "-":
+            raise Refusal("invalid_field", "--json takes '-' (read from stdin)")
+        objs = _read_objects(sys.stdin)
+    else:
+        fields = {
+            "tool": tool, "class": klass, "what": what, "repo": repo, "brain": brain,
+            "expected": expected, "snippet": snippet, "symptom": symptom,
+            "misdelivery_kind": misdelivery_kind,
+            "answers": [a for chunk in answers or () for a in chunk.replace(",", " ").split()] or None,
+        }
+        objs = [{k: v for k, v in fields.items() if v is not None}]
+    for lid, appended in _open().report(objs, agent=agent or default_agent()):
+        print(lid if appended else f"{lid} (already present)")
+
+
+@app.command("distribute")
+def distribute_cmd(json: JsonOpt = False) -> None:
+    """File every spool letter into exactly one box (a re-run appends 0)."""
+    receipt = _open().distribute()
+    if json:
+        emit_json(receipt.to_dict())
+    else:
+        render.receipt(receipt.to_dict())
+
+
+@app.command("sweep")
+def sweep_cmd(
+    no_distribute: Annotated[bool, typer.Option("--no-distribute", help="Do not distribute first.")] = False,
+    all_: AllOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Fates across the spool and every reachable box, each letter once."""
+    dc = _open()
+    if json or not sys.stderr.isatty():
+        result = dc.sweep(distribute=not no_distribute, include_all=all_)
+    else:
+        result = render.with_progress(
+            lambda progress: dc.sweep(distribute=not no_distribute, include_all=all_, progress=progress)
+        )
+    if json:
+        emit_json(result.to_dict())
+    else:
+        render.sweep(result.to_dict())
+
+
+@app.command("box")
+def box_cmd(
+    address: Annotated[str, typer.Argument(help="home, project:NAME or entity:ID.")],
+    all_: AllOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Read one box only (a box that does not exist reads zero)."""
+    view = _open().box(address, include_all=all_).to_dict()
+    if json:
+        emit_json(view)
+    else:
+        render.box(view)
+
+
+@app.command("doctor")
+def doctor_cmd(json: JsonOpt = False) -> None:
+    """The mailbox block: counts only; an I/O error marks it unavailable."""
+    out = _open().doctor()
+    if json:
+        emit_json(out)
+    else:
+        render.doctor(out)
+
+
+@app.command("verify")
+def verify_cmd(json: JsonOpt = False) -> None:
+    """Delete and rebuild every cache; exit 1 unless every read is byte-identical."""
+    result = _open().verify()
+    if json:
+        emit_json(result.to_dict())
+    else:
+        render.verify(result.to_dict())
+    if not result.ok:
+        raise typer.Exit(EXIT_FAIL)
+
+
+@app.command("merge-driver")
+def merge_driver_cmd(
+    ancestor: Annotated[Path, typer.Argument(help="%O: the common ancestor.")],
+    ours: Annotated[Path, typer.Argument(help="%A: ours; the union is written here.")],
+    theirs: Annotated[Path, typer.Argument(help="%B: theirs.")],
+    path: Annotated[Optional[str], typer.Argument(help="%P: the path in the tree (ignored).")] = None,
+) -> None:
+    """Git merge driver for ledgers: union by id, never a conflict, never a lost letter.
+
+    Set up: git config merge.dovecote.driver "dovecote merge-driver %O %A %B"
+    and in .gitattributes: letters.jsonl merge=dovecote
+    """
+    from dovecote.ops.merge import merge_files
+
+    merge_files(ancestor, ours, theirs)
+
+
+@app.command("demo")
+def demo_cmd(
+    path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
+) -> None:
+    """Build a demo home (projects, letters of every fate), distribute, print sweep and doctor."""
+    from dovecote.ops.demo import build_demo
+
+    home = build_demo(path)
+    dc = open_home(home)
+    c = render.con()
+    c.print(f"[bold]demo home:[/bold] {home}")
+    render.receipt(dc.distribute().to_dict())
+    render.sweep(dc.sweep(distribute=False).to_dict())
+    render.doctor(dc.doctor())
+    c.print(
+        f"\nLook around:  DOVECOTE_HOME={home} dovecote sweep --all\n"
+        f"              DOVECOTE_HOME={home} dovecote box project:atlas --json\n"
+        f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
+    )
+
+
+def run() -> Any:
+    return app(prog_name="dovecote")

@@ -1,0 +1,31 @@
+"""How the CLI prints: JSON to stdout, Rich for people, errors to stderr.
+
+Exit codes: 0 success, 1 a check failed or the store failed (I/O), 2 a refusal
+or a usage error (nothing was written).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+
+EXIT_OK, EXIT_FAIL, EXIT_REFUSED = 0, 1, 2
+
+
+def emit_json(value: Any) -> None:
+    """Stable JSON: two-space indent, keys in the order the library builds them."""
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def error(message: str) -> None:
+    sys.stderr.write(f"Error: {message}\n")
+    sys.stderr.flush()

@@ -1,0 +1,144 @@
+"""Rich summaries for people. They print only numbers the JSON also carries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+T = TypeVar("T")
+MARK = {"wet_ink": "●", "in_flight": "◍", "fired_clay": "↳", "external": "◌", None: "✓"}
+
+
+def con() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def with_progress(work: Callable[[Callable[[str, int, int], None]], T]) -> T:
+    """Run ``work`` with a transient progress bar fed by its progress callback."""
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("sweeping", total=None)
+
+        def tick(label: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=f"sweeping {label}")
+
+        return work(tick)
+
+
+def receipt(r: dict[str, Any]) -> None:
+    c = con()
+    c.print(
+        f"[bold]distribution[/bold]: {r['spool_total']} in spool, {r['appended']} appended, "
+        f"{r['to_project']} to projects, {r['to_home']} to home"
+    )
+    for d in r["pending_detail"]:
+        c.print(f"  pending {d['name']}: {d['letters']} letter(s) ({d['reason']})")
+
+
+def _letters_table(letters: list[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, show_lines=False)
+    for col in ("", "id", "ts", "box", "tool", "class"):
+        t.add_column(col, no_wrap=True)
+    t.add_column("what", overflow="fold", ratio=1)
+    for row in letters:
+        t.add_row(
+            MARK.get(row["fate"], "?"),
+            row["id"],
+            row["ts"] or "",
+            row["box"] or "(spool)",
+            row["tool"] or "",
+            row["class"] or "",
+            (row["what"] or "")[:80],
+        )
+    return t
+
+
+def _counts_line(d: dict[str, Any]) -> str:
+    k = d["counts"]
+    return (
+        f"{d['total']} letters, {d['open']} open  "
+        f"(● wet_ink {k['wet_ink']}, ◍ in_flight {k['in_flight']}, ↳ fired_clay {k['fired_clay']}, "
+        f"◌ external {k['external']}, ✓ receipts {d['receipts']})"
+    )
+
+
+def sweep(d: dict[str, Any]) -> None:
+    c = con()
+    if d["distribution"]:
+        receipt(d["distribution"])
+    c.print(f"[bold]sweep[/bold]: {_counts_line(d)}; misdelivery {d['misdelivery']}")
+    if d["unreachable"]:
+        c.print(f"[yellow]unreachable:[/yellow] {', '.join(d['unreachable'])}")
+    for m in d["malformed"]:
+        c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
+    if d["letters"]:
+        c.print(_letters_table(d["letters"], f"{len(d['letters'])} letter(s), oldest first"))
+
+
+def box(d: dict[str, Any]) -> None:
+    c = con()
+    state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
+    c.print(f"[bold]{d['box']}[/bold]{state}: {_counts_line(d)}")
+    for m in d["malformed"]:
+        c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
+    if d["letters"]:
+        c.print(_letters_table(d["letters"], f"{len(d['letters'])} letter(s), oldest first"))
+
+
+def doctor(d: dict[str, Any]) -> None:
+    c = con()
+    m = d["mailbox"]
+    if not m.get("available"):
+        c.print(f"[bold]mailbox[/bold]: unavailable ({m.get('error')})")
+        return
+    c.print("[bold]mailbox[/bold]")
+    c.print(f"  spool letters        {m['spool_letters']}  ({m['spool_path']})")
+    c.print(f"  misdelivery          {m['misdelivery_total']} all time, {m['misdelivery_7d']} in 7 days")
+    c.print(f"  pending distribution {m['pending_letters']} letter(s): {', '.join(m['pending_distribution']) or '-'}")
+    c.print(f"  unreachable boxes    {', '.join(m['unreachable']) or '-'}")
+    c.print(f"  malformed lines      {m['malformed_lines']}")
+
+
+def verify(d: dict[str, Any]) -> None:
+    c = con()
+    if d["ok"]:
+        c.print(f"verify: ok, {len(d['checked'])} reads byte-identical after rebuilding every cache")
+        return
+    c.print(f"[red]verify: {len(d['differ'])} of {len(d['checked'])} reads differ[/red]")
+    for x in d["differ"]:
+        c.print(
+            f"  {x['read']}: {x['bytes_before']} -> {x['bytes_after']} bytes, "
+            f"first difference at byte {x['first_difference_at']}"
+        )
+
+
+def project_rows(dc: Dovecote) -> list[dict[str, Any]]:
+    from dovecote.names import Address
+
+    return [
+        {
+            "name": p.name,
+            "root": p.root,
+            "aliases": list(p.aliases),
+            "box_in_repo": p.box_in_repo,
+            "box": dc.store.location(Address("project", p.name)),
+            "reachable": dc.store.reachable(Address("project", p.name)),
+        }
+        for p in dc.roster.projects
+    ]
+
+
+def projects(rows: list[dict[str, Any]]) -> None:
+    t = Table()
+    for col in ("name", "root", "aliases", "box", "reachable"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["name"], r["root"], ", ".join(r["aliases"]), r["box"], "yes" if r["reachable"] else "NO")
+    con().print(t)

@@ -1,0 +1,83 @@
+"""Errors: every refusal carries a stable snake_case keyword.
+
+A refusal is data, not prose. The keyword table below is the only place a
+keyword is defined; the CLI, MCP and HTTP faces render a ``Refusal`` from it
+(exit code, ``isError``, HTTP status) and the docs test checks that every
+keyword is documented.
+
+Hierarchy::
+
+    DovecoteError
+     +-- Refusal          the request broke a rule; nothing was written
+     +-- StoreError       the storage could not be read or written (I/O)
+"""
+
+from __future__ import annotations
+
+# keyword -> (HTTP status hint, one-line meaning). Sorted by keyword.
+REASONS: dict[str, tuple[int, str]] = {
+    "already_claimed": (409, "the item is already ACTIVE (claimed by someone)"),
+    "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
+    "duplicate_entity": (409, "an entity with that id is already in the roster"),
+    "duplicate_project": (409, "a project with that name is already in the roster"),
+    "human_gesture_required": (403, "only a human gesture (the Human View) may do this"),
+    "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
+    "invalid_address": (400, "a box address is not home, project:<name> or entity:<id>"),
+    "invalid_config": (500, "config.toml is not valid (a typo must not silently change routing)"),
+    "invalid_field": (400, "a field has the wrong type or an illegal value"),
+    "invalid_json": (400, "the input is not a JSON object"),
+    "invalid_name": (400, "a name is empty, too long, or has path tricks (/, .., NUL)"),
+    "missing_field": (400, "a required field is absent or empty"),
+    "no_due": (400, "a defer needs a due tic or time; a DEFER with no due is a dead end"),
+    "no_home": (404, "no dovecote home here; run `dovecote init`"),
+    "not_seen": (409, "the item must be marked seen before it is completed"),
+    "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
+    "response_required": (409, "the item expects a response and none refers to it yet"),
+    "stale_head": (409, "the mission head moved; re-read and post against the new head"),
+    "too_large": (413, "the input is over the configured size limit"),
+    "unknown_box": (404, "the box address names no project or entity in the roster"),
+    "unknown_entity": (404, "no entity with that id is in the roster"),
+    "unknown_field": (400, "a field is not part of the letter schema"),
+    "unknown_letter": (404, "no letter with that id is in the box"),
+    "unknown_project": (404, "no project with that name is in the roster"),
+    "unknown_recipient": (404, "the recipient is not a registered entity"),
+}
+
+
+class DovecoteError(Exception):
+    """Base of every error dovecote raises on purpose."""
+
+
+class Refusal(DovecoteError):
+    """A request broke a rule. Nothing was written."""
+
+    def __init__(self, reason: str, detail: str, **extra: object) -> None:
+        if reason not in REASONS:
+            raise ValueError(f"unregistered refusal keyword {reason!r}")
+        self.reason = reason
+        self.detail = detail
+        self.extra = extra
+        super().__init__(f"{reason}: {detail}")
+
+    @property
+    def status(self) -> int:
+        """The HTTP status a web face answers with."""
+        return REASONS[self.reason][0]
+
+    def message(self) -> str:
+        """One line for a human: what was refused, why, and that nothing was written."""
+        return f"{self.reason}: {self.detail} (nothing was written)"
+
+    def to_dict(self) -> dict[str, object]:
+        """The one JSON error shape every face uses."""
+        return {
+            "ok": False,
+            "error": self.message(),
+            "reason": self.reason,
+            "status": self.status,
+            **({"details": self.extra} if self.extra else {}),
+        }
+
+
+class StoreError(DovecoteError):
+    """The store could not be read or written (an I/O failure, not a rule)."""

@@ -1,0 +1,315 @@
+"""The file ledger: append-only JSONL, one letter per line.
+
+Laws this module upholds (DESIGN 1.2, 1.3, 1.5):
+
+* Appends happen under an exclusive ``flock`` on the ledger itself, skip any
+  line whose id is already present, and return only after ``fsync`` (and an
+  ``fsync`` of the directory when the file or a folder was created). A write
+  that raises is truncated back to the length it started from, so a failed
+  append leaves no partial line behind.
+* A line is a letter only once its newline is on disk. A crash can leave at
+  most one torn last line: readers skip it and report it, and the next append
+  first writes a newline so it starts on a fresh line. The torn fragment then
+  reads as a malformed line, reported with its line number, never fatal.
+* Reads are incremental: a reader remembers the byte offset it reached and
+  re-reads only what was appended since. If the file was replaced or shrank,
+  it starts over (``generation`` goes up so dependents know).
+
+Nothing here knows about boxes, rosters or fates.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import gc
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from dovecote.errors import StoreError
+from dovecote.letters import Letter, decode_line, letter_id
+
+
+@dataclass(frozen=True, slots=True)
+class Defect:
+    """A line that is not a letter: ``torn`` (no newline yet) or ``malformed``."""
+
+    path: str
+    line: int
+    kind: str
+    detail: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "detail": self.detail}
+
+
+class Checkpoint(msgspec.Struct, frozen=True):
+    """Where a reader stopped: enough to resume and to notice a replaced file."""
+
+    ino: int
+    offset: int
+    line_no: int
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents, fsyncing each parent that changed."""
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        fsync_dir(d.parent)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace a whole (cache) file: tmp + fsync + rename + fsync dir."""
+    ensure_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class LedgerReader:
+    """Incremental reader of one ledger file.
+
+    ``letters`` holds each distinct letter once, in file order; ``index`` maps
+    id to position. With ``parse=False`` only ids are kept (what an appender
+    needs to dedup), which skips JSON decoding entirely.
+    """
+
+    def __init__(self, path: Path, *, parse: bool = True) -> None:
+        self.path = path
+        self.parse = parse
+        self.lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.letters: list[Letter] = []
+        self.index: dict[str, int] = {}
+        self.defects: list[Defect] = []
+        self.torn: Defect | None = None
+        self.duplicates = 0
+        self.offset = 0
+        self.line_no = 0
+        self.ino: int | None = None
+        self.generation = getattr(self, "generation", -1) + 1
+
+    @property
+    def exists(self) -> bool:
+        return self.ino is not None
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(self.ino or 0, self.offset, self.line_no)
+
+    @classmethod
+    def resume(cls, path: Path, cp: Checkpoint, *, parse: bool = True) -> LedgerReader:
+        """A reader that starts at ``cp``: its first refresh reads only newer bytes.
+
+        If the file was replaced or no longer matches, the reader starts from
+        zero instead and ``generation`` is 1, so the caller drops its state.
+        """
+        r = cls(path, parse=parse)
+        r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
+        return r
+
+    def refresh(self) -> list[Letter]:
+        """Read what was appended since the last call; return the new letters."""
+        with self.lock:
+            try:
+                return self._refresh()
+            except OSError as e:
+                raise StoreError(f"cannot read {self.path}: {e.strerror or e}") from e
+
+    def _refresh(self) -> list[Letter]:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self.ino is not None or self.offset:
+                self._reset()
+            return []
+        if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
+            self._reset()
+        self.ino = st.st_ino
+        if st.st_size == self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            start = self.offset
+            if start:
+                f.seek(start - 1)
+                if f.read(1) != b"\n":  # rewritten in place: start over
+                    self._reset()
+                    self.ino = st.st_ino
+                    start = 0
+                    f.seek(0)
+            data = f.read(st.st_size - start)
+        return self._absorb(data, start)
+
+    def _absorb(self, data: bytes, start: int) -> list[Letter]:
+        end = data.rfind(b"\n")
+        if end < len(data) - 1:
+            tail_line = self.line_no + data.count(b"\n", 0, end + 1) + 1
+            self.torn = Defect(str(self.path), tail_line, "torn", "last line has no newline yet")
+        else:
+            self.torn = None
+        if end < 0:
+            return []
+        lines = data[:end].split(b"\n")
+        self.offset = start + end + 1
+        new: list[Letter] = []
+        index = self.index
+        line_no = self.line_no
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            if self.parse:
+                letters = self.letters
+                for line in lines:
+                    line_no += 1
+                    if line.endswith(b"\r"):
+                        line = line[:-1]
+                    if not line.strip():
+                        continue
+                    letter = decode_line(line)
+                    if letter is None:
+                        self.defects.append(
+                            Defect(str(self.path), line_no, "malformed", "not a JSON object")
+                        )
+                        continue
+                    if letter.id in index:
+                        self.duplicates += 1
+                        continue
+                    index[letter.id] = len(letters)
+                    letters.append(letter)
+                    new.append(letter)
+            else:
+                for line in lines:
+                    line_no += 1
+                    if not line.strip():
+                        continue
+                    i = letter_id(line)
+                    if i in index:
+                        self.duplicates += 1
+                    else:
+                        index[i] = len(index)
+        finally:
+            if gc_was:
+                gc.enable()
+        self.line_no = line_no
+        return new
+
+
+class LockedLedger:
+    """A ledger held under its exclusive lock: read current state, then append.
+
+    This is the compare-and-swap primitive: callers derive state from
+    ``reader.letters``, check their rule, and append or refuse, all before the
+    lock is released.
+    """
+
+    def __init__(self, fd: int, reader: LedgerReader, created: bool) -> None:
+        self._fd = fd
+        self.reader = reader
+        self._created = created
+
+    def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
+        """Append the lines whose ids are new; fsync; return (id, appended) per line."""
+        out: list[tuple[str, bool]] = []
+        fresh: list[bytes] = []
+        batch: set[str] = set()
+        index = self.reader.index
+        for line in lines:
+            if b"\n" in line:
+                raise ValueError("a ledger line cannot contain a newline")
+            i = letter_id(line)
+            if i in index or i in batch:
+                out.append((i, False))
+            else:
+                batch.add(i)
+                fresh.append(line)
+                out.append((i, True))
+        if not fresh:
+            return out
+        payload = b"\n".join(fresh) + b"\n"
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # a torn tail: start on a fresh line
+        try:
+            _write_all(fd, payload)
+            os.fsync(fd)
+        except BaseException:
+            try:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            except OSError:
+                pass
+            raise
+        if self._created:
+            fsync_dir(self.reader.path.parent)
+            self._created = False
+        self.reader.refresh()
+        return out
+
+
+@contextmanager
+def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
+    """Open (creating if needed), lock exclusively, refresh, and yield the ledger."""
+    path = reader.path
+    try:
+        ensure_dir(path.parent)
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                break
+            except OSError as e:  # pragma: no cover - EINTR on signals
+                if e.errno != errno.EINTR:
+                    raise
+        with reader.lock:
+            reader.refresh()
+            yield LockedLedger(fd, reader, created)
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def append(reader: LedgerReader, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
+    """Durably append ``lines`` to the reader's ledger, deduplicated by id."""
+    with locked(reader) as led:
+        try:
+            return led.append(lines)
+        except OSError as e:
+            raise StoreError(f"cannot append to {reader.path}: {e.strerror or e}") from e

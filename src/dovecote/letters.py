@@ -1,0 +1,159 @@
+"""Letters: identity, the canonical line, and the decoded view folds read.
+
+Law (DESIGN 1.2): a letter's id is the first 12 lowercase hex digits of
+SHA-256 over its line bytes with the trailing newline removed. The id is never
+stored in the letter; the bytes are kept exactly as read, so a letter written by
+another tool keeps the id that tool gave it.
+
+A ``Letter`` keeps its original line (``raw``) and decodes only the fields the
+folds need; everything else stays in ``raw`` and is read with ``data()`` when a
+face needs it. Decoding is lenient: a known field with the wrong type reads as
+absent rather than dropping the letter, and a line that is not a JSON object is
+a ``Defect``, never a letter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+import orjson
+from msgspec.structs import force_setattr
+
+from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
+
+_sha256 = hashlib.sha256
+
+
+def letter_id(line: bytes) -> str:
+    """The content id of one ledger line (trailing CR/LF ignored)."""
+    return _sha256(line.rstrip(b"\r\n")).hexdigest()[:12]
+
+
+def is_letter_id(value: object) -> bool:
+    """True for a 12-digit lowercase hex string."""
+    return (
+        isinstance(value, str)
+        and len(value) == 12
+        and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One letter as the folds see it. ``id`` and ``raw`` come from the line."""
+
+    ts: str | None = None
+    agent: str | None = None
+    kind: str | None = None
+    klass: str | None = msgspec.field(default=None, name="class")
+    repo: str | None = None
+    brain: str | None = None
+    tool: str | None = None
+    answers: list[str] | None = None
+    ref: str | None = None
+    symptom: str | None = None
+    # Filled from the line by the reader; the odd wire names cannot collide
+    # with a real field, and whatever a line carries there is overwritten.
+    id: str = msgspec.field(default="", name="~dovecote:id")
+    raw: bytes = msgspec.field(default=b"", name="~dovecote:raw")
+
+    def data(self) -> dict[str, Any]:
+        """The whole JSON object of the line (decoded on demand)."""
+        value = orjson.loads(self.raw)
+        assert isinstance(value, dict)
+        return value
+
+    @property
+    def is_report(self) -> bool:
+        """A field report or receipt (absent kind, ``report``, or a legacy sub-kind)."""
+        return self.kind in REPORT_KINDS
+
+    @property
+    def is_receipt(self) -> bool:
+        """A receipt: class ``triage``, case-insensitively."""
+        return self.klass is not None and self.klass.lower() == RECEIPT_CLASS
+
+    @property
+    def is_misdelivery(self) -> bool:
+        return self.klass == MISDELIVERY_CLASS
+
+
+_decode_typed = msgspec.json.Decoder(Letter).decode
+_STR_FIELDS = ("ts", "agent", "kind", "repo", "brain", "tool", "ref", "symptom")
+
+
+def _lenient(obj: dict[str, Any]) -> Letter:
+    """Build a Letter from a dict whose known fields may have the wrong types."""
+    kw: dict[str, Any] = {k: obj[k] for k in _STR_FIELDS if isinstance(obj.get(k), str)}
+    klass = obj.get("class")
+    if isinstance(klass, str):
+        kw["klass"] = klass
+    answers = obj.get("answers")
+    if isinstance(answers, list):
+        kw["answers"] = [a for a in answers if isinstance(a, str)]
+    return Letter(**kw)
+
+
+def decode_line(line: bytes) -> Letter | None:
+    """Decode one complete line (no newline). None when it is not a JSON object."""
+    try:
+        letter = _decode_typed(line)
+    except msgspec.ValidationError:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        letter = _lenient(obj)
+    except msgspec.DecodeError:
+        return None
+    force_setattr(letter, "id", _sha256(line).hexdigest()[:12])
+    force_setattr(letter, "raw", line)
+    return letter
+
+
+# Field order of the canonical line: the well-known fields first, in the order
+# m1nd writes them, then every other key sorted. Nested objects are key-sorted.
+CANONICAL_ORDER: tuple[str, ...] = (
+    "ts",
+    "agent",
+    "kind",
+    "brain",
+    "repo",
+    "to",
+    "tool",
+    "class",
+    "symptom",
+    "misdelivery_kind",
+    "what",
+    "expected",
+    "snippet",
+    "answers",
+    "ref",
+)
+
+
+def _sorted_deep(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_deep(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_deep(v) for v in value]
+    return value
+
+
+def canonical_line(obj: dict[str, Any]) -> bytes:
+    """The one compact form dovecote writes, so equal letters get equal ids."""
+    ordered = {k: _sorted_deep(obj[k]) for k in CANONICAL_ORDER if k in obj}
+    for k in sorted(obj):
+        if k not in ordered:
+            ordered[k] = _sorted_deep(obj[k])
+    return orjson.dumps(ordered)
+
+
+def make_letter(obj: dict[str, Any]) -> Letter:
+    """Canonicalize a dict and decode it as the Letter a reader would see."""
+    letter = decode_line(canonical_line(obj))
+    assert letter is not None
+    return letter

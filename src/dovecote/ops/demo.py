@@ -1,0 +1,55 @@
+"""A demo home for ``make run``: a few projects and letters of every fate.
+
+Timestamps are fixed, so the demo letters have the same ids on every machine
+and building the demo twice appends nothing the second time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dovecote.api import init, open_home
+from dovecote.letters import canonical_line, letter_id
+
+
+def _report(ts: str, agent: str, repo: str, tool: str, klass: str, what: str, **more: Any) -> dict[str, Any]:
+    return {"ts": ts, "agent": agent, "repo": repo, "tool": tool, "class": klass, "what": what, **more}
+
+
+def build_demo(path: Path) -> Path:
+    root = path.absolute()
+    repos = root / "repos"
+    for name in ("atlas", "beacon", "api-gateway", "api-server"):
+        (repos / name).mkdir(parents=True, exist_ok=True)
+    home, created = init(root / ".dovecote", owner_root=str(root))
+    dc = open_home(home)
+    if created:
+        dc.add_project("atlas", str(repos / "atlas"))
+        dc.add_project("beacon", str(repos / "beacon"), box_in_repo=True)
+        dc.add_project("ghost", str(repos / "ghost-not-cloned"), box_in_repo=True)
+        dc.add_project("api-gateway", str(repos / "api-gateway"), aliases=("api",))
+        dc.add_project("api-server", str(repos / "api-server"), aliases=("api",))
+        dc.add_entity("ent_ops", role="operator")
+    wet = _report("2026-07-05T10:00:00Z", "probe", "atlas", "seek", "bug", "seek returned nothing for a known symbol")
+    picked = _report("2026-07-05T10:05:00Z", "probe", "atlas", "north", "honesty", "north claimed an empty memory beat")
+    fixed = _report("2026-07-05T10:10:00Z", "probe", "beacon", "build", "friction", "build step needs a manual retry")
+    ids = {k: letter_id(canonical_line(v)) for k, v in (("picked", picked), ("fixed", fixed))}
+    letters = [
+        wet,
+        picked,
+        fixed,
+        _report("2026-07-05T11:00:00Z", "helper", "atlas", "north", "friction", "looking into the empty beat",
+                answers=[ids["picked"]]),
+        _report("2026-07-05T12:00:00Z", "triage", "beacon", "triage", "triage", "fixed in the retry loop",
+                answers=[ids["fixed"]], disposition="fixed"),
+        _report("2026-07-05T12:30:00Z", "probe", "atlas", "playwright (browser)", "bug", "a foreign tool timed out"),
+        _report("2026-07-05T13:00:00Z", "probe", "(research task, no repo)", "search", "win", "found the paper fast"),
+        _report("2026-07-05T13:30:00Z", "probe", "atlas", "seek", "memory_misdelivery", "beat empty over a full store",
+                misdelivery_kind="false_absence"),
+        _report("2026-07-05T14:00:00Z", "probe", "api", "deploy", "bug", "which api? two projects answer to it"),
+        _report("2026-07-05T14:30:00Z", "probe", "ghost", "lint", "friction", "ghost's repo is not on this machine"),
+        _report("2026-07-05T15:00:00Z", "probe", "zephyr", "seek", "bug", "zephyr is not in the roster"),
+    ]
+    dc.report(letters, agent="demo")
+    return home

@@ -1,0 +1,95 @@
+"""``doctor``: the mailbox block, counts only, and it fails open.
+
+It uses the real roster (so a project present here is not reported pending,
+unlike the seed's doctor, which passed an empty roster), never writes, and
+turns any I/O error into a block marked unavailable instead of a crash.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote.errors import DovecoteError
+from dovecote.routing import route
+from dovecote.vocab import MISDELIVERY_KINDS
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+
+def _day(ts: str | None) -> int | None:
+    if not ts or len(ts) < 10:
+        return None
+    try:
+        return date.fromisoformat(ts[:10]).toordinal()
+    except ValueError:
+        return None
+
+
+def in_last_7_days(ts: str | None, today: int) -> bool:
+    """The seed's window: at most 7 days old, at most 1 day in the future."""
+    d = _day(ts)
+    return d is not None and today - d <= 7 and d <= today + 1
+
+
+def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> str | None:
+    """A misdelivery's sub-kind: ``misdelivery_kind``, or a legacy ``kind``."""
+    k = letter_data.get("misdelivery_kind")
+    if isinstance(k, str):
+        return k
+    return legacy_kind if legacy_kind in MISDELIVERY_KINDS else None
+
+
+def doctor(dc: Dovecote, now: datetime | None = None) -> dict[str, Any]:
+    spool_path = str(dc.layout.spool)
+    try:
+        return {"mailbox": _mailbox(dc, now or datetime.now(UTC))}
+    except (OSError, DovecoteError) as e:
+        return {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
+
+
+def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
+    from dovecote.ops.sweep import sweep
+
+    result = sweep(dc, do_distribute=False)
+    spool = dc.store.read("spool").letters
+    today = now.date().toordinal()
+    by_kind = dict.fromkeys(MISDELIVERY_KINDS, 0)
+    unrecognized = 0
+    recent = 0
+    for letter, _ in result.book.entries.values():
+        if not letter.is_misdelivery:
+            continue
+        if in_last_7_days(letter.ts, today):
+            recent += 1
+        k = misdelivery_kind(letter.data(), letter.kind)
+        if k in by_kind:
+            by_kind[k] += 1
+        else:
+            unrecognized += 1
+    pending: set[str] = set()
+    pending_letters = 0
+    boxed = {
+        lid for lid, (_, box) in result.book.entries.items() if box is not None
+    }
+    for letter in spool:
+        if not letter.is_report or letter.id in boxed:
+            continue
+        r = route(letter.brain, letter.repo, dc.index)
+        if r.address is None or not dc.store.reachable(r.address):
+            pending.add(r.name)
+            pending_letters += 1
+    return {
+        "available": True,
+        "spool_letters": len(spool),
+        "misdelivery_total": result.book.misdelivery,
+        "misdelivery_7d": recent,
+        "misdelivery_by_kind": by_kind,
+        "misdelivery_unrecognized_kind": unrecognized,
+        "pending_distribution": sorted(pending),
+        "pending_letters": pending_letters,
+        "unreachable": result.unreachable,
+        "malformed_lines": len(result.malformed),
+        "spool_path": str(dc.layout.spool),
+    }

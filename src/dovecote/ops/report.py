@@ -1,0 +1,136 @@
+"""``report``: validate field reports and append them to the spool.
+
+Every rule for what a field report may hold lives in ``check_report``; the CLI,
+MCP and HTTP faces all pass their input through it. A batch is all or nothing:
+one bad object refuses the whole batch and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote.errors import Refusal
+from dovecote.letters import canonical_line, is_letter_id
+from dovecote.vocab import (
+    DISPOSITIONS,
+    ENGINE_AGENT,
+    MISDELIVERY_CLASS,
+    MISDELIVERY_KINDS,
+    RECEIPT_CLASS,
+    REPORT_CLASSES,
+    SYMPTOMS,
+)
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+STRING_FIELDS = (
+    "ts", "agent", "kind", "repo", "brain", "tool", "class", "what", "expected",
+    "snippet", "symptom", "misdelivery_kind", "disposition", "fingerprint", "case_id",
+)
+REPORT_FIELDS = frozenset({*STRING_FIELDS, "answers", "sentinel"})
+RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "sentinel")
+_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
+_FP = re.compile(r"fp:[^/\s]+/[a-z_]+")
+
+
+def now_ts() -> str:
+    """Now, as the ISO-8601 UTC string letters carry (second resolution)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_agent() -> str:
+    return os.environ.get("DOVECOTE_AGENT") or os.environ.get("USER") or "unknown"
+
+
+def check_ts(value: str, where: str = "ts") -> str:
+    if not _TS.fullmatch(value):
+        raise Refusal("invalid_field", f"{where} {value!r} is not an ISO-8601 UTC time like 2026-07-05T10:00:00Z")
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise Refusal("invalid_field", f"{where} {value!r} is not a real date and time") from None
+    return value
+
+
+def _one_of(obj: dict[str, Any], key: str, allowed: tuple[str, ...]) -> None:
+    if key in obj and obj[key] not in allowed:
+        raise Refusal("invalid_field", f"{key} {obj[key]!r} is not one of {', '.join(allowed)}")
+
+
+def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
+    """Validate one field report; return its canonical line. Refuses, never repairs."""
+    if not isinstance(obj, dict):
+        raise Refusal("invalid_json", "a field report must be a JSON object")
+    unknown = sorted(set(obj) - REPORT_FIELDS)
+    if unknown:
+        raise Refusal("unknown_field", f"not part of a field report: {', '.join(unknown)}")
+    obj = {k: v for k, v in obj.items() if v is not None}
+    obj.setdefault("ts", ts)
+    obj.setdefault("agent", agent)
+    for k in STRING_FIELDS:
+        if k in obj:
+            v = obj[k]
+            if not isinstance(v, str):
+                raise Refusal("invalid_field", f"{k} must be a string, not {type(v).__name__}")
+            if "\x00" in v:
+                raise Refusal("invalid_field", f"{k} contains a NUL byte")
+    for k in ("tool", "class", "what", "agent"):
+        if not obj.get(k, "").strip():
+            raise Refusal("missing_field", f"{k} is required and cannot be blank")
+    if obj["agent"] == ENGINE_AGENT:
+        raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
+    check_ts(obj["ts"])
+    _one_of(obj, "class", REPORT_CLASSES)
+    _one_of(obj, "kind", ("report",))
+    _one_of(obj, "symptom", SYMPTOMS)
+    if obj["class"] == MISDELIVERY_CLASS:
+        if "misdelivery_kind" not in obj:
+            kinds = ", ".join(MISDELIVERY_KINDS)
+            raise Refusal("missing_field", f"a {MISDELIVERY_CLASS} report needs misdelivery_kind ({kinds})")
+        _one_of(obj, "misdelivery_kind", MISDELIVERY_KINDS)
+    elif "misdelivery_kind" in obj:
+        raise Refusal("invalid_field", f"misdelivery_kind belongs only to class {MISDELIVERY_CLASS}")
+    if obj["class"] != RECEIPT_CLASS:
+        for k in RECEIPT_ONLY:
+            if k in obj:
+                raise Refusal("invalid_field", f"{k} belongs only to a receipt (class {RECEIPT_CLASS})")
+    _one_of(obj, "disposition", DISPOSITIONS)
+    if "fingerprint" in obj and not _FP.fullmatch(obj["fingerprint"]):
+        raise Refusal("invalid_field", "fingerprint must look like fp:<tool_family>/<symptom>")
+    if "sentinel" in obj:
+        s = obj["sentinel"]
+        if not (isinstance(s, dict) and s and all(isinstance(k, str) and isinstance(v, str) for k, v in s.items())):
+            raise Refusal("invalid_field", "sentinel must be an object of strings, e.g. {probe, expect}")
+    if "answers" in obj:
+        answers = obj["answers"]
+        if not isinstance(answers, list) or not answers:
+            raise Refusal("invalid_field", "answers must be a non-empty list of letter ids")
+        bad = [a for a in answers if not is_letter_id(a)]
+        if bad:
+            raise Refusal("invalid_field", f"answers holds {bad[0]!r}, not a 12-digit lowercase hex id")
+    line = canonical_line(obj)
+    if len(line) > max_bytes:
+        raise Refusal("too_large", f"the report is {len(line)} bytes; the limit is {max_bytes}")
+    return line
+
+
+def report(dc: Dovecote, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
+    """Append field reports to the spool (one fsync). Returns (id, appended) each."""
+    if not objs:
+        raise Refusal("missing_field", "no field report was given")
+    ts = now_ts()
+    who = agent or default_agent()
+    limit = dc.roster.limits.report_max_bytes
+    lines = []
+    for n, obj in enumerate(objs, 1):
+        try:
+            lines.append(check_report(obj, agent=who, ts=ts, max_bytes=limit))
+        except Refusal as r:
+            if len(objs) == 1:
+                raise
+            raise Refusal(r.reason, f"report {n} of {len(objs)}: {r.detail}") from None
+    return dc.store.append("spool", lines)

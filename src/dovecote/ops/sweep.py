@@ -1,0 +1,207 @@
+"""``sweep`` and ``box``: fates across every box, or within one.
+
+The sweep unions the spool and every reachable report box (home and the
+projects), counts each letter once, names every box it cannot reach, reports
+every malformed or torn line, and derives fates with ``derive.fates``. A warm
+handle feeds the fold only the letters appended since its last sweep; the
+answer is the same as a cold sweep (``verify`` checks it byte for byte).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dovecote.derive.fates import FateBook
+from dovecote.errors import StoreError
+from dovecote.ledger import Defect
+from dovecote.names import Address
+from dovecote.ops.distribute import Receipt, distribute
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+    from dovecote.store import Where
+
+SCHEMA = "dovecote-sweep-v1"
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SweepState:
+    key: tuple[object, ...] = ()
+    book: FateBook | None = None
+    fed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def _row(book: FateBook, lid: str) -> dict[str, Any]:
+    letter, box = book.entries[lid]
+    d = letter.data()
+
+    def s(k: str) -> Any:
+        v = d.get(k)
+        return v if isinstance(v, str) else None
+
+    return {
+        "id": lid,
+        "ts": letter.ts,
+        "agent": letter.agent,
+        "class": letter.klass,
+        "repo": letter.repo,
+        "brain": letter.brain,
+        "tool": letter.tool,
+        "what": s("what"),
+        "answers": list(letter.answers or ()),
+        "answered_by": book.answered_by(lid),
+        "fate": book.fate.get(lid),
+        "box": box,
+    }
+
+
+def counts_of(book: FateBook) -> dict[str, int]:
+    return {k: book.counts[k] for k in ("wet_ink", "in_flight", "fired_clay", "external")}
+
+
+@dataclass
+class SweepResult:
+    spool_path: str
+    distribution: Receipt | None
+    book: FateBook
+    unreachable: list[str]
+    malformed: list[Defect]
+    include_all: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.book.total
+
+    @property
+    def open(self) -> int:
+        return self.book.open
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return counts_of(self.book)
+
+    def letter_ids(self) -> list[str]:
+        return self.book.all_letters() if self.include_all else self.book.open_letters()
+
+    def letters(self) -> list[dict[str, Any]]:
+        return [_row(self.book, i) for i in self.letter_ids()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "spool_path": self.spool_path,
+            "distribution": self.distribution.to_dict() if self.distribution else None,
+            "total": self.total,
+            "open": self.open,
+            "counts": self.counts,
+            "receipts": self.book.receipts,
+            "misdelivery": self.book.misdelivery,
+            "unreachable": self.unreachable,
+            "malformed": [d.to_dict() for d in self.malformed],
+            "letters": self.letters(),
+        }
+
+
+def _fold(
+    dc: Dovecote, sources: list[Where], unreachable: list[str], progress: Progress | None
+) -> tuple[FateBook, list[Defect]] | None:
+    """Feed the warm book what is new in each source; None if a file was replaced."""
+    st: SweepState = dc.warm.setdefault("sweep", SweepState())
+    key = (dc.roster.signature, tuple(str(s) for s in sources))
+    if key != st.key or st.book is None:
+        st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
+    book = st.book
+    assert book is not None
+    malformed: list[Defect] = []
+    for n, where in enumerate(sources, 1):
+        label = str(where)
+        try:
+            read = dc.store.read(where)
+        except StoreError:
+            unreachable.append(label)
+            continue
+        gen, count = st.fed.get(label, (read.generation, 0))
+        if gen != read.generation:
+            dc.warm.pop("sweep")
+            return None
+        book.add(read.letters[count:], label if isinstance(where, Address) else None)
+        st.fed[label] = (read.generation, len(read.letters))
+        malformed += [*read.defects, *([read.torn] if read.torn else [])]
+        if progress:
+            progress(label, n, len(sources))
+    return book, malformed
+
+
+def sweep(
+    dc: Dovecote,
+    *,
+    do_distribute: bool = True,
+    include_all: bool = False,
+    progress: Progress | None = None,
+) -> SweepResult:
+    receipt = distribute(dc) if do_distribute else None
+    sources: list[Where] = ["spool"]
+    unreachable: list[str] = []
+    for addr in dc.report_boxes():
+        if dc.store.reachable(addr):
+            sources.append(addr)
+        else:
+            unreachable.append(str(addr))
+    folded = _fold(dc, sources, unreachable, progress)
+    if folded is None:  # a ledger was replaced under us: fold everything again
+        folded = _fold(dc, sources, unreachable, progress)
+        assert folded is not None
+    book, malformed = folded
+    return SweepResult(
+        spool_path=str(dc.layout.spool),
+        distribution=receipt,
+        book=book,
+        unreachable=sorted(set(unreachable)),
+        malformed=malformed,
+        include_all=include_all,
+    )
+
+
+@dataclass
+class BoxView:
+    """One box read alone (INV-17): its letters and counts, nothing else."""
+
+    address: str
+    exists: bool
+    known: bool
+    book: FateBook
+    malformed: list[Defect]
+    include_all: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        ids = self.book.all_letters() if self.include_all else self.book.open_letters()
+        return {
+            "box": self.address,
+            "exists": self.exists,
+            "known": self.known,
+            "total": self.book.total,
+            "open": self.book.open,
+            "counts": counts_of(self.book),
+            "receipts": self.book.receipts,
+            "malformed": [d.to_dict() for d in self.malformed],
+            "letters": [_row(self.book, i) for i in ids],
+        }
+
+
+def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView:
+    """Read one box only; a box that does not exist reads zero, never a guess."""
+    known = address.kind == "home" or (
+        dc.roster.project(address.name) is not None
+        if address.kind == "project"
+        else dc.roster.entity(address.name) is not None
+    )
+    book = FateBook(dc.roster.foreign_markers)
+    if not known or not dc.store.reachable(address):
+        return BoxView(str(address), False, known, book, [], include_all)
+    read = dc.store.read(address)
+    book.add(read.letters, str(address))
+    defects = [*read.defects, *([read.torn] if read.torn else [])]
+    return BoxView(str(address), read.exists, known, book, defects, include_all)

@@ -1,0 +1,251 @@
+"""The roster: ``config.toml`` in the dovecote home.
+
+It lists the projects (name, root, aliases, where the box is kept), the
+entities, the one list of foreign-tool markers every surface uses, the limits,
+the notifier settings and the tic source. Routing is a pure function of a letter
+and this roster, so two machines with the same roster file file every letter
+into the same box (DESIGN 1.8).
+
+Loading validates everything and refuses an unknown key with ``invalid_config``
+(a typo in a hand-edited roster must not silently change routing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from dovecote.errors import Refusal
+from dovecote.names import check_name
+from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    name: str
+    root: str
+    aliases: tuple[str, ...] = ()
+    box_in_repo: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    id: str
+    role: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size limits, in bytes, and thresholds, in tics or hours."""
+
+    report_max_bytes: int = 64 * 1024
+    body_inline_max: int = 1024 * 1024
+    body_hard_limit: int = 16 * 1024 * 1024
+    stale_tics: int = 5
+    stale_hours: int = 24
+    expiring_tics: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    owner_roots: tuple[str, ...] = ()
+    owner_home: str = ""
+    projects: tuple[Project, ...] = ()
+    entities: tuple[Entity, ...] = ()
+    foreign_markers: tuple[str, ...] = DEFAULT_FOREIGN_MARKERS
+    limits: Limits = field(default_factory=Limits)
+    tic_source: str | None = None
+    notifier_mode: str = "none"
+    signature: str = ""  # sha256 of the file it was read from
+
+    def project(self, name: str) -> Project | None:
+        low = name.lower()
+        for p in self.projects:
+            if p.name.lower() == low:
+                return p
+        return None
+
+    def entity(self, entity_id: str) -> Entity | None:
+        for e in self.entities:
+            if e.id == entity_id:
+                return e
+        return None
+
+
+_TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities"}
+_NOTIFIER_MODES = ("none", "discover-only", "agent-turn-nudge")
+
+
+def _bad(detail: str) -> Refusal:
+    return Refusal("invalid_config", detail)
+
+
+def _expect(value: Any, kind: type, where: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _bad(f"{where} must be a {kind.__name__}")
+    return value
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    _expect(value, list, where)
+    for v in value:
+        _expect(v, str, f"{where}[]")
+    return tuple(value)
+
+
+def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise _bad(f"unknown key(s) {', '.join(extra)} in {where}")
+
+
+def normalize_root(root: str, owner_home: str = "") -> str:
+    """Expand a leading ``~`` against the roster's recorded home; strip trailing '/'."""
+    root = root.strip()
+    if owner_home and (root == "~" or root.startswith("~/")):
+        root = owner_home + root[1:]
+    return root.rstrip("/") or "/"
+
+
+def parse(text: bytes) -> Roster:
+    """Parse and validate roster bytes."""
+    try:
+        doc = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise _bad(f"config.toml is not valid TOML: {e}") from e
+    _only(doc, _TOP_KEYS, "config.toml")
+    owner = _expect(doc.get("owner", {}), dict, "[owner]")
+    _only(owner, {"roots", "home"}, "[owner]")
+    owner_home = _expect(owner.get("home", ""), str, "owner.home")
+    owner_roots = tuple(
+        normalize_root(r, owner_home) for r in _str_list(owner.get("roots", []), "owner.roots")
+    )
+    markers_t = _expect(doc.get("markers", {}), dict, "[markers]")
+    _only(markers_t, {"foreign"}, "[markers]")
+    markers = tuple(
+        m.lower() for m in _str_list(markers_t.get("foreign", list(DEFAULT_FOREIGN_MARKERS)), "markers.foreign")
+    )
+    if any(not m for m in markers):
+        raise _bad("markers.foreign cannot hold an empty marker (it would match every tool)")
+    limits_t = _expect(doc.get("limits", {}), dict, "[limits]")
+    known_limits = set(Limits.__dataclass_fields__)
+    _only(limits_t, known_limits, "[limits]")
+    for k, v in limits_t.items():
+        if _expect(v, int, f"limits.{k}") <= 0:
+            raise _bad(f"limits.{k} must be positive")
+    limits = Limits(**limits_t)
+    tics = _expect(doc.get("tics", {}), dict, "[tics]")
+    _only(tics, {"source"}, "[tics]")
+    tic_source = tics.get("source")
+    if tic_source is not None:
+        _expect(tic_source, str, "tics.source")
+    notifier = _expect(doc.get("notifier", {}), dict, "[notifier]")
+    _only(notifier, {"mode"}, "[notifier]")
+    mode = _expect(notifier.get("mode", "none"), str, "notifier.mode")
+    if mode not in _NOTIFIER_MODES:
+        raise _bad(f"notifier.mode must be one of {', '.join(_NOTIFIER_MODES)}")
+
+    projects: list[Project] = []
+    seen: set[str] = set()
+    for i, p in enumerate(_expect(doc.get("projects", []), list, "[[projects]]")):
+        where = f"projects[{i}]"
+        _expect(p, dict, where)
+        _only(p, {"name", "root", "aliases", "box_in_repo"}, where)
+        name = check_name(_expect(p.get("name"), str, f"{where}.name"), "project name")
+        if name.lower() in seen:
+            raise _bad(f"project {name!r} is listed twice")
+        seen.add(name.lower())
+        root = normalize_root(_expect(p.get("root"), str, f"{where}.root"), owner_home)
+        if not root.startswith("/"):
+            raise _bad(f"{where}.root must be an absolute path")
+        aliases = _str_list(p.get("aliases", []), f"{where}.aliases")
+        for a in aliases:
+            check_name(a, "alias")
+        projects.append(
+            Project(name, root, aliases, bool(_expect(p.get("box_in_repo", False), bool, f"{where}.box_in_repo")))
+        )
+    entities: list[Entity] = []
+    ids: set[str] = set()
+    for i, e in enumerate(_expect(doc.get("entities", []), list, "[[entities]]")):
+        where = f"entities[{i}]"
+        _expect(e, dict, where)
+        _only(e, {"id", "role"}, where)
+        eid = check_name(_expect(e.get("id"), str, f"{where}.id"), "entity id")
+        if eid in ids:
+            raise _bad(f"entity {eid!r} is listed twice")
+        ids.add(eid)
+        role = e.get("role")
+        if role is not None:
+            _expect(role, str, f"{where}.role")
+        entities.append(Entity(eid, role))
+    return Roster(
+        owner_roots=owner_roots,
+        owner_home=owner_home,
+        projects=tuple(projects),
+        entities=tuple(entities),
+        foreign_markers=markers,
+        limits=limits,
+        tic_source=tic_source,
+        notifier_mode=mode,
+        signature=hashlib.sha256(text).hexdigest(),
+    )
+
+
+def dump(r: Roster) -> bytes:
+    """Serialize a roster (inverse of ``parse`` up to the signature)."""
+    doc: dict[str, Any] = {
+        "owner": {"home": r.owner_home, "roots": list(r.owner_roots)},
+        "markers": {"foreign": list(r.foreign_markers)},
+        "notifier": {"mode": r.notifier_mode},
+    }
+    defaults = Limits()
+    changed = {
+        k: getattr(r.limits, k)
+        for k in Limits.__dataclass_fields__
+        if getattr(r.limits, k) != getattr(defaults, k)
+    }
+    if changed:
+        doc["limits"] = changed
+    if r.tic_source is not None:
+        doc["tics"] = {"source": r.tic_source}
+    if r.projects:
+        doc["projects"] = [
+            {"name": p.name, "root": p.root, "aliases": list(p.aliases), "box_in_repo": p.box_in_repo}
+            for p in r.projects
+        ]
+    if r.entities:
+        doc["entities"] = [
+            {"id": e.id, **({"role": e.role} if e.role is not None else {})} for e in r.entities
+        ]
+    header = b"# dovecote roster: projects, entities, markers and settings (see README)\n"
+    return header + tomli_w.dumps(doc).encode("utf-8")
+
+
+def load(path: Path) -> Roster:
+    try:
+        return parse(path.read_bytes())
+    except FileNotFoundError:
+        raise Refusal("no_home", f"no roster at {path}; run `dovecote init`") from None
+
+
+def new_roster(owner_root: str) -> Roster:
+    home = os.path.expanduser("~")
+    return Roster(owner_roots=(normalize_root(owner_root),), owner_home=home)
+
+
+def with_project(r: Roster, p: Project) -> Roster:
+    if r.project(p.name) is not None:
+        raise Refusal("duplicate_project", f"project {p.name!r} is already in the roster")
+    return replace(r, projects=(*r.projects, p))
+
+
+def with_entity(r: Roster, e: Entity) -> Roster:
+    if r.entity(e.id) is not None:
+        raise Refusal("duplicate_entity", f"entity {e.id!r} is already in the roster")
+    return replace(r, entities=(*r.entities, e))
