@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import gc
+import hashlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -31,9 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+from msgspec.structs import force_setattr
 
 from dovecote.errors import StoreError
-from dovecote.letters import Letter, decode_line, letter_id
+from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
+
+_sha256 = hashlib.sha256
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,19 +107,18 @@ class LedgerReader:
     """Incremental reader of one ledger file.
 
     ``letters`` holds each distinct letter once, in file order; ``index`` maps
-    id to position. With ``parse=False`` only ids are kept (what an appender
-    needs to dedup), which skips JSON decoding entirely.
+    id to letter. A line whose id is already present is counted in
+    ``duplicates`` and otherwise ignored.
     """
 
-    def __init__(self, path: Path, *, parse: bool = True) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.parse = parse
         self.lock = threading.RLock()
         self._reset()
 
     def _reset(self) -> None:
         self.letters: list[Letter] = []
-        self.index: dict[str, int] = {}
+        self.index: dict[str, Letter] = {}
         self.defects: list[Defect] = []
         self.torn: Defect | None = None
         self.duplicates = 0
@@ -132,13 +135,13 @@ class LedgerReader:
         return Checkpoint(self.ino or 0, self.offset, self.line_no)
 
     @classmethod
-    def resume(cls, path: Path, cp: Checkpoint, *, parse: bool = True) -> LedgerReader:
+    def resume(cls, path: Path, cp: Checkpoint) -> LedgerReader:
         """A reader that starts at ``cp``: its first refresh reads only newer bytes.
 
         If the file was replaced or no longer matches, the reader starts from
         zero instead and ``generation`` is 1, so the caller drops its state.
         """
-        r = cls(path, parse=parse)
+        r = cls(path)
         r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
         return r
 
@@ -183,49 +186,55 @@ class LedgerReader:
             self.torn = None
         if end < 0:
             return []
-        lines = data[:end].split(b"\n")
+        chunk = data[:end]
+        lines = chunk.split(b"\n")
         self.offset = start + end + 1
-        new: list[Letter] = []
         index = self.index
         line_no = self.line_no
+        letters = self.letters
+        before = len(letters)
         gc_was = gc.isenabled()
-        gc.disable()
+        gc.disable()  # a million new objects would trigger many useless collections
         try:
-            if self.parse:
-                letters = self.letters
-                for line in lines:
-                    line_no += 1
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    if not line.strip():
-                        continue
-                    letter = decode_line(line)
-                    if letter is None:
-                        self.defects.append(
-                            Defect(str(self.path), line_no, "malformed", "not a JSON object")
-                        )
-                        continue
-                    if letter.id in index:
+            fast = None if b"\r" in chunk else decode_lines_fast(chunk, len(lines))
+            if fast is not None:
+                for line, letter in zip(lines, fast, strict=True):
+                    lid = _sha256(line).hexdigest()[:12]
+                    if lid in index:
                         self.duplicates += 1
                         continue
-                    index[letter.id] = len(letters)
+                    force_setattr(letter, "id", lid)
+                    force_setattr(letter, "raw", line)
+                    index[lid] = letter
                     letters.append(letter)
-                    new.append(letter)
+                line_no += len(lines)
             else:
-                for line in lines:
-                    line_no += 1
-                    if not line.strip():
-                        continue
-                    i = letter_id(line)
-                    if i in index:
-                        self.duplicates += 1
-                    else:
-                        index[i] = len(index)
+                line_no = self._absorb_slowly(lines, line_no)
         finally:
             if gc_was:
                 gc.enable()
         self.line_no = line_no
-        return new
+        return letters[before:]
+
+
+    def _absorb_slowly(self, lines: list[bytes], line_no: int) -> int:
+        """Line by line: blank lines skipped, malformed ones reported."""
+        index = self.index
+        for line in lines:
+            line_no += 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line or line.isspace():
+                continue
+            letter = decode_line(line)
+            if letter is None:
+                self.defects.append(Defect(str(self.path), line_no, "malformed", "not a JSON object"))
+            elif letter.id in index:
+                self.duplicates += 1
+            else:
+                index[letter.id] = letter
+                self.letters.append(letter)
+        return line_no
 
 
 class LockedLedger:

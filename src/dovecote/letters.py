@@ -79,7 +79,22 @@ class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return self.klass == MISDELIVERY_CLASS
 
 
-_decode_typed = msgspec.json.Decoder(Letter).decode
+_decoder = msgspec.json.Decoder(Letter)
+_decode_typed = _decoder.decode
+
+
+def decode_lines_fast(buf: bytes, count: int) -> list[Letter] | None:
+    """Decode many clean lines in one call; None if any line needs the slow path.
+
+    The caller still sets ``id`` and ``raw``. A blank line, a line that is not
+    an object, or a field of the wrong type anywhere sends the whole batch back
+    to ``decode_line``, which handles each case.
+    """
+    try:
+        out = _decoder.decode_lines(buf)
+    except msgspec.DecodeError:
+        return None
+    return out if len(out) == count else None
 _STR_FIELDS = ("ts", "agent", "kind", "repo", "brain", "tool", "ref", "symptom")
 
 

@@ -31,6 +31,7 @@ class BoxRead(NamedTuple):
     """One ledger as read now."""
 
     letters: list[Letter]
+    index: dict[str, Letter]
     defects: list[Defect]
     torn: Defect | None
     exists: bool
@@ -95,9 +96,9 @@ class FileStore:
     def read(self, where: Where) -> BoxRead:
         r = self.reader(where)
         if r is None:
-            return BoxRead([], [], None, False, 0)
+            return BoxRead([], {}, [], None, False, 0)
         r.refresh()
-        return BoxRead(r.letters, r.defects, r.torn, r.exists, r.generation)
+        return BoxRead(r.letters, r.index, r.defects, r.torn, r.exists, r.generation)
 
     def _writable(self, where: Where) -> LedgerReader:
         r = self.reader(where)

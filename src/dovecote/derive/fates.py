@@ -23,126 +23,196 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from dovecote.letters import Letter
-from dovecote.vocab import FATES
+from dovecote.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 
 WET, FLIGHT, CLAY, EXTERNAL = "wet_ink", "in_flight", "fired_clay", "external"
 
 
+_NOT_RECEIPT = frozenset({"bug", "friction", "honesty", "win", "memory_misdelivery"})
+
+
 class FateBook:
-    """Union of report letters (each id once) with their derived fates."""
+    """Union of report letters (each id once) with their derived fates.
+
+    A fate is a function of four sets (``external``, ``receipt_ids``,
+    ``closed``, ``picked``), so nothing per letter is stored but the letter
+    itself; counts are kept incrementally and moved when a new answer arrives.
+    ``add`` is the sweep's hot path, so it is written flat, with locals.
+    """
 
     def __init__(self, markers: Sequence[str]) -> None:
         self.markers = tuple(m.lower() for m in markers)
-        self.entries: dict[str, tuple[Letter, str | None]] = {}  # id -> (letter, box)
-        self.fate: dict[str, str] = {}
-        self.counts: dict[str, int] = dict.fromkeys(FATES, 0)
+        self.entries: dict[str, Letter] = {}
+        self.external: set[str] = set()
+        self.receipt_ids: set[str] = set()
         self.closed: set[str] = set()
         self.picked: set[str] = set()
-        self.referrers: dict[str, list[str]] = {}
-        self.open_ids: set[str] = set()
-        self.open_order: list[str] = []
-        self.receipts = 0
+        self.counts: dict[str, int] = dict.fromkeys(FATES, 0)
+        self.answering: list[Letter] = []  # every letter with answers, in arrival order
+        self._referrers: dict[str, list[str]] = {}
+        self._referrers_upto = 0
+        self.open_order: list[str] = []  # open on arrival, not yet merged into _open_sorted
+        self._open_sorted: list[tuple[str, str]] = []
+        self._open_closed_seen = 0
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
 
-    def _is_external(self, tool: str | None) -> bool:
-        hit = self._external_tool.get(tool)
-        if hit is None:
-            low = tool.lower() if tool else ""
-            hit = any(m in low for m in self.markers)
-            self._external_tool[tool] = hit
+    def fate_of(self, lid: str) -> str | None:
+        """The fate of a letter in the book; None for a receipt or an unknown id."""
+        if lid not in self.entries or lid in self.receipt_ids:
+            return None
+        if lid in self.external:
+            return EXTERNAL
+        if lid in self.closed:
+            return CLAY
+        return FLIGHT if lid in self.picked else WET
+
+    def _is_external(self, tool: str) -> bool:
+        low = tool.lower()
+        hit = any(m in low for m in self.markers)
+        self._external_tool[tool] = hit
         return hit
 
-    def _move(self, lid: str, new: str) -> None:
-        old = self.fate[lid]
-        self.fate[lid] = new
-        self.counts[old] -= 1
-        self.counts[new] += 1
-        if lid in self.open_ids and new not in (WET, FLIGHT):
-            self.open_ids.discard(lid)
+    def add_source(self, index: dict[str, Letter]) -> None:
+        """Fold a whole ledger (id -> letter).
 
-    def add(self, letters: Iterable[Letter], box: str | None) -> None:
-        """Fold letters in. A letter already present only moves to a better box label."""
+        A ledger that shares no id with the book (the usual case: each letter
+        lives in one box) is merged by one C-level ``dict.update``; letters
+        that are not reports are taken out again afterwards.
+        """
         entries = self.entries
-        fate = self.fate
-        counts = self.counts
+        if entries.keys().isdisjoint(index):
+            entries.update(index)
+            self._add(index.values(), fresh=True)
+        else:
+            self._add(index.values(), fresh=False)
+
+    def add(self, letters: Iterable[Letter]) -> None:
+        """Fold letters in; a letter already present is skipped."""
+        self._add(letters, fresh=False)
+
+    def _add(self, letters: Iterable[Letter], fresh: bool) -> None:
+        entries = self.entries
         closed = self.closed
         picked = self.picked
+        ext_cache = self._external_tool
+        open_append = self.open_order.append
+        report_kinds = REPORT_KINDS
+        n_wet = n_flight = n_clay = n_mis = 0
+        answering: list[Letter] = []
+        others: list[str] = []
         for letter in letters:
-            if not letter.is_report:
-                continue
             lid = letter.id
-            prev = entries.get(lid)
-            if prev is not None:
-                if box is not None and (prev[1] is None or box < prev[1]):
-                    entries[lid] = (letter, box)
-                continue
-            entries[lid] = (letter, box)
-            receipt = letter.is_receipt
-            if letter.is_misdelivery:
-                self.misdelivery += 1
-            if receipt:
-                self.receipts += 1
+            kind = letter.kind
+            if fresh:
+                if kind is not None and kind not in report_kinds:
+                    others.append(lid)
+                    continue
             else:
-                if self._is_external(letter.tool):
-                    f = EXTERNAL
+                if lid in entries or (kind is not None and kind not in report_kinds):
+                    continue
+                entries[lid] = letter
+            klass = letter.klass
+            if klass is not None and klass not in _NOT_RECEIPT and klass.lower() == RECEIPT_CLASS:
+                self.receipt_ids.add(lid)
+            else:
+                if klass == MISDELIVERY_CLASS:
+                    n_mis += 1
+                tool = letter.tool
+                ext = ext_cache.get(tool)
+                if ext is None:
+                    ext = self._is_external(tool)  # type: ignore[arg-type]
+                if ext:
+                    self.external.add(lid)
                 elif lid in closed:
-                    f = CLAY
+                    n_clay += 1
                 elif lid in picked:
-                    f = FLIGHT
+                    n_flight += 1
+                    open_append(lid)
                 else:
-                    f = WET
-                fate[lid] = f
-                counts[f] += 1
-                if f is WET or f is FLIGHT:
-                    self.open_ids.add(lid)
-                    self.open_order.append(lid)
-            answers = letter.answers
-            if not answers:
-                continue
-            for a in answers:
-                refs = self.referrers.get(a)
-                if refs is None:
-                    self.referrers[a] = [lid]
-                else:
-                    refs.append(lid)
-                if receipt:
+                    n_wet += 1
+                    open_append(lid)
+            if letter.answers:
+                answering.append(letter)
+        for lid in others:
+            del entries[lid]
+        self.misdelivery += n_mis
+        self.answering += answering
+        # Answers last: a letter answered within this same batch moves below.
+        receipt_ids = self.receipt_ids
+        external = self.external
+        for letter in answering:
+            if letter.id in receipt_ids:
+                for a in letter.answers or ():
                     if a in closed:
                         continue
                     closed.add(a)
-                    if fate.get(a) in (WET, FLIGHT):
-                        self._move(a, CLAY)
-                elif a not in closed and a not in picked:
+                    if a in entries and a not in receipt_ids and a not in external:
+                        if a in picked:
+                            n_flight -= 1
+                        else:
+                            n_wet -= 1
+                        n_clay += 1
+            else:
+                for a in letter.answers or ():
+                    if a in closed or a in picked:
+                        continue
                     picked.add(a)
-                    if fate.get(a) is WET:
-                        self._move(a, FLIGHT)
+                    if a in entries and a not in receipt_ids and a not in external:
+                        n_wet -= 1
+                        n_flight += 1
+        counts = self.counts
+        counts[WET] += n_wet
+        counts[FLIGHT] += n_flight
+        counts[CLAY] += n_clay
+        counts[EXTERNAL] = len(external)
 
     @property
     def total(self) -> int:
         return len(self.entries)
 
     @property
+    def receipts(self) -> int:
+        return len(self.receipt_ids)
+
+    @property
     def open(self) -> int:
-        return len(self.open_ids)
+        return self.counts[WET] + self.counts[FLIGHT]
 
     def open_letters(self) -> list[str]:
-        """Open ids, oldest first (ts, then id)."""
+        """Open ids, oldest first (ts, then id).
+
+        Kept sorted between calls: new open letters are sorted and merged in
+        (timsort merges two sorted runs in linear time), and letters closed
+        since are filtered out, so a warm call costs O(open), not O(n log n).
+        """
         entries = self.entries
-        live = [i for i in self.open_order if i in self.open_ids]
-        live.sort(key=lambda i: (entries[i][0].ts or "", i))
-        self.open_order = live
-        return live
+        if self.open_order:
+            self._open_sorted += [(entries[i].ts or "", i) for i in self.open_order]
+            self.open_order = []
+            self._open_sorted.sort()
+        closed = self.closed
+        if len(closed) != self._open_closed_seen:
+            self._open_sorted = [k for k in self._open_sorted if k[1] not in closed]
+            self._open_closed_seen = len(closed)
+        return [i for _, i in self._open_sorted]
 
     def all_letters(self) -> list[str]:
         entries = self.entries
-        return sorted(entries, key=lambda i: (entries[i][0].ts or "", i))
+        return [i for _, i in sorted((entries[i].ts or "", i) for i in entries)]
 
     def answered_by(self, lid: str) -> list[str]:
-        return sorted(self.referrers.get(lid, ()))
+        """Ids of every letter (receipt or not) whose answers name ``lid``."""
+        refs = self._referrers
+        for letter in self.answering[self._referrers_upto :]:
+            for a in letter.answers or ():
+                refs.setdefault(a, []).append(letter.id)
+        self._referrers_upto = len(self.answering)
+        return sorted(set(refs.get(lid, ())))
 
 
 def fold(letters: Iterable[Letter], markers: Sequence[str]) -> FateBook:
-    """Fold a whole collection at once (no box labels)."""
+    """Fold a whole collection at once."""
     book = FateBook(markers)
-    book.add(letters, None)
+    book.add(letters)
     return book

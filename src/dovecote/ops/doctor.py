@@ -58,7 +58,7 @@ def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
     by_kind = dict.fromkeys(MISDELIVERY_KINDS, 0)
     unrecognized = 0
     recent = 0
-    for letter, _ in result.book.entries.values():
+    for letter in result.book.entries.values():
         if not letter.is_misdelivery:
             continue
         if in_last_7_days(letter.ts, today):
@@ -70,11 +70,8 @@ def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
             unrecognized += 1
     pending: set[str] = set()
     pending_letters = 0
-    boxed = {
-        lid for lid, (_, box) in result.book.entries.items() if box is not None
-    }
     for letter in spool:
-        if not letter.is_report or letter.id in boxed:
+        if not letter.is_report or any(letter.id in index for _, index in result.boxes):
             continue
         r = route(letter.brain, letter.repo, dc.index)
         if r.address is None or not dc.store.reachable(r.address):

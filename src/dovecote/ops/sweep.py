@@ -34,8 +34,19 @@ class SweepState:
     fed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def _row(book: FateBook, lid: str) -> dict[str, Any]:
-    letter, box = book.entries[lid]
+Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
+
+
+def box_of(boxes: Boxes, lid: str) -> str | None:
+    """The first box (by label) holding the letter; None when only the spool does."""
+    for label, index in boxes:
+        if lid in index:
+            return label
+    return None
+
+
+def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
+    letter = book.entries[lid]
     d = letter.data()
 
     def s(k: str) -> Any:
@@ -54,7 +65,7 @@ def _row(book: FateBook, lid: str) -> dict[str, Any]:
         "answers": list(letter.answers or ()),
         "answered_by": book.answered_by(lid),
         "fate": book.fate.get(lid),
-        "box": box,
+        "box": box_of(boxes, lid),
     }
 
 
@@ -67,6 +78,7 @@ class SweepResult:
     spool_path: str
     distribution: Receipt | None
     book: FateBook
+    boxes: Boxes
     unreachable: list[str]
     malformed: list[Defect]
     include_all: bool = False
@@ -87,7 +99,7 @@ class SweepResult:
         return self.book.all_letters() if self.include_all else self.book.open_letters()
 
     def letters(self) -> list[dict[str, Any]]:
-        return [_row(self.book, i) for i in self.letter_ids()]
+        return [_row(self.book, i, self.boxes) for i in self.letter_ids()]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,7 +119,7 @@ class SweepResult:
 
 def _fold(
     dc: Dovecote, sources: list[Where], unreachable: list[str], progress: Progress | None
-) -> tuple[FateBook, list[Defect]] | None:
+) -> tuple[FateBook, Boxes, list[Defect]] | None:
     """Feed the warm book what is new in each source; None if a file was replaced."""
     st: SweepState = dc.warm.setdefault("sweep", SweepState())
     key = (dc.roster.signature, tuple(str(s) for s in sources))
@@ -116,6 +128,7 @@ def _fold(
     book = st.book
     assert book is not None
     malformed: list[Defect] = []
+    boxes: Boxes = []
     for n, where in enumerate(sources, 1):
         label = str(where)
         try:
@@ -127,12 +140,18 @@ def _fold(
         if gen != read.generation:
             dc.warm.pop("sweep")
             return None
-        book.add(read.letters[count:], label if isinstance(where, Address) else None)
+        if count:
+            book.add(read.letters[count:])
+        else:
+            book.add_source(read.index)
         st.fed[label] = (read.generation, len(read.letters))
+        if isinstance(where, Address):
+            boxes.append((label, read.index))
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
         if progress:
             progress(label, n, len(sources))
-    return book, malformed
+    boxes.sort(key=lambda b: b[0])
+    return book, boxes, malformed
 
 
 def sweep(
@@ -154,11 +173,12 @@ def sweep(
     if folded is None:  # a ledger was replaced under us: fold everything again
         folded = _fold(dc, sources, unreachable, progress)
         assert folded is not None
-    book, malformed = folded
+    book, boxes, malformed = folded
     return SweepResult(
         spool_path=str(dc.layout.spool),
         distribution=receipt,
         book=book,
+        boxes=boxes,
         unreachable=sorted(set(unreachable)),
         malformed=malformed,
         include_all=include_all,
@@ -173,6 +193,7 @@ class BoxView:
     exists: bool
     known: bool
     book: FateBook
+    boxes: Boxes
     malformed: list[Defect]
     include_all: bool = False
 
@@ -187,7 +208,7 @@ class BoxView:
             "counts": counts_of(self.book),
             "receipts": self.book.receipts,
             "malformed": [d.to_dict() for d in self.malformed],
-            "letters": [_row(self.book, i) for i in ids],
+            "letters": [_row(self.book, i, self.boxes) for i in ids],
         }
 
 
@@ -200,8 +221,8 @@ def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView
     )
     book = FateBook(dc.roster.foreign_markers)
     if not known or not dc.store.reachable(address):
-        return BoxView(str(address), False, known, book, [], include_all)
+        return BoxView(str(address), False, known, book, [], [], include_all)
     read = dc.store.read(address)
-    book.add(read.letters, str(address))
+    book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
-    return BoxView(str(address), read.exists, known, book, defects, include_all)
+    return BoxView(str(address), read.exists, known, book, [(str(address), read.index)], defects, include_all)
