@@ -64,7 +64,7 @@ def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
         "what": s("what"),
         "answers": list(letter.answers or ()),
         "answered_by": book.answered_by(lid),
-        "fate": book.fate.get(lid),
+        "fate": book.fate_of(lid),
         "box": box_of(boxes, lid),
     }
 
