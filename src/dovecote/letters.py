@@ -89,7 +89,14 @@ def decode_lines_fast(buf: bytes, count: int) -> list[Letter] | None:
     The caller still sets ``id`` and ``raw``. A blank line, a line that is not
     an object, or a field of the wrong type anywhere sends the whole batch back
     to ``decode_line``, which handles each case.
+
+    ``decode_lines`` skips whitespace-only lines and yields two objects for a
+    line like ``{..}{..}``, so the two can cancel out in the count and pair a
+    letter with the wrong line. Any line that is empty or starts with
+    whitespace therefore takes the slow path too.
     """
+    if not buf or buf[:1] in (b" ", b"\t", b"\n") or b"\n\n" in buf or b"\n " in buf or b"\n\t" in buf:
+        return None
     try:
         out = _decoder.decode_lines(buf)
     except msgspec.DecodeError:
