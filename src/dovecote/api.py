@@ -20,6 +20,8 @@ from dovecote.home import Layout, find_home
 from dovecote.ledger import write_atomic
 from dovecote.names import HOME, Address, check_name, parse_address
 from dovecote.ops import doctor as doctor_op
+from dovecote.ops import inbox as inbox_op
+from dovecote.ops import mail
 from dovecote.ops import report as report_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops.distribute import Receipt, distribute
@@ -94,6 +96,26 @@ class Dovecote:
 
     def verify(self) -> verify_op.VerifyResult:
         return verify_op.verify(self)
+
+    # -- entity mail --------------------------------------------------------------
+
+    def send(self, **fields: Any) -> mail.Sent:
+        """Deliver a message (see ``ops.mail.compose`` for the fields)."""
+        return mail.send(self, **fields)
+
+    def draft(self, **fields: Any) -> mail.Sent:
+        """Write an outbound draft into the sender's box."""
+        return mail.draft(self, **fields)
+
+    def outbox_send(self, sender: str | None = None) -> list[dict[str, Any]]:
+        return mail.outbox_send(self, sender)
+
+    def transition(self, entity_id: str, ref: str, kind: str, **options: Any) -> mail.Transition:
+        """claim, complete, defer, undefer, nack or seen, as a compare-and-swap."""
+        return mail.transition(self, entity_id, ref, kind, **options)
+
+    def inbox(self, entity_id: str | None = None, **options: Any) -> dict[str, Any]:
+        return inbox_op.inbox(self, entity_id, **options)
 
 
 def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:

@@ -63,3 +63,13 @@ OPEN_FATES: frozenset[str] = frozenset({"wet_ink", "in_flight"})
 REPORT_KINDS: frozenset[str | None] = frozenset(
     {None, "report", *MISDELIVERY_KINDS, *SYMPTOMS}
 )
+
+#: Message priorities, most urgent first (the inbox orders by this, then age).
+PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
+
+#: Envelope categories and trust levels (the /inbox skill's schema 1.0).
+CATEGORIES: tuple[str, ...] = ("query", "response", "notification", "directive")
+TRUST_LEVELS: tuple[str, ...] = ("operator", "peer", "subordinate", "visitor")
+
+#: Categories whose items expect a response unless the sender said otherwise.
+RESPONSE_CATEGORIES: frozenset[str] = frozenset({"query", "directive"})

@@ -7,6 +7,7 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -30,6 +31,10 @@ app = typer.Typer(
 )
 project_app = typer.Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
 app.add_typer(project_app, name="project")
+entity_app = typer.Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)
+app.add_typer(entity_app, name="entity")
+outbox_app = typer.Typer(help="Deliver outbound drafts.", no_args_is_help=True)
+app.add_typer(outbox_app, name="outbox")
 
 _home: dict[str, Optional[str]] = {"path": None}
 
@@ -280,6 +285,201 @@ def demo_cmd(
         f"              DOVECOTE_HOME={home} dovecote box project:atlas --json\n"
         f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
     )
+
+
+@entity_app.command("add")
+def entity_add(
+    entity_id: Annotated[str, typer.Argument(metavar="ID", help="The entity id (its box is entity:ID).")],
+    role: Annotated[Optional[str], typer.Option("--role", help="The entity's role.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Register an entity, so it has a mailbox and can be sent to.
+
+    Example: dovecote entity add ent_builder --role builder
+    """
+    e = _open().add_entity(entity_id, role)
+    if json:
+        emit_json({"id": e.id, "role": e.role})
+    else:
+        print(f"added entity {e.id}")
+
+
+@entity_app.command("list")
+def entity_list(json: JsonOpt = False) -> None:
+    """List the registered entities."""
+    rows = [{"id": e.id, "role": e.role} for e in _open().roster.entities]
+    if json:
+        emit_json(rows)
+    else:
+        for r in rows:
+            print(f"{r['id']}\t{r['role'] or ''}")
+
+
+def _message_command(name: str, doc: str) -> None:
+    """Register ``send`` or ``draft``: the same envelope options, another destination."""
+
+    def command(
+        to: Annotated[str, typer.Option("--to", help="The recipient entity.")],
+        subject: Annotated[str, typer.Option("--subject", help="The subject line.")],
+        body: Annotated[Optional[str], typer.Option("--body", help="The body text.")] = None,
+        body_file: Annotated[Optional[Path], typer.Option("--body-file", help="Read the body from a file.")] = None,
+        sender: Annotated[Optional[str], typer.Option("--from", help="The sender (default $DOVECOTE_ENTITY).")] = None,
+        priority: Annotated[str, typer.Option("--priority", help="low, normal, high or urgent.")] = "normal",
+        category: Annotated[
+            str, typer.Option("--category", help="query, response, notification or directive.")
+        ] = "notification",
+        trust: Annotated[str, typer.Option("--trust", help="operator, peer, subordinate or visitor.")] = "peer",
+        thread: Annotated[Optional[str], typer.Option("--thread", help="The thread id (replies inherit it).")] = None,
+        reply_to: Annotated[Optional[str], typer.Option("--reply-to", help="The item this answers.")] = None,
+        expires_tic: Annotated[
+            Optional[int], typer.Option("--expires-tic", help="Expiry (flagged, never enforced).")
+        ] = None,
+        defer_until_tic: Annotated[
+            Optional[int], typer.Option("--defer-until-tic", help="Arrives DEFERred until this tic.")
+        ] = None,
+        reminder_tic: Annotated[
+            Optional[int], typer.Option("--reminder-tic", help="Flag OVERDUE after this tic.")
+        ] = None,
+        artifact: Annotated[Optional[list[Path]], typer.Option("--artifact", help="Attach a file (repeat).")] = None,
+        response_expected: Annotated[
+            Optional[bool],
+            typer.Option("--response-expected/--no-response-expected", help="Default: yes for query and directive."),
+        ] = None,
+        current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now (source tic).")] = None,
+        json: JsonOpt = False,
+    ) -> None:
+        fields = {
+            "to": to, "subject": subject, "body": body, "body_file": body_file, "sender": sender,
+            "priority": priority, "category": category, "trust": trust, "thread": thread,
+            "reply_to": reply_to, "expires_tic": expires_tic, "defer_until_tic": defer_until_tic,
+            "reminder_tic": reminder_tic, "artifact_paths": artifact or [],
+            "response_expected": response_expected, "current": current,
+        }
+        dc = _open()
+        result = dc.send(**fields) if name == "send" else dc.draft(**fields)
+        if json:
+            emit_json(result.to_dict())
+        else:
+            print(result.id if result.appended else f"{result.id} (already present)")
+
+    command.__doc__ = doc
+    app.command(name)(command)
+
+
+_message_command(
+    "send",
+    """Deliver a message to an entity's inbox and print its id.
+
+    Example: dovecote send --to ent_builder --from ent_ops --subject "rebuild" --category directive
+    """,
+)
+_message_command(
+    "draft",
+    """Write an outbound draft (EMIT) into the sender's box; `outbox send` delivers it.""",
+)
+
+
+@outbox_app.command("send")
+def outbox_send_cmd(
+    sender: Annotated[Optional[str], typer.Option("--from", help="Only this entity's drafts.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Deliver every pending draft, verifying each recipient."""
+    out = _open().outbox_send(sender)
+    if json:
+        emit_json(out)
+        return
+    for r in out:
+        if r["delivered"]:
+            print(f"delivered {r['draft']} -> {r['to']} as {r['message']}")
+        else:
+            print(f"kept {r['draft']}: {r['reason']} ({r['to'] or 'no recipient'})")
+    if not out:
+        print("no drafts to send")
+
+
+def _verb_command(verb: str, doc: str) -> None:
+    """Register one lifecycle verb; every verb takes the same options."""
+
+    def command(
+        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+        item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
+        until_tic: Annotated[Optional[int], typer.Option("--until-tic", help="Defer until this tic.")] = None,
+        until: Annotated[Optional[str], typer.Option("--until", help="Defer until this ISO-8601 time.")] = None,
+        reason: Annotated[Optional[str], typer.Option("--reason", help="Why.")] = None,
+        result_ref: Annotated[Optional[str], typer.Option("--result-ref", help="Where the result is.")] = None,
+        current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+        actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
+        json: JsonOpt = False,
+    ) -> None:
+        t = _open().transition(
+            entity_id, item, verb, until_tic=until_tic, until=until, reason=reason,
+            result_ref=result_ref, current=current, actor=actor,
+        )
+        if json:
+            emit_json(t.to_dict())
+        else:
+            print(f"{t.item}: {t.from_state} -> {t.to_state} ({verb} {t.id})")
+
+    command.__doc__ = doc
+    app.command(verb)(command)
+
+
+for _verb, _doc in (
+    ("claim", "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed)."),
+    ("complete", "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one."),
+    ("defer", "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required)."),
+    ("undefer", "DEFER -> WAIT now, before its due."),
+    ("nack", "WAIT -> NACK: decline the item (needs a prior `seen`)."),
+    ("seen", "Mark the item read (no state change); archiving needs it."),
+):
+    _verb_command(_verb, _doc)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    injection = "injection"
+
+
+class Direction(StrEnum):
+    inbound = "inbound"
+    outbound = "outbound"
+    both = "both"
+
+
+@app.command("inbox")
+def inbox_cmd(
+    args: Annotated[
+        Optional[list[str]], typer.Argument(metavar="[ENTITY] [status]", help="The entity; 'status' for counts only.")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="text, json or injection.")] = Format.text,
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    direction: Annotated[Direction, typer.Option("--direction", help="inbound, outbound or both.")] = Direction.inbound,
+    detailed: Annotated[bool, typer.Option("--detailed/--compact", help="Every open item, or flagged ones.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include DONE and NACK items.")] = False,
+) -> None:
+    """Audit an entity's inbox: counts, flags, and open items by priority then age.
+
+    Example: dovecote inbox ent_builder --format injection --current-tic 110
+    """
+    from dovecote.ops.inbox import render_injection, render_text
+
+    words = list(args or [])
+    status_only = bool(words) and words[-1] == "status"
+    if status_only:
+        words.pop()
+    if len(words) > 1:
+        raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
+    view = _open().inbox(
+        words[0] if words else None, current=current, direction=direction.value, include_terminal=all_
+    )
+    if fmt is Format.json:
+        emit_json(view)
+    elif fmt is Format.injection:
+        sys.stdout.write(render_injection(view))
+    else:
+        sys.stdout.write(render_text(view, detailed=detailed, status_only=status_only))
 
 
 def run() -> Any:

@@ -1,0 +1,307 @@
+"""The entity-box fold: items, their lifecycle, drafts and what was sent.
+
+Pure: an ``InboxBook`` is fed the letters of one entity's box and answers
+questions; ``inbox_view`` turns it into the audit the /inbox skill prints, for
+a given current tic and wall-clock time. Nothing here opens a file or reads a
+clock; the caller passes both.
+
+Letters in an entity box:
+
+* ``message``: an inbound item (the envelope; see ``envelope.py``);
+* ``claim`` ... ``seen``: lifecycle links naming an item in ``ref``;
+* ``draft``: an outbound draft written by this entity (EMIT);
+* ``sent``: this entity sent a message (``message``), maybe delivering a
+  draft (``ref``), maybe replying to an item (``reply_to``);
+* anything else is kept but plays no part here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from dovecote.derive.lifecycle import (
+    LINK_KINDS,
+    PRIORITY_RANK,
+    TERMINAL,
+    Link,
+    Replay,
+    State,
+    apply_link,
+    effective,
+    parse_time,
+    replay,
+)
+from dovecote.envelope import Envelope
+from dovecote.errors import Refusal
+from dovecote.letters import Letter, is_letter_id
+
+FLAG_STALE = "STALE"
+FLAG_OVERDUE = "OVERDUE REMINDER"
+FLAG_EXPIRING = "EXPIRING SOON"
+FLAG_EXPIRED = "EXPIRED"
+FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
+
+
+@dataclass
+class Item:
+    """An inbound message and its replayed lifecycle."""
+
+    id: str
+    letter: Letter
+    env: Envelope
+    links: list[Link] = field(default_factory=list)
+    r: Replay | None = None
+
+    def initial(self) -> tuple[State, int | None]:
+        due = self.env.defer_until_tic
+        return (State.DEFER, due) if due is not None else (State.WAIT, None)
+
+    def recompute(self) -> Replay:
+        state, due = self.initial()
+        self.r = replay(
+            self.id, state, self.links, entered_ts=self.env.created_at, entered_tic=self.env.source_tic, due_tic=due
+        )
+        return self.r
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    id: str
+    message: str | None
+    draft: str | None
+    to: str | None
+    reply_to: str | None
+    ts: str | None
+
+
+@dataclass
+class Draft:
+    id: str
+    letter: Letter
+    env: Envelope
+
+
+class InboxBook:
+    """The fold of one entity's box; incremental, deterministic."""
+
+    def __init__(self, entity: str) -> None:
+        self.entity = entity
+        self.items: dict[str, Item] = {}
+        self.alias: dict[str, str] = {}
+        self.drafts: dict[str, Draft] = {}
+        self.sent: list[Sent] = []
+        self.delivered: dict[str, Sent] = {}  # draft id -> sent record
+        self.replied: set[str] = set()  # items this entity has answered (reply_to of what it sent)
+        self.reply_targets: set[str] = set()  # reply_to of the messages it received
+        self._orphans: dict[str, list[Link]] = {}
+        self.version = 0  # bumps on every change, for caches keyed on this book
+
+    def add(self, letters: Iterable[Letter]) -> None:
+        dirty: set[str] = set()
+        for letter in letters:
+            kind = letter.kind
+            if kind == "message":
+                d = letter.data()
+                env = Envelope(d)
+                item = Item(letter.id, letter, env)
+                self.items[letter.id] = item
+                mid = env.message_id
+                if mid and mid not in self.alias:
+                    self.alias[mid] = letter.id
+                if env.reply_to:
+                    self.reply_targets.add(env.reply_to)
+                for link in self._orphans.pop(letter.id, ()):
+                    item.links.append(link)
+                dirty.add(letter.id)
+            elif kind in LINK_KINDS:
+                link = Link.from_data(letter.id, letter.data())
+                target = self.items.get(link.ref)
+                if target is None:
+                    self._orphans.setdefault(link.ref, []).append(link)
+                    continue
+                target.links.append(link)
+                if target.id in dirty:
+                    continue
+                r = target.r
+                if r is not None and link.prev == r.head and not r.conflicts and apply_link(r, link):
+                    continue  # the common case: the link extends the chain
+                dirty.add(target.id)
+            elif kind == "draft":
+                self.drafts[letter.id] = Draft(letter.id, letter, Envelope(letter.data()))
+            elif kind == "sent":
+                d = letter.data()
+
+                def s(k: str, d: dict[str, Any] = d) -> str | None:
+                    v = d.get(k)
+                    return v if isinstance(v, str) else None
+
+                rec = Sent(letter.id, s("message"), s("ref"), s("to"), s("reply_to"), letter.ts)
+                self.sent.append(rec)
+                if rec.draft:
+                    self.delivered.setdefault(rec.draft, rec)
+                if rec.reply_to:
+                    self.replied.add(rec.reply_to)
+        for iid in dirty:
+            self.items[iid].recompute()
+        self.version += 1
+
+    def replay_of(self, item: Item) -> Replay:
+        return item.r if item.r is not None else item.recompute()
+
+    def resolve(self, ref: str) -> Item:
+        """An item by letter id, by the id a foreign writer gave it, or by a unique prefix."""
+        item = self.items.get(ref)
+        if item is None and ref in self.alias:
+            item = self.items.get(self.alias[ref])
+        if item is None and len(ref) >= 4 and all(c in "0123456789abcdef" for c in ref) and not is_letter_id(ref):
+            hits = [i for i in self.items if i.startswith(ref)]
+            if len(hits) > 1:
+                raise Refusal("unknown_letter", f"{ref!r} is the prefix of {len(hits)} items; give more digits")
+            if hits:
+                item = self.items[hits[0]]
+        if item is None:
+            raise Refusal("unknown_letter", f"no item {ref!r} in {self.entity}'s box")
+        return item
+
+    def pending_drafts(self) -> list[Draft]:
+        return [d for d in self.drafts.values() if d.id not in self.delivered]
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """The two clocks a read is evaluated at: the team's tic, and wall time."""
+
+    tic: int | None
+    now: datetime
+
+
+def _hours(since: str | None, now: datetime) -> int | None:
+    t = parse_time(since)
+    if t is None:
+        return None
+    return max(0, math.floor((now - t).total_seconds() / 3600))
+
+
+def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_hours: int) -> dict[str, Any]:
+    """One item as every face shows it."""
+    r = book.replay_of(item)
+    env = item.env
+    state = effective(r, clock.tic, clock.now)
+    tic = clock.tic
+    src = env.source_tic
+    age_tics = tic - src if tic is not None and src is not None else None
+    age_hours = _hours(env.created_at, clock.now)
+    flags: list[str] = []
+    if state is State.WAIT and r.state is State.DEFER:  # resurfaced by time: WAIT began at the due
+        entered_tic, entered_ts = r.due_tic, r.due_time or r.entered_ts
+    else:
+        entered_tic, entered_ts = r.entered_tic, r.entered_ts
+    in_state_tics = in_state_hours = None
+    if tic is not None and entered_tic is not None:
+        in_state_tics = tic - entered_tic
+    else:
+        in_state_hours = _hours(entered_ts, clock.now)
+    if state is State.WAIT:
+        if in_state_tics is not None:
+            if in_state_tics > stale_tics:
+                flags.append(FLAG_STALE)
+        elif in_state_hours is not None and in_state_hours > stale_hours:
+            flags.append(FLAG_STALE)
+    if state not in TERMINAL and tic is not None:
+        if env.reminder_tic is not None and env.reminder_tic < tic:
+            flags.append(FLAG_OVERDUE)
+        exp = env.expires_at_tic
+        if exp is not None:
+            if tic > exp:
+                flags.append(FLAG_EXPIRED)
+            elif exp - tic <= 2:
+                flags.append(FLAG_EXPIRING)
+    return {
+        "id": item.id,
+        "message_id": env.message_id,
+        "state": str(state),
+        "subject": env.subject,
+        "sender": env.sender,
+        "thread_id": env.thread_id,
+        "category": env.category,
+        "priority": env.priority,
+        "source_tic": src,
+        "age_tics": age_tics,
+        "age_hours": age_hours,
+        "entered_tic": entered_tic,
+        "in_state_tics": in_state_tics,
+        "in_state_hours": in_state_hours,
+        "expires_at_tic": env.expires_at_tic,
+        "reminder_tic": env.reminder_tic,
+        "due_tic": r.due_tic if state is State.DEFER else None,
+        "due_time": r.due_time if state is State.DEFER else None,
+        "seen": r.seen,
+        "response_expected": env.response_expected,
+        "flags": flags,
+        "conflicts": len(r.conflicts),
+    }
+
+
+def _order(row: dict[str, Any]) -> tuple[int, float, str, str]:
+    src = row["source_tic"]
+    created = row.get("_created") or ""
+    return (PRIORITY_RANK.get(row["priority"], 2), src if src is not None else math.inf, created, row["id"])
+
+
+BUCKETS = {
+    State.WAIT: "inbound",
+    State.ACTIVE: "processing",
+    State.DEFER: "deferred",
+    State.DONE: "archive",
+    State.NACK: "archive",
+}
+
+
+def inbox_view(
+    book: InboxBook,
+    clock: Clock,
+    *,
+    stale_tics: int,
+    stale_hours: int,
+    loose: int = 0,
+    include_terminal: bool = False,
+) -> dict[str, Any]:
+    """Counts, flags and the open items, ordered by priority then age."""
+    counts = {"inbound": 0, "processing": 0, "deferred": 0, "outbound": 0, "archive": 0, "loose": loose}
+    rows: list[dict[str, Any]] = []
+    for item in book.items.values():
+        state = effective(book.replay_of(item), clock.tic, clock.now)
+        counts[BUCKETS[state]] += 1
+        if state in TERMINAL and not include_terminal:
+            continue
+        row = item_row(book, item, clock, stale_tics, stale_hours)
+        row["_created"] = item.env.created_at
+        rows.append(row)
+    rows.sort(key=_order)
+    for row in rows:
+        del row["_created"]
+    drafts = book.pending_drafts()
+    counts["outbound"] = len(drafts)
+    flag_counts = {f: sum(1 for r in rows if f in r["flags"]) for f in FLAGS}
+    return {
+        "entity": book.entity,
+        "current_tic": clock.tic,
+        "counts": counts,
+        "flags": flag_counts,
+        "items": rows,
+        "outbound": [
+            {
+                "id": d.id,
+                "to": d.env.recipient,
+                "subject": d.env.subject,
+                "priority": d.env.priority,
+                "category": d.env.category,
+                "created_at": d.env.created_at,
+            }
+            for d in sorted(drafts, key=lambda d: (d.env.created_at or "", d.id))
+        ],
+    }

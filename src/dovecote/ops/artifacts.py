@@ -1,0 +1,56 @@
+"""Content-addressed storage for artifacts and large bodies.
+
+A blob lives at ``artifacts/<first two hex>/<sha256>`` and is named by its
+hash, so storing the same bytes twice stores them once, and a reference can
+never point at different bytes later. Written tmp + fsync + rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dovecote.errors import Refusal
+from dovecote.ledger import write_atomic
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+
+def blob_path(dc: Dovecote, ref: str) -> Path:
+    digest = ref.removeprefix("sha256:")
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise Refusal("invalid_field", f"{ref!r} is not an artifact reference (sha256:<64 hex>)")
+    return dc.layout.artifacts / digest[:2] / digest
+
+
+def put_bytes(dc: Dovecote, data: bytes) -> str:
+    """Store bytes; return their reference ``sha256:<hex>``."""
+    limit = dc.roster.limits.body_hard_limit
+    if len(data) > limit:
+        raise Refusal("too_large", f"{len(data)} bytes is over the hard limit of {limit}")
+    ref = "sha256:" + hashlib.sha256(data).hexdigest()
+    path = blob_path(dc, ref)
+    if not path.exists():
+        write_atomic(path, data)
+    return ref
+
+
+def put_file(dc: Dovecote, path: Path) -> dict[str, Any]:
+    """Copy a file into the store; return its artifact entry {ref, name, size}."""
+    if not path.is_file():
+        raise Refusal("invalid_field", f"artifact {str(path)!r} is not a readable file")
+    size = path.stat().st_size
+    limit = dc.roster.limits.body_hard_limit
+    if size > limit:
+        raise Refusal("too_large", f"artifact {path.name} is {size} bytes; the hard limit is {limit}")
+    ref = put_bytes(dc, path.read_bytes())
+    return {"ref": ref, "name": path.name, "size": size}
+
+
+def get_bytes(dc: Dovecote, ref: str) -> bytes | None:
+    try:
+        return blob_path(dc, ref).read_bytes()
+    except (OSError, Refusal):
+        return None

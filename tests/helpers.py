@@ -1,0 +1,156 @@
+"""Shared helpers for the functional tests (a plain module, imported by name).
+
+Fixtures are plain functions here so that this file never competes with a
+``conftest.py``: a test builds what it needs from ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dovecote import roster as roster_mod
+from dovecote.api import Dovecote, init, open_home
+from dovecote.letters import canonical_line, letter_id
+
+#: The m1nd test vector (reference notes section 2; issue 2).
+VECTOR: dict[str, str] = {
+    "ts": "2026-07-05T10:00:00Z",
+    "agent": "probe",
+    "repo": "repo-a",
+    "tool": "seek",
+    "class": "bug",
+    "what": "w1",
+}
+VECTOR_LINE = b'{"ts":"2026-07-05T10:00:00Z","agent":"probe","repo":"repo-a","tool":"seek","class":"bug","what":"w1"}'
+VECTOR_ID = "e59b1adb1c4b"
+
+#: Names a path trick could hide in; every one must be refused with invalid_name.
+BAD_NAMES: tuple[str, ...] = ("../x", "a/b", "/abs", "a\x00b", "..", "", ".hidden", "x" * 200, "a\\b")
+#: The same, minus what cannot travel through argv (NUL) or parses as an option.
+BAD_CLI_NAMES: tuple[str, ...] = tuple(n for n in BAD_NAMES if "\x00" not in n)
+
+DOVECOTE_BIN = Path(sys.executable).parent / "dovecote"
+
+
+def rep(
+    what: str = "w",
+    *,
+    ts: str = "2026-07-05T10:00:00Z",
+    agent: str = "probe",
+    repo: str | None = "repo-a",
+    tool: str = "seek",
+    klass: str = "bug",
+    **more: Any,
+) -> dict[str, Any]:
+    """A valid field report (``class`` is spelled ``klass`` here)."""
+    obj: dict[str, Any] = {"ts": ts, "agent": agent, "tool": tool, "class": klass, "what": what, **more}
+    if repo is not None:
+        obj["repo"] = repo
+    return obj
+
+
+def lid(obj: dict[str, Any]) -> str:
+    """The id ``report`` gives ``obj`` (its canonical line hashed)."""
+    return letter_id(canonical_line(obj))
+
+
+def new_home(tmp: Path) -> Dovecote:
+    """A fresh home at ``tmp/owner/.dovecote`` whose owner root is ``tmp/owner``."""
+    owner = tmp / "owner"
+    owner.mkdir(parents=True, exist_ok=True)
+    home, created = init(owner / ".dovecote", owner_root=str(owner))
+    assert created
+    return open_home(home)
+
+
+def add_project(
+    dc: Dovecote,
+    tmp: Path,
+    name: str,
+    *,
+    exists: bool = True,
+    aliases: tuple[str, ...] = (),
+    box_in_repo: bool = False,
+) -> Path:
+    """Add a project whose root is ``tmp/repos/<name>`` (created unless ``exists`` is False)."""
+    root = tmp / "repos" / name
+    if exists:
+        root.mkdir(parents=True, exist_ok=True)
+    dc.add_project(name, str(root), aliases, box_in_repo)
+    return root
+
+
+def rewrite_roster(dc: Dovecote, **changes: Any) -> Dovecote:
+    """Write the roster with ``changes`` applied; return a fresh (cold) handle."""
+    new = dataclasses.replace(dc.roster, **changes)
+    dc.layout.config.write_bytes(roster_mod.dump(new))
+    return open_home(dc.layout.root)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes)."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def ledger_lines(path: Path) -> list[bytes]:
+    """The complete lines of a ledger (empty if it does not exist)."""
+    if not path.exists():
+        return []
+    return [ln for ln in path.read_bytes().split(b"\n") if ln]
+
+
+def ledger_ids(path: Path) -> list[str]:
+    return [letter_id(ln) for ln in ledger_lines(path)]
+
+
+def cli_env(tmp: Path, home: Path | None, **extra: str) -> dict[str, str]:
+    """A clean environment: HOME is a scratch dir so ``~/.dovecote`` is never the real one."""
+    user = tmp / "user-home"
+    user.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(user),
+        "LANG": "C.UTF-8",
+        "DOVECOTE_AGENT": "tester",
+        "COLUMNS": "200",
+    }
+    if home is not None:
+        env["DOVECOTE_HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def run_cli(
+    tmp: Path,
+    *args: str,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the real ``dovecote`` console script."""
+    return subprocess.run(
+        [str(DOVECOTE_BIN), *args],
+        cwd=cwd or tmp,
+        env=env or cli_env(tmp, home),
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def cli_json(tmp: Path, *args: str, home: Path | None = None, cwd: Path | None = None) -> Any:
+    """Run a command that prints JSON; assert it succeeded and parse the output."""
+    r = run_cli(tmp, *args, home=home, cwd=cwd)
+    assert r.returncode == 0, r.stderr.decode()
+    return orjson.loads(r.stdout)

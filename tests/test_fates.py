@@ -1,0 +1,311 @@
+"""The fate fold (DESIGN 3): pure unit tests and an order/batching property."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dovecote.derive.fates import FateBook, fold
+from dovecote.letters import Letter, canonical_line, decode_line, make_letter
+from dovecote.vocab import DEFAULT_FOREIGN_MARKERS, REPORT_KINDS
+
+MARKERS = DEFAULT_FOREIGN_MARKERS
+
+
+def L(what: str, ts: str = "2026-07-05T10:00:00Z", **more: Any) -> Letter:
+    obj: dict[str, Any] = {"ts": ts, "agent": "a", "tool": "seek", "class": "bug", "what": what}
+    obj.update(more)
+    return make_letter({k: v for k, v in obj.items() if v is not None})
+
+
+def receipt(ts: str, *answers: str, **more: Any) -> Letter:
+    return L("receipt", ts, tool="triage", answers=list(answers), **{"class": "triage", **more})
+
+
+# -- the four fates and receipts ------------------------------------------------------------
+
+
+def test_wet_ink_is_nothing_yet() -> None:
+    a = L("a")
+    book = fold([a], MARKERS)
+    assert book.fate_of(a.id) == "wet_ink"
+    assert book.counts == {"external": 0, "fired_clay": 0, "in_flight": 0, "wet_ink": 1}
+    assert book.open == 1 and book.open_letters() == [a.id]
+
+
+def test_in_flight_is_picked_up_by_a_non_receipt() -> None:
+    a = L("a")
+    pick = L("looking into it", "2026-07-05T11:00:00Z", answers=[a.id])
+    book = fold([a, pick], MARKERS)
+    assert book.fate_of(a.id) == "in_flight"
+    # the letter that picked it up is itself a report nobody answered
+    assert book.fate_of(pick.id) == "wet_ink"
+    assert book.counts["in_flight"] == 1 and book.counts["wet_ink"] == 1
+    assert book.open == 2
+    assert book.answered_by(a.id) == [pick.id]
+
+
+def test_a_receipt_closes_an_in_flight_letter() -> None:
+    a = L("a")
+    pick = L("on it", "2026-07-05T11:00:00Z", answers=[a.id])
+    r = receipt("2026-07-05T12:00:00Z", a.id)
+    book = fold([a, pick, r], MARKERS)
+    assert book.fate_of(a.id) == "fired_clay"
+    assert book.counts == {"external": 0, "fired_clay": 1, "in_flight": 0, "wet_ink": 1}
+    assert a.id not in book.open_letters()
+    assert book.answered_by(a.id) == sorted([pick.id, r.id])
+
+
+def test_a_receipt_is_never_open_and_has_no_fate() -> None:
+    r = receipt("2026-07-05T12:00:00Z", "000000000000")
+    book = fold([r], MARKERS)
+    assert book.fate_of(r.id) is None
+    assert book.receipts == 1 and book.open == 0 and book.open_letters() == []
+    assert sum(book.counts.values()) == 0
+    assert book.total == 1
+
+
+def test_receipt_class_is_case_insensitive() -> None:
+    a = L("a")
+    r = L("done", "2026-07-05T12:00:00Z", answers=[a.id], **{"class": "Triage"})
+    book = fold([a, r], MARKERS)
+    assert book.fate_of(a.id) == "fired_clay" and book.receipts == 1
+
+
+def test_a_receipt_answering_nothing_closes_nothing() -> None:
+    a = L("a")
+    r = L("note", "2026-07-05T12:00:00Z", **{"class": "triage"})
+    book = fold([a, r], MARKERS)
+    assert book.fate_of(a.id) == "wet_ink"
+
+
+def test_external_is_a_foreign_marker_substring_of_the_tool() -> None:
+    ext = L("x", tool="Playwright (browser)")
+    ours = L("y", tool="seek")
+    book = fold([ext, ours], MARKERS)
+    assert book.fate_of(ext.id) == "external"
+    assert book.fate_of(ours.id) == "wet_ink"
+    assert book.open == 1
+
+
+def test_external_beats_fired_clay_and_in_flight() -> None:
+    ext = L("x", tool="semgrep")
+    r = receipt("2026-07-05T12:00:00Z", ext.id)
+    pick = L("p", answers=[ext.id])
+    book = fold([ext, r, pick], MARKERS)
+    assert book.fate_of(ext.id) == "external"
+    assert book.counts["external"] == 1 and book.counts["fired_clay"] == 0
+
+
+def test_fired_clay_beats_in_flight_whatever_the_order() -> None:
+    a = L("a")
+    pick = L("p", answers=[a.id])
+    r = receipt("2026-07-05T12:00:00Z", a.id)
+    for order in ([a, pick, r], [r, pick, a], [pick, r, a], [a, r, pick]):
+        book = FateBook(MARKERS)
+        for letter in order:
+            book.add([letter])
+        assert book.fate_of(a.id) == "fired_clay", order
+
+
+def test_markers_are_the_ones_given() -> None:
+    a = L("a", tool="seek")
+    assert fold([a], ("seek",)).fate_of(a.id) == "external"
+    assert fold([a], ("SEEK",)).fate_of(a.id) == "external"
+    assert fold([L("p", tool="playwright")], ()).counts["external"] == 0
+
+
+def test_non_report_letters_take_no_part() -> None:
+    a = L("a")
+    mission = make_letter({"kind": "mission", "answers": [a.id], "class": "triage"})
+    message = make_letter({"kind": "message", "answers": [a.id]})
+    book = fold([a, mission, message], MARKERS)
+    assert book.total == 1 and book.fate_of(a.id) == "wet_ink"
+    assert book.fate_of(mission.id) is None
+
+
+def test_legacy_misdelivery_kind_lines_are_reports() -> None:
+    legacy = make_letter({"class": "memory_misdelivery", "kind": "false_absence", "tool": "seek"})
+    book = fold([legacy], MARKERS)
+    assert book.total == 1 and book.misdelivery == 1 and book.fate_of(legacy.id) == "wet_ink"
+
+
+def test_open_letters_are_oldest_first() -> None:
+    late = L("late", "2026-07-06T00:00:00Z")
+    early = L("early", "2026-07-01T00:00:00Z")
+    mid = L("mid", "2026-07-03T00:00:00Z")
+    book = FateBook(MARKERS)
+    book.add([late])
+    assert book.open_letters() == [late.id]
+    book.add([early, mid])
+    assert book.open_letters() == [early.id, mid.id, late.id]
+    book.add([receipt("2026-07-07T00:00:00Z", mid.id)])
+    assert book.open_letters() == [early.id, late.id]
+
+
+def test_each_letter_counts_once() -> None:
+    a = L("a")
+    book = FateBook(MARKERS)
+    book.add([a, a])
+    book.add([a])
+    book.add_source({a.id: a})
+    assert book.total == 1 and book.counts["wet_ink"] == 1
+
+
+def test_totals_add_up() -> None:
+    a, b, c = L("a"), L("b"), L("c", tool="context7")
+    letters = [a, b, c, L("p", answers=[a.id]), receipt("2026-07-05T12:00:00Z", b.id)]
+    book = fold(letters, MARKERS)
+    assert book.total == sum(book.counts.values()) + book.receipts == 5
+    assert book.open == book.counts["wet_ink"] + book.counts["in_flight"]
+
+
+# -- property: any order, any batching == one fold == the definition ------------------
+
+
+@dataclass
+class Reference:
+    fates: dict[str, str | None]
+    counts: dict[str, int]
+    receipts: int
+    misdelivery: int
+    open_ids: list[str]
+    all_ids: list[str]
+    answered_by: dict[str, list[str]]
+
+
+def reference(letters: Iterable[Letter], markers: Sequence[str]) -> Reference:
+    """DESIGN 3, written as directly as possible."""
+    reports: dict[str, Letter] = {}
+    for lt in letters:
+        if lt.kind in REPORT_KINDS and lt.id not in reports:
+            reports[lt.id] = lt
+
+    def is_receipt(lt: Letter) -> bool:
+        return isinstance(lt.klass, str) and lt.klass.lower() == "triage"
+
+    closed = {a for lt in reports.values() if is_receipt(lt) for a in lt.answers or ()}
+    picked = {a for lt in reports.values() if not is_receipt(lt) for a in lt.answers or ()}
+    fates: dict[str, str | None] = {}
+    for i, lt in reports.items():
+        if is_receipt(lt):
+            fates[i] = None
+        elif lt.tool is not None and any(m.lower() in lt.tool.lower() for m in markers):
+            fates[i] = "external"
+        elif i in closed:
+            fates[i] = "fired_clay"
+        elif i in picked:
+            fates[i] = "in_flight"
+        else:
+            fates[i] = "wet_ink"
+    counts = {f: sum(1 for v in fates.values() if v == f) for f in ("external", "fired_clay", "in_flight", "wet_ink")}
+    key = {i: (reports[i].ts or "", i) for i in reports}
+    refs: dict[str, set[str]] = {}
+    for lt in reports.values():
+        for a in lt.answers or ():
+            refs.setdefault(a, set()).add(lt.id)
+    return Reference(
+        fates=fates,
+        counts=counts,
+        receipts=sum(1 for v in reports.values() if is_receipt(v)),
+        misdelivery=sum(1 for v in reports.values() if v.klass == "memory_misdelivery"),
+        open_ids=sorted((i for i, f in fates.items() if f in ("wet_ink", "in_flight")), key=key.__getitem__),
+        all_ids=sorted(reports, key=key.__getitem__),
+        answered_by={i: sorted(v) for i, v in refs.items()},
+    )
+
+
+_SPEC = st.fixed_dictionaries(
+    {
+        "klass": st.sampled_from(["bug", "friction", "triage", "TRIAGE", "memory_misdelivery", None, 3]),
+        "tool": st.sampled_from(["seek", "north", "Playwright (x)", "my-semgrep", None, 5]),
+        "kind": st.sampled_from([None, None, None, "report", "false_absence", "mission", "message"]),
+        "ts": st.sampled_from([None, "2026-07-01T00:00:00Z", "2026-07-02T00:00:00Z", "2026-07-03T00:00:00Z"]),
+        "refs": st.lists(st.integers(min_value=0, max_value=40), max_size=3),
+        "phantom": st.booleans(),
+    }
+)
+
+
+def _build(specs: list[dict[str, Any]]) -> list[Letter]:
+    """Letter i may answer any earlier letter (ids are content hashes, so only earlier)."""
+    out: list[Letter] = []
+    for n, s in enumerate(specs):
+        obj: dict[str, Any] = {"n": n}
+        for k, field in (("klass", "class"), ("tool", "tool"), ("kind", "kind"), ("ts", "ts")):
+            if s[k] is not None:
+                obj[field] = s[k]
+        answers = [out[r % n].id for r in s["refs"]] if n else []
+        if s["phantom"]:
+            answers.append("0123456789ab")
+        if answers:
+            obj["answers"] = answers
+        # the canonical line, decoded the way a reader decodes it (leniently)
+        letter = decode_line(canonical_line(obj))
+        assert letter is not None
+        out.append(letter)
+    return out
+
+
+def _observe(book: FateBook, ids: Iterable[str]) -> dict[str, Any]:
+    return {
+        "counts": dict(book.counts),
+        "receipts": book.receipts,
+        "misdelivery": book.misdelivery,
+        "total": book.total,
+        "open": book.open,
+        "open_ids": book.open_letters(),
+        "all_ids": book.all_letters(),
+        "fates": {i: book.fate_of(i) for i in ids},
+        "answered_by": {i: book.answered_by(i) for i in ids},
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    specs=st.lists(_SPEC, min_size=1, max_size=25),
+    data=st.data(),
+)
+def test_any_order_and_batching_equals_one_fold_and_the_definition(
+    specs: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    letters = _build(specs)
+    ids = sorted({lt.id for lt in letters} | {"0123456789ab", "ffffffffffff"})
+
+    ref = reference(letters, MARKERS)
+    one = fold(letters, MARKERS)
+    seen = _observe(one, ids)
+    assert seen["counts"] == ref.counts
+    assert seen["receipts"] == ref.receipts
+    assert seen["misdelivery"] == ref.misdelivery
+    assert seen["total"] == len(ref.fates) == sum(ref.counts.values()) + ref.receipts
+    assert seen["open"] == ref.counts["wet_ink"] + ref.counts["in_flight"] == len(ref.open_ids)
+    assert seen["open_ids"] == ref.open_ids
+    assert seen["all_ids"] == ref.all_ids
+    assert seen["fates"] == {i: ref.fates.get(i) for i in ids}
+    assert seen["answered_by"] == {i: ref.answered_by.get(i, []) for i in ids}
+
+    # a shuffled arrival (with repeats) in random batches, each fed by add or add_source,
+    # with reads in between (the warm path keeps sorted state between calls)
+    arrival = data.draw(st.permutations(letters))
+    arrival = arrival + data.draw(st.lists(st.sampled_from(letters), max_size=5))
+    book = FateBook(MARKERS)
+    pos = 0
+    while pos < len(arrival):
+        size = data.draw(st.integers(min_value=1, max_value=len(arrival) - pos))
+        batch = arrival[pos : pos + size]
+        pos += size
+        if data.draw(st.booleans()):
+            book.add(batch)
+        else:
+            book.add_source({lt.id: lt for lt in batch})
+        if data.draw(st.booleans()):
+            book.open_letters()
+            book.answered_by(batch[0].id)
+        partial = reference(arrival[:pos], MARKERS)
+        assert book.counts == partial.counts
+    assert _observe(book, ids) == seen

@@ -1,0 +1,206 @@
+"""Letters: content identity, the canonical line, lenient decoding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dovecote.ledger import LedgerReader
+from dovecote.letters import (
+    canonical_line,
+    decode_line,
+    is_letter_id,
+    letter_id,
+    make_letter,
+)
+from helpers import VECTOR, VECTOR_ID, VECTOR_LINE, new_home, rep
+
+# -- the id vector --------------------------------------------------------------
+
+
+def test_vector_line_has_the_m1nd_id() -> None:
+    assert letter_id(VECTOR_LINE) == VECTOR_ID
+    # the definition itself: the first 12 hex digits of sha256 over the bytes
+    assert hashlib.sha256(VECTOR_LINE).hexdigest()[:12] == VECTOR_ID
+
+
+def test_trailing_newline_does_not_change_the_id() -> None:
+    assert letter_id(VECTOR_LINE + b"\n") == VECTOR_ID
+    assert letter_id(VECTOR_LINE + b"\r\n") == VECTOR_ID
+
+
+def test_other_whitespace_is_part_of_the_bytes() -> None:
+    # only the trailing newline is removed: a space changes the content, hence the id
+    assert letter_id(VECTOR_LINE + b" ") != VECTOR_ID
+    assert letter_id(b" " + VECTOR_LINE) != VECTOR_ID
+
+
+def test_canonical_line_of_the_vector_is_the_vector_line() -> None:
+    assert canonical_line(VECTOR) == VECTOR_LINE
+
+
+def test_canonical_line_ignores_input_key_order() -> None:
+    shuffled = dict(reversed(list(VECTOR.items())))
+    assert list(shuffled) != list(VECTOR)
+    assert canonical_line(shuffled) == VECTOR_LINE
+    assert letter_id(canonical_line(shuffled)) == VECTOR_ID
+
+
+def test_report_with_exactly_the_vector_fields_gets_the_vector_id(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    [(i, appended)] = dc.report([dict(VECTOR)])
+    assert (i, appended) == (VECTOR_ID, True)
+    assert dc.layout.spool.read_bytes() == VECTOR_LINE + b"\n"
+
+
+def test_canonical_form_orders_known_fields_first_then_the_rest_sorted() -> None:
+    line = canonical_line({"zeta": 1, "what": "w", "alpha": {"b": 1, "a": 2}, "ts": "t", "class": "bug"})
+    assert line == b'{"ts":"t","class":"bug","what":"w","alpha":{"a":2,"b":1},"zeta":1}'
+
+
+def test_is_letter_id() -> None:
+    assert is_letter_id(VECTOR_ID)
+    assert not is_letter_id(VECTOR_ID.upper())
+    assert not is_letter_id(VECTOR_ID[:11])
+    assert not is_letter_id(VECTOR_ID + "0")
+    assert not is_letter_id("g" * 12)
+    assert not is_letter_id(12)
+
+
+# -- canonical form is stable (property) ---------------------------------------
+
+_json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+)
+_json = st.recursive(
+    _json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+_keys = st.sampled_from(["ts", "agent", "kind", "brain", "repo", "tool", "class", "what", "answers", "x", "Z", "a_b"])
+_objects = st.dictionaries(_keys | st.text(max_size=6), _json, max_size=10)
+
+
+@given(_objects)
+def test_canonical_line_is_a_fixed_point(d: dict[str, Any]) -> None:
+    line = canonical_line(d)
+    assert canonical_line(json.loads(line)) == line
+
+
+@given(_objects, st.randoms(use_true_random=False))
+def test_key_order_never_changes_the_id(d: dict[str, Any], rnd: random.Random) -> None:
+    def shuffled(value: Any) -> Any:
+        if isinstance(value, dict):
+            items = list(value.items())
+            rnd.shuffle(items)
+            return {k: shuffled(v) for k, v in items}
+        if isinstance(value, list):
+            return [shuffled(v) for v in value]
+        return value
+
+    assert letter_id(canonical_line(shuffled(d))) == letter_id(canonical_line(d))
+
+
+@given(_objects)
+def test_canonical_line_keeps_every_key_and_value(d: dict[str, Any]) -> None:
+    # unknown keys are part of the letter (DESIGN 2): nothing is dropped
+    assert json.loads(canonical_line(d)) == json.loads(json.dumps(d))
+
+
+# -- decoding --------------------------------------------------------------------
+
+
+def test_decode_line_reads_the_known_fields_and_keeps_the_bytes() -> None:
+    letter = decode_line(VECTOR_LINE)
+    assert letter is not None
+    assert letter.id == VECTOR_ID
+    assert letter.raw == VECTOR_LINE
+    assert (letter.ts, letter.agent, letter.repo, letter.tool, letter.klass) == (
+        "2026-07-05T10:00:00Z", "probe", "repo-a", "seek", "bug",
+    )
+    assert letter.data() == VECTOR
+    assert letter.is_report and not letter.is_receipt and not letter.is_misdelivery
+
+
+def test_a_stored_id_is_ignored_and_never_trusted() -> None:
+    line = b'{"id":"000000000000","tool":"seek","class":"bug"}'
+    letter = decode_line(line)
+    assert letter is not None
+    assert letter.id == letter_id(line) != "000000000000"
+
+
+def test_wrong_typed_known_fields_read_as_absent() -> None:
+    line = b'{"ts":5,"agent":["a"],"repo":{"x":1},"brain":false,"tool":7,"class":"bug","answers":"abc","what":"w"}'
+    letter = decode_line(line)
+    assert letter is not None, "a wrong-typed field must not drop the letter"
+    assert letter.id == letter_id(line)
+    assert (letter.ts, letter.agent, letter.repo, letter.brain, letter.tool, letter.answers) == (
+        None, None, None, None, None, None,
+    )
+    assert letter.klass == "bug"
+
+
+def test_answers_keep_only_their_string_entries() -> None:
+    letter = decode_line(b'{"class":"triage","answers":[1,"e59b1adb1c4b",null]}')
+    assert letter is not None
+    assert letter.answers == [VECTOR_ID]
+    assert letter.is_receipt
+
+
+def test_non_object_lines_are_not_letters() -> None:
+    for line in (b"[1,2]", b'"text"', b"42", b"null", b"true", b"not json", b"{", b"{}x"):
+        assert decode_line(line) is None, line
+
+
+def test_empty_object_is_a_letter() -> None:
+    letter = decode_line(b"{}")
+    assert letter is not None and letter.is_report
+
+
+def test_receipt_class_is_case_insensitive_misdelivery_is_exact() -> None:
+    assert make_letter({"class": "TRIAGE"}).is_receipt
+    assert make_letter({"class": "Triage"}).is_receipt
+    assert make_letter({"class": "memory_misdelivery"}).is_misdelivery
+    assert not make_letter({"class": "Memory_Misdelivery"}).is_misdelivery
+
+
+def test_report_kinds() -> None:
+    assert make_letter({"kind": "report"}).is_report
+    # legacy m1nd lines carry the misdelivery sub-kind in ``kind``
+    assert make_letter({"kind": "false_absence", "class": "memory_misdelivery"}).is_report
+    assert not make_letter({"kind": "mission"}).is_report
+    assert not make_letter({"kind": "message"}).is_report
+
+
+def test_reader_reads_a_wrong_typed_line_as_a_letter(tmp_path: Path) -> None:
+    # the batch decoder fails on a type error; the reader must fall back, not drop lines
+    path = tmp_path / "l.jsonl"
+    good = canonical_line(rep("good"))
+    odd = b'{"tool":5,"class":"bug","what":"odd"}'
+    path.write_bytes(good + b"\n" + odd + b"\n")
+    r = LedgerReader(path)
+    r.refresh()
+    assert [lt.id for lt in r.letters] == [letter_id(good), letter_id(odd)]
+    assert r.index[letter_id(odd)].tool is None
+    assert r.defects == []
+
+
+def test_reader_reports_non_object_lines_with_their_line_number(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    good = canonical_line(rep("good"))
+    path.write_bytes(good + b"\n[1]\n\nnot json\n" + canonical_line(rep("after")) + b"\n")
+    r = LedgerReader(path)
+    r.refresh()
+    assert len(r.letters) == 2
+    assert [(d.line, d.kind) for d in r.defects] == [(2, "malformed"), (4, "malformed")]
+    assert all(d.path == str(path) for d in r.defects)

@@ -1,0 +1,160 @@
+"""The roster: config.toml parses strictly, round-trips, and its markers drive fates."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dovecote import roster
+from dovecote.api import Dovecote
+from dovecote.errors import Refusal
+from dovecote.roster import Entity, Limits, Project, Roster
+from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
+from helpers import add_project, lid, new_home, rep, rewrite_roster
+
+FULL = Roster(
+    owner_roots=("/home/u", "/srv/u"),
+    owner_home="/home/u",
+    projects=(
+        Project("repo-a", "/home/u/code/repo-a", ("ra", "alpha"), False),
+        Project("repo-b", "/home/u/code/repo-b", (), True),
+    ),
+    entities=(Entity("ent_ops", "operator"), Entity("ent_bot")),
+    foreign_markers=("context7", "seek"),
+    limits=Limits(report_max_bytes=2048, stale_tics=9),
+    tic_source="/home/u/audit-logs/tics",
+    notifier_mode="discover-only",
+)
+
+
+def test_round_trip_of_a_full_roster() -> None:
+    parsed = roster.parse(roster.dump(FULL))
+    assert replace(parsed, signature="") == FULL
+    # the signature is the sha256 of the bytes it was read from
+    assert parsed.signature == hashlib.sha256(roster.dump(FULL)).hexdigest()
+
+
+def test_round_trip_of_a_default_roster() -> None:
+    r = roster.new_roster("/home/u/work")
+    assert replace(roster.parse(roster.dump(r)), signature="") == r
+    assert r.foreign_markers == DEFAULT_FOREIGN_MARKERS
+
+
+def test_dump_is_stable() -> None:
+    assert roster.dump(roster.parse(roster.dump(FULL))) == roster.dump(FULL)
+
+
+def test_an_empty_file_is_a_default_roster() -> None:
+    r = roster.parse(b"")
+    assert r.projects == () and r.foreign_markers == DEFAULT_FOREIGN_MARKERS
+    assert r.limits == Limits()
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        "colour = 1\n",
+        "[owner]\nroots = []\nhme = ''\n",
+        "[markers]\nforeign = []\nextra = []\n",
+        "[limits]\nreport_max_byte = 10\n",
+        "[tics]\nsauce = 'x'\n",
+        "[notifier]\nmode = 'none'\nurl = 'x'\n",
+        "[[projects]]\nname = 'a'\nroot = '/a'\nalias = ['b']\n",
+        "[[entities]]\nid = 'e'\nrole = 'r'\nrank = 1\n",
+    ],
+)
+def test_unknown_keys_are_refused(toml: str) -> None:
+    # a typo in a hand-edited roster must not silently change routing
+    with pytest.raises(Refusal) as e:
+        roster.parse(toml.encode())
+    assert e.value.reason == "invalid_config"
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        "[[projects]]\nname = 'a'\nroot = 'relative/path'\n",
+        "[[projects]]\nname = 'a'\nroot = 5\n",
+        "[[projects]]\nroot = '/a'\n",
+        "[[projects]]\nname = 'a'\nroot = '/a'\n[[projects]]\nname = 'A'\nroot = '/b'\n",
+        "[[entities]]\nid = 'e'\n[[entities]]\nid = 'e'\n",
+        "[markers]\nforeign = ['x', '']\n",
+        "[markers]\nforeign = 'context7'\n",
+        "[limits]\nreport_max_bytes = 0\n",
+        "[limits]\nreport_max_bytes = true\n",
+        "[notifier]\nmode = 'session-inject'\n",
+        "owner = 3\n",
+        "not toml at all [\n",
+    ],
+)
+def test_invalid_values_are_refused(toml: str) -> None:
+    with pytest.raises(Refusal) as e:
+        roster.parse(toml.encode())
+    assert e.value.reason == "invalid_config"
+
+
+def test_markers_are_lowercased_and_roots_normalized() -> None:
+    r = roster.parse(
+        b"[owner]\nhome = '/home/u'\nroots = ['~/work/']\n"
+        b"[markers]\nforeign = ['PlayWright']\n"
+        b"[[projects]]\nname = 'a'\nroot = '~/code/a/'\n"
+    )
+    assert r.foreign_markers == ("playwright",)
+    assert r.owner_roots == ("/home/u/work",)
+    assert r.projects[0].root == "/home/u/code/a"
+
+
+def test_duplicate_project_is_refused_case_insensitively(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    before = dc.layout.config.read_bytes()
+    for name in ("repo-a", "REPO-A"):
+        with pytest.raises(Refusal) as e:
+            dc.add_project(name, str(tmp_path / "elsewhere"))
+        assert e.value.reason == "duplicate_project"
+    assert dc.layout.config.read_bytes() == before
+
+
+def test_duplicate_entity_is_refused(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    dc.add_entity("ent_ops", "operator")
+    with pytest.raises(Refusal) as e:
+        dc.add_entity("ent_ops")
+    assert e.value.reason == "duplicate_entity"
+
+
+def test_add_project_persists_and_normalizes(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    p = dc.add_project("repo-a", str(tmp_path / "r") + "/", aliases=("ra",), box_in_repo=True)
+    assert p.root == str(tmp_path / "r")
+    reread = roster.load(dc.layout.config)
+    assert reread.projects == (p,)
+    assert reread.project("REPO-A") == p  # lookup by name is case-insensitive
+
+
+def test_load_without_a_file_is_no_home(tmp_path: Path) -> None:
+    with pytest.raises(Refusal) as e:
+        roster.load(tmp_path / "config.toml")
+    assert e.value.reason == "no_home"
+
+
+def test_the_roster_marker_list_is_the_one_sweep_uses(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    browser = rep("browser timed out", tool="Playwright (browser)")
+    seek = rep("seek empty", tool="seek")
+    dc.report([browser, seek])
+
+    def fates(handle: Dovecote) -> dict[str, str]:
+        rows = handle.sweep(include_all=True).to_dict()["letters"]
+        return {r["id"]: r["fate"] for r in rows}
+
+    # default markers: playwright is foreign, seek is ours
+    assert fates(dc) == {lid(browser): "external", lid(seek): "wet_ink"}
+    # the owner edits the one list: now seek is foreign and playwright is ours
+    dc2 = rewrite_roster(dc, foreign_markers=("seek",))
+    assert fates(dc2) == {lid(browser): "wet_ink", lid(seek): "external"}
+    assert dc2.sweep().to_dict()["counts"]["external"] == 1

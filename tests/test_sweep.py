@@ -1,0 +1,275 @@
+"""``sweep`` and ``box``: fates across every box, or within one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from dovecote.api import Dovecote, open_home
+from dovecote.errors import Refusal
+from dovecote.letters import canonical_line
+from dovecote.names import HOME, Address
+from helpers import add_project, lid, new_home, rep
+
+SWEEP_KEYS = [
+    "schema", "spool_path", "distribution", "total", "open", "counts", "receipts",
+    "misdelivery", "unreachable", "malformed", "letters",
+]
+ROW_KEYS = ["id", "ts", "agent", "class", "repo", "brain", "tool", "what", "answers", "answered_by", "fate", "box"]
+COUNT_KEYS = ["wet_ink", "in_flight", "fired_clay", "external"]
+
+
+def T(hour: int) -> str:
+    return f"2026-07-05T{hour:02d}:00:00Z"
+
+
+def corpus(tmp: Path) -> tuple[Dovecote, dict[str, dict[str, object]]]:
+    """A home with one letter of every fate, a receipt, and a misdelivery."""
+    dc = new_home(tmp)
+    add_project(dc, tmp, "repo-a")
+    add_project(dc, tmp, "repo-b")
+    wet = rep("wet", ts=T(10))
+    picked = rep("picked", ts=T(9), repo="repo-b")
+    fixed = rep("fixed", ts=T(8))
+    ext = rep("foreign", ts=T(7), tool="context7 docs")
+    mis = rep("misdelivered", ts=T(11), repo="all", klass="memory_misdelivery", misdelivery_kind="leak")
+    pick = rep("on it", ts=T(12), repo="all", klass="friction", answers=[lid(picked)])
+    rcpt = rep("done", ts=T(13), repo="all", klass="triage", tool="triage", answers=[lid(fixed)], disposition="fixed")
+    letters = {"wet": wet, "picked": picked, "fixed": fixed, "ext": ext, "mis": mis, "pick": pick, "rcpt": rcpt}
+    dc.report(list(letters.values()))
+    return dc, letters
+
+
+def test_the_json_shape(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    d = dc.sweep().to_dict()
+    assert list(d) == SWEEP_KEYS
+    assert d["schema"] == "dovecote-sweep-v1"
+    assert d["spool_path"] == str(dc.layout.spool)
+    assert list(d["distribution"]) == ["spool_total", "appended", "to_project", "to_home", "pending", "pending_detail"]
+    assert list(d["counts"]) == COUNT_KEYS
+    assert d["unreachable"] == [] and d["malformed"] == []
+    assert all(list(row) == ROW_KEYS for row in d["letters"])
+    # JSON-serializable as is
+    assert orjson.loads(orjson.dumps(d)) == d
+
+
+def test_counts_and_fates(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    d = dc.sweep(include_all=True).to_dict()
+    assert d["counts"] == {"wet_ink": 3, "in_flight": 1, "fired_clay": 1, "external": 1}
+    # wet: the plain one, the misdelivery, and the non-receipt that picked a letter up
+    assert d["open"] == 4
+    assert d["receipts"] == 1
+    assert d["total"] == 7 == sum(d["counts"].values()) + d["receipts"]
+    assert d["misdelivery"] == 1
+    fates = {r["id"]: r["fate"] for r in d["letters"]}
+    assert fates == {
+        lid(lt["wet"]): "wet_ink",
+        lid(lt["mis"]): "wet_ink",
+        lid(lt["pick"]): "wet_ink",
+        lid(lt["picked"]): "in_flight",
+        lid(lt["fixed"]): "fired_clay",
+        lid(lt["ext"]): "external",
+        lid(lt["rcpt"]): None,
+    }
+
+
+def test_a_row_carries_the_letter_and_its_references(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    rows = {r["id"]: r for r in dc.sweep(include_all=True).to_dict()["letters"]}
+    picked = rows[lid(lt["picked"])]
+    assert picked == {
+        "id": lid(lt["picked"]),
+        "ts": T(9),
+        "agent": "probe",
+        "class": "bug",
+        "repo": "repo-b",
+        "brain": None,
+        "tool": "seek",
+        "what": "picked",
+        "answers": [],
+        "answered_by": [lid(lt["pick"])],
+        "fate": "in_flight",
+        "box": "project:repo-b",
+    }
+    assert rows[lid(lt["pick"])]["answers"] == [lid(lt["picked"])]
+    assert rows[lid(lt["pick"])]["box"] == "home"
+    assert rows[lid(lt["fixed"])]["answered_by"] == [lid(lt["rcpt"])]
+
+
+def test_letters_are_open_only_oldest_first_by_default(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    d = dc.sweep().to_dict()
+    assert [r["id"] for r in d["letters"]] == [lid(lt[k]) for k in ("picked", "wet", "mis", "pick")]
+    assert all(r["fate"] in ("wet_ink", "in_flight") for r in d["letters"])
+
+
+def test_all_lists_every_letter_oldest_first(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    d = dc.sweep(include_all=True).to_dict()
+    order = ("ext", "fixed", "picked", "wet", "mis", "pick", "rcpt")
+    assert [r["id"] for r in d["letters"]] == [lid(lt[k]) for k in order]
+    # counts do not depend on the listing
+    assert {k: v for k, v in d.items() if k not in ("letters", "distribution")} == {
+        k: v for k, v in dc.sweep().to_dict().items() if k not in ("letters", "distribution")
+    }
+
+
+def test_no_distribute_leaves_distribution_null_and_still_counts_the_spool(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    d = dc.sweep(distribute=False).to_dict()
+    assert d["distribution"] is None
+    assert d["total"] == 7
+    assert all(r["box"] is None for r in d["letters"])
+    assert not dc.layout.boxes.exists(), "--no-distribute must not file anything"
+
+
+def test_each_letter_counts_once_wherever_it_is(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    dc.distribute()
+    # the same line also reached home and repo-b (e.g. by a git merge of a copied ledger)
+    line = canonical_line(lt["wet"])
+    dc.store.append(HOME, [line])
+    dc.store.append(Address("project", "repo-b"), [line])
+    d = open_home(dc.layout.root).sweep(include_all=True).to_dict()
+    assert d["total"] == 7
+    assert [r["id"] for r in d["letters"]].count(lid(lt["wet"])) == 1
+    # its box is named deterministically: the first by label
+    row = next(r for r in d["letters"] if r["id"] == lid(lt["wet"]))
+    assert row["box"] == "home"
+
+
+def test_malformed_and_torn_lines_are_reported_with_path_and_line(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    dc.distribute()
+    box = dc.layout.project_box("repo-a")
+    with open(box, "ab") as f:
+        f.write(b"{not json\n[1,2]\n")
+    with open(dc.layout.spool, "ab") as f:
+        f.write(b'{"tool":"seek","cla')
+    n_box = box.read_bytes().count(b"\n")
+    n_spool = dc.layout.spool.read_bytes().count(b"\n")
+    d = open_home(dc.layout.root).sweep(distribute=False).to_dict()
+    assert d["total"] == 7, "defects are never letters and never fatal"
+    assert sorted((m["path"], m["line"], m["kind"]) for m in d["malformed"]) == sorted([
+        (str(box), n_box - 1, "malformed"),
+        (str(box), n_box, "malformed"),
+        (str(dc.layout.spool), n_spool + 1, "torn"),
+    ])
+    # the next append starts on a fresh line; the fragment becomes a malformed line
+    dc2 = open_home(dc.layout.root)
+    dc2.report([rep("after the tear")])
+    d2 = dc2.sweep(distribute=False).to_dict()
+    assert d2["total"] == 8
+    spool_defects = [(m["line"], m["kind"]) for m in d2["malformed"] if m["path"] == str(dc.layout.spool)]
+    assert spool_defects == [(n_spool + 1, "malformed")]
+
+
+@pytest.mark.parametrize("distribute", [True, False])
+def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, distribute: bool) -> None:
+    dc, lt = corpus(tmp_path)
+    dc.distribute()
+    warm = dc
+    warm.sweep(distribute=distribute)
+    warm.sweep(distribute=distribute, include_all=True)
+    # more letters arrive through another handle: new open letters, a pickup, a receipt
+    other = open_home(dc.layout.root)
+    other.report([
+        rep("late wet", ts=T(14)),
+        rep("early wet", ts=T(1), repo="repo-b"),
+        rep("picks wet", ts=T(15), repo="all", answers=[lid(lt["wet"])]),
+        rep("closes mis", ts=T(16), klass="triage", tool="triage", answers=[lid(lt["mis"])]),
+        rep("unknown", ts=T(17), repo="zephyr"),
+    ])
+    with open(dc.layout.home_box(), "ab") as f:
+        f.write(b"garbage\n")
+    first = warm.sweep(distribute=distribute).to_dict()
+    if distribute:  # the warm handle files the new letters itself; the pending one stays named
+        assert first["distribution"]["appended"] == 4
+        assert first["distribution"]["pending"] == ["zephyr"]
+    for include_all in (False, True):
+        # (a distributing sweep appends 0 from here on, warm or cold, so the receipts compare too)
+        a = orjson.dumps(warm.sweep(distribute=distribute, include_all=include_all).to_dict())
+        b = orjson.dumps(open_home(dc.layout.root).sweep(distribute=distribute, include_all=include_all).to_dict())
+        assert a == b
+    final = orjson.loads(a)
+    assert final["total"] == 12
+    assert final["counts"]["in_flight"] == 2 and final["receipts"] == 2
+
+
+def test_a_warm_sweep_notices_a_replaced_ledger(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    dc.distribute()
+    dc.sweep(distribute=False)
+    box = dc.layout.project_box("repo-a")
+    # a git checkout replaces the file: the warm handle must not keep what it no longer holds
+    kept = box.read_bytes().split(b"\n")[0] + b"\n"
+    tmp = box.with_name("new")
+    tmp.write_bytes(kept)
+    tmp.replace(box)
+    a = orjson.dumps(dc.sweep(distribute=False, include_all=True).to_dict())
+    b = orjson.dumps(open_home(dc.layout.root).sweep(distribute=False, include_all=True).to_dict())
+    assert a == b
+
+
+def test_progress_names_every_source(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    seen: list[tuple[str, int, int]] = []
+    dc.sweep(progress=lambda label, n, total: seen.append((label, n, total)))
+    assert [s[0] for s in seen] == ["spool", "home", "project:repo-a", "project:repo-b"]
+    assert seen[-1][1] == seen[-1][2] == 4
+
+
+# -- box ----------------------------------------------------------------------------------
+
+
+def test_box_reads_one_box_only(tmp_path: Path) -> None:
+    dc, lt = corpus(tmp_path)
+    dc.distribute()
+    d = dc.box("project:repo-a", include_all=True).to_dict()
+    assert d["box"] == "project:repo-a" and d["exists"] and d["known"]
+    assert sorted(r["id"] for r in d["letters"]) == sorted(lid(lt[k]) for k in ("wet", "fixed", "ext"))
+    # scoped: the receipt for "fixed" lives in home, so within this box "fixed" is still wet
+    assert d["counts"] == {"wet_ink": 2, "in_flight": 0, "fired_clay": 0, "external": 1}
+    assert d["total"] == 3 and d["open"] == 2 and d["receipts"] == 0
+    home = dc.box("home").to_dict()
+    assert home["total"] == 3 and home["receipts"] == 1
+    assert all(r["box"] == "home" for r in home["letters"])
+
+
+def test_a_missing_box_reads_zero(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    d = dc.box("project:repo-a").to_dict()
+    assert (d["exists"], d["known"], d["total"], d["open"], d["letters"]) == (False, True, 0, 0, [])
+    assert d["counts"] == dict.fromkeys(COUNT_KEYS, 0)
+    assert dc.box("home").to_dict()["total"] == 0
+
+
+def test_an_unknown_project_reads_zero_and_says_so(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    d = dc.box("project:nope").to_dict()
+    assert (d["exists"], d["known"], d["total"]) == (False, False, 0)
+    e = dc.box("entity:nobody").to_dict()
+    assert (e["known"], e["total"]) == (False, 0)
+    dc.add_entity("ops")
+    assert dc.box("entity:ops").to_dict()["known"] is True
+
+
+def test_an_unreachable_in_repo_box_reads_zero(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    root = add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
+    d = dc.box("project:ghost").to_dict()
+    assert (d["exists"], d["known"], d["total"]) == (False, True, 0)
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("bad", ["nowhere", "projects:x", "home:x", ""])
+def test_box_refuses_an_invalid_address(tmp_path: Path, bad: str) -> None:
+    dc = new_home(tmp_path)
+    with pytest.raises(Refusal) as e:
+        dc.box(bad)
+    assert e.value.reason == "invalid_address"
