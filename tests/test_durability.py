@@ -64,7 +64,8 @@ _WORKER = textwrap.dedent(
     from dovecote.ledger import LedgerReader, append
     from dovecote.letters import canonical_line
 
-    path, go, worker, per, shared = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    path, go = Path(sys.argv[1]), Path(sys.argv[2])
+    worker, per, shared = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     reader = LedgerReader(path)
     while not go.exists():
         time.sleep(0.001)
@@ -146,7 +147,8 @@ _CRASHER = textwrap.dedent(
         batch = []
         for _ in range(rng.choice((1, 1, 1, 3, 8))):
             size = rng.choice((0, 10, 100, 1000, 30000))
-            batch.append(canonical_line({"ts": "2026-07-05T10:00:00Z", "agent": f"run{run}", "seq": n, "pad": "p" * size}))
+            obj = {"ts": "2026-07-05T10:00:00Z", "agent": f"run{run}", "seq": n, "pad": "p" * size}
+            batch.append(canonical_line(obj))
             n += 1
         result = append(reader, batch)
         # Only now, after append returned (fsynced), is the letter reported.
@@ -245,10 +247,17 @@ class FsyncLog:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, int]] = []  # (op, path, size)
+        self.watch: Path | None = None
+        self.watch_existed: list[bool] = []  # per event: did ``watch`` exist at that moment
 
     def record(self, op: str, fd: int) -> None:
         target = os.readlink(f"/proc/self/fd/{fd}")
         self.events.append((op, target, os.fstat(fd).st_size))
+        self.watch_existed.append(self.watch is not None and self.watch.exists())
+
+    def clear(self) -> None:
+        self.events.clear()
+        self.watch_existed.clear()
 
     def fsyncs(self, path: Path) -> list[int]:
         return [size for op, p, size in self.events if op == "fsync" and p == str(path)]
@@ -281,6 +290,7 @@ def test_append_fsyncs_file_and_new_directories(tmp_path: Path, fsync_log: Fsync
     path = (tmp_path / "boxes" / "project" / "alpha" / "letters.jsonl").resolve()
     line = _line(what="first")
     r = LedgerReader(path)
+    fsync_log.watch = path
     ledger.append(r, [line])
     final = path.stat().st_size
     assert fsync_log.fsyncs(path) == [final], "the ledger was not fsynced after its bytes were written"
@@ -290,10 +300,12 @@ def test_append_fsyncs_file_and_new_directories(tmp_path: Path, fsync_log: Fsync
     synced_dirs = {p for op, p, _ in fsync_log.events if op == "fsync" and p != str(path)}
     assert str(path.parent) in synced_dirs, "the new ledger's directory entry was never fsynced"
     assert str(path.parent.parent) in synced_dirs  # the new box folder's own entry
-    dir_sync = max(i for i, (op, p, _) in enumerate(fsync_log.events) if p == str(path.parent))
-    assert dir_sync > last_write or path.exists()
+    assert any(
+        existed and op == "fsync" and p == str(path.parent)
+        for (op, p, _), existed in zip(fsync_log.events, fsync_log.watch_existed, strict=True)
+    ), "the directory was fsynced only before the ledger's entry existed"
 
-    fsync_log.events.clear()
+    fsync_log.clear()
     more = [_line(what=f"batch {n}") for n in range(50)]
     ledger.append(r, more)
     assert fsync_log.fsyncs(path) == [path.stat().st_size], "one fsync per batch, after the bytes"
@@ -307,7 +319,7 @@ def test_store_append_is_durable_before_returning(tmp_path: Path, fsync_log: Fsy
     box = dc.store.path(HOME)
     assert box is not None
     box = box.resolve()
-    fsync_log.events.clear()
+    fsync_log.clear()
     line = _line(what="via the store")
     assert dc.store.append(HOME, [line]) == [(letter_id(line), True)]
     assert fsync_log.fsyncs(box) == [box.stat().st_size]
@@ -325,7 +337,7 @@ def test_replay_appends_nothing_and_says_so(tmp_path: Path, fsync_log: FsyncLog)
     assert ledger.append(r, [a]) == [(letter_id(a), True)]
     size = path.stat().st_size
 
-    fsync_log.events.clear()
+    fsync_log.clear()
     assert ledger.append(LedgerReader(path), [a]) == [(letter_id(a), False)]  # a cold reader knows too
     assert path.stat().st_size == size
     assert fsync_log.fsyncs(path) == [], "a no-op append should not cost an fsync"
