@@ -463,7 +463,8 @@ def inbox_cmd(
 
     Example: dovecote inbox ent_builder --format injection --current-tic 110
     """
-    from dovecote.ops.inbox import render_injection, render_text
+    from dovecote.cli import fastpath
+    from dovecote.ops.inbox import default_entity, dependencies, read_inbox, render_injection, render_text
 
     words = list(args or [])
     status_only = bool(words) and words[-1] == "status"
@@ -471,15 +472,19 @@ def inbox_cmd(
         words.pop()
     if len(words) > 1:
         raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
-    view = _open().inbox(
-        words[0] if words else None, current=current, direction=direction.value, include_terminal=all_
-    )
+    dc = _open()
+    who = words[0] if words else default_entity(dc)
+    deps = fastpath.snapshot(dependencies(dc, who))
+    view, until = read_inbox(dc, who, current=current, direction=direction.value, include_terminal=all_)
     if fmt is Format.json:
-        emit_json(view)
+        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
     elif fmt is Format.injection:
-        sys.stdout.write(render_injection(view))
+        out = render_injection(view).encode()
     else:
-        sys.stdout.write(render_text(view, detailed=detailed, status_only=status_only))
+        out = render_text(view, detailed=detailed, status_only=status_only).encode()
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
 
 
 def run() -> Any:

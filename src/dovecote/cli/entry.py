@@ -14,6 +14,10 @@ def main() -> None:
 
         sys.stdout.write(f"dovecote {__version__}\n")
         return
+    from dovecote.cli.fastpath import try_cached
+
+    if try_cached(argv):
+        return
     from dovecote.cli.output import EXIT_FAIL, EXIT_REFUSED, error
     from dovecote.errors import DovecoteError, Refusal
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from dovecote.derive.lifecycle import (
@@ -194,7 +194,7 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
     tic = clock.tic
     src = env.source_tic
     age_tics = tic - src if tic is not None and src is not None else None
-    age_hours = _hours(env.created_at, clock.now)
+    age_hours = _hours(env.created_at, clock.now) if age_tics is None else None
     flags: list[str] = []
     if state is State.WAIT and r.state is State.DEFER:  # resurfaced by time: WAIT began at the due
         entered_tic, entered_ts = r.due_tic, r.due_time or r.entered_ts
@@ -230,9 +230,11 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
         "category": env.category,
         "priority": env.priority,
         "source_tic": src,
+        "created_at": env.created_at,
         "age_tics": age_tics,
         "age_hours": age_hours,
         "entered_tic": entered_tic,
+        "entered_at": entered_ts,
         "in_state_tics": in_state_tics,
         "in_state_hours": in_state_hours,
         "expires_at_tic": env.expires_at_tic,
@@ -248,7 +250,7 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
 
 def _order(row: dict[str, Any]) -> tuple[int, float, str, str]:
     src = row["source_tic"]
-    created = row.get("_created") or ""
+    created = row["created_at"] or ""
     return (PRIORITY_RANK.get(row["priority"], 2), src if src is not None else math.inf, created, row["id"])
 
 
@@ -259,6 +261,25 @@ BUCKETS = {
     State.DONE: "archive",
     State.NACK: "archive",
 }
+
+
+def next_change(book: InboxBook, rows: list[dict[str, Any]], now: datetime) -> datetime | None:
+    """When the view would first read differently with no new letter: an age in
+    hours ticking over, or a defer coming due by time. None: only letters or a
+    new tic can change it."""
+    times: list[datetime] = []
+    for row in rows:
+        for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
+            t = parse_time(since)
+            if hours is not None and t is not None:
+                times.append(t + timedelta(hours=hours + 1))
+    for item in book.items.values():
+        r = book.replay_of(item)
+        if r.state is State.DEFER and r.due_time:
+            t = parse_time(r.due_time)
+            if t is not None and t > now:
+                times.append(t)
+    return min(times) if times else None
 
 
 def inbox_view(
@@ -278,12 +299,8 @@ def inbox_view(
         counts[BUCKETS[state]] += 1
         if state in TERMINAL and not include_terminal:
             continue
-        row = item_row(book, item, clock, stale_tics, stale_hours)
-        row["_created"] = item.env.created_at
-        rows.append(row)
+        rows.append(item_row(book, item, clock, stale_tics, stale_hours))
     rows.sort(key=_order)
-    for row in rows:
-        del row["_created"]
     drafts = book.pending_drafts()
     counts["outbound"] = len(drafts)
     flag_counts = {f: sum(1 for r in rows if f in r["flags"]) for f in FLAGS}

@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE, Clock, inbox_view
+from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE, Clock, inbox_view, next_change
 from dovecote.errors import Refusal
+from dovecote.names import entity
 from dovecote.ops.books import book_for
-from dovecote.ops.tics import current_tic
+from dovecote.ops.tics import current_tic, tic_dir
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -52,6 +53,22 @@ def default_entity(dc: Dovecote) -> str:
     raise Refusal("missing_field", "name an entity (or set $DOVECOTE_ENTITY)")
 
 
+def dependencies(dc: Dovecote, entity_id: str) -> list[str]:
+    """Every file an inbox reading depends on (for the CLI's cached renderings)."""
+    deps = [
+        str(dc.layout.config),
+        str(dc.store.path(entity(entity_id))),
+        str(view_dir(dc, entity_id) / "inbound"),
+    ]
+    folder = tic_dir(dc)
+    if folder is not None:
+        deps.append(str(folder))
+        newest = sorted(folder.glob("*.jsonl"))
+        if newest:
+            deps.append(str(newest[-1]))
+    return deps
+
+
 def inbox(
     dc: Dovecote,
     entity_id: str | None = None,
@@ -62,6 +79,21 @@ def inbox(
     include_terminal: bool = False,
 ) -> dict[str, Any]:
     """The audit of one entity's inbox (see ``inbox_view``), as a JSON-ready dict."""
+    return read_inbox(
+        dc, entity_id, current=current, now=now, direction=direction, include_terminal=include_terminal
+    )[0]
+
+
+def read_inbox(
+    dc: Dovecote,
+    entity_id: str | None = None,
+    *,
+    current: int | None = None,
+    now: datetime | None = None,
+    direction: str = "inbound",
+    include_terminal: bool = False,
+) -> tuple[dict[str, Any], datetime | None]:
+    """``inbox``, plus the moment the answer would change with no new letter."""
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
     who = entity_id or default_entity(dc)
@@ -85,7 +117,7 @@ def inbox(
         out["items"] = view["items"]
     if direction in ("outbound", "both"):
         out["outbound"] = view["outbound"]
-    return out
+    return out, next_change(book, view["items"], clock.now)
 
 
 def _age(item: dict[str, Any]) -> str:

@@ -1,0 +1,104 @@
+"""Answer a repeated read from its cached rendering, before importing anything heavy.
+
+Session-start hooks run ``dovecote inbox ... --format injection`` in every new
+agent session, so a cold call must cost little more than starting Python.
+After a cacheable command renders, it stores its exact output together with
+what the output depends on: the (inode, size, mtime) of every file it read and,
+when the output shows ages in hours, the moment the first of them changes. The
+next identical call (same argv, working directory and environment) checks
+those stats and prints the stored bytes. Ledgers only grow, so any new letter
+changes a size and invalidates the entry; the cache lives in ``<home>/cache``
+and is deletable like every cache.
+
+This module imports only the standard library, and only cheap parts of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import time
+
+CACHEABLE = frozenset({"inbox"})
+_ENV = ("DOVECOTE_HOME", "DOVECOTE_ENTITY", "DOVECOTE_AGENT")
+
+
+def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
+    if len(argv) >= 2 and argv[0] == "--home":
+        return argv[1], argv[2:]
+    if argv and argv[0].startswith("--home="):
+        return argv[0].split("=", 1)[1], argv[1:]
+    return None, argv
+
+
+def _entry_path(argv: list[str]) -> str | None:
+    explicit, rest = _split_home(argv)
+    if not rest or rest[0] not in CACHEABLE:
+        return None
+    from dovecote.home import find_home
+
+    home = find_home(explicit)
+    h = hashlib.sha256()
+    for part in (*argv, os.getcwd(), *(os.environ.get(k, "") for k in _ENV)):
+        h.update(part.encode("utf-8", "surrogateescape") + b"\x00")
+    from dovecote._version import __version__
+
+    h.update(__version__.encode())
+    return os.path.join(home, "cache", "cli", h.hexdigest()[:32])
+
+
+def stat_of(path: str) -> tuple[int, int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def try_cached(argv: list[str]) -> bool:
+    """Print the cached output of this exact call if it is still true; else False."""
+    try:
+        path = _entry_path(argv)
+        if path is None:
+            return False
+        with open(path, "rb") as f:
+            entry = marshal.load(f)
+        valid_until = entry["valid_until"]
+        if valid_until is not None and time.time() >= valid_until:
+            return False
+        for dep, seen in entry["deps"]:
+            if stat_of(dep) != tuple(seen):
+                return False
+        sys.stdout.buffer.write(entry["out"])
+        sys.stdout.flush()
+        return True
+    except (OSError, EOFError, ValueError, TypeError, KeyError):
+        return False
+
+
+def snapshot(deps: list[str]) -> list[tuple[str, tuple[int, int, int]]]:
+    """Stat the inputs BEFORE reading them: a change in between then only
+    makes the stored entry look older than it is, never newer."""
+    return [(d, stat_of(d)) for d in deps]
+
+
+def remember(
+    argv: list[str], out: bytes, deps: list[tuple[str, tuple[int, int, int]]], valid_until: float | None
+) -> None:
+    """Store a rendering for ``try_cached``; any failure just means no cache.
+
+    Not fsynced: losing a cache entry in a crash costs one slow call, nothing more.
+    """
+    try:
+        path = _entry_path(argv)
+        if path is None:
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump({"out": out, "deps": deps, "valid_until": valid_until}, f)
+        os.replace(tmp, path)
+    except OSError:
+        return

@@ -1,0 +1,192 @@
+"""The lifecycle table, its rails, and replay of an item's chain (pure, no files)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dovecote.derive.lifecycle import (
+    LINK_KINDS,
+    TERMINAL,
+    TRANSITIONS,
+    Link,
+    State,
+    check_rails,
+    check_transition,
+    effective,
+    is_due,
+    replay,
+)
+from dovecote.errors import Refusal
+
+ITEM = "a" * 12
+
+
+def link(n: int, kind: str, prev: str, *, ts: str = "2026-07-05T10:00:00Z", **kw: object) -> Link:
+    return Link(id=f"{n:012x}", kind=kind, ref=ITEM, prev=prev, ts=ts, agent="ent_b", **kw)  # type: ignore[arg-type]
+
+
+def chain(*kinds: str, **kw: object) -> list[Link]:
+    """Links that each follow the previous one, one second apart."""
+    out: list[Link] = []
+    prev = ITEM
+    for n, kind in enumerate(kinds, 1):
+        lk = link(n, kind, prev, ts=f"2026-07-05T10:00:{n:02d}Z", **kw)
+        out.append(lk)
+        prev = lk.id
+    return out
+
+
+def test_the_table_is_the_documented_machine() -> None:
+    legal = {(s, k) for s, moves in TRANSITIONS.items() for k in moves}
+    assert (State.WAIT, "claim") in legal and (State.ACTIVE, "complete") in legal
+    assert (State.WAIT, "complete") not in legal  # the tic-312 lesson: WAIT -> DONE is illegal
+    assert (State.DEFER, "undefer") in legal and (State.DEFER, "claim") not in legal
+    for s in TERMINAL:
+        assert TRANSITIONS[s] == {}, f"{s} must be terminal"
+    assert TRANSITIONS[State.WAIT]["seen"] is State.WAIT
+
+
+@pytest.mark.parametrize("state", list(State))
+@pytest.mark.parametrize("kind", sorted(LINK_KINDS))
+def test_check_transition_matches_the_table(state: State, kind: str) -> None:
+    expected = TRANSITIONS[state].get(kind)
+    if expected is not None:
+        assert check_transition(state, kind, ITEM) is expected
+        return
+    with pytest.raises(Refusal) as e:
+        check_transition(state, kind, ITEM)
+    want = "already_claimed" if (state, kind) == (State.ACTIVE, "claim") else "illegal_transition"
+    assert e.value.reason == want
+
+
+def test_unknown_verb_is_illegal() -> None:
+    with pytest.raises(Refusal) as e:
+        check_transition(State.WAIT, "archive", ITEM)
+    assert e.value.reason == "illegal_transition"
+
+
+def test_rails() -> None:
+    ok = {"seen": True, "response_required": False, "responded": False, "until_tic": None, "until": None}
+    check_rails("complete", ITEM, **ok)  # type: ignore[arg-type]
+    with pytest.raises(Refusal, match="not_seen"):
+        check_rails("complete", ITEM, **{**ok, "seen": False})  # type: ignore[arg-type]
+    with pytest.raises(Refusal, match="not_seen"):
+        check_rails("nack", ITEM, **{**ok, "seen": False})  # type: ignore[arg-type]
+    check_rails("claim", ITEM, **{**ok, "seen": False})  # type: ignore[arg-type]
+    with pytest.raises(Refusal, match="response_required"):
+        check_rails("complete", ITEM, **{**ok, "response_required": True})  # type: ignore[arg-type]
+    check_rails("complete", ITEM, **{**ok, "response_required": True, "responded": True})  # type: ignore[arg-type]
+    with pytest.raises(Refusal, match="no_due"):
+        check_rails("defer", ITEM, **ok)  # type: ignore[arg-type]
+    check_rails("defer", ITEM, **{**ok, "until_tic": 9})  # type: ignore[arg-type]
+    check_rails("defer", ITEM, **{**ok, "until": "2030-01-01T00:00:00Z"})  # type: ignore[arg-type]
+
+
+def test_replay_walks_the_chain() -> None:
+    r = replay(ITEM, State.WAIT, chain("seen", "claim", "complete"))
+    assert r.state is State.DONE
+    assert r.seen
+    assert [lk.kind for lk in r.applied] == ["seen", "claim", "complete"]
+    assert r.head == f"{3:012x}"
+    assert r.conflicts == []
+
+
+def test_an_illegal_link_is_a_conflict_and_changes_nothing() -> None:
+    r = replay(ITEM, State.WAIT, chain("complete"))
+    assert r.state is State.WAIT
+    assert r.head == ITEM
+    assert [(lk.kind, why) for lk, why in r.conflicts] == [("complete", "illegal_transition")]
+
+
+def test_a_fork_picks_the_earliest_legal_sibling_and_reports_the_other() -> None:
+    a = link(1, "claim", ITEM, ts="2026-07-05T10:00:05Z")
+    b = link(2, "nack", ITEM, ts="2026-07-05T10:00:01Z")  # earlier, but not seen: still legal by the table
+    r = replay(ITEM, State.WAIT, [a, b])
+    assert r.state is State.NACK
+    assert [(lk.id, why) for lk, why in r.conflicts] == [(a.id, "lost_fork")]
+
+
+def test_links_after_a_losing_sibling_are_orphans() -> None:
+    a = link(1, "claim", ITEM, ts="2026-07-05T10:00:01Z")
+    b = link(2, "claim", ITEM, ts="2026-07-05T10:00:02Z")
+    c = link(3, "complete", b.id, ts="2026-07-05T10:00:03Z")
+    r = replay(ITEM, State.WAIT, [c, b, a])
+    assert r.state is State.ACTIVE and r.head == a.id
+    assert {(lk.id, why) for lk, why in r.conflicts} == {(b.id, "lost_fork"), (c.id, "orphan")}
+
+
+def test_defer_comes_due_by_tic_and_by_time() -> None:
+    r = replay(ITEM, State.WAIT, chain("defer", until_tic=110))
+    assert r.state is State.DEFER and r.due_tic == 110
+    now = datetime(2026, 7, 5, 12, tzinfo=UTC)
+    assert effective(r, 109, now) is State.DEFER
+    assert effective(r, 110, now) is State.WAIT
+    assert effective(r, None, now) is State.DEFER  # no tic known: a tic due never passes by itself
+    r2 = replay(ITEM, State.WAIT, chain("defer", until="2026-07-05T11:00:00Z"))
+    assert effective(r2, None, datetime(2026, 7, 5, 10, 59, tzinfo=UTC)) is State.DEFER
+    assert effective(r2, None, datetime(2026, 7, 5, 11, 0, tzinfo=UTC)) is State.WAIT
+    assert not is_due(None, None, 10**9, now)
+
+
+def test_a_claim_after_the_due_applies_to_the_resurfaced_item() -> None:
+    links = chain("defer", until_tic=110)
+    claim = link(9, "claim", links[-1].id, ts="2026-07-05T10:05:00Z", tic=111)
+    r = replay(ITEM, State.WAIT, [*links, claim])
+    assert r.state is State.ACTIVE and not r.conflicts
+    early = link(9, "claim", links[-1].id, ts="2026-07-05T10:05:00Z", tic=105)
+    r2 = replay(ITEM, State.WAIT, [*links, early])
+    assert r2.state is State.DEFER
+    assert [why for _, why in r2.conflicts] == ["illegal_transition"]
+
+
+def test_seen_in_defer_keeps_the_due() -> None:
+    r = replay(ITEM, State.WAIT, chain("defer", "seen", until_tic=110))
+    assert r.state is State.DEFER and r.seen and r.due_tic == 110
+
+
+def test_an_item_that_arrives_deferred_starts_in_defer() -> None:
+    r = replay(ITEM, State.DEFER, [], due_tic=120)
+    assert effective(r, 119, datetime.now(UTC)) is State.DEFER
+    assert effective(r, 120, datetime.now(UTC)) is State.WAIT
+
+
+_kinds = st.sampled_from(sorted(LINK_KINDS))
+
+
+@st.composite
+def link_sets(draw: st.DrawFn) -> list[Link]:
+    """Random links whose prev points at the item or at an earlier link (a tree)."""
+    n = draw(st.integers(0, 12))
+    out: list[Link] = []
+    for i in range(n):
+        prev = draw(st.sampled_from([ITEM, *(lk.id for lk in out)]))
+        kind = draw(_kinds)
+        second = draw(st.integers(0, 59))
+        extra: dict[str, object] = {}
+        if kind == "defer":
+            extra["until_tic"] = draw(st.integers(100, 120))
+        tic = draw(st.integers(95, 125))
+        out.append(link(i + 1, kind, prev, ts=f"2026-07-05T10:00:{second:02d}Z", tic=tic, **extra))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(links=link_sets(), data=st.data())
+def test_replay_is_the_same_for_every_arrival_order(links: list[Link], data: st.DataObject) -> None:
+    shuffled = data.draw(st.permutations(links))
+    a = replay(ITEM, State.WAIT, links)
+    b = replay(ITEM, State.WAIT, list(shuffled))
+    assert (a.state, a.head, a.seen, a.due_tic) == (b.state, b.head, b.seen, b.due_tic)
+    assert [lk.id for lk in a.applied] == [lk.id for lk in b.applied]
+    assert sorted((lk.id, w) for lk, w in a.conflicts) == sorted((lk.id, w) for lk, w in b.conflicts)
+    # every link is either applied or reported, never silently dropped
+    assert {lk.id for lk in a.applied} | {lk.id for lk, _ in a.conflicts} == {lk.id for lk in links}
+    # the applied path is a chain from the item, and only ever makes table moves
+    prev = ITEM
+    for lk in a.applied:
+        assert lk.prev == prev
+        prev = lk.id
