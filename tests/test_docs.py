@@ -1,0 +1,46 @@
+"""Docs that cannot drift: the README's generated sections match the code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer.main
+
+from dovecote.cli.app import app
+from dovecote.errors import REASONS
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_generated_sections_are_current() -> None:
+    """`cog --check` fails when a command's --help or the keyword table changed without the README."""
+    cog = Path(sys.executable).parent / "cog"
+    res = subprocess.run([str(cog), "--check", "README.md"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, f"README.md is stale; run `.venv/bin/cog -r README.md`\n{res.stdout}{res.stderr}"
+
+
+def _commands(cmd: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [path] if path else []
+    for name, sub in getattr(cmd, "commands", {}).items():
+        out += _commands(sub, (*path, name))
+    return out
+
+
+def test_every_command_has_help_and_a_reference_entry() -> None:
+    commands = _commands(typer.main.get_command(app))
+    assert len(commands) > 10
+    for path in commands:
+        title = " ".join(("dovecote", *path))
+        assert f"### `{title}`" in README, f"{title} is missing from the CLI reference"
+
+
+def test_every_refusal_keyword_is_documented() -> None:
+    for keyword in REASONS:
+        assert f"`{keyword}`" in README, f"refusal keyword {keyword} is not in the README"
+
+
+def test_readme_shows_the_two_commands() -> None:
+    assert "make run" in README and "make test" in README
