@@ -319,6 +319,6 @@ def inbox_view(
                 "category": d.env.category,
                 "created_at": d.env.created_at,
             }
-            for d in sorted(drafts, key=lambda d: (d.env.created_at or "", d.id))
+            for d in sorted(drafts, key=lambda d: d.env.created_at or "")  # stable: ties keep ledger order
         ],
     }
