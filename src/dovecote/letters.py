@@ -15,6 +15,7 @@ a ``Defect``, never a letter.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import msgspec
@@ -59,8 +60,16 @@ class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     raw: bytes = msgspec.field(default=b"", name="~dovecote:raw")
 
     def data(self) -> dict[str, Any]:
-        """The whole JSON object of the line (decoded on demand)."""
-        value = orjson.loads(self.raw)
+        """The whole JSON object of the line (decoded on demand).
+
+        The letter decoder skips fields it does not model without checking
+        them, so a letter may hold what orjson refuses there (a number beyond a
+        double, bytes that are not UTF-8); the standard library reads those.
+        """
+        try:
+            value = orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            value = json.loads(self.raw.decode("utf-8", "replace"))
         assert isinstance(value, dict)
         return value
 
@@ -99,7 +108,7 @@ def decode_lines_fast(buf: bytes, count: int) -> list[Letter] | None:
         return None
     try:
         out = _decoder.decode_lines(buf)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # too deeply nested: a malformed line
         return None
     return out if len(out) == count else None
 _STR_FIELDS = ("ts", "agent", "kind", "repo", "brain", "tool", "ref", "symptom")
@@ -129,7 +138,7 @@ def decode_line(line: bytes) -> Letter | None:
         if not isinstance(obj, dict):
             return None
         letter = _lenient(obj)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # too deeply nested: a malformed line
         return None
     force_setattr(letter, "id", _sha256(line).hexdigest()[:12])
     force_setattr(letter, "raw", line)
