@@ -19,7 +19,7 @@ from dovecote.letters import (
     letter_id,
     make_letter,
 )
-from helpers import VECTOR, VECTOR_ID, VECTOR_LINE, new_home, rep
+from helpers import VECTOR, VECTOR_ID, VECTOR_LINE, lid, new_home, rep
 
 # -- the id vector --------------------------------------------------------------
 
@@ -204,3 +204,48 @@ def test_reader_reports_non_object_lines_with_their_line_number(tmp_path: Path) 
     assert len(r.letters) == 2
     assert [(d.line, d.kind) for d in r.defects] == [(2, "malformed"), (4, "malformed")]
     assert all(d.path == str(path) for d in r.defects)
+
+
+# -- lines the batch decoder accepts but a full JSON parse refuses -----------------------------
+
+ODD_LINES = (
+    b'{"tool":"seek","class":"bug","what":"w","x":1e400}',  # a number beyond a double
+    b'{"tool":"seek","class":"bug","what":"caf\xe9"}',  # latin-1 bytes in a field the folds skip
+)
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"tool":"seek","class":"bug","x":' + b"[" * depth + b"]" * depth + b"}"
+
+
+def test_a_letter_with_odd_bytes_still_has_data() -> None:
+    for line in ODD_LINES:
+        letter = decode_line(line)
+        if letter is None:
+            continue  # refusing it as malformed would be fine too
+        d = letter.data()
+        assert d["tool"] == "seek" and d["class"] == "bug", line
+
+
+def test_a_deeply_nested_line_is_malformed_not_a_crash(tmp_path: Path) -> None:
+    deep = _nested(5000)
+    assert decode_line(deep) is None
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(canonical_line(rep("a")) + b"\n" + deep + b"\n" + canonical_line(rep("b")) + b"\n")
+    r = LedgerReader(path)
+    r.refresh()
+    assert [lt.id for lt in r.letters] == [lid(rep("a")), lid(rep("b"))]
+    assert [(d.line, d.kind) for d in r.defects] == [(2, "malformed")]
+
+
+def test_odd_lines_never_break_a_sweep(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    dc.report([rep("plain", repo="all")])
+    with open(dc.layout.spool, "ab") as f:
+        for line in (*ODD_LINES, _nested(5000)):
+            f.write(line + b"\n")
+    d = dc.sweep(include_all=True).to_dict()
+    # every line is either a letter or a reported defect, and nothing crashes
+    assert d["total"] + len(d["malformed"]) == 4
+    assert d["total"] >= 1
+    assert dc.doctor()["mailbox"]["available"] is True

@@ -1,0 +1,105 @@
+"""``verify``: delete every cache, rebuild from the ledgers, prove reads are byte-identical."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from dovecote.api import Dovecote, open_home
+from dovecote.ops import verify as verify_mod
+from helpers import add_project, new_home, rep
+
+
+def busy_home(tmp: Path) -> Dovecote:
+    dc = new_home(tmp)
+    add_project(dc, tmp, "repo-a")
+    add_project(dc, tmp, "ghost", exists=False, box_in_repo=True)
+    dc.add_entity("ops")
+    dc.report([rep("1"), rep("2", repo="all"), rep("3", repo="zephyr"), rep("4", repo="ghost")])
+    dc.distribute()
+    return dc
+
+
+def test_ok_on_a_normal_home(tmp_path: Path) -> None:
+    dc = busy_home(tmp_path)
+    r = dc.verify()
+    assert r.ok is True and r.differ == []
+    assert r.checked == sorted([
+        "sweep --all", "doctor", "box home --all", "box project:repo-a --all", "box project:ghost --all",
+        "box entity:ops --all",
+    ])
+    assert r.to_dict() == {"ok": True, "checked": r.checked, "differ": [], "deleted": []}
+
+
+def test_ok_for_a_warm_handle_after_more_appends(tmp_path: Path) -> None:
+    dc = busy_home(tmp_path)
+    dc.sweep()
+    dc.doctor()
+    other = open_home(dc.layout.root)
+    other.report([rep("5"), rep("6", repo="all", answers=[dc.sweep().letters()[0]["id"]])])
+    other.distribute()
+    assert dc.verify().ok
+
+
+def test_ok_on_an_empty_home(tmp_path: Path) -> None:
+    assert new_home(tmp_path).verify().ok
+
+
+def test_caches_are_deleted(tmp_path: Path) -> None:
+    dc = busy_home(tmp_path)
+    (dc.layout.cache / "index").mkdir(parents=True)
+    (dc.layout.cache / "index" / "search.sqlite").write_bytes(b"stale")
+    (dc.layout.views / "agent-mailboxes" / "ops").mkdir(parents=True)
+    ledgers = {p: p.read_bytes() for p in dc.layout.root.rglob("*.jsonl")}
+    r = dc.verify()
+    assert r.ok
+    assert sorted(r.deleted) == sorted([str(dc.layout.cache), str(dc.layout.views)])
+    assert not dc.layout.cache.exists() and not dc.layout.views.exists()
+    # ledgers are the authority and are never touched
+    assert {p: p.read_bytes() for p in dc.layout.root.rglob("*.jsonl")} == ledgers
+
+
+def test_a_difference_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dc = busy_home(tmp_path)
+    real = verify_mod.answers
+
+    def drifting(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+        out = real(handle, now)
+        if handle is not dc:  # the fresh, cache-less handle answers differently
+            out["doctor"] = out["doctor"][:10] + b"X" + out["doctor"][11:]
+        return out
+
+    monkeypatch.setattr(verify_mod, "answers", drifting)
+    r = dc.verify()
+    assert r.ok is False
+    assert len(r.differ) == 1
+    diff = r.differ[0]
+    assert diff["read"] == "doctor"
+    assert diff["first_difference_at"] == 10
+    assert diff["bytes_before"] == diff["bytes_after"]
+
+
+def test_a_read_missing_after_the_rebuild_is_a_difference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dc = busy_home(tmp_path)
+    real = verify_mod.answers
+
+    def losing(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+        out = real(handle, now)
+        if handle is not dc:
+            del out["box home --all"]
+        return out
+
+    monkeypatch.setattr(verify_mod, "answers", losing)
+    r = dc.verify()
+    assert not r.ok
+    assert [d["read"] for d in r.differ] == ["box home --all"]
+    assert r.differ[0]["bytes_after"] == 0
+
+
+def test_verify_leaves_the_handle_usable(tmp_path: Path) -> None:
+    dc = busy_home(tmp_path)
+    before = dc.sweep(distribute=False, include_all=True).to_dict()
+    dc.verify()
+    assert dc.sweep(distribute=False, include_all=True).to_dict() == before
