@@ -196,7 +196,7 @@ class LedgerReader:
         gc_was = gc.isenabled()
         gc.disable()  # a million new objects would trigger many useless collections
         try:
-            fast = None if b"\r" in chunk else decode_lines_fast(chunk, len(lines))
+            fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
             if fast is not None:
                 for line, letter in zip(lines, fast, strict=True):
                     lid = _sha256(line).hexdigest()[:12]
