@@ -99,6 +99,8 @@ class InboxBook:
         self.reply_targets: set[str] = set()  # reply_to of the messages it received
         self._orphans: dict[str, list[Link]] = {}
         self.version = 0  # bumps on every change, for caches keyed on this book
+        self.row_cache: dict[str, Any] = {}  # item id -> (key, computed at, valid until, row, order key)
+        self.view_cache: tuple[Any, datetime, datetime | None, dict[str, Any]] | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
@@ -263,23 +265,29 @@ BUCKETS = {
 }
 
 
-def next_change(book: InboxBook, rows: list[dict[str, Any]], now: datetime) -> datetime | None:
-    """When the view would first read differently with no new letter: an age in
-    hours ticking over, or a defer coming due by time. None: only letters or a
-    new tic can change it."""
+def _row_until(row: dict[str, Any], now: datetime) -> datetime | None:
+    """When this row would first read differently with no new letter and no new
+    tic: an age in hours ticking over, or a defer coming due by time."""
     times: list[datetime] = []
-    for row in rows:
-        for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
-            t = parse_time(since)
-            if hours is not None and t is not None:
-                times.append(t + timedelta(hours=hours + 1))
-    for item in book.items.values():
-        r = book.replay_of(item)
-        if r.state is State.DEFER and r.due_time:
-            t = parse_time(r.due_time)
-            if t is not None and t > now:
-                times.append(t)
+    for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
+        t = parse_time(since)
+        if hours is not None and t is not None:
+            times.append(t + timedelta(hours=hours + 1))
+    due = parse_time(row["due_time"])
+    if due is not None and due > now:
+        times.append(due)
     return min(times) if times else None
+
+
+def _fresh(since: datetime, until: datetime | None, now: datetime) -> bool:
+    """A cached answer computed at ``since`` holds for ``since <= now < until``."""
+    return since <= now and (until is None or now < until)
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    return a if b is None or a <= b else b
 
 
 def inbox_view(
@@ -290,21 +298,46 @@ def inbox_view(
     stale_hours: int,
     loose: int = 0,
     include_terminal: bool = False,
-) -> dict[str, Any]:
-    """Counts, flags and the open items, ordered by priority then age."""
+) -> tuple[dict[str, Any], datetime | None]:
+    """Counts, flags and the open items, ordered by priority then age; and the
+    moment this answer would first change with no new letter and no new tic.
+
+    Warm calls are cheap: each row is kept with the state it was computed from
+    (chain head, tic, thresholds) and the moment it would change by itself, and
+    the whole view likewise, so a repeated read recomputes only what changed.
+    The returned view shares those rows: treat it as read-only.
+    """
+    vkey = (book.version, clock.tic, stale_tics, stale_hours, loose, include_terminal)
+    cached = book.view_cache
+    if cached is not None and cached[0] == vkey and _fresh(cached[1], cached[2], clock.now):
+        return cached[3], cached[2]
     counts = {"inbound": 0, "processing": 0, "deferred": 0, "outbound": 0, "archive": 0, "loose": loose}
-    rows: list[dict[str, Any]] = []
+    decorated: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
+    until: datetime | None = None
+    rows_cache = book.row_cache
     for item in book.items.values():
-        state = effective(book.replay_of(item), clock.tic, clock.now)
+        r = book.replay_of(item)
+        state = effective(r, clock.tic, clock.now)
         counts[BUCKETS[state]] += 1
         if state in TERMINAL and not include_terminal:
             continue
-        rows.append(item_row(book, item, clock, stale_tics, stale_hours))
-    rows.sort(key=_order)
+        key = (r.head, len(r.conflicts), state, clock.tic, stale_tics, stale_hours)
+        hit = rows_cache.get(item.id)
+        if hit is not None and hit[0] == key and _fresh(hit[1], hit[2], clock.now):
+            _, _, row_until, row, order = hit
+        else:
+            row = item_row(book, item, clock, stale_tics, stale_hours)
+            row_until = _row_until(row, clock.now)
+            order = _order(row)
+            rows_cache[item.id] = (key, clock.now, row_until, row, order)
+        until = _earliest(until, row_until)
+        decorated.append((order, row))
+    decorated.sort(key=lambda pair: pair[0])
+    rows = [row for _, row in decorated]
     drafts = book.pending_drafts()
     counts["outbound"] = len(drafts)
     flag_counts = {f: sum(1 for r in rows if f in r["flags"]) for f in FLAGS}
-    return {
+    view = {
         "entity": book.entity,
         "current_tic": clock.tic,
         "counts": counts,
@@ -322,3 +355,5 @@ def inbox_view(
             for d in sorted(drafts, key=lambda d: d.env.created_at or "")  # stable: ties keep ledger order
         ],
     }
+    book.view_cache = (vkey, clock.now, until, view)
+    return view, until

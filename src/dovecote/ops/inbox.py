@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE, Clock, inbox_view, next_change
+from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE, Clock, inbox_view
 from dovecote.errors import Refusal
 from dovecote.names import entity
 from dovecote.ops.books import book_for
@@ -101,7 +101,7 @@ def read_inbox(
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or datetime.now(UTC))
     limits = dc.roster.limits
-    view = inbox_view(
+    view, until = inbox_view(
         book,
         clock,
         stale_tics=limits.stale_tics,
@@ -117,7 +117,7 @@ def read_inbox(
         out["items"] = view["items"]
     if direction in ("outbound", "both"):
         out["outbound"] = view["outbound"]
-    return out, next_change(book, view["items"], clock.now)
+    return out, until
 
 
 def _age(item: dict[str, Any]) -> str:
