@@ -23,6 +23,7 @@ The law, in order:
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from typing import NamedTuple
 
@@ -84,6 +85,8 @@ def route(brain: str | None, repo: str | None, ix: RosterIndex) -> Route:
     text = field if isinstance(field, str) else ""
     text = text.split("(", 1)[0]
     text = normalize_root(text, ix.owner_home) if text.strip() else ""
+    if text.startswith("/"):  # resolve "." and ".." on the string alone (never the file system)
+        text = "/" + posixpath.normpath(text).lstrip("/")
     low = text.lower()
     if not text or low == "all" or low.startswith("research task") or text in ix.owner_roots:
         return Route(HOME, "", None)
