@@ -462,6 +462,15 @@ def test_project_add_refuses_a_bad_alias(tmp_path: Path, bad: str) -> None:
 
 
 @pytest.mark.parametrize("bad", BAD_CLI_NAMES)
+def test_entity_add_refuses_a_bad_name(tmp_path: Path, bad: str) -> None:
+    home = init_home(tmp_path)
+    config = (home / "config.toml").read_bytes()
+    assert_refused(run_cli(tmp_path, "entity", "add", bad, home=home), "invalid_name")
+    assert (home / "config.toml").read_bytes() == config
+    assert sorted(p.name for p in home.iterdir()) == ["config.toml"]
+
+
+@pytest.mark.parametrize("bad", BAD_CLI_NAMES)
 def test_box_refuses_a_bad_name(tmp_path: Path, bad: str) -> None:
     home = init_home(tmp_path)
     before = snapshot(tmp_path)

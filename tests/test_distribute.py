@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dovecote.api import Dovecote, open_home
+from dovecote.letters import canonical_line
 from dovecote.store import GITATTRIBUTES, GITIGNORE
 from helpers import add_project, ledger_ids, lid, new_home, rep, snapshot
 
@@ -209,3 +210,21 @@ def test_the_spool_is_never_modified_by_reads(tmp_path: Path) -> None:
             handle.box(addr, include_all=True)
         handle.verify()
         assert dc.layout.spool.read_bytes() == spool
+
+
+def test_a_space_padded_spool_line_is_filed_once(tmp_path: Path) -> None:
+    # m1nd trimmed the line before filing but hashed the untrimmed one, so such a line
+    # re-appended on every run and was counted twice (reference notes, section 2)
+    dc = setup(tmp_path)
+    padded = b"  " + canonical_line(rep("padded")) + b"  "
+    crlf = canonical_line(rep("windows")) + b"\r"
+    dc.layout.spool.write_bytes(padded + b"\n" + crlf + b"\n")
+    assert dc.distribute().appended == 2
+    for handle in (dc, open_home(dc.layout.root)):
+        assert handle.distribute().appended == 0
+    box = dc.layout.project_box("repo-a")
+    assert len(ledger_ids(box)) == 2
+    d = open_home(dc.layout.root).sweep(include_all=True).to_dict()
+    assert d["total"] == 2
+    assert {r["what"] for r in d["letters"]} == {"padded", "windows"}
+    assert {r["box"] for r in d["letters"]} == {"project:repo-a"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 import os.path
+import posixpath
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,25 @@ def test_path_equal_to_or_under_a_root(text: str) -> None:
     assert route(None, text, IX).address == to("repo-a")
 
 
+@pytest.mark.parametrize(
+    "text,project",
+    [
+        ("/home/u/code/repo-a/../beacon", "Beacon"),
+        ("/home/u/code/repo-a/../beacon/src", "Beacon"),
+        ("/home/u/code/./repo-a", "repo-a"),
+        ("/home/u/code//repo-a/x", "repo-a"),
+        ("/home/u/code/mono/web/../api", "mono"),
+    ],
+)
+def test_dot_segments_in_a_path_are_resolved_lexically(text: str, project: str) -> None:
+    # ".." is resolved on the string alone (never the file system): repo-a/../beacon is beacon
+    assert route(None, text, IX).address == to(project)
+
+
+def test_dot_dot_up_to_the_owner_root_goes_home() -> None:
+    assert route(None, "/home/u/code/..", IX) == Route(HOME, "", None)
+
+
 def test_the_deepest_containing_root_wins() -> None:
     assert route(None, "/home/u/code/mono/web/src", IX).address == to("mono-web")
     assert route(None, "/home/u/code/mono/api", IX).address == to("mono")
@@ -177,7 +197,8 @@ _FIELDS = st.one_of(
         [
             "", "all", "research task x", "(note)", OWNER, OWNER + "/", "~", "repo-a", "RA", "api",
             "lib-x-feature", "repo-a-wip", "zephyr", "/home/u/code/repo-a/src", "/home/u/code/mono/web",
-            "/mnt/x/beacon", "~/code/lib", "beacon (memory beat)", "/", "//",
+            "/mnt/x/beacon", "~/code/lib", "beacon (memory beat)", "/", "//", "/home/u/code/..",
+            "/home/u/code/repo-a/../beacon", "~/code/../..",
         ]
     ),
     st.text(max_size=30),
@@ -220,6 +241,8 @@ def _projectless(text: str | None) -> bool:
     if t.startswith("~"):
         t = OWNER + t[1:]
     t = t.rstrip("/") if t.strip("/") else ("/" if t else "")
+    if t.startswith("/"):
+        t = "/" + posixpath.normpath(t).lstrip("/")
     low = t.lower()
     return not t or low == "all" or low.startswith("research task") or t in ROSTER.owner_roots
 

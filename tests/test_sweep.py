@@ -273,3 +273,36 @@ def test_box_refuses_an_invalid_address(tmp_path: Path, bad: str) -> None:
     with pytest.raises(Refusal) as e:
         dc.box(bad)
     assert e.value.reason == "invalid_address"
+
+
+def test_a_warm_handle_follows_roster_changes(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    z = rep("for zephyr", ts=T(20), repo="zephyr")
+    dc.report([z])
+    first = dc.sweep().to_dict()
+    assert first["distribution"]["pending"] == ["zephyr"]
+    # the owner adds the project through this same handle: the pending letter is filed
+    add_project(dc, tmp_path, "zephyr")
+    warm = dc.sweep().to_dict()
+    assert warm["distribution"]["pending"] == [] and warm["distribution"]["appended"] == 1
+    row = next(r for r in warm["letters"] if r["id"] == lid(z))
+    assert row["box"] == "project:zephyr"
+    cold = open_home(dc.layout.root)
+    assert orjson.dumps(dc.sweep(include_all=True).to_dict()) == orjson.dumps(cold.sweep(include_all=True).to_dict())
+
+
+def test_a_warm_handle_files_into_an_in_repo_box_once_it_appears(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    root = add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
+    g = rep("g", repo="ghost")
+    dc.report([g])
+    before = dc.sweep().to_dict()
+    assert before["unreachable"] == ["project:ghost"]
+    assert before["distribution"]["pending_detail"] == [{"name": "ghost", "reason": "unreachable", "letters": 1}]
+    root.mkdir(parents=True)
+    after = dc.sweep().to_dict()
+    assert after["unreachable"] == [] and after["distribution"]["appended"] == 1
+    assert after["letters"][0]["box"] == "project:ghost"
+    assert after["total"] == 1
+    cold = open_home(dc.layout.root)
+    assert orjson.dumps(dc.sweep().to_dict()) == orjson.dumps(cold.sweep().to_dict())
