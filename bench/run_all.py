@@ -1,0 +1,46 @@
+"""Run every benchmark in turn (``make bench``).
+
+Each benchmark runs in its own interpreter so one's heap and page cache state
+do not bill the next. ``--quick`` shrinks the corpora for a smoke run; its
+numbers are not the ones the targets are stated for.
+
+Run: .venv/bin/python bench/run_all.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHES: list[tuple[str, list[str]]] = [
+    ("bench_version.py", ["--runs", "10"]),
+    ("bench_append.py", ["--singles", "50", "--batch", "20000"]),
+    ("bench_sweep.py", ["--letters", "50000"]),
+    ("bench_resweep.py", ["--letters", "50000"]),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small corpora: a smoke run, not a measurement")
+    args = ap.parse_args()
+    failed = []
+    for name, quick_args in BENCHES:
+        cmd = [sys.executable, str(HERE / name), *(quick_args if args.quick else [])]
+        print(f"== {name} {' '.join(cmd[2:])}".rstrip(), flush=True)
+        t0 = time.perf_counter()
+        rc = subprocess.run(cmd).returncode
+        print(f"   ({time.perf_counter() - t0:.1f} s, exit {rc})\n", flush=True)
+        if rc:
+            failed.append(name)
+    if failed:
+        print(f"benchmarks that did not run to the end: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
