@@ -99,8 +99,8 @@ class InboxBook:
         self.reply_targets: set[str] = set()  # reply_to of the messages it received
         self._orphans: dict[str, list[Link]] = {}
         self.version = 0  # bumps on every change, for caches keyed on this book
-        self.row_cache: dict[str, Any] = {}  # item id -> (key, computed at, valid until, row, order key)
-        self.view_cache: tuple[Any, datetime, datetime | None, dict[str, Any]] | None = None
+        self.touched: set[str] = set()  # items changed since the last inbox_view
+        self.view_state: ViewState | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
@@ -130,6 +130,7 @@ class InboxBook:
                     continue
                 r = target.r
                 if r is not None and link.prev == r.head and not r.conflicts and apply_link(r, link):
+                    self.touched.add(target.id)
                     continue  # the common case: the link extends the chain
                 dirty.add(target.id)
             elif kind == "draft":
@@ -149,6 +150,7 @@ class InboxBook:
                     self.replied.add(rec.reply_to)
         for iid in dirty:
             self.items[iid].recompute()
+        self.touched |= dirty
         self.version += 1
 
     def replay_of(self, item: Item) -> Replay:
@@ -280,7 +282,7 @@ def _row_until(row: dict[str, Any], now: datetime) -> datetime | None:
 
 
 def _fresh(since: datetime, until: datetime | None, now: datetime) -> bool:
-    """A cached answer computed at ``since`` holds for ``since <= now < until``."""
+    """An answer computed at ``since`` holds for ``since <= now < until``."""
     return since <= now and (until is None or now < until)
 
 
@@ -288,6 +290,47 @@ def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None:
         return b
     return a if b is None or a <= b else b
+
+
+@dataclass
+class ViewState:
+    """The last view of a book, kept so the next read redoes only what changed."""
+
+    key: tuple[Any, ...]
+    since: datetime
+    until: datetime | None = None
+    buckets: dict[str, str] = field(default_factory=dict)
+    rows: dict[str, tuple[tuple[int, float, str, str], dict[str, Any]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
+    flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
+    ordered: list[dict[str, Any]] | None = None
+
+
+BUCKET_NAMES = ("inbound", "processing", "deferred", "outbound", "archive", "loose")
+
+
+def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_hours: int) -> None:
+    """Put one item's bucket and row into the view state (replacing what was there)."""
+    include_terminal = vs.key[-1]
+    r = book.replay_of(item)
+    state = effective(r, clock.tic, clock.now)
+    bucket = BUCKETS[state]
+    old = vs.buckets.get(item.id)
+    if old is not None:
+        vs.counts[old] -= 1
+    vs.counts[bucket] += 1
+    vs.buckets[item.id] = bucket
+    prev = vs.rows.pop(item.id, None)
+    if prev is not None:
+        for f in prev[1]["flags"]:
+            vs.flags[f] -= 1
+    if state in TERMINAL and not include_terminal:
+        return
+    row = item_row(book, item, clock, stale_tics, stale_hours)
+    for f in row["flags"]:
+        vs.flags[f] += 1
+    vs.rows[item.id] = (_order(row), row)
+    vs.until = _earliest(vs.until, _row_until(row, clock.now))
 
 
 def inbox_view(
@@ -302,47 +345,34 @@ def inbox_view(
     """Counts, flags and the open items, ordered by priority then age; and the
     moment this answer would first change with no new letter and no new tic.
 
-    Warm calls are cheap: each row is kept with the state it was computed from
-    (chain head, tic, thresholds) and the moment it would change by itself, and
-    the whole view likewise, so a repeated read recomputes only what changed.
-    The returned view shares those rows: treat it as read-only.
+    Warm calls are cheap: the book keeps its last view, and while the tic and
+    thresholds are the same and the clock has not passed the moment any row
+    would change by itself, the next read redoes only the items touched by new
+    letters. The returned view shares its rows with that state: read-only.
     """
-    vkey = (book.version, clock.tic, stale_tics, stale_hours, loose, include_terminal)
-    cached = book.view_cache
-    if cached is not None and cached[0] == vkey and _fresh(cached[1], cached[2], clock.now):
-        return cached[3], cached[2]
-    counts = {"inbound": 0, "processing": 0, "deferred": 0, "outbound": 0, "archive": 0, "loose": loose}
-    decorated: list[tuple[tuple[int, float, str, str], dict[str, Any]]] = []
-    until: datetime | None = None
-    rows_cache = book.row_cache
-    for item in book.items.values():
-        r = book.replay_of(item)
-        state = effective(r, clock.tic, clock.now)
-        counts[BUCKETS[state]] += 1
-        if state in TERMINAL and not include_terminal:
-            continue
-        key = (r.head, len(r.conflicts), state, clock.tic, stale_tics, stale_hours)
-        hit = rows_cache.get(item.id)
-        if hit is not None and hit[0] == key and _fresh(hit[1], hit[2], clock.now):
-            _, _, row_until, row, order = hit
-        else:
-            row = item_row(book, item, clock, stale_tics, stale_hours)
-            row_until = _row_until(row, clock.now)
-            order = _order(row)
-            rows_cache[item.id] = (key, clock.now, row_until, row, order)
-        until = _earliest(until, row_until)
-        decorated.append((order, row))
-    decorated.sort(key=lambda pair: pair[0])
-    rows = [row for _, row in decorated]
+    key = (clock.tic, stale_tics, stale_hours, include_terminal)
+    vs = book.view_state
+    if vs is None or vs.key != key or not _fresh(vs.since, vs.until, clock.now):
+        vs = ViewState(key, clock.now)
+        for item in book.items.values():
+            _place(vs, book, item, clock, stale_tics, stale_hours)
+    else:
+        for iid in book.touched:
+            _place(vs, book, book.items[iid], clock, stale_tics, stale_hours)
+        if book.touched:
+            vs.ordered = None
+    book.touched.clear()
+    book.view_state = vs
+    if vs.ordered is None:
+        vs.ordered = [row for _, row in sorted(vs.rows.values(), key=lambda pair: pair[0])]
     drafts = book.pending_drafts()
-    counts["outbound"] = len(drafts)
-    flag_counts = {f: sum(1 for r in rows if f in r["flags"]) for f in FLAGS}
+    counts = {**vs.counts, "outbound": len(drafts), "loose": loose}
     view = {
         "entity": book.entity,
         "current_tic": clock.tic,
         "counts": counts,
-        "flags": flag_counts,
-        "items": rows,
+        "flags": dict(vs.flags),
+        "items": vs.ordered,
         "outbound": [
             {
                 "id": d.id,
@@ -355,5 +385,4 @@ def inbox_view(
             for d in sorted(drafts, key=lambda d: d.env.created_at or "")  # stable: ties keep ledger order
         ],
     }
-    book.view_cache = (vkey, clock.now, until, view)
-    return view, until
+    return view, vs.until

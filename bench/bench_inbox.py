@@ -1,0 +1,130 @@
+"""Inbox benchmark (issue 3): a box with 10,000 messages and 30,000 transitions.
+
+Measures, in one run:
+* warm ``inbox`` as JSON through the library (a repeated read, and a read after
+  one new lifecycle letter each time), target <= 20 ms;
+* a cold CLI call ``dovecote inbox ENTITY --format json`` against
+  ``python -c pass`` of the same interpreter, target <= 5x; both the call that
+  answers from its cached rendering (what a session-start hook sees on every
+  session after the first) and the call that must read the ledger.
+
+Prints medians; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from dovecote.api import init, open_home
+from dovecote.envelope import build_message
+from dovecote.letters import canonical_line, letter_id
+from dovecote.names import entity
+
+PATTERNS = (
+    ("seen", "claim", "complete"),
+    ("seen", "claim", "defer"),
+    ("seen", "defer", "undefer"),
+    ("seen", "claim", "seen"),
+    ("seen", "claim", "complete"),
+)
+
+
+def build(root: Path, messages: int = 10_000) -> Path:
+    home, _ = init(root / ".dovecote", owner_root=str(root))
+    dc = open_home(home)
+    dc.add_entity("ent_a")
+    dc.add_entity("ent_b")
+    rnd = random.Random(7)
+    lines: list[bytes] = []
+    for i in range(messages):
+        ts = f"2026-07-05T{9 + i // 3600 % 10:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
+        msg = build_message(
+            ts=ts, sender="ent_a", recipient="ent_b", subject=f"subject {i} {rnd.choice(['build', 'deploy', 'index'])}",
+            body=f"body of message {i} " * 4, priority=rnd.choice(["low", "normal", "high", "urgent"]),
+            category="notification", source_tic=i % 1000,
+        )
+        line = canonical_line(msg)
+        lines.append(line)
+        item = prev = letter_id(line)
+        for kind in PATTERNS[i % len(PATTERNS)]:
+            link = {"ts": ts, "agent": "ent_b", "kind": kind, "ref": item, "prev": prev, "tic": i % 1000}
+            if kind == "defer":
+                link["until_tic"] = 10**6
+            lk = canonical_line(link)
+            lines.append(lk)
+            prev = letter_id(lk)
+    path = dc.store.path(entity("ent_b"))
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return home
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="dovecote-bench-inbox-"))
+    try:
+        home = build(tmp)
+        dc = open_home(home)
+        t = time.perf_counter()
+        dc.inbox("ent_b", current=1000)
+        cold_lib = time.perf_counter() - t
+        repeat = []
+        for _ in range(30):
+            t = time.perf_counter()
+            orjson.dumps(dc.inbox("ent_b", current=1000))
+            repeat.append(time.perf_counter() - t)
+        waiting = [r["id"] for r in dc.inbox("ent_b", current=1000)["items"] if r["state"] == "WAIT"]
+        changed = []
+        for item in waiting[:30]:
+            dc.transition("ent_b", item, "claim", current=1000)
+            t = time.perf_counter()
+            orjson.dumps(dc.inbox("ent_b", current=1000))
+            changed.append(time.perf_counter() - t)
+        print("inbox, 10,000 messages + 30,000 transitions")
+        print(f"  first read through the library (cold handle): {cold_lib * 1000:.0f} ms")
+        print(f"  warm read as JSON, repeated:          median {median_ms(repeat):6.1f} ms (target <= 20)")
+        print(f"  warm read as JSON, after a new letter: median {median_ms(changed):6.1f} ms (target <= 20)")
+
+        python = sys.executable  # the venv interpreter itself, not a version-manager shim
+        script = str(Path(sys.executable).parent / "dovecote")
+        env = {**os.environ, "DOVECOTE_HOME": str(home)}
+        argv = [python, script, "inbox", "ent_b", "--format", "json", "--current-tic", "1000"]
+
+        def timed(cmd: list[str], n: int, before: object = None) -> list[float]:
+            out = []
+            for _ in range(n):
+                if callable(before):
+                    before()
+                t = time.perf_counter()
+                subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+                out.append(time.perf_counter() - t)
+            return out
+
+        base = median_ms(timed([python, "-c", "pass"], 30))
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # fill the cache
+        cached = median_ms(timed(argv, 30))
+        cache_dir = home / "cache"
+        uncached = median_ms(timed(argv, 5, before=lambda: shutil.rmtree(cache_dir, ignore_errors=True)))
+        print(f"  python -c pass: {base:.1f} ms")
+        print(f"  cold CLI, cached rendering: {cached:.1f} ms = {cached / base:.1f}x (target <= 5x)")
+        print(f"  cold CLI, reading the ledger: {uncached:.1f} ms = {uncached / base:.1f}x")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
