@@ -88,7 +88,9 @@ def init_cmd(
 def project_add(
     name: Annotated[str, typer.Argument(help="The project's name (its box is project:NAME).")],
     root: Annotated[str, typer.Option("--root", help="The project's root path.")],
-    alias: Annotated[Optional[list[str]], typer.Option("--alias", metavar="NAME", help="Another name letters may use (repeat).")] = None,
+    alias: Annotated[
+        Optional[list[str]], typer.Option("--alias", metavar="NAME", help="Another name letters may use (repeat).")
+    ] = None,
     box_in_repo: Annotated[
         bool, typer.Option("--box-in-repo", help="Keep the box in <root>/.dovecote/ so it travels with git.")
     ] = False,
@@ -154,7 +156,8 @@ def report_cmd(
         Optional[str], typer.Option("--misdelivery-kind", help="Sub-kind of a memory_misdelivery.")
     ] = None,
     answers: Annotated[
-        Optional[list[str]], typer.Option("--answers", metavar="ID", help="Ids this letter answers (repeat, or comma-separated).")
+        Optional[list[str]],
+        typer.Option("--answers", metavar="ID", help="Ids this letter answers (repeat, or comma-separated)."),
     ] = None,
     agent: Annotated[
         Optional[str], typer.Option("--agent", help="The author (default $DOVECOTE_AGENT, $USER).")
@@ -340,7 +343,9 @@ def _message_command(name: str, doc: str) -> None:
         reminder_tic: Annotated[
             Optional[int], typer.Option("--reminder-tic", help="Flag OVERDUE after this tic.")
         ] = None,
-        artifact: Annotated[Optional[list[Path]], typer.Option("--artifact", metavar="PATH", help="Attach a file (repeat).")] = None,
+        artifact: Annotated[
+            Optional[list[Path]], typer.Option("--artifact", metavar="PATH", help="Attach a file (repeat).")
+        ] = None,
         response_expected: Annotated[
             Optional[bool],
             typer.Option("--response-expected/--no-response-expected", help="Default: yes for query and directive."),
