@@ -419,6 +419,17 @@ def test_home_is_the_nearest_dovecote_upward(tmp_path: Path) -> None:
     assert out["mailbox"]["spool_path"] == str(inner / "spool.jsonl")
 
 
+def test_home_falls_back_to_the_users_dovecote(tmp_path: Path) -> None:
+    env = cli_env(tmp_path, None)
+    user_home = Path(env["HOME"])
+    (tmp_path / "anywhere").mkdir()
+    r = run_cli(tmp_path, "init", "--json", cwd=tmp_path / "anywhere", env=env)
+    assert orjson.loads(r.stdout) == {"home": str(user_home / ".dovecote"), "created": True}
+    assert not (tmp_path / "anywhere" / ".dovecote").exists()
+    r = run_cli(tmp_path, "doctor", "--json", cwd=tmp_path / "anywhere", env=env)
+    assert orjson.loads(r.stdout)["mailbox"]["spool_path"] == str(user_home / ".dovecote" / "spool.jsonl")
+
+
 def test_a_dovecote_folder_without_config_is_not_a_home(tmp_path: Path) -> None:
     work = tmp_path / "repo"
     (work / ".dovecote").mkdir(parents=True)

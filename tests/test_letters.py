@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.ledger import LedgerReader
@@ -91,12 +91,14 @@ _keys = st.sampled_from(["ts", "agent", "kind", "brain", "repo", "tool", "class"
 _objects = st.dictionaries(_keys | st.text(max_size=6), _json, max_size=10)
 
 
+@settings(deadline=None)
 @given(_objects)
 def test_canonical_line_is_a_fixed_point(d: dict[str, Any]) -> None:
     line = canonical_line(d)
     assert canonical_line(json.loads(line)) == line
 
 
+@settings(deadline=None)
 @given(_objects, st.randoms(use_true_random=False))
 def test_key_order_never_changes_the_id(d: dict[str, Any], rnd: random.Random) -> None:
     def shuffled(value: Any) -> Any:
@@ -111,6 +113,7 @@ def test_key_order_never_changes_the_id(d: dict[str, Any], rnd: random.Random) -
     assert letter_id(canonical_line(shuffled(d))) == letter_id(canonical_line(d))
 
 
+@settings(deadline=None)
 @given(_objects)
 def test_canonical_line_keeps_every_key_and_value(d: dict[str, Any]) -> None:
     # unknown keys are part of the letter (DESIGN 2): nothing is dropped

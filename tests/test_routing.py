@@ -9,7 +9,7 @@ import posixpath
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.names import HOME, Address
@@ -209,6 +209,7 @@ def _explode(*_: object, **__: object) -> object:
     raise AssertionError("routing touched the file system")
 
 
+@settings(deadline=None)
 @given(brain=_FIELDS, repo=_FIELDS)
 def test_route_never_touches_the_file_system(brain: str | None, repo: str | None) -> None:
     expected = route(brain, repo, IX)
@@ -247,6 +248,7 @@ def _projectless(text: str | None) -> bool:
     return not t or low == "all" or low.startswith("research task") or t in ROSTER.owner_roots
 
 
+@settings(deadline=None)
 @given(brain=_FIELDS, repo=_FIELDS)
 def test_only_projectless_letters_go_home(brain: str | None, repo: str | None) -> None:
     # MED-INV-10 as a property: home is reached only by the projectless rule
