@@ -329,6 +329,18 @@ def test_a_store_failure_exits_1(tmp_path: Path) -> None:
     assert b"Traceback" not in r.stderr
 
 
+def test_no_command_but_report_touches_the_spool(tmp_path: Path) -> None:
+    home = busy(tmp_path)
+    spool = (home / "spool.jsonl").read_bytes()
+    for args in (
+        ["distribute"], ["sweep"], ["sweep", "--all", "--json"], ["sweep", "--no-distribute"], ["doctor"],
+        ["box", "home", "--all"], ["box", "project:repo-a"], ["verify"], ["project", "list"],
+    ):
+        r = run_cli(tmp_path, *args, home=home)
+        assert r.returncode == 0, (args, r.stderr.decode())
+        assert (home / "spool.jsonl").read_bytes() == spool, args
+
+
 def test_verify_ok(tmp_path: Path) -> None:
     home = busy(tmp_path)
     (home / "cache").mkdir()

@@ -158,3 +158,8 @@ def test_the_roster_marker_list_is_the_one_sweep_uses(tmp_path: Path) -> None:
     dc2 = rewrite_roster(dc, foreign_markers=("seek",))
     assert fates(dc2) == {lid(browser): "wet_ink", lid(seek): "external"}
     assert dc2.sweep().to_dict()["counts"]["external"] == 1
+    # one list for every surface: reading a single box uses it too
+    assert dc2.box("project:repo-a").to_dict()["counts"] == {
+        "wet_ink": 1, "in_flight": 0, "fired_clay": 0, "external": 1,
+    }
+    assert [r["id"] for r in dc2.box("project:repo-a").to_dict()["letters"]] == [lid(browser)]

@@ -306,3 +306,16 @@ def test_a_warm_handle_files_into_an_in_repo_box_once_it_appears(tmp_path: Path)
     assert after["total"] == 1
     cold = open_home(dc.layout.root)
     assert orjson.dumps(dc.sweep().to_dict()) == orjson.dumps(cold.sweep().to_dict())
+
+
+def test_an_unreadable_box_is_named_not_skipped(tmp_path: Path) -> None:
+    dc, _ = corpus(tmp_path)
+    dc.distribute()
+    broken = dc.layout.project_box("repo-b")
+    broken.unlink()
+    broken.mkdir()  # a real read error, whoever runs the test
+    (broken / "x").write_bytes(b"x" * 100)
+    d = open_home(dc.layout.root).sweep(distribute=False).to_dict()
+    assert d["unreachable"] == ["project:repo-b"]
+    # its letter is still counted from the spool, never guessed away
+    assert d["total"] == 7
