@@ -128,6 +128,7 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
     if layout.config.exists():
         return home, False
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
+    owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
     write_atomic(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
     return home, True
 
