@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dovecote import roster
-from dovecote.api import Dovecote
+from dovecote.api import Dovecote, init, open_home
 from dovecote.errors import Refusal
 from dovecote.roster import Entity, Limits, Project, Roster
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
@@ -163,3 +163,18 @@ def test_the_roster_marker_list_is_the_one_sweep_uses(tmp_path: Path) -> None:
         "wet_ink": 1, "in_flight": 0, "fired_clay": 0, "external": 1,
     }
     assert [r["id"] for r in dc2.box("project:repo-a").to_dict()["letters"]] == [lid(browser)]
+
+
+@pytest.mark.parametrize("given", [".", "./", "sub/..", "~"])
+def test_init_records_an_absolute_owner_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # `dovecote init --owner-root .` must mean this folder, not the letter text "."
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home, _ = init(tmp_path / ".dovecote", owner_root=given)
+    dc = open_home(home)
+    assert dc.roster.owner_roots == (str(tmp_path),)
+    dc.report([rep("about the owner's own root", repo=str(tmp_path))])
+    r = dc.distribute()
+    assert (r.to_home, r.pending) == (1, [])
