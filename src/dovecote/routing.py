@@ -39,16 +39,21 @@ class Route(NamedTuple):
     reason: str | None  # None, "unknown_project" or "ambiguous_name"
 
 
+def _lexical(path: str) -> str:
+    """Resolve "." and ".." in an absolute path on the string alone (never the file system)."""
+    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else path
+
+
 class RosterIndex:
     """The lookups ``route`` needs, built once per roster."""
 
     def __init__(self, roster: Roster) -> None:
         self.owner_home = roster.owner_home
-        self.owner_roots = frozenset(roster.owner_roots)
+        self.owner_roots = frozenset(_lexical(r) for r in roster.owner_roots)
         by_root: dict[str, set[str]] = defaultdict(set)
         by_name: dict[str, set[str]] = defaultdict(set)
         for p in roster.projects:
-            by_root[p.root].add(p.name)
+            by_root[_lexical(p.root)].add(p.name)
             by_name[p.name.lower()].add(p.name)
             for a in p.aliases:
                 by_name[a.lower()].add(p.name)
@@ -85,8 +90,7 @@ def route(brain: str | None, repo: str | None, ix: RosterIndex) -> Route:
     text = field if isinstance(field, str) else ""
     text = text.split("(", 1)[0]
     text = normalize_root(text, ix.owner_home) if text.strip() else ""
-    if text.startswith("/"):  # resolve "." and ".." on the string alone (never the file system)
-        text = "/" + posixpath.normpath(text).lstrip("/")
+    text = _lexical(text)
     low = text.lower()
     if not text or low == "all" or low.startswith("research task") or text in ix.owner_roots:
         return Route(HOME, "", None)
