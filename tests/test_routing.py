@@ -259,3 +259,11 @@ def test_only_projectless_letters_go_home(brain: str | None, repo: str | None) -
     if r.address is None:
         assert r.reason in ("unknown_project", "ambiguous_name")
         assert r.name
+
+
+def test_roots_with_dot_segments_match_the_paths_they_name() -> None:
+    # a root added as `--root ../c` from /a/b is stored as /a/b/../c; it still owns /a/c
+    ix = RosterIndex(Roster(owner_roots=("/a/b/..",), projects=(Project("c", "/a/b/../c"),)))
+    for text in ("/a/c", "/a/c/src", "/a/b/../c/src", "/a/b/../c"):
+        assert route(None, text, ix).address == to("c"), text
+    assert route(None, "/a", ix) == Route(HOME, "", None)
