@@ -19,11 +19,13 @@ from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
 from dovecote.ledger import write_atomic
 from dovecote.names import HOME, Address, check_name, parse_address
+from dovecote.ops import adopt as adopt_op
 from dovecote.ops import doctor as doctor_op
 from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
 from dovecote.ops import verify as verify_op
+from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Receipt, distribute
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
@@ -116,6 +118,16 @@ class Dovecote:
 
     def inbox(self, entity_id: str | None = None, **options: Any) -> dict[str, Any]:
         return inbox_op.inbox(self, entity_id, **options)
+
+    def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
+        """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
+        return view_op.view(self, entity_id, **options)
+
+    def import_inbox_tree(
+        self, path: str | os.PathLike[str], entity_id: str | None = None, **options: Any
+    ) -> adopt_op.ImportResult:
+        """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
+        return adopt_op.import_inbox_tree(self, Path(path), entity_id, **options)
 
 
 def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:

@@ -492,5 +492,59 @@ def inbox_cmd(
     fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
 
 
+@app.command("view")
+def view_cmd(
+    entity_id: Annotated[
+        Optional[str], typer.Argument(metavar="[ENTITY]", help="The entity (default: every entity).")
+    ] = None,
+    current: Annotated[
+        Optional[int], typer.Option("--current-tic", help="The tic now (a DEFER past its due shows as WAIT).")
+    ] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Remove and rewrite every owned entry, even unchanged ones.")
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
+
+    Files you drop there are never touched; items you move by hand are reported.
+    Example: dovecote view ent_builder --current-tic 110
+    """
+    from dovecote.ops.view import render_text
+
+    result = _open().view(entity_id, current=current, rebuild=rebuild)
+    if json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(render_text(result))
+
+
+import_app = typer.Typer(help="Adopt data written by other tools.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("inbox-tree")
+def import_inbox_tree_cmd(
+    path: Annotated[
+        Path, typer.Argument(help="One mailbox (with --entity) or an agent-mailboxes root of ent_* folders.")
+    ],
+    entity_id: Annotated[Optional[str], typer.Option("--entity", help="The entity PATH is the mailbox of.")] = None,
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Adopt an existing /inbox tree: flat, directory and bare-drop envelopes, with their states.
+
+    A re-import appends nothing; a move the lifecycle forbids is reported, never forced.
+    Example: dovecote import inbox-tree audit-logs/agent-mailboxes
+    """
+    from dovecote.ops.adopt import render_text
+
+    result = _open().import_inbox_tree(path, entity_id, current=current)
+    if json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(render_text(result))
+
+
 def run() -> Any:
     return app(prog_name="dovecote")

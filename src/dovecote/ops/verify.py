@@ -5,6 +5,11 @@ The "before" answers come from the caller's handle, warm readers and folds
 and persisted caches included; the "after" answers from a brand-new handle on
 a home whose caches were deleted. Any difference means a cache was an
 authority, which the law forbids, and verify exits 1 naming what differed.
+
+Folder views are never deleted wholesale: a person may keep hand-dropped files
+beside the view's entries. Instead each entity's view is written by the warm
+handle, then rebuilt by the fresh one (every owned entry removed and rewritten),
+and the owned files must hash the same both times (``view entity:<id>``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,14 @@ def answers(dc: Dovecote, now: datetime) -> dict[str, bytes]:
     return out
 
 
+def view_digests(dc: Dovecote, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
+    """Write every entity's view (``rebuild``: from scratch) and hash its owned files."""
+    from dovecote.ops import view as view_op
+
+    view_op.view(dc, now=now, rebuild=rebuild)
+    return {f"view entity:{e.id}": view_op.owned_digest(dc, e.id).encode() for e in dc.roster.entities}
+
+
 def _first_difference(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -58,14 +71,13 @@ def verify(dc: Dovecote) -> VerifyResult:
     from dovecote.api import Dovecote
 
     now = datetime.now(UTC)
-    before = answers(dc, now)
+    before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
     deleted = []
-    for d in (dc.layout.cache, dc.layout.views):
-        if d.exists():
-            shutil.rmtree(d)
-            deleted.append(str(d))
+    if dc.layout.cache.exists():
+        shutil.rmtree(dc.layout.cache)
+        deleted.append(str(dc.layout.cache))
     fresh = Dovecote(dc.layout.root)
-    after = answers(fresh, now)
+    after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     differ = []
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name, b""), after.get(name, b"")
