@@ -51,9 +51,13 @@ class FateBook:
         self.answering: list[Letter] = []  # every letter with answers, in arrival order
         self._referrers: dict[str, list[str]] = {}
         self._referrers_upto = 0
-        self.open_order: list[str] = []  # open on arrival, not yet merged into _open_sorted
-        self._open_sorted: list[tuple[str, str]] = []
-        self._open_closed_seen = 0
+        # The open list, oldest first, kept between calls: ids in (ts, id) order with
+        # None where a letter has closed since (a tombstone), and each id's position.
+        self.open_order: list[str] = []  # open on arrival, not yet placed in _listing
+        self._listing: list[str | None] = []
+        self._position: dict[str, int] = {}
+        self._last_key: tuple[str, str] = ("", "")
+        self._tombstones = 0
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
 
@@ -153,6 +157,10 @@ class FateBook:
                         else:
                             n_wet -= 1
                         n_clay += 1
+                        p = self._position.pop(a, None)
+                        if p is not None:
+                            self._listing[p] = None
+                            self._tombstones += 1
             else:
                 for a in letter.answers or ():
                     if a in closed or a in picked:
@@ -179,23 +187,69 @@ class FateBook:
     def open(self) -> int:
         return self.counts[WET] + self.counts[FLIGHT]
 
+    def _key(self, lid: str) -> tuple[str, str]:
+        return (self.entries[lid].ts or "", lid)
+
+    def _rebuild_listing(self, ids: Iterable[str]) -> None:
+        ordered = sorted(ids, key=self._key)
+        self._listing = list(ordered)
+        self._position = {lid: n for n, lid in enumerate(ordered)}
+        self._last_key = self._key(ordered[-1]) if ordered else ("", "")
+        self._tombstones = 0
+
     def open_letters(self) -> list[str]:
         """Open ids, oldest first (ts, then id).
 
-        Kept sorted between calls: new open letters are sorted and merged in
-        (timsort merges two sorted runs in linear time), and letters closed
-        since are filtered out, so a warm call costs O(open), not O(n log n).
+        Kept between calls: a letter that closes leaves a tombstone at its
+        position (found in O(1)), newer letters are appended, and only an
+        out-of-order arrival or too many tombstones re-sort. A warm call costs
+        one C-speed pass to drop the tombstones, not a sort.
         """
-        entries = self.entries
-        if self.open_order:
-            self._open_sorted += [(entries[i].ts or "", i) for i in self.open_order]
-            self.open_order = []
-            self._open_sorted.sort()
         closed = self.closed
-        if len(closed) != self._open_closed_seen:
-            self._open_sorted = [k for k in self._open_sorted if k[1] not in closed]
-            self._open_closed_seen = len(closed)
-        return [i for _, i in self._open_sorted]
+        if self.open_order:
+            new = sorted(self._key(i) for i in self.open_order if i not in closed)
+            self.open_order = []
+            if new and new[0] < self._last_key:
+                self._merge_late(new)
+            elif new:
+                base = len(self._listing)
+                self._listing += [i for _, i in new]
+                self._position.update({lid: base + n for n, (_, lid) in enumerate(new)})
+                self._last_key = new[-1]
+        if self._tombstones * 2 > len(self._listing):
+            self._rebuild_listing([i for i in self._listing if i is not None])
+        return list(filter(None, self._listing))  # type: ignore[arg-type]
+
+    def _bisect(self, key: tuple[str, str]) -> int:
+        """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""
+        listing = self._listing
+        lo, hi = 0, len(listing)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            m = mid
+            while m < hi and listing[m] is None:
+                m += 1
+            if m == hi:
+                hi = mid
+                continue
+            if self._key(listing[m]) < key:  # type: ignore[arg-type]
+                lo = m + 1
+            else:
+                hi = mid
+        return lo
+
+    def _merge_late(self, new: list[tuple[str, str]]) -> None:
+        """Merge letters older than the newest listed one: only the tail from the
+        first insertion point is re-sorted (late letters are usually only a little late)."""
+        p0 = self._bisect(new[0])
+        tail = self._listing[p0:]
+        live = [(self._key(i), i) for i in tail if i is not None]
+        self._tombstones -= len(tail) - len(live)
+        merged = sorted([*(k for k, _ in live), *new])
+        del self._listing[p0:]
+        self._listing += [i for _, i in merged]
+        self._position.update({lid: p0 + n for n, (_, lid) in enumerate(merged)})
+        self._last_key = merged[-1]
 
     def all_letters(self) -> list[str]:
         entries = self.entries
