@@ -53,9 +53,9 @@ class FateBook:
         self._referrers_upto = 0
         # The open list, oldest first, kept between calls: ids in (ts, id) order with
         # None where a letter has closed since (a tombstone), and each id's position.
-        self.open_order: list[str] = []  # open on arrival, not yet placed in _listing
+        self.open_order: list[tuple[str, str]] = []  # (ts, id) open on arrival, not yet listed
         self._listing: list[str | None] = []
-        self._position: dict[str, int] = {}
+        self._position: dict[str, int] | None = None  # built on the first close after listing
         self._last_key: tuple[str, str] = ("", "")
         self._tombstones = 0
         self.misdelivery = 0
@@ -132,10 +132,10 @@ class FateBook:
                     n_clay += 1
                 elif lid in picked:
                     n_flight += 1
-                    open_append(lid)
+                    open_append((letter.ts or "", lid))
                 else:
                     n_wet += 1
-                    open_append(lid)
+                    open_append((letter.ts or "", lid))
             if letter.answers:
                 answering.append(letter)
         for lid in others:
@@ -157,7 +157,7 @@ class FateBook:
                         else:
                             n_wet -= 1
                         n_clay += 1
-                        p = self._position.pop(a, None)
+                        p = self._positions().pop(a, None) if self._listing else None
                         if p is not None:
                             self._listing[p] = None
                             self._tombstones += 1
@@ -190,11 +190,16 @@ class FateBook:
     def _key(self, lid: str) -> tuple[str, str]:
         return (self.entries[lid].ts or "", lid)
 
-    def _rebuild_listing(self, ids: Iterable[str]) -> None:
-        ordered = sorted(ids, key=self._key)
-        self._listing = list(ordered)
-        self._position = {lid: n for n, lid in enumerate(ordered)}
-        self._last_key = self._key(ordered[-1]) if ordered else ("", "")
+    def _positions(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {lid: n for n, lid in enumerate(self._listing) if lid is not None}
+        return self._position
+
+    def _relist(self, keys: list[tuple[str, str]]) -> None:
+        """Replace the listing with these (ts, id) keys, already sorted."""
+        self._listing = [i for _, i in keys]
+        self._position = None
+        self._last_key = keys[-1] if keys else ("", "")
         self._tombstones = 0
 
     def open_letters(self) -> list[str]:
@@ -207,17 +212,20 @@ class FateBook:
         """
         closed = self.closed
         if self.open_order:
-            new = sorted(self._key(i) for i in self.open_order if i not in closed)
+            new = sorted(k for k in self.open_order if k[1] not in closed)
             self.open_order = []
-            if new and new[0] < self._last_key:
+            if not self._listing:
+                self._relist(new)
+            elif new and new[0] < self._last_key:
                 self._merge_late(new)
             elif new:
                 base = len(self._listing)
                 self._listing += [i for _, i in new]
-                self._position.update({lid: base + n for n, (_, lid) in enumerate(new)})
+                if self._position is not None:
+                    self._position.update({lid: base + n for n, (_, lid) in enumerate(new)})
                 self._last_key = new[-1]
         if self._tombstones * 2 > len(self._listing):
-            self._rebuild_listing([i for i in self._listing if i is not None])
+            self._relist(sorted(self._key(i) for i in self._listing if i is not None))
         return list(filter(None, self._listing))  # type: ignore[arg-type]
 
     def _bisect(self, key: tuple[str, str]) -> int:
@@ -248,7 +256,8 @@ class FateBook:
         merged = sorted([*(k for k, _ in live), *new])
         del self._listing[p0:]
         self._listing += [i for _, i in merged]
-        self._position.update({lid: p0 + n for n, (_, lid) in enumerate(merged)})
+        if self._position is not None:
+            self._position.update({lid: p0 + n for n, (_, lid) in enumerate(merged)})
         self._last_key = merged[-1]
 
     def all_letters(self) -> list[str]:
