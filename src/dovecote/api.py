@@ -129,6 +129,43 @@ class Dovecote:
         """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
         return adopt_op.import_inbox_tree(self, Path(path), entity_id, **options)
 
+    # -- search and hygiene -------------------------------------------------------
+    # Imported on first use: sqlite3 and the scanners stay off the start-up path of
+    # every other command.
+
+    def search(
+        self,
+        query: str,
+        *,
+        entity: str | None = None,
+        include_terminal: bool = False,
+        limit: int | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Full text over entity mail, newest first (see ``ops.search.search``)."""
+        from dovecote.ops import search as search_op
+
+        return search_op.search(
+            self, query, entity=entity, include_terminal=include_terminal,
+            limit=search_op.DEFAULT_LIMIT if limit is None else limit, now=now,
+        )
+
+    def stale_check(
+        self, *, current: int | None = None, emit_signals: bool = False, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
+        from dovecote.ops import stale as stale_op
+
+        return stale_op.stale_check(self, current=current, emit=emit_signals, now=now)
+
+    def organize(
+        self, entity_id: str, *, apply: bool = False, current: int | None = None, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
+        from dovecote.ops import organize as organize_op
+
+        return organize_op.organize(self, entity_id, apply=apply, current=current, now=now)
+
 
 def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:
     """Create a home with a fresh roster; an existing roster is left as it is.

@@ -546,5 +546,73 @@ def import_inbox_tree_cmd(
         sys.stdout.write(render_text(result))
 
 
+@app.command("search")
+def search_cmd(
+    query: Annotated[list[str], typer.Argument(metavar="QUERY", help="Plain words; every one must occur.")],
+    entity_id: Annotated[Optional[str], typer.Option("--entity", help="Only this entity's inbox.")] = None,
+    include_terminal: Annotated[
+        bool, typer.Option("--include-terminal", help="Include DONE and NACK items.")
+    ] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Show the newest N matches (default 50).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Full-text search over subjects, bodies and text artifacts, newest first.
+
+    The index (cache/search.sqlite) is a cache: it catches up with the ledgers
+    before each answer and is rebuilt from them when missing or replaced.
+    Example: dovecote search deploy failed --entity ent_builder
+    """
+    from dovecote.ops.search import render_text
+
+    result = _open().search(" ".join(query), entity=entity_id, include_terminal=include_terminal, limit=limit)
+    if json:
+        emit_json(result)
+    else:
+        sys.stdout.write(render_text(result))
+
+
+@app.command("stale-check")
+def stale_check_cmd(
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    emit_signals: Annotated[
+        bool, typer.Option("--emit-signals", help="Append one attention signal per entity per UTC day to home.")
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Attention debt across every entity: items stale in WAIT or ACTIVE, counts and the oldest.
+
+    Example: dovecote stale-check --current-tic 110 --emit-signals
+    """
+    from dovecote.ops.stale import render_text
+
+    result = _open().stale_check(current=current, emit_signals=emit_signals)
+    if json:
+        emit_json(result)
+    else:
+        sys.stdout.write(render_text(result))
+
+
+@app.command("organize")
+def organize_cmd(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Group loose files into inbound/REF_<category>/ (never deletes).")
+    ] = False,
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now (for EXPIRED).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Report loose files, expired items, duplicate threads and files over 10 MiB, with proposals.
+
+    Example: dovecote organize ent_builder --apply
+    """
+    from dovecote.ops.organize import render_text
+
+    result = _open().organize(entity_id, apply=apply, current=current)
+    if json:
+        emit_json(result)
+    else:
+        sys.stdout.write(render_text(result))
+
+
 def run() -> Any:
     return app(prog_name="dovecote")

@@ -35,13 +35,20 @@ def view_dir(dc: Dovecote, entity_id: str) -> Path:
 
 
 def loose_files(dc: Dovecote, entity_id: str) -> list[Path]:
-    """Entries in the view's inbound/ that the view did not write (hand drops)."""
+    """Entries in the view's inbound/ that the view did not write (hand drops).
+
+    ``REF_*`` folders hold drops ``organize --apply`` already grouped: organized, so not loose.
+    """
     inbound = view_dir(dc, entity_id) / "inbound"
     try:
         entries = sorted(inbound.iterdir())
     except OSError:
         return []
-    return [p for p in entries if not p.name.startswith(".") and not _VIEW_ITEM.fullmatch(p.name)]
+    return [
+        p for p in entries
+        if not p.name.startswith(".") and not _VIEW_ITEM.fullmatch(p.name)
+        and not (p.name.startswith("REF_") and p.is_dir() and not p.is_symlink())
+    ]
 
 
 def default_entity(dc: Dovecote) -> str:

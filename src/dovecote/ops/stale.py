@@ -1,0 +1,234 @@
+"""``stale-check``: attention debt across every entity's inbox, and its one daily signal.
+
+An item is stale when it has sat in WAIT or ACTIVE longer than the roster's
+``limits.stale_tics`` (or ``limits.stale_hours`` when its time in state cannot
+be counted in tics: no current tic, or no tic recorded when it entered the
+state). The numbers are ``item_row``'s ``in_state_tics``/``in_state_hours``, so
+``inbox`` and ``stale-check`` never disagree about an item's age. DEFER is
+never stale (it has a due, so it is not forgotten); a DEFER whose due has
+passed reads as WAIT from its due on, and can be stale as a WAIT.
+
+Signals (reference A8, A13.4). ``--emit-signals`` appends at most one
+``inbox_attention_debt`` engine letter per entity per UTC day to the ``home``
+box: per-message signals once flooded a team's attention, and the reference's
+check-then-append let two racing runs both emit. Here the rule is a
+compare-and-swap under the home box lock: scan the box for a signal for
+(entity, day), append only if there is none. The counts can differ between
+two runs on one day, so content dedup alone could not enforce the rule; it
+still makes an exact replay (the same line again) a no-op.
+
+A signal's ``kind`` is ``signal``, which is not a field-report kind, so the
+field-report sweep and doctor never count it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote.derive.inbox import Clock, InboxBook, item_row
+from dovecote.derive.lifecycle import State, effective
+from dovecote.errors import StoreError
+from dovecote.letters import canonical_line
+from dovecote.names import HOME
+from dovecote.ops.books import book_for
+from dovecote.ops.tics import current_tic
+from dovecote.roster import Limits
+from dovecote.vocab import ENGINE_AGENT
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+SIGNAL = "inbox_attention_debt"
+SIGNAL_KIND = "signal"
+#: At most this many ids are listed per entity; ``truncated`` says when there were more.
+IDS_MAX = 50
+#: The states in which an item can go stale, in the order ``by_state`` lists them.
+STALE_STATES: tuple[State, ...] = (State.WAIT, State.ACTIVE)
+
+
+def is_stale(row: dict[str, Any], limits: Limits) -> bool:
+    """Time in state above the threshold, in tics when counted in tics, else in hours."""
+    if row["in_state_tics"] is not None:
+        return bool(row["in_state_tics"] > limits.stale_tics)
+    if row["in_state_hours"] is not None:
+        return bool(row["in_state_hours"] > limits.stale_hours)
+    return False
+
+
+def _age_key(row: dict[str, Any]) -> tuple[int, int, str, str]:
+    """Oldest first: items aged in tics (longest first), then those aged in hours; ties by
+    the time the item entered its state, then by id."""
+    entered = row.get("entered_at") or ""
+    if row["in_state_tics"] is not None:
+        return (0, -row["in_state_tics"], entered, row["id"])
+    return (1, -(row["in_state_hours"] or 0), entered, row["id"])
+
+
+def stale_rows(book: InboxBook, clock: Clock, limits: Limits) -> list[dict[str, Any]]:
+    """The entity's stale items as ``item_row`` rows, oldest first."""
+    rows = []
+    for item in book.items.values():
+        if effective(book.replay_of(item), clock.tic, clock.now) not in STALE_STATES:
+            continue
+        row = item_row(book, item, clock, limits.stale_tics, limits.stale_hours)
+        if is_stale(row, limits):
+            rows.append(row)
+    rows.sort(key=_age_key)
+    return rows
+
+
+def _oldest(row: dict[str, Any]) -> dict[str, Any]:
+    out = {"id": row["id"], "subject": row["subject"], "state": row["state"]}
+    if row["in_state_tics"] is not None:
+        out["in_state_tics"] = row["in_state_tics"]
+    else:
+        out["in_state_hours"] = row["in_state_hours"]
+    return out
+
+
+def _detail(entity_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_state = {str(s): 0 for s in STALE_STATES}
+    for r in rows:
+        by_state[r["state"]] += 1
+    return {
+        "entity": entity_id,
+        "count": len(rows),
+        "by_state": by_state,
+        "oldest": _oldest(rows[0]),
+        "ids": [r["id"] for r in rows[:IDS_MAX]],
+        "truncated": len(rows) > IDS_MAX,
+        "signal": None,
+    }
+
+
+def signal_text(detail: dict[str, Any]) -> str:
+    """The fixed template of a signal: counts and the oldest id, nothing else."""
+    old = detail["oldest"]
+    unit = "tics" if "in_state_tics" in old else "hours"
+    age = old.get("in_state_tics", old.get("in_state_hours"))
+    parts = ", ".join(f"{n} {s}" for s, n in detail["by_state"].items())
+    return (
+        f"{detail['entity']} has {detail['count']} stale inbox item(s) ({parts}); "
+        f"the oldest is {old['id']}, {age} {unit} in {old['state']}."
+    )
+
+
+def signal_letter(detail: dict[str, Any], day: str, ts: str) -> dict[str, Any]:
+    """The engine letter for one entity's attention debt on one UTC day."""
+    return {
+        "ts": ts,
+        "agent": ENGINE_AGENT,
+        "kind": SIGNAL_KIND,
+        "signal": SIGNAL,
+        "entity": detail["entity"],
+        "day": day,
+        "count": detail["count"],
+        "oldest": detail["oldest"],
+        "what": signal_text(detail),
+    }
+
+
+def signals_on(letters: Any, day: str) -> dict[str, str]:
+    """entity -> id of the attention signal already in ``letters`` for ``day``."""
+    found: dict[str, str] = {}
+    for letter in letters:
+        if letter.kind != SIGNAL_KIND or letter.agent != ENGINE_AGENT:
+            continue
+        d = letter.data()
+        if d.get("signal") == SIGNAL and d.get("day") == day and isinstance(d.get("entity"), str):
+            found.setdefault(d["entity"], letter.id)
+    return found
+
+
+def emit_signals(dc: Dovecote, details: list[dict[str, Any]], now: datetime) -> int:
+    """Append the day's missing signals, as one compare-and-swap on the home box.
+
+    Sets ``detail["signal"] = {"id", "emitted"}`` on each detail; returns how
+    many letters were appended.
+    """
+    day = now.astimezone(UTC).date().isoformat()
+    ts = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with dc.store.guarded(HOME) as led:
+        have = signals_on(led.reader.letters, day)
+        fresh: list[tuple[dict[str, Any], bytes]] = []
+        for d in details:
+            if d["entity"] in have:
+                d["signal"] = {"id": have[d["entity"]], "emitted": False}
+            else:
+                fresh.append((d, canonical_line(signal_letter(d, day, ts))))
+        results = led.append([line for _, line in fresh]) if fresh else []
+    emitted = 0
+    for (d, _), (lid, appended) in zip(fresh, results, strict=True):
+        d["signal"] = {"id": lid, "emitted": appended}
+        emitted += appended
+    return emitted
+
+
+def stale_check(
+    dc: Dovecote,
+    *,
+    current: int | None = None,
+    emit: bool = False,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Attention debt across every registered entity (and, with ``emit``, the day's signals).
+
+    Returns ``{tic, clock_source, entities_checked, entities_with_debt,
+    total_stale, signals_emitted, details, unreachable}``; ``details`` has one
+    entry per entity with debt, most stale first. An entity box that cannot be
+    read is named in ``unreachable``, never counted as clean.
+    """
+    when = now or datetime.now(UTC)
+    tic, source = current_tic(dc, current)
+    clock = Clock(tic, when)
+    limits = dc.roster.limits
+    details: list[dict[str, Any]] = []
+    unreachable: list[str] = []
+    checked = 0
+    for e in dc.roster.entities:
+        try:
+            book = book_for(dc, e.id)
+        except StoreError:
+            unreachable.append(f"entity:{e.id}")
+            continue
+        checked += 1
+        rows = stale_rows(book, clock, limits)
+        if rows:
+            details.append(_detail(e.id, rows))
+    details.sort(key=lambda d: (-d["count"], d["entity"]))
+    emitted = emit_signals(dc, details, when) if emit and details else 0
+    return {
+        "tic": tic,
+        "clock_source": source,
+        "entities_checked": checked,
+        "entities_with_debt": len(details),
+        "total_stale": sum(d["count"] for d in details),
+        "signals_emitted": emitted,
+        "details": details,
+        "unreachable": unreachable,
+    }
+
+
+def render_text(result: dict[str, Any]) -> str:
+    """The plain summary every face prints: the clock, then one line per entity with debt."""
+    tic = result["tic"]
+    head = f"tic {tic} ({result['clock_source']})" if tic is not None else "no tic (ages in hours)"
+    lines = [
+        f"STALE-CHECK — {head}: {result['total_stale']} stale item(s) in "
+        f"{result['entities_with_debt']} of {result['entities_checked']} inbox(es)"
+    ]
+    for d in result["details"]:
+        old = d["oldest"]
+        age = f"{old['in_state_tics']} tics" if "in_state_tics" in old else f"{old['in_state_hours']}h"
+        states = ", ".join(f"{n} {s}" for s, n in d["by_state"].items())
+        lines.append(f"  {d['entity']}: {d['count']} stale ({states}); oldest {old['id']} "
+                     f"\"{old['subject']}\" {age} in {old['state']}")
+        sig = d.get("signal")
+        if sig is not None:
+            lines.append(f"    signal {sig['id']} {'emitted' if sig['emitted'] else 'already sent today'}")
+    for box in result["unreachable"]:
+        lines.append(f"  {box}: unreachable (not counted)")
+    if any(d.get("signal") is not None for d in result["details"]):
+        lines.append(f"signals emitted: {result['signals_emitted']}")
+    return "\n".join(lines) + "\n"
