@@ -228,3 +228,21 @@ def test_a_space_padded_spool_line_is_filed_once(tmp_path: Path) -> None:
     assert d["total"] == 2
     assert {r["what"] for r in d["letters"]} == {"padded", "windows"}
     assert {r["box"] for r in d["letters"]} == {"project:repo-a"}
+
+
+def test_a_box_that_cannot_be_written_keeps_its_letters_pending_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    add_project(dc, tmp_path, "repo-b")
+    dc.report([rep("to a", repo="repo-a"), rep("to b", repo="repo-b")])
+    broken = dc.store.path(dc.report_boxes()[1])  # project:repo-a
+    assert broken is not None
+    broken.mkdir(parents=True)  # a directory where the ledger file should be: every write fails
+    result = dc.sweep()
+    receipt = result.distribution
+    assert receipt is not None
+    assert receipt.appended == 1 and receipt.to_project == 1
+    assert receipt.pending == ["repo-a"]
+    assert receipt.pending_detail == [{"name": "repo-a", "reason": "unreachable", "letters": 1}]
+    assert "project:repo-a" in result.unreachable
+    assert result.total == 2  # the spool still holds the letter: it is counted, once

@@ -319,3 +319,13 @@ def test_an_unreadable_box_is_named_not_skipped(tmp_path: Path) -> None:
     assert d["unreachable"] == ["project:repo-b"]
     # its letter is still counted from the spool, never guessed away
     assert d["total"] == 7
+
+
+def test_box_labels_a_project_as_the_roster_spells_it(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "Beacon")
+    dc.report([rep("x", repo="beacon")])
+    dc.distribute()
+    view = dc.box("project:beacon").to_dict()
+    assert view["box"] == "project:Beacon" and view["known"] and view["total"] == 1
+    assert dc.sweep(distribute=False).to_dict()["letters"][0]["box"] == view["box"]

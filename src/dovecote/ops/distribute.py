@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dovecote.errors import StoreError
 from dovecote.letters import Letter
 from dovecote.names import Address
 from dovecote.routing import Route, route
@@ -69,7 +70,10 @@ class DistributionState:
 def _state_key(dc: Dovecote) -> tuple[object, ...]:
     gens = [dc.store.read("spool").generation]
     for addr in dc.report_boxes():
-        gens.append(dc.store.read(addr).generation)
+        try:
+            gens.append(dc.store.read(addr).generation)
+        except StoreError:  # unreadable here; the append below will say so and keep its letters pending
+            gens.append(-1)
     return (dc.roster.signature, tuple(gens))
 
 
@@ -83,7 +87,7 @@ def distribute(dc: Dovecote) -> Receipt:
     st.pending.clear()
     todo += [(lt, None) for lt in spool[st.done :]]
     st.done = len(spool)
-    groups: dict[Address, list[bytes]] = defaultdict(list)
+    groups: dict[Address, list[tuple[Letter, Route]]] = defaultdict(list)
     reachable: dict[Address, bool] = {}
     for letter, _ in todo:
         if not letter.is_report:
@@ -101,14 +105,21 @@ def distribute(dc: Dovecote) -> Receipt:
         if not ok:
             st.pending[letter.id] = (letter, Route(r.address, r.name, "unreachable"))
             continue
-        groups[r.address].append(letter.raw)
-        if r.address.kind == "home":
-            st.to_home += 1
-        else:
-            st.to_project += 1
+        groups[r.address].append((letter, r))
     appended = 0
     for addr in sorted(groups, key=str):
-        appended += sum(1 for _, new in dc.store.append(addr, groups[addr]) if new)
+        batch = groups[addr]
+        try:
+            results = dc.store.append(addr, [lt.raw for lt, _ in batch])
+        except StoreError:  # the box cannot be written here: its letters wait, named
+            for lt, r in batch:
+                st.pending[lt.id] = (lt, Route(r.address, r.name or str(addr), "unreachable"))
+            continue
+        appended += sum(1 for _, new in results if new)
+        if addr.kind == "home":
+            st.to_home += len(batch)
+        else:
+            st.to_project += len(batch)
     st.key = _state_key(dc)
     return _receipt(len(spool), appended, st)
 

@@ -235,11 +235,13 @@ class BoxView:
 
 def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView:
     """Read one box only; a box that does not exist reads zero, never a guess."""
-    known = address.kind == "home" or (
-        dc.roster.project(address.name) is not None
-        if address.kind == "project"
-        else dc.roster.entity(address.name) is not None
-    )
+    if address.kind == "project":
+        p = dc.roster.project(address.name)  # names match case-insensitively: label as the roster spells it
+        known = p is not None
+        if p is not None:
+            address = Address("project", p.name)
+    else:
+        known = address.kind == "home" or dc.roster.entity(address.name) is not None
     book = FateBook(dc.roster.foreign_markers)
     if not known or not dc.store.reachable(address):
         return BoxView(str(address), False, known, book, [], [], include_all)
