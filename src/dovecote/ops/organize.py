@@ -218,7 +218,7 @@ def organize(
         if effective(book.replay_of(item), clock.tic, clock.now) in TERMINAL:
             continue
         open_items.append((item, item_row(book, item, clock, limits.stale_tics, limits.stale_hours)))
-    open_items.sort(key=lambda pair: (pair[0].env.created_at or "", pair[0].id))
+    open_items.sort(key=lambda pair: pair[0].env.created_at or "")  # stable: same second keeps ledger order
 
     expired = [
         {
