@@ -287,3 +287,14 @@ def test_cli_lifecycle_round_trip(tmp_path: Path) -> None:
     assert run(tmp_path, "complete", "ent_b", item).returncode == 0
     done = orjson.loads(run(tmp_path, "inbox", "ent_b", "--format", "json", "--all").stdout)
     assert [r["state"] for r in done["items"]] == ["DONE"]
+
+
+def test_stale_in_hours_means_more_than_the_threshold_to_the_second_even_on_a_warm_handle(tmp_path: Path) -> None:
+    dc = home(tmp_path)
+    item = send(dc, "x")
+    created = datetime.fromisoformat(dc.inbox("ent_b")["items"][0]["created_at"].replace("Z", "+00:00"))
+    before = dc.inbox("ent_b", now=created + timedelta(hours=24))
+    assert by_id(before)[item]["flags"] == []  # exactly 24 h is not more than 24 h
+    after = dc.inbox("ent_b", now=created + timedelta(hours=24, seconds=1))  # same warm handle
+    assert by_id(after)[item]["flags"] == ["STALE"]
+    assert by_id(after)[item]["in_state_hours"] == 24

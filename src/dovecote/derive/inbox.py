@@ -190,6 +190,11 @@ def _hours(since: str | None, now: datetime) -> int | None:
     return max(0, math.floor((now - t).total_seconds() / 3600))
 
 
+def _older_than(since: str | None, hours: int, now: datetime) -> bool:
+    t = parse_time(since)
+    return t is not None and now - t > timedelta(hours=hours)
+
+
 def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_hours: int) -> dict[str, Any]:
     """One item as every face shows it."""
     r = book.replay_of(item)
@@ -213,7 +218,7 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
         if in_state_tics is not None:
             if in_state_tics > stale_tics:
                 flags.append(FLAG_STALE)
-        elif in_state_hours is not None and in_state_hours > stale_hours:
+        elif _older_than(entered_ts, stale_hours, clock.now):  # "more than N hours", to the second
             flags.append(FLAG_STALE)
     if state not in TERMINAL and tic is not None:
         if env.reminder_tic is not None and env.reminder_tic < tic:
@@ -267,14 +272,20 @@ BUCKETS = {
 }
 
 
-def _row_until(row: dict[str, Any], now: datetime) -> datetime | None:
+def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime | None:
     """When this row would first read differently with no new letter and no new
-    tic: an age in hours ticking over, or a defer coming due by time."""
+    tic: an age in hours ticking over, the stale threshold passing, or a defer
+    coming due by time."""
     times: list[datetime] = []
     for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
         t = parse_time(since)
         if hours is not None and t is not None:
             times.append(t + timedelta(hours=hours + 1))
+    entered = parse_time(row["entered_at"])
+    if row["in_state_hours"] is not None and entered is not None:
+        crossing = entered + timedelta(hours=stale_hours, microseconds=1)
+        if crossing > now:
+            times.append(crossing)
     due = parse_time(row["due_time"])
     if due is not None and due > now:
         times.append(due)
@@ -330,7 +341,7 @@ def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, stale_tics:
     for f in row["flags"]:
         vs.flags[f] += 1
     vs.rows[item.id] = (_order(row), row)
-    vs.until = _earliest(vs.until, _row_until(row, clock.now))
+    vs.until = _earliest(vs.until, _row_until(row, clock.now, stale_hours))
 
 
 def inbox_view(
