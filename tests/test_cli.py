@@ -177,6 +177,20 @@ def test_report_json_stdin_jsonl_and_array(tmp_path: Path) -> None:
     assert [orjson.loads(x)["what"] for x in (home / "spool.jsonl").read_bytes().splitlines()] == list("12345")
 
 
+def test_report_json_stdin_takes_one_pretty_printed_object(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    r = run_cli(tmp_path, "report", "--json", "-", home=home, stdin=orjson.dumps(VECTOR, option=orjson.OPT_INDENT_2))
+    assert (r.returncode, r.stdout) == (0, f"{VECTOR_ID}\n".encode())
+
+
+def test_report_json_stdin_refuses_field_flags_beside_it(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    r = run_cli(tmp_path, "report", "--json", "-", "--tool", "other", home=home, stdin=VECTOR_LINE)
+    assert_refused(r, "invalid_field")
+    assert b"--tool" in r.stderr
+    assert not (home / "spool.jsonl").exists() or (home / "spool.jsonl").read_bytes() == b""
+
+
 @pytest.mark.parametrize(
     "stdin,keyword",
     [

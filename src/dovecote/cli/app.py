@@ -120,14 +120,16 @@ def project_list(json: JsonOpt = False) -> None:
 
 
 def _read_objects(stream: Any) -> list[Any]:
+    """One JSON value (an object, or an array of them, pretty-printed or not), else JSONL."""
     data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
     text = data.strip()
-    if text.startswith(b"["):
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError as e:
-            raise Refusal("invalid_json", f"stdin is not valid JSON: {e}") from None
-        return list(value)
+    try:
+        whole = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if text.startswith(b"["):
+            raise Refusal("invalid_json", "stdin starts like a JSON array but is not valid JSON") from None
+    else:
+        return whole if isinstance(whole, list) else [whole]
     objs = []
     for n, line in enumerate(data.splitlines(), 1):
         if not line.strip():
@@ -170,18 +172,22 @@ def report_cmd(
 
     Example: dovecote report --tool seek --class bug --what "returned nothing" --repo repo-a
     """
+    fields = {
+        "tool": tool, "class": klass, "what": what, "repo": repo, "brain": brain,
+        "expected": expected, "snippet": snippet, "symptom": symptom,
+        "misdelivery_kind": misdelivery_kind,
+        "answers": [a for chunk in answers or () for a in chunk.replace(",", " ").split()] or None,
+    }
+    given = {k: v for k, v in fields.items() if v is not None}
     if json_in is not None:
         if json_in != "-":
             raise Refusal("invalid_field", "--json takes '-' (read from stdin)")
+        if given:
+            flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+            raise Refusal("invalid_field", f"--json - reads every field from stdin; drop {flags}")
         objs = _read_objects(sys.stdin)
     else:
-        fields = {
-            "tool": tool, "class": klass, "what": what, "repo": repo, "brain": brain,
-            "expected": expected, "snippet": snippet, "symptom": symptom,
-            "misdelivery_kind": misdelivery_kind,
-            "answers": [a for chunk in answers or () for a in chunk.replace(",", " ").split()] or None,
-        }
-        objs = [{k: v for k, v in fields.items() if v is not None}]
+        objs = [given]
     for lid, appended in _open().report(objs, agent=agent or default_agent()):
         print(lid if appended else f"{lid} (already present)")
 
