@@ -178,3 +178,28 @@ def test_init_records_an_absolute_owner_root(
     dc.report([rep("about the owner's own root", repo=str(tmp_path))])
     r = dc.distribute()
     assert (r.to_home, r.pending) == (1, [])
+
+
+def test_project_names_that_would_be_unreachable_or_silently_ambiguous_are_refused(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "api-gateway", aliases=("api",))
+    before = dc.layout.config.read_bytes()
+    for name, aliases, reason in (
+        ("all", (), "invalid_name"),
+        ("x", ("ALL",), "invalid_name"),
+        ("API", (), "duplicate_project"),  # already an alias
+        ("y", ("Api-Gateway",), "duplicate_project"),  # alias equal to a project's name
+        ("api-gateway", (), "duplicate_project"),
+    ):
+        with pytest.raises(Refusal) as e:
+            dc.add_project(name, str(tmp_path / "r"), aliases)
+        assert e.value.reason == reason, name
+    assert dc.layout.config.read_bytes() == before
+    add_project(dc, tmp_path, "api-server", aliases=("api",))  # a shared alias stays allowed: it abstains
+
+
+def test_a_root_given_with_dot_segments_is_stored_as_what_it_means(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    p = dc.add_project("beacon", str(tmp_path / "a" / ".." / "beacon"))
+    assert p.root == str(tmp_path / "beacon")
+    assert dc.roster.project("beacon").root == str(tmp_path / "beacon")  # type: ignore[union-attr]

@@ -67,6 +67,7 @@ class Dovecote:
         norm = roster_mod.normalize_root(os.path.expanduser(root))
         if not norm.startswith("/"):
             norm = str(Path(norm).absolute())
+        norm = os.path.normpath(norm)  # lexical: "a/../b" is stored as the "b" it means
         p = roster_mod.Project(name, norm, tuple(aliases), box_in_repo)
         self._save_roster(roster_mod.with_project(self.roster, p))
         return p

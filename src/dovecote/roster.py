@@ -239,9 +239,28 @@ def new_roster(owner_root: str) -> Roster:
     return Roster(owner_roots=(normalize_root(owner_root),), owner_home=home)
 
 
+#: Words the ownership law reads as "no project": a project cannot be called by them.
+PROJECTLESS_WORDS = frozenset({"all"})
+
+
 def with_project(r: Roster, p: Project) -> Roster:
+    """Add a project, refusing a name that would be unreachable or silently ambiguous.
+
+    Two projects may share an alias on purpose (letters naming it then stay
+    pending as ambiguous); but a new name equal to another project's name or
+    alias, or an alias equal to another project's name, is refused.
+    """
+    for word in (p.name, *p.aliases):
+        if word.lower() in PROJECTLESS_WORDS:
+            raise Refusal("invalid_name", f"{word!r} means projectless to the ownership law; it cannot name a project")
     if r.project(p.name) is not None:
         raise Refusal("duplicate_project", f"project {p.name!r} is already in the roster")
+    low = p.name.lower()
+    for other in r.projects:
+        if low in (a.lower() for a in other.aliases):
+            raise Refusal("duplicate_project", f"{p.name!r} is already an alias of project {other.name!r}")
+        if other.name.lower() in (a.lower() for a in p.aliases):
+            raise Refusal("duplicate_project", f"alias {other.name!r} is already the name of a project")
     return replace(r, projects=(*r.projects, p))
 
 
