@@ -174,8 +174,21 @@ def test_misdelivery_kind_on_another_class(dc: Dovecote) -> None:
 )
 def test_receipt_only_fields_on_a_non_receipt(dc: Dovecote, field: str, value: Any) -> None:
     assert refused(dc, [rep(**{field: value})]).reason == "invalid_field"
-    # the same field is fine on a receipt
-    dc.report([rep(klass="triage", answers=[ID], **{field: value})])
+    # the same field is fine on a receipt (a sentinel only on a fixed one)
+    extra = {"disposition": "fixed"} if field == "sentinel" else {}
+    dc.report([rep(klass="triage", answers=[ID], **{field: value}, **extra)])
+
+
+@pytest.mark.parametrize("disposition", [None, "declined", "moot"])
+def test_a_sentinel_rides_only_a_fixed_receipt(dc: Dovecote, disposition: str | None) -> None:
+    extra = {"disposition": disposition} if disposition else {}
+    r = refused(dc, [rep(klass="triage", answers=[ID], sentinel={"probe": "p", "expect": "absent"}, **extra)])
+    assert r.reason == "invalid_field" and "fixed" in r.detail
+
+
+def test_a_fingerprint_names_a_symptom_from_the_vocabulary(dc: Dovecote) -> None:
+    assert refused(dc, [rep(klass="triage", answers=[ID], fingerprint="fp:north/other")]).reason == "invalid_field"
+    dc.report([rep(klass="triage", answers=[ID], fingerprint="fp:north/false_absence")])
 
 
 @pytest.mark.parametrize(

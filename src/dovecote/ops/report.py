@@ -34,7 +34,7 @@ STRING_FIELDS = (
 REPORT_FIELDS = frozenset({*STRING_FIELDS, "answers", "sentinel"})
 RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "sentinel")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
-_FP = re.compile(r"fp:[^/\s]+/[a-z_]+")
+_FP = re.compile(r"fp:[^/\s]+/([a-z_]+)")
 
 
 def now_ts() -> str:
@@ -99,8 +99,13 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
             if k in obj:
                 raise Refusal("invalid_field", f"{k} belongs only to a receipt (class {RECEIPT_CLASS})")
     _one_of(obj, "disposition", DISPOSITIONS)
-    if "fingerprint" in obj and not _FP.fullmatch(obj["fingerprint"]):
-        raise Refusal("invalid_field", "fingerprint must look like fp:<tool_family>/<symptom>")
+    if "fingerprint" in obj:
+        fp = _FP.fullmatch(obj["fingerprint"])
+        if not fp or fp.group(1) not in SYMPTOMS:
+            symptoms = ", ".join(SYMPTOMS)
+            raise Refusal("invalid_field", f"fingerprint must be fp:<tool_family>/<symptom>, a symptom of {symptoms}")
+    if "sentinel" in obj and obj.get("disposition") != "fixed":
+        raise Refusal("invalid_field", "only a receipt with disposition fixed carries a sentinel (CASE-INV-4)")
     if "sentinel" in obj:
         s = obj["sentinel"]
         if not (isinstance(s, dict) and s and all(isinstance(k, str) and isinstance(v, str) for k, v in s.items())):
