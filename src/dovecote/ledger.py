@@ -10,7 +10,9 @@ Laws this module upholds (DESIGN 1.2, 1.3, 1.5):
 * A line is a letter only once its newline is on disk. A crash can leave at
   most one torn last line: readers skip it and report it, and the next append
   first writes a newline so it starts on a fresh line. The torn fragment then
-  reads as a malformed line, reported with its line number, never fatal.
+  reads as a malformed line, reported with its line number, never fatal (or,
+  when the crash fell between a line's last byte and its newline, as the whole
+  letter it was: never acknowledged, but nothing is lost by keeping it).
 * Reads are incremental: a reader remembers the byte offset it reached and
   re-reads only what was appended since. If the file was replaced or shrank,
   it starts over (``generation`` goes up so dependents know).
@@ -245,10 +247,9 @@ class LockedLedger:
     lock is released.
     """
 
-    def __init__(self, fd: int, reader: LedgerReader, created: bool) -> None:
+    def __init__(self, fd: int, reader: LedgerReader) -> None:
         self._fd = fd
         self.reader = reader
-        self._created = created
 
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         """Append the lines whose ids are new; fsync; return (id, appended) per line."""
@@ -283,9 +284,6 @@ class LockedLedger:
             except OSError:
                 pass
             raise
-        if self._created:
-            fsync_dir(self.reader.path.parent)
-            self._created = False
         self.reader.refresh()
         return out
 
@@ -308,9 +306,13 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
             except OSError as e:  # pragma: no cover - EINTR on signals
                 if e.errno != errno.EINTR:
                     raise
+        if created or os.fstat(fd).st_size == 0:
+            # A new (or still empty, perhaps created by a process that died) file's
+            # directory entry must be durable before any append to it is acknowledged.
+            fsync_dir(path.parent)
         with reader.lock:
             reader.refresh()
-            yield LockedLedger(fd, reader, created)
+            yield LockedLedger(fd, reader)
     finally:
         os.close(fd)  # closing releases the flock
 

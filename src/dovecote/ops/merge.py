@@ -3,8 +3,9 @@
 Ledgers only grow, so the right merge of two versions is every line of ours
 followed by every line of theirs that ours does not hold. The ancestor is not
 needed. Lines are compared by id (the hash of their bytes), so a malformed line
-survives like any other: a merge never drops bytes and never writes conflict
-markers.
+survives like any other: a merge never drops a line and never writes conflict
+markers. It does normalize line endings: blank lines (which hold no letter)
+are left out and a trailing CR is removed, neither of which changes an id.
 
 Set up once per clone::
 
