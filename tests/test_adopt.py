@@ -297,6 +297,18 @@ def test_unreadable_json_is_a_bare_drop_and_says_so(tmp_path: Path, dc: Dovecote
     assert letter["content"]["subject"] == "broken"
 
 
+def test_ref_folders_made_by_organize_are_reference_not_items(tmp_path: Path, dc: Dovecote) -> None:
+    inbound = tmp_path / "box" / "inbound"
+    (inbound / "REF_docs").mkdir(parents=True)
+    (inbound / "REF_docs" / "notes.md").write_text("grouped by organize --apply")
+    (inbound / "loose.md").write_text("still loose")
+    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    assert [s["reason"] for s in out["skipped"]] == ["reference"]
+    assert out["letters_added"] == 1
+    (letter,) = ledger(dc)
+    assert letter["content"]["subject"] == "loose"
+
+
 def test_symbolic_links_are_never_followed(tmp_path: Path, dc: Dovecote) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("do not import me\n")

@@ -352,6 +352,13 @@ def adopt_mailbox(dc: Dovecote, entity_id: str, mbox: Path, base: Path, tic: int
     batch: dict[str, str] = {}
     for folder in STATE_FOLDERS:
         for p in listing(mbox / folder):
+            if p.name.startswith("REF_") and p.is_dir() and not p.is_symlink():
+                # organize --apply grouped loose reference files here: material, not an item
+                res.skipped.append({
+                    "path": _show(p, base), "reason": "reference",
+                    "detail": "REF_ folders hold grouped reference files; they are not inbox items",
+                })
+                continue
             try:
                 c = _claim(dc, entity_id, folder, p, base, res, batch)
             except Refusal as e:  # e.g. too_large: this entry only
