@@ -107,3 +107,25 @@ def test_verify_leaves_the_handle_usable(tmp_path: Path) -> None:
     before = dc.sweep(distribute=False, include_all=True).to_dict()
     dc.verify()
     assert dc.sweep(distribute=False, include_all=True).to_dict() == before
+
+
+def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
+    """The index is only a cache: if its rows stop matching the ledgers, verify says so."""
+    import sqlite3
+
+    dc = new_home(tmp_path)
+    dc.add_entity("ent_a")
+    dc.add_entity("ent_b")
+    dc.send(sender="ent_a", to="ent_b", subject="kettle descaling schedule")
+    dc.send(sender="ent_a", to="ent_b", subject="kettle warranty")
+    assert dc.search("kettle", include_terminal=True)["count"] == 2
+    ok = dc.verify()
+    assert ok.ok and "search kettle --include-terminal" in ok.checked
+    dc.search("kettle")  # the warm handle holds the index open; now it loses a row behind our back
+    db = sqlite3.connect(dc.layout.cache / "search.sqlite")
+    db.execute("DELETE FROM fts WHERE rowid = (SELECT MIN(rowid) FROM fts)")
+    db.commit()
+    db.close()
+    result = dc.verify()
+    assert not result.ok
+    assert "search kettle --include-terminal" in [d["read"] for d in result.differ]

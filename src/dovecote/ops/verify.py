@@ -48,7 +48,24 @@ def answers(dc: Dovecote, now: datetime) -> dict[str, bytes]:
     boxes = [*dc.report_boxes(), *(("entity:" + e.id) for e in dc.roster.entities)]
     for addr in boxes:
         out[f"box {addr} --all"] = orjson.dumps(dc.box(addr, include_all=True).to_dict())
+    for e in dc.roster.entities:
+        out[f"inbox {e.id} --all"] = orjson.dumps(dc.inbox(e.id, now=now, include_terminal=True, direction="both"))
+    for word in search_words(dc):
+        out[f"search {word} --include-terminal"] = orjson.dumps(
+            dc.search(word, include_terminal=True, now=now, limit=1000)
+        )
     return out
+
+
+def search_words(dc: Dovecote, most: int = 5) -> list[str]:
+    """A few words the search index must find, taken from the ledgers themselves."""
+    from dovecote.ops.books import book_for
+
+    words: set[str] = set()
+    for e in dc.roster.entities:
+        for item in book_for(dc, e.id).items.values():
+            words.update(w.lower() for w in item.env.subject.split() if w.isalnum() and len(w) >= 4)
+    return sorted(words)[:most]
 
 
 def view_digests(dc: Dovecote, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
