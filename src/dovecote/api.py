@@ -118,7 +118,7 @@ class Dovecote:
         return mail.transition(self, entity_id, ref, kind, **options)
 
     def inbox(self, entity_id: str | None = None, **options: Any) -> dict[str, Any]:
-        return inbox_op.inbox(self, entity_id, **options)
+        return inbox_op.read_inbox(self, entity_id, **options)[0]
 
     def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""

@@ -76,21 +76,6 @@ def dependencies(dc: Dovecote, entity_id: str) -> list[str]:
     return deps
 
 
-def inbox(
-    dc: Dovecote,
-    entity_id: str | None = None,
-    *,
-    current: int | None = None,
-    now: datetime | None = None,
-    direction: str = "inbound",
-    include_terminal: bool = False,
-) -> dict[str, Any]:
-    """The audit of one entity's inbox (see ``inbox_view``), as a JSON-ready dict."""
-    return read_inbox(
-        dc, entity_id, current=current, now=now, direction=direction, include_terminal=include_terminal
-    )[0]
-
-
 def read_inbox(
     dc: Dovecote,
     entity_id: str | None = None,
@@ -100,7 +85,8 @@ def read_inbox(
     direction: str = "inbound",
     include_terminal: bool = False,
 ) -> tuple[dict[str, Any], datetime | None]:
-    """``inbox``, plus the moment the answer would change with no new letter."""
+    """The audit of one entity's inbox (see ``inbox_view``) as a JSON-ready dict,
+    and the moment that answer would change with no new letter."""
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
     who = entity_id or default_entity(dc)
