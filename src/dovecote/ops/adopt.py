@@ -59,6 +59,7 @@ from dovecote.ops.view import (
     stamp_of,
     tree_state,
 )
+from dovecote.ops.viewnames import is_reference_folder
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -352,7 +353,7 @@ def adopt_mailbox(dc: Dovecote, entity_id: str, mbox: Path, base: Path, tic: int
     batch: dict[str, str] = {}
     for folder in STATE_FOLDERS:
         for p in listing(mbox / folder):
-            if p.name.startswith("REF_") and p.is_dir() and not p.is_symlink():
+            if is_reference_folder(p):
                 # organize --apply grouped loose reference files here: material, not an item
                 res.skipped.append({
                     "path": _show(p, base), "reason": "reference",

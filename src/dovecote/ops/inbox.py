@@ -11,9 +11,7 @@ functions, so the CLI, MCP and HTTP print the same words.
 from __future__ import annotations
 
 import os
-import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE, Clock, inbox_view
@@ -21,34 +19,13 @@ from dovecote.errors import Refusal
 from dovecote.names import entity
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
+from dovecote.ops.viewnames import loose_files, view_dir
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
 SCHEMA = "dovecote-inbox-v1"
 DIRECTIONS = ("inbound", "outbound", "both")
-_VIEW_ITEM = re.compile(r"(WAIT|ACTIVE|DEFER|DONE|NACK)_[0-9a-f]{12}")
-
-
-def view_dir(dc: Dovecote, entity_id: str) -> Path:
-    return dc.layout.views / "agent-mailboxes" / entity_id
-
-
-def loose_files(dc: Dovecote, entity_id: str) -> list[Path]:
-    """Entries in the view's inbound/ that the view did not write (hand drops).
-
-    ``REF_*`` folders hold drops ``organize --apply`` already grouped: organized, so not loose.
-    """
-    inbound = view_dir(dc, entity_id) / "inbound"
-    try:
-        entries = sorted(inbound.iterdir())
-    except OSError:
-        return []
-    return [
-        p for p in entries
-        if not p.name.startswith(".") and not _VIEW_ITEM.fullmatch(p.name)
-        and not (p.name.startswith("REF_") and p.is_dir() and not p.is_symlink())
-    ]
 
 
 def default_entity(dc: Dovecote) -> str:

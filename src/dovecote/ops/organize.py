@@ -38,15 +38,14 @@ from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
-from dovecote.ops.inbox import loose_files, view_dir
 from dovecote.ops.tics import current_tic
+from dovecote.ops.viewnames import REF_PREFIX, is_reference_folder, loose_files, view_dir
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
 #: "Files over 10MB" (the skill), read as 10 MiB.
 LARGE_BYTES = 10 * 1024 * 1024
-REF_PREFIX = "REF_"
 CATEGORY_EXTENSIONS: dict[str, frozenset[str]] = {
     "docs": frozenset({
         ".md", ".markdown", ".txt", ".rst", ".org", ".adoc", ".pdf", ".doc", ".docx", ".odt", ".rtf",
@@ -185,7 +184,7 @@ def organize(
     limits = dc.roster.limits
     view = view_dir(dc, entity_id)
     # REF_ folders are earlier groupings (loose_files leaves them out too): never regroup them
-    entries = [p for p in loose_files(dc, entity_id) if not (p.name.startswith(REF_PREFIX) and p.is_dir())]
+    entries = [p for p in loose_files(dc, entity_id) if not is_reference_folder(p)]
 
     loose: list[dict[str, Any]] = []
     large: list[dict[str, Any]] = []

@@ -32,7 +32,6 @@ import ctypes
 import fcntl
 import hashlib
 import os
-import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -50,8 +49,8 @@ from dovecote.envelope import Envelope
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
 from dovecote.letters import is_letter_id
 from dovecote.ops.books import book_for, entity_address
-from dovecote.ops.inbox import view_dir
 from dovecote.ops.tics import current_tic
+from dovecote.ops.viewnames import OWNED_DRAFT, OWNED_ITEM, view_dir
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -68,8 +67,6 @@ OUTBOUND = "outbound"
 INDEXES = "indexes"
 INBOX_MD = "INBOX.md"
 INDEX_FILES = ("inbox-registry.json", "events.jsonl", "receipts.jsonl")
-OWNED_ITEM = re.compile(r"(WAIT|ACTIVE|DEFER|DONE|NACK)_([0-9a-f]{12})")
-OWNED_DRAFT = re.compile(r"EMIT_([0-9a-f]{12})")
 MARKER = "dovecote"
 _JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
