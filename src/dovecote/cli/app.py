@@ -279,19 +279,28 @@ def merge_driver_cmd(
 def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
-    """Build a demo home (projects, letters of every fate), distribute, print sweep and doctor."""
+    """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
     from dovecote.ops.demo import build_demo
+    from dovecote.ops.inbox import render_injection, render_text
 
     home = build_demo(path)
     dc = open_home(home)
     c = render.con()
-    c.print(f"[bold]demo home:[/bold] {home}")
+    c.print(f"[bold]demo home:[/bold] {home}\n")
     render.receipt(dc.distribute().to_dict())
     render.sweep(dc.sweep(distribute=False).to_dict())
     render.doctor(dc.doctor())
+    inbox = dc.inbox("ent_builder", current=107, direction="both")
+    c.print("\n[bold]entity mail[/bold] (at tic 107)")
+    sys.stdout.write(render_text(inbox))
+    sys.stdout.write(render_injection(inbox))
+    sys.stdout.flush()
     c.print(
-        f"\nLook around:  DOVECOTE_HOME={home} dovecote sweep --all\n"
-        f"              DOVECOTE_HOME={home} dovecote box project:atlas --json\n"
+        f"\nLook around:  export DOVECOTE_HOME={home}\n"
+        "              dovecote sweep --all\n"
+        "              dovecote box project:atlas --json\n"
+        "              dovecote inbox ent_builder --current-tic 109 --detailed\n"
+        f"              dovecote view && ls {home}/views/agent-mailboxes/ent_builder/*\n"
         f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
     )
 

@@ -42,22 +42,16 @@ def receipt(r: dict[str, Any]) -> None:
         c.print(f"  pending {d['name']}: {d['letters']} letter(s) ({d['reason']})")
 
 
-def _letters_table(letters: list[dict[str, Any]], title: str) -> Table:
-    t = Table(title=title, show_lines=False)
-    for col in ("", "id", "ts", "box", "tool", "class"):
-        t.add_column(col, no_wrap=True)
-    t.add_column("what", overflow="fold", ratio=1)
+def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
+    """One line a letter: readable at any width, and in a pipe."""
+    c.print(f"[bold]{title}[/bold]")
     for row in letters:
-        t.add_row(
-            MARK.get(row["fate"], "?"),
-            row["id"],
-            row["ts"] or "",
-            row["box"] or "(spool)",
-            row["tool"] or "",
-            row["class"] or "",
-            (row["what"] or "")[:80],
+        where = row["box"] or "(spool)"
+        c.print(
+            f"  {MARK.get(row['fate'], '?')} {row['id']} {row['ts'] or '-'} {where} "
+            f"{row['tool'] or '-'}/{row['class'] or '-'}: {row['what'] or ''}",
+            markup=False,
         )
-    return t
 
 
 def _counts_line(d: dict[str, Any]) -> str:
@@ -79,7 +73,7 @@ def sweep(d: dict[str, Any]) -> None:
     for m in d["malformed"]:
         c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
     if d["letters"]:
-        c.print(_letters_table(d["letters"], f"{len(d['letters'])} letter(s), oldest first"))
+        _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
 
 
 def box(d: dict[str, Any]) -> None:
@@ -89,7 +83,7 @@ def box(d: dict[str, Any]) -> None:
     for m in d["malformed"]:
         c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
     if d["letters"]:
-        c.print(_letters_table(d["letters"], f"{len(d['letters'])} letter(s), oldest first"))
+        _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
 
 
 def doctor(d: dict[str, Any]) -> None:

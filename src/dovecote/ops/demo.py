@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dovecote.api import init, open_home
+from dovecote.api import Dovecote, init, open_home
 from dovecote.letters import canonical_line, letter_id
 
 
@@ -31,6 +31,7 @@ def build_demo(path: Path) -> Path:
         dc.add_project("api-gateway", str(repos / "api-gateway"), aliases=("api",))
         dc.add_project("api-server", str(repos / "api-server"), aliases=("api",))
         dc.add_entity("ent_ops", role="operator")
+        dc.add_entity("ent_builder", role="builder")
     wet = _report("2026-07-05T10:00:00Z", "probe", "atlas", "seek", "bug", "seek returned nothing for a known symbol")
     picked = _report("2026-07-05T10:05:00Z", "probe", "atlas", "north", "honesty", "north claimed an empty memory beat")
     fixed = _report("2026-07-05T10:10:00Z", "probe", "beacon", "build", "friction", "build step needs a manual retry")
@@ -52,4 +53,26 @@ def build_demo(path: Path) -> Path:
         _report("2026-07-05T15:00:00Z", "probe", "zephyr", "seek", "bug", "zephyr is not in the roster"),
     ]
     dc.report(letters, agent="demo")
+    if created:
+        _mail(dc)
     return home
+
+
+def _mail(dc: Dovecote) -> None:
+    """A builder's inbox with an item in every open state, a reply, and a draft."""
+    def send(subject: str, **kw: Any) -> str:
+        return dc.send(sender="ent_ops", to="ent_builder", subject=subject, **kw).id
+
+    urgent = send("index rebuild failed on atlas", priority="urgent", category="directive", current=100)
+    query = send("which seek version is deployed?", category="query", priority="high", current=103)
+    send("weekly numbers are in", category="notification", current=104, reminder_tic=105)
+    later = send("review the ghost repo plan", current=104, expires_tic=110)
+    dc.transition("ent_builder", urgent, "seen", current=104)
+    dc.transition("ent_builder", urgent, "claim", current=104)
+    dc.transition("ent_builder", later, "defer", until_tic=108, current=105)
+    dc.transition("ent_builder", query, "seen", current=105)
+    dc.send(sender="ent_builder", to="ent_ops", subject="seek 2.4.1 everywhere", category="response",
+            reply_to=query, current=105)
+    dc.transition("ent_builder", query, "claim", current=105)
+    dc.transition("ent_builder", query, "complete", current=105)
+    dc.draft(sender="ent_builder", to="ent_ops", subject="rebuild done, notes attached", current=106)
