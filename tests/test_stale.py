@@ -330,3 +330,14 @@ def test_cli_refusals_exit_2_and_write_nothing(tmp_path: Path) -> None:
 
 def test_signal_is_not_a_report_kind() -> None:
     assert SIGNAL_KIND == "signal" and SIGNAL_KIND not in REPORT_KINDS
+
+
+def test_stale_check_and_the_inbox_flag_agree_to_the_second(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    item = dc.send(to="ent_a", sender="ent_b", subject="quiet").id
+    created = datetime.fromisoformat(dc.inbox("ent_a")["items"][0]["created_at"].replace("Z", "+00:00"))
+    for delta, stale in ((timedelta(hours=24), False), (timedelta(hours=24, seconds=1), True)):
+        now = created + delta
+        flagged = "STALE" in dc.inbox("ent_a", now=now)["items"][0]["flags"]
+        listed = [i for d in dc.stale_check(now=now)["details"] for i in d["ids"]]
+        assert flagged is stale and (item in listed) is stale, delta

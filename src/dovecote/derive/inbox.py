@@ -190,7 +190,8 @@ def _hours(since: str | None, now: datetime) -> int | None:
     return max(0, math.floor((now - t).total_seconds() / 3600))
 
 
-def _older_than(since: str | None, hours: int, now: datetime) -> bool:
+def older_than(since: str | None, hours: int, now: datetime) -> bool:
+    """More than ``hours`` since ``since``, to the second (what "stale in hours" means)."""
     t = parse_time(since)
     return t is not None and now - t > timedelta(hours=hours)
 
@@ -218,7 +219,7 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
         if in_state_tics is not None:
             if in_state_tics > stale_tics:
                 flags.append(FLAG_STALE)
-        elif _older_than(entered_ts, stale_hours, clock.now):  # "more than N hours", to the second
+        elif older_than(entered_ts, stale_hours, clock.now):
             flags.append(FLAG_STALE)
     if state not in TERMINAL and tic is not None:
         if env.reminder_tic is not None and env.reminder_tic < tic:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import Clock, InboxBook, item_row
+from dovecote.derive.inbox import Clock, InboxBook, item_row, older_than
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line
@@ -47,12 +47,13 @@ IDS_MAX = 50
 STALE_STATES: tuple[State, ...] = (State.WAIT, State.ACTIVE)
 
 
-def is_stale(row: dict[str, Any], limits: Limits) -> bool:
-    """Time in state above the threshold, in tics when counted in tics, else in hours."""
+def is_stale(row: dict[str, Any], limits: Limits, now: datetime) -> bool:
+    """Time in state above the threshold, in tics when counted in tics, else in
+    hours to the second (the same rule as the inbox's STALE flag)."""
     if row["in_state_tics"] is not None:
         return bool(row["in_state_tics"] > limits.stale_tics)
     if row["in_state_hours"] is not None:
-        return bool(row["in_state_hours"] > limits.stale_hours)
+        return older_than(row["entered_at"], limits.stale_hours, now)
     return False
 
 
@@ -72,7 +73,7 @@ def stale_rows(book: InboxBook, clock: Clock, limits: Limits) -> list[dict[str, 
         if effective(book.replay_of(item), clock.tic, clock.now) not in STALE_STATES:
             continue
         row = item_row(book, item, clock, limits.stale_tics, limits.stale_hours)
-        if is_stale(row, limits):
+        if is_stale(row, limits, clock.now):
             rows.append(row)
     rows.sort(key=_age_key)
     return rows
