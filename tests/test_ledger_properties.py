@@ -24,18 +24,8 @@ from hypothesis import strategies as st
 
 from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
-
-VECTOR_LINE = (
-    b'{"ts":"2026-07-05T10:00:00Z","agent":"probe","repo":"repo-a","tool":"seek","class":"bug","what":"w1"}'
-)
-VECTOR_DICT = {
-    "ts": "2026-07-05T10:00:00Z",
-    "agent": "probe",
-    "repo": "repo-a",
-    "tool": "seek",
-    "class": "bug",
-    "what": "w1",
-}
+from helpers import VECTOR as VECTOR_DICT
+from helpers import VECTOR_LINE
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -142,10 +142,6 @@ class Envelope:
         """The id a foreign writer gave the envelope (dovecote's own letters have none)."""
         return _str(self.data.get("message_id")) or _str(self.data.get("envelope_id"))
 
-    @property
-    def declared_state(self) -> str | None:
-        """The state a foreign tree wrote into the envelope (a hint, never authority)."""
-        return _str(self._lifecycle("state"))
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -25,6 +26,11 @@ from msgspec.structs import force_setattr
 from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 
 _sha256 = hashlib.sha256
+
+
+def format_ts(t: datetime) -> str:
+    """The one way dovecote writes a letter's time: ISO-8601 UTC to the second."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def letter_id(line: bytes) -> str:
@@ -80,7 +86,7 @@ class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     @property
     def is_receipt(self) -> bool:
-        """A receipt: class ``triage``, case-insensitively."""
+        """A receipt: class ``triage``, case-insensitively (the fate fold inlines this test)."""
         return self.klass is not None and self.klass.lower() == RECEIPT_CLASS
 
     @property

@@ -56,7 +56,6 @@ ENGINE_AGENT = "dovecote:engine"
 
 #: Fates, in precedence order (highest first).
 FATES: tuple[str, ...] = ("external", "fired_clay", "in_flight", "wet_ink")
-OPEN_FATES: frozenset[str] = frozenset({"wet_ink", "in_flight"})
 
 #: ``kind`` values that still make a letter a field report: absent, ``report``,
 #: and the legacy m1nd lines whose ``kind`` carries a symptom or misdelivery sub-kind.

@@ -11,19 +11,13 @@ from typing import Any
 
 import orjson
 
-EXIT_OK, EXIT_FAIL, EXIT_REFUSED = 0, 1, 2
+EXIT_FAIL, EXIT_REFUSED = 1, 2
 
 
 def emit_json(value: Any) -> None:
     """Stable JSON: two-space indent, keys in the order the library builds them."""
     sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
-
-
-def console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def error(message: str) -> None:

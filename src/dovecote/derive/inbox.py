@@ -38,6 +38,7 @@ from dovecote.derive.lifecycle import (
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
 from dovecote.letters import Letter, is_letter_id
+from dovecote.roster import Limits
 
 FLAG_STALE = "STALE"
 FLAG_OVERDUE = "OVERDUE REMINDER"
@@ -98,7 +99,6 @@ class InboxBook:
         self.replied: set[str] = set()  # items this entity has answered (reply_to of what it sent)
         self.reply_targets: set[str] = set()  # reply_to of the messages it received
         self._orphans: dict[str, list[Link]] = {}
-        self.version = 0  # bumps on every change, for caches keyed on this book
         self.touched: set[str] = set()  # items changed since the last inbox_view
         self.view_state: ViewState | None = None
 
@@ -151,7 +151,6 @@ class InboxBook:
         for iid in dirty:
             self.items[iid].recompute()
         self.touched |= dirty
-        self.version += 1
 
     def replay_of(self, item: Item) -> Replay:
         return item.r if item.r is not None else item.recompute()
@@ -196,7 +195,7 @@ def older_than(since: str | None, hours: int, now: datetime) -> bool:
     return t is not None and now - t > timedelta(hours=hours)
 
 
-def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_hours: int) -> dict[str, Any]:
+def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[str, Any]:
     """One item as every face shows it."""
     r = book.replay_of(item)
     env = item.env
@@ -217,9 +216,9 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
         in_state_hours = _hours(entered_ts, clock.now)
     if state is State.WAIT:
         if in_state_tics is not None:
-            if in_state_tics > stale_tics:
+            if in_state_tics > limits.stale_tics:
                 flags.append(FLAG_STALE)
-        elif older_than(entered_ts, stale_hours, clock.now):
+        elif older_than(entered_ts, limits.stale_hours, clock.now):
             flags.append(FLAG_STALE)
     if state not in TERMINAL and tic is not None:
         if env.reminder_tic is not None and env.reminder_tic < tic:
@@ -228,7 +227,7 @@ def item_row(book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_h
         if exp is not None:
             if tic > exp:
                 flags.append(FLAG_EXPIRED)
-            elif exp - tic <= 2:
+            elif exp - tic <= limits.expiring_tics:
                 flags.append(FLAG_EXPIRING)
     return {
         "id": item.id,
@@ -321,7 +320,7 @@ class ViewState:
 BUCKET_NAMES = ("inbound", "processing", "deferred", "outbound", "archive", "loose")
 
 
-def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, stale_tics: int, stale_hours: int) -> None:
+def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:
     """Put one item's bucket and row into the view state (replacing what was there)."""
     include_terminal = vs.key[-1]
     r = book.replay_of(item)
@@ -338,19 +337,18 @@ def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, stale_tics:
             vs.flags[f] -= 1
     if state in TERMINAL and not include_terminal:
         return
-    row = item_row(book, item, clock, stale_tics, stale_hours)
+    row = item_row(book, item, clock, limits)
     for f in row["flags"]:
         vs.flags[f] += 1
     vs.rows[item.id] = (_order(row), row)
-    vs.until = _earliest(vs.until, _row_until(row, clock.now, stale_hours))
+    vs.until = _earliest(vs.until, _row_until(row, clock.now, limits.stale_hours))
 
 
 def inbox_view(
     book: InboxBook,
     clock: Clock,
     *,
-    stale_tics: int,
-    stale_hours: int,
+    limits: Limits,
     loose: int = 0,
     include_terminal: bool = False,
 ) -> tuple[dict[str, Any], datetime | None]:
@@ -362,15 +360,15 @@ def inbox_view(
     would change by itself, the next read redoes only the items touched by new
     letters. The returned view shares its rows with that state: read-only.
     """
-    key = (clock.tic, stale_tics, stale_hours, include_terminal)
+    key = (clock.tic, limits, include_terminal)
     vs = book.view_state
     if vs is None or vs.key != key or not _fresh(vs.since, vs.until, clock.now):
         vs = ViewState(key, clock.now)
         for item in book.items.values():
-            _place(vs, book, item, clock, stale_tics, stale_hours)
+            _place(vs, book, item, clock, limits)
     else:
         for iid in book.touched:
-            _place(vs, book, book.items[iid], clock, stale_tics, stale_hours)
+            _place(vs, book, book.items[iid], clock, limits)
         if book.touched:
             vs.ordered = None
     book.touched.clear()

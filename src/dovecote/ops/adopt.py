@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.derive.lifecycle import ARCHIVING, TRANSITIONS, State, effective, parse_time
 from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line, letter_id
+from dovecote.letters import canonical_line, format_ts, letter_id
 from dovecote.names import check_name
 from dovecote.ops import artifacts, mail
 from dovecote.ops.books import book_for, entity_address
@@ -111,7 +111,7 @@ def norm_ts(value: object) -> str | None:
         return None
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_ts(t)
 
 
 def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:

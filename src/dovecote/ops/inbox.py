@@ -74,8 +74,7 @@ def read_inbox(
     view, until = inbox_view(
         book,
         clock,
-        stale_tics=limits.stale_tics,
-        stale_hours=limits.stale_hours,
+        limits=limits,
         loose=len(loose_files(dc, who)),
         include_terminal=include_terminal,
     )

@@ -25,7 +25,7 @@ from dovecote.derive.lifecycle import check_rails, check_transition, effective, 
 from dovecote.envelope import build_message
 from dovecote.errors import Refusal
 from dovecote.ledger import LockedLedger
-from dovecote.letters import canonical_line
+from dovecote.letters import canonical_line, format_ts
 from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
@@ -227,7 +227,7 @@ def _until(value: str | None) -> str | None:
     t = parse_time(value)
     if t is None or t.tzinfo is None:
         raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time with a zone (e.g. ...Z)")
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_ts(t)
 
 
 @dataclass
@@ -291,7 +291,7 @@ def transition(
         elif kind == "defer" and until_tic is None and due_time is None:
             raise Refusal("no_due", f"defer of {item.id} needs a due tic or time (no dead ends)")
         link: dict[str, Any] = {
-            "ts": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ts": format_ts(now),
             "agent": who,
             "kind": kind,
             "ref": item.id,

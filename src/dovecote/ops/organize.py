@@ -216,7 +216,7 @@ def organize(
     for item in book.items.values():
         if effective(book.replay_of(item), clock.tic, clock.now) in TERMINAL:
             continue
-        open_items.append((item, item_row(book, item, clock, limits.stale_tics, limits.stale_hours)))
+        open_items.append((item, item_row(book, item, clock, limits)))
     open_items.sort(key=lambda pair: pair[0].env.created_at or "")  # stable: same second keeps ledger order
 
     expired = [

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line, is_letter_id
+from dovecote.letters import canonical_line, format_ts, is_letter_id
 from dovecote.vocab import (
     DISPOSITIONS,
     ENGINE_AGENT,
@@ -39,7 +39,7 @@ _FP = re.compile(r"fp:[^/\s]+/([a-z_]+)")
 
 def now_ts() -> str:
     """Now, as the ISO-8601 UTC string letters carry (second resolution)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_ts(datetime.now(UTC))
 
 
 def default_agent() -> str:

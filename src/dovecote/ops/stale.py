@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.derive.inbox import Clock, InboxBook, item_row, older_than
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
-from dovecote.letters import canonical_line
+from dovecote.letters import canonical_line, format_ts
 from dovecote.names import HOME
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
@@ -72,7 +72,7 @@ def stale_rows(book: InboxBook, clock: Clock, limits: Limits) -> list[dict[str, 
     for item in book.items.values():
         if effective(book.replay_of(item), clock.tic, clock.now) not in STALE_STATES:
             continue
-        row = item_row(book, item, clock, limits.stale_tics, limits.stale_hours)
+        row = item_row(book, item, clock, limits)
         if is_stale(row, limits, clock.now):
             rows.append(row)
     rows.sort(key=_age_key)
@@ -149,7 +149,7 @@ def emit_signals(dc: Dovecote, details: list[dict[str, Any]], now: datetime) -> 
     many letters were appended.
     """
     day = now.astimezone(UTC).date().isoformat()
-    ts = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ts = format_ts(now)
     with dc.store.guarded(HOME) as led:
         have = signals_on(led.reader.letters, day)
         fresh: list[tuple[dict[str, Any], bytes]] = []

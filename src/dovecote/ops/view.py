@@ -51,6 +51,7 @@ from dovecote.letters import is_letter_id
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewnames import OWNED_DRAFT, OWNED_ITEM, view_dir
+from dovecote.roster import Limits
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -237,7 +238,7 @@ class Plan:
     counts: dict[str, int]
 
 
-def plan(book: InboxBook, clock: Clock, stale_tics: int, stale_hours: int) -> Plan:
+def plan(book: InboxBook, clock: Clock, limits: Limits) -> Plan:
     items: dict[tuple[str, str], dict[str, bytes]] = {}
     states: dict[str, State] = {}
     registry: dict[str, Any] = {}
@@ -252,7 +253,7 @@ def plan(book: InboxBook, clock: Clock, stale_tics: int, stale_hours: int) -> Pl
         folder, name = BUCKETS[state], f"{state}_{iid}"
         counts[folder] += 1
         items[(folder, name)] = _item_files(item, state)
-        row = item_row(book, item, clock, stale_tics, stale_hours)
+        row = item_row(book, item, clock, limits)
         entry: dict[str, Any] = {
             "state": str(state), "filename": name, "subject": row["subject"], "sender": row["sender"],
             "priority": row["priority"], "envelope_type": item.env.envelope_type, "source_tic": row["source_tic"],
@@ -423,7 +424,7 @@ def owned_entries(vdir: Path) -> Iterator[tuple[str, str, Path, str]]:
 def _sync_entity(dc: Dovecote, entity_id: str, clock: Clock, rebuild: bool) -> EntityView:
     vdir = view_dir(dc, entity_id)
     limits = dc.roster.limits
-    p = plan(book_for(dc, entity_id), clock, limits.stale_tics, limits.stale_hours)
+    p = plan(book_for(dc, entity_id), clock, limits)
     out = EntityView(entity_id, str(vdir), p.counts)
     held: set[str] = set()  # items a person moved: the view writes no second copy of them
     present: set[tuple[str, str]] = set()
