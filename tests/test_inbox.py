@@ -302,7 +302,7 @@ def test_stale_in_hours_means_more_than_the_threshold_to_the_second_even_on_a_wa
 
 def test_the_expiring_soon_window_is_the_roster_setting(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    item = send(dc, "x", current=100, expires_tic=110)
+    item = send(dc, "x", current=105, expires_tic=110)
     assert by_id(dc.inbox("ent_b", current=106))[item]["flags"] == []  # 4 tics left > 2
     limits = dataclasses.replace(dc.roster.limits, expiring_tics=4)
     dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, limits=limits)))
