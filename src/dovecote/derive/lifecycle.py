@@ -62,7 +62,8 @@ TRANSITIONS: dict[State, dict[str, State]] = {
     State.NACK: {},
 }
 
-LINK_KINDS = frozenset({"claim", "complete", "defer", "undefer", "resurface", "nack", "seen"})
+#: Every verb the table knows (a letter of any other kind is not a lifecycle link).
+LINK_KINDS = frozenset(kind for moves in TRANSITIONS.values() for kind in moves)
 
 #: Verbs that archive an item, so the item must have been read first.
 ARCHIVING = frozenset({"complete", "nack"})
