@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ from dovecote.api import Dovecote
 from dovecote.derive.lifecycle import State
 from dovecote.envelope import DROP_SENDER
 from dovecote.errors import Refusal
-from dovecote.ops.adopt import route
-from helpers import cli_env, run_cli, snapshot
+from dovecote.ops.moves import route
+from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (
     ENTITY,
     SENDER,
@@ -206,27 +207,114 @@ def test_hand_moves_in_a_view_are_adopted_when_legal_and_reported_when_not(dc: D
     (root / "archive").mkdir()
     (root / "inbound" / f"WAIT_{b}").rename(root / "archive" / f"DONE_{b}")
     (root / "processing" / f"ACTIVE_{c}").rename(root / "inbound" / f"WAIT_{c}")
-    seen = dc.view(ENTITY, current=101).entities[0]
-    assert sorted(h["id"] for h in seen.hand_moved) == sorted([a, b, c])
     letters_before = [x for x in ledger(dc) if x.get("kind") == "message"]
     c_links = links_of(dc, c)
     out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
     assert [x for x in ledger(dc) if x.get("kind") == "message"] == letters_before  # never a second letter
-    assert out["letters_added"] == 0 and out["links_added"] == 1 + 3
+    assert out["letters_added"] == 0 and out["links_added"] == 1
     assert [x["kind"] for x in links_of(dc, a)] == ["claim"]
-    assert [x["kind"] for x in links_of(dc, b)] == ["seen", "claim", "complete"]
-    assert out["refused"] == [{
-        "path": f"inbound/WAIT_{c}", "reason": "illegal_transition",
-        "detail": f"the tree says WAIT, the ledger ACTIVE (item {c})",
-    }]
-    assert links_of(dc, c) == c_links  # nothing appended for the illegal move
-    assert states(dc, 101) == {a: "ACTIVE", b: "DONE", c: "ACTIVE"}
+    assert links_of(dc, b) == []  # WAIT -> DONE: no verb does that, so no seen + claim + complete is invented
+    assert sorted((r["path"], r["reason"]) for r in out["refused"]) == [
+        (f"archive/DONE_{b}", "illegal_transition"), (f"inbound/WAIT_{c}", "illegal_transition"),
+    ]
+    assert links_of(dc, c) == c_links  # nothing appended for an illegal move
+    assert states(dc, 101) == {a: "ACTIVE", b: "WAIT", c: "ACTIVE"}
     again = dc.view(ENTITY, current=101).entities[0]
-    assert [h["id"] for h in again.hand_moved] == [c]  # a and b now sit where the ledger says
+    assert sorted(r["id"] for r in again.refused) == sorted([b, c])  # the view says so too, and puts them back
     assert env_stamp(root / "processing" / f"ACTIVE_{a}") == "ACTIVE"
+    assert f"WAIT_{b}" in entries(root, "inbound") and f"ACTIVE_{c}" in entries(root, "processing")
     before = ledger_bytes(dc)
     dc.import_inbox_tree(root, ENTITY, current=101)
     assert ledger_bytes(dc) == before
+
+
+def directive(dc: Dovecote, subject: str) -> str:
+    """A directive that expects a response, as the issue's example."""
+    return send(dc, subject, category="directive", response_expected=True)
+
+
+def test_a_known_items_move_obeys_the_rails_of_its_verb(dc: Dovecote) -> None:
+    unseen, unanswered, ready = directive(dc, "never seen"), directive(dc, "no response yet"), send(dc, "ready")
+    for iid in (unseen, unanswered, ready):
+        dc.transition(ENTITY, iid, "claim", current=101)
+    for iid in (unanswered, ready):
+        dc.transition(ENTITY, iid, "seen", current=101)
+    dc.view(ENTITY, current=101)
+    root = view_root(dc)
+    (root / "archive").mkdir()
+    for iid in (unseen, unanswered, ready):
+        (root / "processing" / f"ACTIVE_{iid}").rename(root / "archive" / f"DONE_{iid}")
+    before = {iid: links_of(dc, iid) for iid in (unseen, unanswered)}
+    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    assert sorted((r["path"], r["reason"]) for r in out["refused"]) == sorted([
+        (f"archive/DONE_{unseen}", "not_seen"), (f"archive/DONE_{unanswered}", "response_required"),
+    ])
+    assert {iid: links_of(dc, iid) for iid in (unseen, unanswered)} == before
+    assert [x["kind"] for x in links_of(dc, ready)][-1] == "complete" and out["links_added"] == 1
+    assert states(dc, 101) == {unseen: "ACTIVE", unanswered: "ACTIVE", ready: "DONE"}
+
+
+def test_the_issue_example_a_never_seen_directive_moved_to_archive(dc: Dovecote) -> None:
+    iid = directive(dc, "do the thing")
+    dc.view(ENTITY, current=101)
+    root = view_root(dc)
+    (root / "archive").mkdir()
+    (root / "inbound" / f"WAIT_{iid}").rename(root / "archive" / f"DONE_{iid}")
+    before = ledger_bytes(dc)
+    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    assert [r["reason"] for r in out["refused"]] == ["illegal_transition"]
+    assert "claim then complete" in out["refused"][0]["detail"]
+    assert ledger_bytes(dc) == before and states(dc, 101) == {iid: "WAIT"}
+
+
+def test_a_move_of_an_item_imported_before_obeys_the_table(tmp_path: Path, dc: Dovecote) -> None:
+    mbox = tmp_path / "box"
+    flat = write_json(mbox / "inbound" / "WAIT_normal_directive_t105_1a2b3c4d.json",
+                      skill_envelope("1a2b3c4d", "from the other tool"))
+    (iid,) = by_path(dc.import_inbox_tree(mbox, ENTITY, current=110)).values()
+    (mbox / "archive").mkdir()
+    flat.rename(mbox / "archive" / "DONE_normal_directive_t105_1a2b3c4d.json")
+    before = ledger_bytes(dc)
+    out = dc.import_inbox_tree(mbox, ENTITY, current=110).to_dict()["entities"][ENTITY]
+    assert [r["reason"] for r in out["refused"]] == ["illegal_transition"] and ledger_bytes(dc) == before
+    assert [n["reason"] for n in out["notes"]] == ["state_disagrees"]  # its lifecycle.state still says WAIT
+    assert states(dc) == {iid: "WAIT"}
+
+
+def test_mv_into_a_missing_archive_folder_invents_no_item(dc: Dovecote) -> None:
+    iid = send(dc, "moved by mv")
+    dc.view(ENTITY, current=101)
+    root = view_root(dc)
+    (root / "inbound" / f"WAIT_{iid}").rename(root / "archive")  # archive/ did not exist: the entry *is* archive/
+    before = ledger_bytes(dc)
+    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    assert [(i["path"], i["id"]) for i in out["items"]] == [("archive", iid)]  # no item made of its README
+    assert [n["reason"] for n in out["notes"]] == ["folder_is_entry"]
+    assert [r["reason"] for r in out["refused"]] == ["illegal_transition"] and ledger_bytes(dc) == before
+    with pytest.raises(Refusal) as e:
+        dc.view(ENTITY, current=101)
+    assert e.value.reason == "unsafe_path" and "itself an item folder" in e.value.detail
+    assert (root / "archive" / "README.md").is_file()  # the person's folder is left as it is
+
+
+def test_three_concurrent_imports_of_one_tree(tmp_path: Path, dc: Dovecote) -> None:
+    root, _ = tree(tmp_path)
+    argv = [str(DOVECOTE_BIN), "import", "inbox-tree", str(root), "--current-tic", "110", "--json"]
+    env = cli_env(tmp_path, dc.layout.root)
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e.decode() for _, e in outs]
+    results = [orjson.loads(o)["entities"][ENTITY] for o, _ in outs]
+    assert [r["refused"] for r in results] == [[], [], []]  # no spurious refusal
+    assert sorted(r["letters_added"] for r in results) == [0, 0, 15]
+    assert sum(r["links_added"] for r in results) == 19
+    messages = [x for x in ledger(dc) if x.get("kind") == "message"]
+    assert len(messages) == 15
+    seen: dict[str, int] = {}
+    for x in ledger(dc):
+        if x.get("kind") == "seen":
+            seen[x["ref"]] = seen.get(x["ref"], 0) + 1
+    assert len(seen) == 6 and set(seen.values()) == {1}  # exactly one seen per archived item
 
 
 def env_stamp(entry: Path) -> str:

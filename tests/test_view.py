@@ -102,7 +102,7 @@ def test_a_defer_resurfaces_as_wait_when_its_tic_comes(dc: Dovecote) -> None:
     assert entries(root, "deferred") == []
     assert entries(root, "inbound") == sorted([f"WAIT_{ids['WAIT']}", f"WAIT_{ids['DEFER']}"])
     assert env_of(root, f"inbound/WAIT_{ids['DEFER']}")["lifecycle"]["state"] == "WAIT"
-    assert result.entities[0].removed == 1
+    assert (result.entities[0].moved, result.entities[0].removed) == (1, 0)  # renamed along, not rebuilt
     reg = orjson.loads((root / "indexes" / "inbox-registry.json").read_bytes())["messages"]
     assert reg[ids["DEFER"]]["state"] == "WAIT" and reg[ids["DEFER"]]["state_entered_at_tic"] == 105
     rows = [r for r in jsonl(root / "indexes" / "events.jsonl") if r["message_id"] == ids["DEFER"]]
@@ -182,7 +182,7 @@ def test_an_entry_that_changed_state_is_replaced(dc: Dovecote) -> None:
     out = dc.view(ENTITY, current=103).entities[0]
     assert f"WAIT_{ids['WAIT']}" not in entries(root, "inbound")
     assert f"ACTIVE_{ids['WAIT']}" in entries(root, "processing")
-    assert out.removed == 1 and out.hand_moved == [] and out.unknown == []
+    assert (out.moved, out.removed) == (1, 0) and out.adopted == out.refused == out.unknown == []
     assert env_of(root, f"processing/ACTIVE_{ids['WAIT']}")["dovecote"]["state"] == "ACTIVE"
 
 
@@ -231,38 +231,68 @@ def test_hand_dropped_files_are_never_touched(dc: Dovecote) -> None:
     assert dc.inbox(ENTITY, current=106)["counts"]["loose"] == 3  # notes.md, WAIT_handmade, WAIT_1a2b3c4d.json
 
 
-def test_a_hand_move_is_reported_and_left_in_place(dc: Dovecote) -> None:
+def test_a_hand_move_is_adopted_as_its_verb_or_refused_and_put_back(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
     dc.view(ENTITY, current=103)
     wait, active = ids["WAIT"], ids["ACTIVE"]
     (root / "inbound" / f"WAIT_{wait}").rename(root / "processing" / f"ACTIVE_{wait}")
     (root / "processing" / f"ACTIVE_{active}").rename(root / "inbound" / f"WAIT_{active}")
-    moved = files_under(root / "processing" / f"ACTIVE_{wait}")
+    (root / "inbound" / f"WAIT_{active}" / "notes.md").write_text("mine\n")
     out = dc.view(ENTITY, current=103).entities[0]
-    assert sorted(out.hand_moved, key=lambda h: h["path"]) == sorted([
-        {"path": f"processing/ACTIVE_{wait}", "id": wait, "tree_state": "ACTIVE", "ledger_state": "WAIT"},
-        {"path": f"inbound/WAIT_{active}", "id": active, "tree_state": "WAIT", "ledger_state": "ACTIVE"},
-    ], key=lambda h: h["path"])
-    assert files_under(root / "processing" / f"ACTIVE_{wait}") == moved  # left exactly as it was
-    assert f"WAIT_{wait}" not in entries(root, "inbound")  # no second copy of a moved item
-    assert f"ACTIVE_{active}" not in entries(root, "processing")
-    text = view_op.render_text(dc.view(ENTITY, current=103))
-    assert f"hand-moved processing/ACTIVE_{wait} (tree ACTIVE, ledger WAIT)" in text
-    assert "dovecote import inbox-tree" in text
+    (adopted,) = out.adopted
+    assert (adopted["path"], adopted["verb"], adopted["from"], adopted["to"]) == (
+        f"processing/ACTIVE_{wait}", "claim", "WAIT", "ACTIVE")
+    link = next(x for x in ledger_of(dc) if x.get("ref") == wait)
+    assert (link["kind"], link["adopted"], link["agent"]) == ("claim", "inbox-tree", ENTITY)
+    (refused,) = out.refused
+    assert refused["path"] == f"inbound/WAIT_{active}" and refused["reason"] == "illegal_transition"
+    assert refused["put_back"] == f"processing/ACTIVE_{active}"
+    # the refused entry is where the ledger says, with the person's file; nothing says ACTIVE -> WAIT happened
+    assert (root / "processing" / f"ACTIVE_{active}" / "notes.md").read_text() == "mine\n"
+    assert f"WAIT_{active}" not in entries(root, "inbound")
+    assert env_of(root, f"processing/ACTIVE_{wait}")["dovecote"]["state"] == "ACTIVE"
+    assert entries(root, "inbound") == []
+    assert not any(x.get("ref") == active and x.get("adopted") for x in ledger_of(dc))
+    text = view_op.render_text(view_op.ViewResult(103, "flag", [out]))
+    assert f"adopted processing/ACTIVE_{wait}: claim (WAIT -> ACTIVE)" in text
+    assert f"refused inbound/WAIT_{active}: illegal_transition:" in text
+    assert f"put back at processing/ACTIVE_{active}" in text
+    again = dc.view(ENTITY, current=103).entities[0]
+    assert again.adopted == again.refused == [] and again.moved == 0
 
 
-def test_an_edited_lifecycle_state_is_a_hand_move_too(dc: Dovecote) -> None:
+def ledger_of(dc: Dovecote) -> list[dict[str, Any]]:
+    return [orjson.loads(x) for x in dc.layout.entity_box(ENTITY).read_bytes().splitlines()]
+
+
+def test_an_edited_state_is_no_move_but_a_move_to_archive_is_a_nack(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
     dc.view(ENTITY, current=103)
     path = root / "inbound" / f"WAIT_{ids['WAIT']}" / "envelope.json"
-    env = orjson.loads(path.read_bytes())
-    env["lifecycle"]["state"] = "NACK"
-    path.write_bytes(orjson.dumps(env))
+
+    def edit(state: str) -> None:
+        env = orjson.loads(path.read_bytes())
+        env["lifecycle"]["state"] = state
+        path.write_bytes(orjson.dumps(env))
+
+    edit("NACK")  # an edit alone is no move: the folder is the state, and the view says so
     out = dc.view(ENTITY, current=103).entities[0]
-    assert [h["tree_state"] for h in out.hand_moved] == ["NACK"]
-    assert orjson.loads(path.read_bytes())["lifecycle"]["state"] == "NACK"
+    assert [(n["reason"], n["id"]) for n in out.notes] == [("state_disagrees", ids["WAIT"])]
+    assert "move the entry to archive/" in out.notes[0]["detail"] and out.adopted == out.refused == []
+    assert orjson.loads(path.read_bytes())["lifecycle"]["state"] == "WAIT"
+    edit("NACK")
+    (root / "archive" / f"NACK_{ids['WAIT']}").parent.mkdir(exist_ok=True)
+    path.parent.rename(root / "archive" / f"NACK_{ids['WAIT']}")
+    out = dc.view(ENTITY, current=103).entities[0]
+    assert [(r["tree_state"], r["reason"]) for r in out.refused] == [("NACK", "not_seen")]  # the rails hold
+    assert f"WAIT_{ids['WAIT']}" in entries(root, "inbound")  # put back, and said so
+    dc.transition(ENTITY, ids["WAIT"], "seen", current=103)
+    (root / "inbound" / f"WAIT_{ids['WAIT']}").rename(root / "archive" / f"NACK_{ids['WAIT']}")
+    out = dc.view(ENTITY, current=103).entities[0]
+    assert [a["verb"] for a in out.adopted] == ["nack"] and out.refused == []
+    assert f"NACK_{ids['WAIT']}" in entries(root, "archive")
 
 
 def test_owned_names_with_unknown_ids_are_reported_and_kept(dc: Dovecote) -> None:
@@ -344,7 +374,7 @@ def test_cli_view_json_and_summary(tmp_path: Path) -> None:
     assert (view_root(dc) / "deferred" / f"DEFER_{ids['DEFER']}" / "envelope.json").is_file()
     r = run_cli(tmp_path, "view", "--current-tic", "103", home=home)
     assert r.returncode == 0, r.stderr.decode()
-    assert f"{ENTITY}: 0 written, 0 removed, 10 unchanged" in r.stdout.decode()
+    assert f"{ENTITY}: 0 written, 0 moved, 0 removed, 10 unchanged" in r.stdout.decode()
     assert f"{SENDER}: 4 written" in r.stdout.decode()
 
 

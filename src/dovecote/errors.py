@@ -41,6 +41,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "unknown_letter": (404, "no letter with that id is in the box"),
     "unknown_project": (404, "no project with that name is in the roster"),
     "unknown_recipient": (404, "the recipient is not a registered entity"),
+    "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
 }
 
 

@@ -1,0 +1,192 @@
+"""The durable file primitives of the folder view, and the rule for odd paths.
+
+Every write here is whole or absent: a new entry is built in a hidden temp
+folder, fsynced and renamed into place; an owned file inside an existing entry
+is replaced by ``ledger.write_atomic`` (temp, fsync, rename), so files a person
+put beside it are never rewritten; an entry that changes state is *renamed*
+into its new folder, so everything inside it moves along. A run killed midway
+leaves at most hidden temp names (``viewtree.TEMP_NAME``); the next run, under
+the same per-entity lock, removes them before it writes.
+
+Nothing here follows a symbolic link when writing: a view folder that is a link
+or a file is refused (``unsafe_path``) rather than written through or deleted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dovecote.errors import Refusal
+from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
+from dovecote.ops.viewtree import ENTRY_FILES, INDEXES, OUTBOUND, STATE_FOLDERS, is_temp_name, owned_entries
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+try:
+    _renameat2: Any = ctypes.CDLL(None, use_errno=True).renameat2
+except (AttributeError, OSError):  # pragma: no cover - old libc or another OS
+    _renameat2 = None
+
+
+def _tag() -> str:
+    return f"{os.getpid()}.{threading.get_ident()}"
+
+
+def _rename_new(src: Path, dst: Path) -> bool:
+    """Rename ``src`` to ``dst`` only if ``dst`` does not exist (atomically where Linux offers it)."""
+    if _renameat2 is not None:
+        rc = int(_renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE))
+        if rc == 0:
+            return True
+        err = ctypes.get_errno()
+        if err == 17:  # EEXIST
+            return False
+        if err not in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the filesystem cannot; fall through
+            raise OSError(err, os.strerror(err), str(dst))
+    if dst.exists() or dst.is_symlink():
+        return False
+    os.rename(src, dst)
+    return True
+
+
+def discard(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    elif p.exists() or p.is_symlink():
+        p.unlink()
+
+
+def new_entry(parent: Path, name: str, files: dict[str, bytes]) -> bool:
+    """Build an entry in a hidden temp folder, fsync it, rename it in; False if the name got taken."""
+    ensure_dir(parent)
+    tmp = parent / f".{name}.{_tag()}.tmp"
+    discard(tmp)
+    tmp.mkdir()
+    for fname in sorted(files):
+        with open(tmp / fname, "xb") as f:
+            f.write(files[fname])
+            f.flush()
+            os.fsync(f.fileno())
+    fsync_dir(tmp)
+    placed = _rename_new(tmp, parent / name)
+    fsync_dir(parent)
+    if not placed:
+        discard(tmp)
+    return placed
+
+
+def entry_blocked(path: Path) -> str | None:
+    """Why the view cannot write into an entry (None if it can): it must be a plain folder
+    whose owned names are plain files or absent."""
+    if path.is_symlink():
+        return "it is a symbolic link, which is never written through"
+    if not path.is_dir():
+        return "it is a file, not an entry folder"
+    for fname in ENTRY_FILES:
+        q = path / fname
+        if q.is_symlink() or (q.exists() and not q.is_file()):
+            return f"its {fname} is not a plain file"
+    return None
+
+
+def update_entry(path: Path, files: dict[str, bytes], force: bool = False) -> bool:
+    """Replace the owned files of an entry that differ (all with ``force``); True if any was written."""
+    wrote = False
+    for fname in sorted(files):
+        q = path / fname
+        try:
+            same = not force and q.read_bytes() == files[fname]
+        except OSError:
+            same = False
+        if not same:
+            write_atomic(q, files[fname])
+            wrote = True
+    return wrote
+
+
+def move_entry(src: Path, dst: Path) -> bool:
+    """Rename an entry, with all it holds, to ``dst``; False (nothing moved) if ``dst`` is taken."""
+    ensure_dir(dst.parent)
+    if not _rename_new(src, dst):
+        return False
+    fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        fsync_dir(src.parent)
+    return True
+
+
+def remove_entry(path: Path) -> None:
+    """Take an entry out of sight in one rename, then delete it (only ever one holding owned files alone)."""
+    gone = path.with_name(f".{path.name}.{_tag()}.old")
+    os.rename(path, gone)
+    fsync_dir(path.parent)
+    discard(gone)
+
+
+def clean_temps(vdir: Path) -> tuple[int, list[str]]:
+    """Remove what a killed run left: hidden temp names in the view's folders and in its entries.
+
+    Returns (how many were removed, the temp folders kept because they hold a
+    person's files: those are reported, never deleted).
+    """
+    removed, kept = 0, []
+    places = [vdir, vdir / INDEXES, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND))]
+    places += [p for _, _, p, _ in owned_entries(vdir) if p.is_dir() and not p.is_symlink()]
+    for place in places:
+        try:
+            names = [q for q in place.iterdir() if is_temp_name(q.name)]
+        except OSError:
+            continue
+        for q in names:
+            if q.is_dir() and not q.is_symlink() and any(c.name not in ENTRY_FILES for c in q.iterdir()):
+                kept.append(q.relative_to(vdir).as_posix())
+                continue
+            discard(q)
+            removed += 1
+    return removed, kept
+
+
+def check_paths(dc: Dovecote, vdir: Path) -> None:
+    """Refuse (``unsafe_path``) a view whose folders are links or files, before anything is written.
+
+    A link could send every write out of the home; a file where a folder belongs
+    is a person's, and deleting it to make room is not the view's call.
+    """
+    views = dc.layout.views
+    chain = [views, vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
+    for p in chain:
+        if p.is_symlink():
+            raise Refusal("unsafe_path", f"{p} is a symbolic link; the view never writes through one (remove it)")
+        if p.exists() and not p.is_dir():
+            raise Refusal("unsafe_path", f"{p} is a file where the view needs a folder (move it away)")
+    for f in STATE_FOLDERS:
+        if (vdir / f / "envelope.json").exists():
+            raise Refusal(
+                "unsafe_path",
+                f"{vdir / f} is itself an item folder (it holds envelope.json), not the {f}/ folder: an `mv` into"
+                f" a folder that did not exist? Move it to {f}/<its name> and run `dovecote view` again",
+            )
+
+
+@contextmanager
+def view_lock(dc: Dovecote, entity_id: str) -> Iterator[None]:
+    """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
+    path = dc.layout.views / ".locks" / f"{entity_id}.lock"
+    ensure_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
