@@ -299,6 +299,10 @@ def test_mv_into_a_missing_archive_folder_invents_no_item(dc: Dovecote) -> None:
 
 def test_three_concurrent_imports_of_one_tree(tmp_path: Path, dc: Dovecote) -> None:
     root, _ = tree(tmp_path)
+    extra = 80  # archived items enough for the three runs to overlap
+    for n in range(extra):
+        write_json(root / ENTITY / "archive" / f"DONE_normal_notification_t90_{n:08x}.json",
+                   skill_envelope(f"{n:08x}", f"old item {n}", state="DONE", source_tic=90, category="notification"))
     argv = [str(DOVECOTE_BIN), "import", "inbox-tree", str(root), "--current-tic", "110", "--json"]
     env = cli_env(tmp_path, dc.layout.root)
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
@@ -306,15 +310,15 @@ def test_three_concurrent_imports_of_one_tree(tmp_path: Path, dc: Dovecote) -> N
     assert [p.returncode for p in procs] == [0, 0, 0], [e.decode() for _, e in outs]
     results = [orjson.loads(o)["entities"][ENTITY] for o, _ in outs]
     assert [r["refused"] for r in results] == [[], [], []]  # no spurious refusal
-    assert sorted(r["letters_added"] for r in results) == [0, 0, 15]
-    assert sum(r["links_added"] for r in results) == 19
+    assert sorted(r["letters_added"] for r in results) == [0, 0, 15 + extra]
+    assert sum(r["links_added"] for r in results) == 19 + 3 * extra
     messages = [x for x in ledger(dc) if x.get("kind") == "message"]
-    assert len(messages) == 15
+    assert len(messages) == 15 + extra
     seen: dict[str, int] = {}
     for x in ledger(dc):
         if x.get("kind") == "seen":
             seen[x["ref"]] = seen.get(x["ref"], 0) + 1
-    assert len(seen) == 6 and set(seen.values()) == {1}  # exactly one seen per archived item
+    assert len(seen) == 6 + extra and set(seen.values()) == {1}  # exactly one seen per archived item
 
 
 def env_stamp(entry: Path) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import BUCKETS, Clock
+from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
 from dovecote.ops.books import book_for, entity_address
@@ -111,19 +112,25 @@ class ViewResult:
 def _adopt_moves(dc: Dovecote, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityView) -> bool:
     """Adopt every move a person made (one verb each, rails on); True if the ledger changed."""
     changed = False
-    tried: set[str] = set()
+    seen: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
+    in_place: set[str] = set()  # items with an entry where the ledger says: another entry is a copy, not a move
     for folder, name, path, iid in owned_entries(vdir):
         ledger = p.states.get(iid)
-        if folder == OUTBOUND or ledger is None or iid in tried or entry_blocked(path):
+        if folder == OUTBOUND or ledger is None or entry_blocked(path):
             continue
         env = read_envelope(path)
         where = tree_state(folder, name, env)
         why = disagreement(folder, name, env)
         if why is not None:
             out.notes.append({"path": f"{folder}/{name}", "id": iid, "reason": "state_disagrees", "detail": why})
-        _, stamp = stamp_of(env)
-        if where is ledger or where is stamp:
-            continue  # where the ledger says, or the view's own output the ledger has since moved past
+        if where is ledger:
+            in_place.add(iid)
+        seen.append((folder, name, iid, where, stamp_of(env)[1], env))
+    tried: set[str] = set()
+    for folder, name, iid, where, stamp, env in seen:
+        ledger = p.states[iid]
+        if where is ledger or where is stamp or iid in in_place or iid in tried:
+            continue  # in place; the view's own output the ledger has since moved past; a copy; done
         tried.add(iid)
         rel = f"{folder}/{name}"
         lc = env.get("lifecycle") if env else None

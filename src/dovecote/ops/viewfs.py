@@ -164,7 +164,7 @@ def check_paths(dc: Dovecote, vdir: Path) -> None:
     is a person's, and deleting it to make room is not the view's call.
     """
     views = dc.layout.views
-    chain = [views, vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
+    chain = [views, views / ".locks", vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
     for p in chain:
         if p.is_symlink():
             raise Refusal("unsafe_path", f"{p} is a symbolic link; the view never writes through one (remove it)")
@@ -184,7 +184,10 @@ def view_lock(dc: Dovecote, entity_id: str) -> Iterator[None]:
     """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
     path = dc.layout.views / ".locks" / f"{entity_id}.lock"
     ensure_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as e:  # a link (or a folder) where the lock file belongs
+        raise Refusal("unsafe_path", f"cannot open the view lock {path}: {e.strerror or e}") from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
