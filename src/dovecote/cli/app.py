@@ -516,13 +516,14 @@ def view_cmd(
         Optional[int], typer.Option("--current-tic", help="The tic now (a DEFER past its due shows as WAIT).")
     ] = None,
     rebuild: Annotated[
-        bool, typer.Option("--rebuild", help="Remove and rewrite every owned entry, even unchanged ones.")
+        bool, typer.Option("--rebuild", help="Rewrite every owned file, even unchanged ones.")
     ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
 
-    Files you drop there are never touched; items you move by hand are reported.
+    Files you put there (inside entries too) are never touched; an entry you move to another folder is
+    adopted as its verb, or reported and put back when the lifecycle refuses the move.
     Example: dovecote view ent_builder --current-tic 110
     """
     from dovecote.ops.view import render_text
