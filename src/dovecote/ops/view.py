@@ -112,7 +112,7 @@ class ViewResult:
 def _adopt_moves(dc: Dovecote, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityView) -> bool:
     """Adopt every move a person made (one verb each, rails on); True if the ledger changed."""
     changed = False
-    seen: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
+    looked: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
     in_place: set[str] = set()  # items with an entry where the ledger says: another entry is a copy, not a move
     for folder, name, path, iid in owned_entries(vdir):
         ledger = p.states.get(iid)
@@ -125,9 +125,9 @@ def _adopt_moves(dc: Dovecote, entity_id: str, vdir: Path, p: Plan, clock: Clock
             out.notes.append({"path": f"{folder}/{name}", "id": iid, "reason": "state_disagrees", "detail": why})
         if where is ledger:
             in_place.add(iid)
-        seen.append((folder, name, iid, where, stamp_of(env)[1], env))
+        looked.append((folder, name, iid, where, stamp_of(env)[1], env))
     tried: set[str] = set()
-    for folder, name, iid, where, stamp, env in seen:
+    for folder, name, iid, where, stamp, env in looked:
         ledger = p.states[iid]
         if where is ledger or where is stamp or iid in in_place or iid in tried:
             continue  # in place; the view's own output the ledger has since moved past; a copy; done
@@ -154,10 +154,12 @@ def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple
     """Make ``target`` hold the item: keep or move one of its entries there, drop needless copies."""
     folder, name = target
     dest = vdir / folder / name
-    usable = [(rel, q) for rel, q in found if entry_blocked(q) is None]
+    usable = []
     for rel, q in found:
         why = entry_blocked(q)
-        if why is not None:
+        if why is None:
+            usable.append((rel, q))
+        else:
             out.keep(rel, iid, "unsafe_entry", f"left as it is: {why}")
     at_dest = [(rel, q) for rel, q in usable if q == dest]
     if at_dest or (dest.exists() or dest.is_symlink()):

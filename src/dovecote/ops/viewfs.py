@@ -164,7 +164,7 @@ def check_paths(dc: Dovecote, vdir: Path) -> None:
     is a person's, and deleting it to make room is not the view's call.
     """
     views = dc.layout.views
-    chain = [views, views / ".locks", vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
+    chain = [views, vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
     for p in chain:
         if p.is_symlink():
             raise Refusal("unsafe_path", f"{p} is a symbolic link; the view never writes through one (remove it)")
@@ -183,6 +183,9 @@ def check_paths(dc: Dovecote, vdir: Path) -> None:
 def view_lock(dc: Dovecote, entity_id: str) -> Iterator[None]:
     """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
     path = dc.layout.views / ".locks" / f"{entity_id}.lock"
+    for d in (path.parent.parent, path.parent):
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            raise Refusal("unsafe_path", f"{d} is a symbolic link or a file; the view never writes through one")
     ensure_dir(path.parent)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
