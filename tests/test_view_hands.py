@@ -13,10 +13,14 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dovecote.api import Dovecote
+from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.ops import view as view_op
+from dovecote.ops.viewtree import FOLDER_DEFAULT, FOLDER_STATES, STATE_FOLDERS, disagreement, tree_state
 from helpers import cli_env, run_cli, snapshot
 from mailhelpers import ENTITY, entries, files_under, mail_home, send, view_root
 from test_view import every_state
@@ -265,3 +269,32 @@ def test_an_api_refusal_for_an_odd_path_writes_nothing(dc: Dovecote) -> None:
         dc.view()
     assert e.value.reason == "unsafe_path"
     assert sorted(p.name for p in dc.layout.views.iterdir()) == ["agent-mailboxes"]
+
+
+# -- the tree reading rule, as a property -------------------------------------------------------
+
+_states = st.sampled_from([s.value for s in State] + ["wait", "EMIT", "bogus", ""])
+_names = st.builds(lambda p, rest: f"{p}_{rest}" if p else rest, st.sampled_from(["", *State.__members__, "REF"]),
+                   st.text(min_size=0, max_size=12))
+_envs = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+    "lifecycle": st.one_of(st.none(), st.text(max_size=3), st.fixed_dictionaries({}, optional={"state": _states})),
+    "dovecote": st.fixed_dictionaries({"letter_id": st.just("0123456789ab"), "state": _states}),
+}))
+
+
+@settings(deadline=None)
+@given(st.sampled_from(STATE_FOLDERS), _names, _envs)
+def test_an_entry_always_reads_as_a_state_its_folder_holds(folder: str, name: str, env: dict[str, Any] | None) -> None:
+    state = tree_state(folder, name, env)
+    assert state in FOLDER_STATES[folder]  # the folder is the state, whatever the name or envelope says
+    said = disagreement(folder, name, env)
+    assert said is None or folder in said
+
+
+@settings(deadline=None)
+@given(st.sampled_from(list(State)), st.sampled_from(STATE_FOLDERS))
+def test_a_view_entry_moved_without_renaming_reads_as_its_new_folder(old: State, folder: str) -> None:
+    iid = "0123456789ab"
+    env = {"lifecycle": {"state": str(old)}, "dovecote": {"letter_id": iid, "state": str(old)}}
+    state = tree_state(folder, f"{old}_{iid}", env)
+    assert state is (old if old in FOLDER_STATES[folder] else FOLDER_DEFAULT[folder])
