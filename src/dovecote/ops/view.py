@@ -188,8 +188,10 @@ def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple
         else:
             out.unchanged += 1
     elif not (dest.exists() or dest.is_symlink()):
-        new_entry(vdir / folder, name, files)
-        out.written += 1
+        if new_entry(vdir / folder, name, files):
+            out.written += 1
+        else:
+            out.keep(f"{folder}/{name}", iid, "name_taken", "something appeared at that name meanwhile; left as it is")
 
 
 def _sync_entity(dc: Dovecote, entity_id: str, clock: Clock, rebuild: bool) -> EntityView:
