@@ -107,11 +107,7 @@ def route(src: State, dst: State) -> list[str] | None:
 def norm_ts(value: object) -> str | None:
     """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (a zone-less time is taken as UTC); None if unreadable."""
     t = parse_time(value)
-    if t is None:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return format_ts(t)
+    return None if t is None else format_ts(t)
 
 
 def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewnames import REF_PREFIX, is_reference_folder, loose_files, view_dir
+from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -217,7 +218,7 @@ def organize(
         if effective(book.replay_of(item), clock.tic, clock.now) in TERMINAL:
             continue
         open_items.append((item, item_row(book, item, clock, limits)))
-    open_items.sort(key=lambda pair: pair[0].env.created_at or "")  # stable: same second keeps ledger order
+    open_items.sort(key=lambda pair: order_key(pair[0].env.created_at))  # stable: same instant keeps ledger order
 
     expired = [
         {

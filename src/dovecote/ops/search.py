@@ -103,8 +103,6 @@ def ts_key(ts: str | None, lid: str) -> int:
     t = parse_time(ts)
     ms = 0
     if t is not None:
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=UTC)
         ms = min(max(int(t.timestamp() * 1000), 0), _MS_MAX)
     try:
         low = int(lid[:5], 16)

@@ -34,6 +34,7 @@ from dovecote.names import HOME
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits
+from dovecote.timeutil import order_key
 from dovecote.vocab import ENGINE_AGENT
 
 if TYPE_CHECKING:
@@ -57,10 +58,10 @@ def is_stale(row: dict[str, Any], limits: Limits, now: datetime) -> bool:
     return False
 
 
-def _age_key(row: dict[str, Any]) -> tuple[int, int, str, str]:
+def _age_key(row: dict[str, Any]) -> tuple[int, int, datetime, str]:
     """Oldest first: items aged in tics (longest first), then those aged in hours; ties by
-    the time the item entered its state, then by id."""
-    entered = row.get("entered_at") or ""
+    the instant the item entered its state, then by id."""
+    entered = order_key(row.get("entered_at"))
     if row["in_state_tics"] is not None:
         return (0, -row["in_state_tics"], entered, row["id"])
     return (1, -(row["in_state_hours"] or 0), entered, row["id"])
