@@ -52,6 +52,7 @@ from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewnames import OWNED_DRAFT, OWNED_ITEM, view_dir
 from dovecote.roster import Limits
+from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -150,7 +151,7 @@ def _item_envelope(item: Item, state: State) -> dict[str, Any]:
 
 
 def _readme(data: dict[str, Any], letter_id: str, subject: str, body: str, body_ref: str | None) -> bytes:
-    lines = [f"# {subject or '(no subject)'}", "", f"dovecote letter {letter_id}", ""]
+    lines = [f"# {one_line(subject) or '(no subject)'}", "", f"dovecote letter {letter_id}", ""]  # a title is one line
     if body_ref:
         lines.append(f"The body is stored as artifact {body_ref} in the dovecote home's artifacts/.")
     else:
@@ -527,13 +528,14 @@ def render_text(result: ViewResult) -> str:
     """The summary every face prints."""
     lines = []
     for e in result.entities:
-        lines.append(f"{e.entity}: {e.written} written, {e.removed} removed, {e.unchanged} unchanged -> {e.path}")
+        where, who = one_line(e.path), one_line(e.entity)
+        lines.append(f"{who}: {e.written} written, {e.removed} removed, {e.unchanged} unchanged -> {where}")
         for h in e.hand_moved:
-            lines.append(f"  hand-moved {h['path']} (tree {h['tree_state']}, ledger {h['ledger_state']})")
+            lines.append(f"  hand-moved {one_line(h['path'])} (tree {h['tree_state']}, ledger {h['ledger_state']})")
         for u in e.unknown:
-            lines.append(f"  unknown {u['path']} (no such item in this box)")
+            lines.append(f"  unknown {one_line(u['path'])} (no such item in this box)")
         if e.hand_moved:
-            lines.append(f"  adopt the moves: dovecote import inbox-tree {e.path} --entity {e.entity}")
+            lines.append(f"  adopt the moves: dovecote import inbox-tree {where} --entity {who}")
     if not result.entities:
         lines.append("no entities in the roster")
     return "\n".join(lines) + "\n"
