@@ -222,3 +222,13 @@ def test_an_error_that_echoes_its_input_is_one_escaped_line(tmp_path: Path) -> N
     assert r.returncode == 2
     err = r.stderr.decode()
     assert err.count("\n") == 1 and "\x1b" not in err and "abcd\\\\x1b[2J\\\\nError: forged" in err
+
+
+def test_a_path_that_looks_like_rich_markup_is_shown_not_parsed(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    root = tmp_path / "r[" / "x]"  # the root reads "...r[/x]": a closing tag to Rich
+    root.mkdir(parents=True)
+    dc.add_project("zz", str(root))
+    r = run_cli(tmp_path, "project", "list", home=dc.layout.root)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    assert "r[/x]" in r.stdout.decode()

@@ -95,7 +95,7 @@ def box(d: dict[str, Any]) -> None:
     state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
     c.print(f"[bold]{d['box']}[/bold]{state}: {_counts_line(d)}")
     for m in d["malformed"]:
-        c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
+        c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
         _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
 
@@ -149,5 +149,6 @@ def projects(rows: list[dict[str, Any]]) -> None:
     for col in ("name", "root", "aliases", "box", "reachable"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["name"], r["root"], ", ".join(r["aliases"]), r["box"], "yes" if r["reachable"] else "NO")
+        cells = (r["name"], r["root"], ", ".join(r["aliases"]), r["box"])
+        t.add_row(*map(_safe, cells), "yes" if r["reachable"] else "NO")
     con().print(t)
