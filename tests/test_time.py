@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dovecote.derive.fates import fold
-from dovecote.letters import canonical_line, make_letter
+from dovecote.derive.lifecycle import Link, State, replay
+from dovecote.letters import canonical_line, letter_id, make_letter
 from dovecote.names import entity
 from dovecote.timeutil import NO_TIME, format_ts, order_key, parse_time
 from helpers import run_cli
@@ -82,6 +83,31 @@ def test_mixed_forms_sort_by_instant_not_by_text() -> None:
     by_id = {v.id: k for k, v in letters.items()}
     assert [by_id[i] for i in book.open_letters()] == want
     assert [by_id[i] for i in book.all_letters()] == want
+
+
+def test_a_fork_is_decided_by_the_earlier_instant_not_the_smaller_text() -> None:
+    # "10:00:00Z" < "11:00:00+02:00" as text, but the nack (09:00Z) came first.
+    claim = Link("aaaaaaaaaaaa", "claim", "item", "item", "2026-01-01T10:00:00Z", "x")
+    nack = Link("bbbbbbbbbbbb", "nack", "item", "item", "2026-01-01T11:00:00+02:00", "y")
+    r = replay("item", State.WAIT, [claim, nack])
+    assert r.state is State.NACK and [lk.id for lk, _ in r.conflicts] == [claim.id]
+
+
+def test_inbox_items_of_one_priority_are_ordered_by_the_instant_they_were_created(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    box = dc.store.path(entity(ENTITY))
+    send(dc, "first, to create the box", current=None)
+    made = {"late": "2026-01-01T10:00:00.500Z", "early": "2026-01-01T11:00:00+02:00", "mid": "2026-01-01T09:30:00"}
+    ids = {}
+    with box.open("ab") as f:
+        for name, created in made.items():
+            env = skill_envelope(f"m_{name}", name, created_at=created, source_tic=None)
+            env.update(kind="message", ts=created)
+            line = canonical_line(env)
+            ids[name] = letter_id(line)
+            f.write(line + b"\n")
+    order = [i["id"] for i in dc.inbox(ENTITY)["items"] if i["id"] in ids.values()]
+    assert order == [ids["early"], ids["mid"], ids["late"]]
 
 
 def test_format_ts_is_utc_to_the_second() -> None:
