@@ -132,7 +132,7 @@ def test_the_injection_and_audit_formats_hold_against_every_class(name: str) -> 
     _check_block(detailed, 2, "_0123456789ab [URGENT]")
 
 
-def test_a_long_imported_subject_is_cut_for_display_and_kept_whole_in_json() -> None:
+def test_a_long_imported_subject_is_cut_with_an_ellipsis_for_display() -> None:
     long = "x" * (SUBJECT_MAX + 50)
     view = _view([_item(long, "ent_ops")])
     shown = render_injection(view).splitlines()[1]
