@@ -22,6 +22,10 @@ from dovecote.vocab import CATEGORIES, PRIORITIES, RESPONSE_CATEGORIES, TRUST_LE
 ENVELOPE_VERSION = "1.0"
 #: The sender the skill gives a file dropped into an inbox by hand.
 DROP_SENDER = "ent_architect_dropspot"
+#: The longest subject a writer may give (characters). A subject is a line in
+#: every audit and injection block; past this it is a body. Longer subjects
+#: that arrive by import are kept, and shown cut at this length.
+SUBJECT_MAX = 200
 
 
 def _block(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -189,6 +193,10 @@ def build_message(
     """A message (or draft) letter with every field of envelope schema 1.0."""
     if not subject.strip():
         raise Refusal("missing_field", "a message needs a subject")
+    if len(subject) > SUBJECT_MAX:
+        raise Refusal(
+            "too_large", f"the subject is {len(subject)} characters, over {SUBJECT_MAX}; put the rest in the body"
+        )
     for text, what in ((subject, "subject"), (body, "body")):
         if "\x00" in text:
             raise Refusal("invalid_field", f"{what} contains a NUL byte")

@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 import orjson
 from msgspec.structs import force_setattr
 
+from dovecote.timeutil import format_ts as format_ts  # its home is timeutil; kept for importers
 from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 
 _sha256 = hashlib.sha256
-
-
-def format_ts(t: datetime) -> str:
-    """The one way dovecote writes a letter's time: ISO-8601 UTC to the second."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def letter_id(line: bytes) -> str:

@@ -20,6 +20,7 @@ from dovecote.cli import render
 from dovecote.cli.output import EXIT_FAIL, emit_json
 from dovecote.errors import Refusal
 from dovecote.ops.report import default_agent
+from dovecote.textsafe import one_line
 
 app = typer.Typer(
     name="dovecote",
@@ -411,9 +412,9 @@ def outbox_send_cmd(
         return
     for r in out:
         if r["delivered"]:
-            print(f"delivered {r['draft']} -> {r['to']} as {r['message']}")
+            print(f"delivered {r['draft']} -> {one_line(r['to'])} as {r['message']}")
         else:
-            print(f"kept {r['draft']}: {r['reason']} ({r['to'] or 'no recipient'})")
+            print(f"kept {r['draft']}: {one_line(r['reason'])} ({one_line(r['to']) or 'no recipient'})")
     if not out:
         print("no drafts to send")
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from dovecote.textsafe import one_line
+
 EXIT_FAIL, EXIT_REFUSED = 1, 2
 
 
@@ -21,5 +23,6 @@ def emit_json(value: Any) -> None:
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"Error: {message}\n")
+    """One line on stderr; a refusal often echoes its input, so it is shown escaped (``textsafe``)."""
+    sys.stderr.write(f"Error: {one_line(message)}\n")
     sys.stderr.flush()

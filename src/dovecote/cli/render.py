@@ -1,4 +1,10 @@
-"""Rich summaries for people. They print only numbers the JSON also carries."""
+"""Rich summaries for people. They print only numbers the JSON also carries.
+
+Every value that comes from a letter or from disk (a tool, a what, a pending
+project name, a path, an error) is shown through ``_safe``: one line with its
+control characters escaped (``textsafe``), and Rich markup in it shown as
+text, so it can neither forge a line nor restyle the terminal.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
 T = TypeVar("T")
 MARK = {"wet_ink": "●", "in_flight": "◍", "fired_clay": "↳", "external": "◌", None: "✓"}
+
+
+def _safe(value: object) -> str:
+    """An untrusted value for a line printed with markup: one line, markup shown as text."""
+    return escape(one_line(value))
 
 
 def con() -> Console:
@@ -39,17 +53,17 @@ def receipt(r: dict[str, Any]) -> None:
         f"{r['to_project']} to projects, {r['to_home']} to home"
     )
     for d in r["pending_detail"]:
-        c.print(f"  pending {d['name']}: {d['letters']} letter(s) ({d['reason']})")
+        c.print(f"  pending {_safe(d['name'])}: {d['letters']} letter(s) ({_safe(d['reason'])})")
 
 
 def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
     """One line a letter: readable at any width, and in a pipe."""
     c.print(f"[bold]{title}[/bold]")
     for row in letters:
-        where = row["box"] or "(spool)"
+        where = one_line(row["box"]) or "(spool)"
         c.print(
-            f"  {MARK.get(row['fate'], '?')} {row['id']} {row['ts'] or '-'} {where} "
-            f"{row['tool'] or '-'}/{row['class'] or '-'}: {row['what'] or ''}",
+            f"  {MARK.get(row['fate'], '?')} {row['id']} {one_line(row['ts']) or '-'} {where} "
+            f"{one_line(row['tool']) or '-'}/{one_line(row['class']) or '-'}: {one_line(row['what'])}",
             markup=False,
         )
 
@@ -69,9 +83,9 @@ def sweep(d: dict[str, Any]) -> None:
         receipt(d["distribution"])
     c.print(f"[bold]sweep[/bold]: {_counts_line(d)}; misdelivery {d['misdelivery']}")
     if d["unreachable"]:
-        c.print(f"[yellow]unreachable:[/yellow] {', '.join(d['unreachable'])}")
+        c.print(f"[yellow]unreachable:[/yellow] {', '.join(map(_safe, d['unreachable']))}")
     for m in d["malformed"]:
-        c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
+        c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
         _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
 
@@ -81,7 +95,7 @@ def box(d: dict[str, Any]) -> None:
     state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
     c.print(f"[bold]{d['box']}[/bold]{state}: {_counts_line(d)}")
     for m in d["malformed"]:
-        c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
+        c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
         _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
 
@@ -90,13 +104,14 @@ def doctor(d: dict[str, Any]) -> None:
     c = con()
     m = d["mailbox"]
     if not m.get("available"):
-        c.print(f"[bold]mailbox[/bold]: unavailable ({m.get('error')})")
+        c.print(f"[bold]mailbox[/bold]: unavailable ({_safe(m.get('error'))})")
         return
     c.print("[bold]mailbox[/bold]")
-    c.print(f"  spool letters        {m['spool_letters']}  ({m['spool_path']})")
+    c.print(f"  spool letters        {m['spool_letters']}  ({_safe(m['spool_path'])})")
     c.print(f"  misdelivery          {m['misdelivery_total']} all time, {m['misdelivery_7d']} in 7 days")
-    c.print(f"  pending distribution {m['pending_letters']} letter(s): {', '.join(m['pending_distribution']) or '-'}")
-    c.print(f"  unreachable boxes    {', '.join(m['unreachable']) or '-'}")
+    pending = ", ".join(map(_safe, m["pending_distribution"])) or "-"
+    c.print(f"  pending distribution {m['pending_letters']} letter(s): {pending}")
+    c.print(f"  unreachable boxes    {', '.join(map(_safe, m['unreachable'])) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
 
 
@@ -108,7 +123,7 @@ def verify(d: dict[str, Any]) -> None:
     c.print(f"[red]verify: {len(d['differ'])} of {len(d['checked'])} reads differ[/red]")
     for x in d["differ"]:
         c.print(
-            f"  {x['read']}: {x['bytes_before']} -> {x['bytes_after']} bytes, "
+            f"  {_safe(x['read'])}: {x['bytes_before']} -> {x['bytes_after']} bytes, "
             f"first difference at byte {x['first_difference_at']}"
         )
 
@@ -134,5 +149,6 @@ def projects(rows: list[dict[str, Any]]) -> None:
     for col in ("name", "root", "aliases", "box", "reachable"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["name"], r["root"], ", ".join(r["aliases"]), r["box"], "yes" if r["reachable"] else "NO")
+        cells = (r["name"], r["root"], ", ".join(r["aliases"]), r["box"])
+        t.add_row(*map(_safe, cells), "yes" if r["reachable"] else "NO")
     con().print(t)

@@ -21,8 +21,10 @@ other folds' business.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from dovecote.letters import Letter
+from dovecote.timeutil import NO_TIME, order_key
 from dovecote.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 
 WET, FLIGHT, CLAY, EXTERNAL = "wet_ink", "in_flight", "fired_clay", "external"
@@ -53,12 +55,13 @@ class FateBook:
         self.answering: list[Letter] = []  # every letter with answers, in arrival order
         self._referrers: dict[str, list[str]] = {}
         self._referrers_upto = 0
-        # The open list, oldest first, kept between calls: ids in (ts, id) order with
-        # None where a letter has closed since (a tombstone), and each id's position.
-        self.open_order: list[tuple[str, str]] = []  # (ts, id) open on arrival, not yet listed
+        # The open list, oldest first, kept between calls: ids in (ts, id) order, ts
+        # as the instant it names (order_key), with None where a letter has closed
+        # since (a tombstone), and each id's position.
+        self.open_order: list[tuple[datetime, str]] = []  # (ts, id) open on arrival, not yet listed
         self._listing: list[str | None] = []
         self._position: dict[str, int] | None = None  # built on the first close after listing
-        self._last_key: tuple[str, str] = ("", "")
+        self._last_key: tuple[datetime, str] = (NO_TIME, "")
         self._tombstones = 0
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
@@ -103,6 +106,7 @@ class FateBook:
         picked = self.picked
         ext_cache = self._external_tool
         open_append = self.open_order.append
+        key = order_key
         report_kinds = REPORT_KINDS
         n_wet = n_flight = n_clay = n_mis = 0
         answering: list[Letter] = []
@@ -134,10 +138,10 @@ class FateBook:
                     n_clay += 1
                 elif lid in picked:
                     n_flight += 1
-                    open_append((letter.ts or "", lid))
+                    open_append((key(letter.ts), lid))
                 else:
                     n_wet += 1
-                    open_append((letter.ts or "", lid))
+                    open_append((key(letter.ts), lid))
             if letter.answers:
                 answering.append(letter)
         for lid in others:
@@ -189,19 +193,19 @@ class FateBook:
     def open(self) -> int:
         return self.counts[WET] + self.counts[FLIGHT]
 
-    def _key(self, lid: str) -> tuple[str, str]:
-        return (self.entries[lid].ts or "", lid)
+    def _key(self, lid: str) -> tuple[datetime, str]:
+        return (order_key(self.entries[lid].ts), lid)
 
     def _positions(self) -> dict[str, int]:
         if self._position is None:
             self._position = {lid: n for n, lid in enumerate(self._listing) if lid is not None}
         return self._position
 
-    def _relist(self, keys: list[tuple[str, str]]) -> None:
+    def _relist(self, keys: list[tuple[datetime, str]]) -> None:
         """Replace the listing with these (ts, id) keys, already sorted."""
         self._listing = [i for _, i in keys]
         self._position = None
-        self._last_key = keys[-1] if keys else ("", "")
+        self._last_key = keys[-1] if keys else (NO_TIME, "")
         self._tombstones = 0
 
     def open_letters(self) -> list[str]:
@@ -230,7 +234,7 @@ class FateBook:
             self._relist(sorted(self._key(i) for i in self._listing if i is not None))
         return list(filter(None, self._listing))  # type: ignore[arg-type]
 
-    def _bisect(self, key: tuple[str, str]) -> int:
+    def _bisect(self, key: tuple[datetime, str]) -> int:
         """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""
         listing = self._listing
         lo, hi = 0, len(listing)
@@ -248,7 +252,7 @@ class FateBook:
                 hi = mid
         return lo
 
-    def _merge_late(self, new: list[tuple[str, str]]) -> None:
+    def _merge_late(self, new: list[tuple[datetime, str]]) -> None:
         """Merge letters older than the newest listed one: only the tail from the
         first insertion point is re-sorted (late letters are usually only a little late)."""
         p0 = self._bisect(new[0])
@@ -264,7 +268,7 @@ class FateBook:
 
     def all_letters(self) -> list[str]:
         entries = self.entries
-        return [i for _, i in sorted((entries[i].ts or "", i) for i in entries)]
+        return [i for _, i in sorted((order_key(entries[i].ts), i) for i in entries)]
 
     def answered_by(self, lid: str) -> list[str]:
         """Ids of every letter (receipt or not) whose answers name ``lid``."""

@@ -32,13 +32,13 @@ from dovecote.derive.lifecycle import (
     State,
     apply_link,
     effective,
-    parse_time,
     replay,
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
 from dovecote.letters import Letter, is_letter_id
 from dovecote.roster import Limits
+from dovecote.timeutil import order_key, parse_time
 
 FLAG_STALE = "STALE"
 FLAG_OVERDUE = "OVERDUE REMINDER"
@@ -257,9 +257,9 @@ def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[
     }
 
 
-def _order(row: dict[str, Any]) -> tuple[int, float, str, str]:
+def _order(row: dict[str, Any]) -> tuple[int, float, datetime, str]:
     src = row["source_tic"]
-    created = row["created_at"] or ""
+    created = order_key(row["created_at"])
     return (PRIORITY_RANK.get(row["priority"], 2), src if src is not None else math.inf, created, row["id"])
 
 
@@ -311,7 +311,7 @@ class ViewState:
     since: datetime
     until: datetime | None = None
     buckets: dict[str, str] = field(default_factory=dict)
-    rows: dict[str, tuple[tuple[int, float, str, str], dict[str, Any]]] = field(default_factory=dict)
+    rows: dict[str, tuple[tuple[int, float, datetime, str], dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
     flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
     ordered: list[dict[str, Any]] | None = None
@@ -392,7 +392,7 @@ def inbox_view(
                 "category": d.env.category,
                 "created_at": d.env.created_at,
             }
-            for d in sorted(drafts, key=lambda d: d.env.created_at or "")  # stable: ties keep ledger order
+            for d in sorted(drafts, key=lambda d: order_key(d.env.created_at))  # stable: ties keep ledger order
         ],
     }
     return view, vs.until

@@ -10,7 +10,8 @@ head, checks the rule, and appends a link whose ``prev`` is that head.
 
 When two links share a ``prev`` (two machines wrote concurrently and git merged
 their ledgers) the chain forks. Replay then orders the siblings by (ts, id),
-takes the first one the table allows, and reports every other one as a
+``ts`` read as an instant (``timeutil.order_key``, not as text), takes the
+first one the table allows, and reports every other one as a
 conflict: the same set of letters gives the same state on every machine,
 whatever order they arrived in.
 
@@ -40,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from dovecote.errors import Refusal
+from dovecote.timeutil import order_key, parse_time
 from dovecote.vocab import PRIORITIES
 
 
@@ -69,15 +71,6 @@ LINK_KINDS = frozenset(kind for moves in TRANSITIONS.values() for kind in moves)
 ARCHIVING = frozenset({"complete", "nack"})
 
 PRIORITY_RANK = {p: i for i, p in enumerate(PRIORITIES)}
-
-
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _int(value: object) -> int | None:
@@ -198,7 +191,7 @@ def replay(
         siblings = children.pop(r.head, None)
         if not siblings:
             break
-        siblings.sort(key=lambda lk: (lk.ts, lk.id))
+        siblings.sort(key=lambda lk: (order_key(lk.ts), lk.id))
         winner = None
         for lk in siblings:
             if winner is None and apply_link(r, lk):

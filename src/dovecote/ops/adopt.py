@@ -47,6 +47,7 @@ from dovecote.ops.tics import current_tic
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewnames import is_reference_folder
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, listing, read_envelope, stamp_of
+from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -279,9 +280,11 @@ def render_text(result: ImportResult) -> str:
             f"{a.already_present} already present, {len(a.adopted_as_wait)} adopted as WAIT, "
             f"{len(a.refused)} refused"
         )
-        lines += [f"  refused {r['path']}: {r['reason']}: {r['detail']}" for r in a.refused]
-        lines += [f"  as WAIT {w['path']}: {w['detail']}" for w in a.adopted_as_wait]
-        lines += [f"  note {n['path']}: {n['reason']}: {n['detail']}" for n in a.notes]
-        lines += [f"  skipped {s['path']}: {s['detail']}" for s in a.skipped]
-    lines += [f"skipped {s['name']}: {s['reason']}: {s['detail']}" for s in result.skipped_entities]
+        lines += [f"  refused {one_line(r['path'])}: {r['reason']}: {one_line(r['detail'])}" for r in a.refused]
+        lines += [f"  as WAIT {one_line(w['path'])}: {one_line(w['detail'])}" for w in a.adopted_as_wait]
+        lines += [f"  note {one_line(n['path'])}: {n['reason']}: {one_line(n['detail'])}" for n in a.notes]
+        lines += [f"  skipped {one_line(s['path'])}: {one_line(s['detail'])}" for s in a.skipped]
+    lines += [
+        f"skipped {one_line(s['name'])}: {s['reason']}: {one_line(s['detail'])}" for s in result.skipped_entities
+    ]
     return "\n".join(lines) + "\n"

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +56,7 @@ def show(path: Path, base: Path) -> str:
 def norm_ts(value: object) -> str | None:
     """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (a zone-less time is taken as UTC); None if unreadable."""
     t = parse_time(value)
-    if t is None:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return format_ts(t)
+    return None if t is None else format_ts(t)
 
 
 def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,12 @@ turns any I/O error into a block marked unavailable instead of a crash.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import DovecoteError
 from dovecote.routing import route
+from dovecote.timeutil import parse_time
 from dovecote.vocab import MISDELIVERY_KINDS
 
 if TYPE_CHECKING:
@@ -19,12 +20,9 @@ if TYPE_CHECKING:
 
 
 def _day(ts: str | None) -> int | None:
-    if not ts or len(ts) < 10:
-        return None
-    try:
-        return date.fromisoformat(ts[:10]).toordinal()
-    except ValueError:
-        return None
+    """The UTC day of ``ts`` (an offset can move it across midnight), or None."""
+    t = parse_time(ts)
+    return None if t is None else t.date().toordinal()
 
 
 def in_last_7_days(ts: str | None, today: int) -> bool:

@@ -5,7 +5,9 @@ The view (counts, flags, open items by priority then age) is computed by
 the clocks, counts the loose files a person dropped into the folder view, and
 renders the view as JSON, the skill's compact text, or the short injection
 block a session-start hook puts into an agent's prompt. Every face calls these
-functions, so the CLI, MCP and HTTP print the same words.
+functions, so the CLI, MCP and HTTP print the same words. The text renderings
+show what letters say through ``textsafe``: each item is exactly one line,
+whatever its subject or sender holds; the JSON stays exact.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dovecote.names import entity
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewnames import loose_files, view_dir
+from dovecote.textsafe import one_line, subject_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -106,7 +109,7 @@ def render_text(view: dict[str, Any], *, detailed: bool = False, status_only: bo
     stale = sum(1 for i in items if i["state"] == "WAIT" and FLAG_STALE in i["flags"])
     overdue = sum(1 for i in items if i["state"] == "WAIT" and FLAG_OVERDUE in i["flags"])
     lines = [
-        f"INBOX: {view['entity']} — {head}",
+        f"INBOX: {one_line(view['entity'])} — {head}",
         f"  Inbound:    {c['inbound']} ({stale} stale, {overdue} overdue)",
         f"  Processing: {c['processing']}",
         f"  Deferred:   {c['deferred']}",
@@ -119,7 +122,7 @@ def render_text(view: dict[str, Any], *, detailed: bool = False, status_only: bo
     body: list[str] = []
     for i in items:
         label = f"{i['state']}_{i['id']}"
-        what = f'"{i["subject"]}" from {i["sender"] or "?"}'
+        what = f'"{subject_line(i["subject"])}" from {one_line(i["sender"]) or "?"}'
         if detailed:
             extra = [_age(i)]
             if i["expires_at_tic"] is not None:
@@ -139,7 +142,7 @@ def render_text(view: dict[str, Any], *, detailed: bool = False, status_only: bo
             else:
                 body.append(f"  [{f}] {label} — {what} (expires tic {i['expires_at_tic']})")
     for d in view.get("outbound", []):
-        body.append(f'  EMIT_{d["id"]} — "{d["subject"]}" to {d["to"]}')
+        body.append(f'  EMIT_{d["id"]} — "{subject_line(d["subject"])}" to {one_line(d["to"]) or "?"}')
     if body:
         lines.append("")
         lines.extend(body)
@@ -149,7 +152,7 @@ def render_text(view: dict[str, Any], *, detailed: bool = False, status_only: bo
 def render_injection(view: dict[str, Any]) -> str:
     """The block a session-start hook injects: one header line, then what needs eyes."""
     c = view["counts"]
-    who = view["entity"]
+    who = one_line(view["entity"])
     if not (c["inbound"] or c["processing"] or c["deferred"]):
         return f"[INBOX: {who}] Empty.\n"
     lines = [f"[INBOX: {who}] {c['inbound']} new, {c['processing']} active, {c['deferred']} deferred."]
@@ -157,13 +160,16 @@ def render_injection(view: dict[str, Any]) -> str:
     for i in view.get("items", []):
         if i["state"] == "WAIT" and i["priority"] in ("high", "urgent"):
             when = f", tic {i['source_tic']}" if i["source_tic"] is not None else ""
-            lines.append(f"  - [{i['priority'].upper()}] {i['subject']} (from: {i['sender']}{when})")
+            sender = one_line(i["sender"]) or "?"
+            lines.append(f"  - [{i['priority'].upper()}] {subject_line(i['subject'])} (from: {sender}{when})")
     for i in view.get("items", []):
         if i["state"] == "ACTIVE":
             when = f" (tic {i['entered_tic']})" if i["entered_tic"] is not None else ""
-            lines.append(f"  - [ACTIVE] {i['subject']}{when}")
+            lines.append(f"  - [ACTIVE] {subject_line(i['subject'])}{when}")
     if tics_known:
         for i in view.get("items", []):
             if FLAG_STALE in i["flags"]:
-                lines.append(f"  - [ATTENTION] {i['subject']} — stale {i['in_state_tics']} tics in {i['state']}")
+                lines.append(
+                    f"  - [ATTENTION] {subject_line(i['subject'])} — stale {i['in_state_tics']} tics in {i['state']}"
+                )
     return "\n".join(lines) + "\n"

@@ -225,8 +225,8 @@ def _until(value: str | None) -> str | None:
     if value is None:
         return None
     t = parse_time(value)
-    if t is None or t.tzinfo is None:
-        raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time with a zone (e.g. ...Z)")
+    if t is None:  # a time without a zone is UTC, as everywhere (timeutil)
+        raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time (e.g. 2026-07-05T10:00:00Z)")
     return format_ts(t)
 
 

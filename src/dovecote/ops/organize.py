@@ -40,6 +40,8 @@ from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewnames import REF_PREFIX, is_reference_folder, loose_files, view_dir
+from dovecote.textsafe import one_line, subject_line
+from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -217,7 +219,7 @@ def organize(
         if effective(book.replay_of(item), clock.tic, clock.now) in TERMINAL:
             continue
         open_items.append((item, item_row(book, item, clock, limits)))
-    open_items.sort(key=lambda pair: pair[0].env.created_at or "")  # stable: same second keeps ledger order
+    open_items.sort(key=lambda pair: order_key(pair[0].env.created_at))  # stable: same instant keeps ledger order
 
     expired = [
         {
@@ -282,21 +284,23 @@ def _mib(size: int) -> str:
 def render_text(result: dict[str, Any]) -> str:
     """The plain summary every face prints: each finding and its proposed action."""
     tic = result["tic"]
-    lines = [f"ORGANIZE: {result['entity']} — " + (f"tic {tic}" if tic is not None else "no tic")]
+    lines = [f"ORGANIZE: {one_line(result['entity'])} — " + (f"tic {tic}" if tic is not None else "no tic")]
     lines.append(f"  Loose files:       {len(result['loose'])}")
     for f in result["loose"]:
-        lines.append(f"    {f['path']} ({f['kind']}, {f['size']} bytes) -> {f['proposed']}")
+        lines.append(f"    {one_line(f['path'])} ({f['kind']}, {f['size']} bytes) -> {one_line(f['proposed'])}")
     lines.append(f"  Expired items:     {len(result['expired'])}")
     for e in result["expired"]:
-        lines.append(f"    {e['id']} \"{e['subject']}\" expired at tic {e['expires_at_tic']}: {e['proposed']}")
+        subject = subject_line(e["subject"])
+        lines.append(f"    {e['id']} \"{subject}\" expired at tic {e['expires_at_tic']}: {e['proposed']}")
     lines.append(f"  Duplicate threads: {len(result['duplicate_threads'])}")
     for t in result["duplicate_threads"]:
-        lines.append(f"    {t['thread_id']}: {t['count']} open items ({', '.join(t['ids'])}): {t['proposed']}")
+        thread = one_line(t["thread_id"])
+        lines.append(f"    {thread}: {t['count']} open items ({', '.join(t['ids'])}): {t['proposed']}")
     lines.append(f"  Large files:       {len(result['large_files'])}")
     for big in result["large_files"]:
-        what = big["path"] if big["where"] == "loose" else f"{big['name']} of item {big['item']}"
+        what = one_line(big["path"]) if big["where"] == "loose" else f"{one_line(big['name'])} of item {big['item']}"
         lines.append(f"    {what} ({_mib(big['size'])}): {big['proposed']}")
     if result["applied"]:
         lines.append(f"  Grouped:           {len(result['applied'])}")
-        lines.extend(f"    {a['from']} -> {a['to']}" for a in result["applied"])
+        lines.extend(f"    {one_line(a['from'])} -> {one_line(a['to'])}" for a in result["applied"])
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts, is_letter_id
+from dovecote.timeutil import parse_time
 from dovecote.vocab import (
     DISPOSITIONS,
     ENGINE_AGENT,
@@ -49,10 +50,8 @@ def default_agent() -> str:
 def check_ts(value: str, where: str = "ts") -> str:
     if not _TS.fullmatch(value):
         raise Refusal("invalid_field", f"{where} {value!r} is not an ISO-8601 UTC time like 2026-07-05T10:00:00Z")
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise Refusal("invalid_field", f"{where} {value!r} is not a real date and time") from None
+    if parse_time(value) is None:
+        raise Refusal("invalid_field", f"{where} {value!r} is not a real date and time")
     return value
 
 

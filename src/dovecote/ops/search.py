@@ -55,6 +55,7 @@ from dovecote.names import entity as entity_addr
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
+from dovecote.textsafe import one_line, subject_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -103,8 +104,6 @@ def ts_key(ts: str | None, lid: str) -> int:
     t = parse_time(ts)
     ms = 0
     if t is not None:
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=UTC)
         ms = min(max(int(t.timestamp() * 1000), 0), _MS_MAX)
     try:
         low = int(lid[:5], 16)
@@ -534,9 +533,9 @@ def render_text(result: dict[str, Any]) -> str:
     """The plain summary every face prints: one line per match, its snippet under it."""
     lines: list[str] = []
     for m in result["matches"]:
-        lines.append(f"{m['ts'] or '?'}  {m['id']}  [{m['state'] or '?'}] {m['entity']}  "
-                     f"\"{m['subject']}\" from {m['sender'] or '?'}")
-        lines.append(f"    {' '.join(m['snippet'].split())}")
+        lines.append(f"{one_line(m['ts']) or '?'}  {m['id']}  [{m['state'] or '?'}] {one_line(m['entity'])}  "
+                     f"\"{subject_line(m['subject'])}\" from {one_line(m['sender']) or '?'}")
+        lines.append(f"    {one_line(' '.join(m['snippet'].split()))}")
     shown = len(result["matches"])
     more = f" (newest {shown} shown; --limit for more)" if result["truncated"] else ""
     lines.append(f"{result['count']} match{'es' if result['count'] != 1 else ''} for {result['query']!r}{more}")

@@ -34,6 +34,8 @@ from dovecote.names import HOME
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits
+from dovecote.textsafe import one_line, subject_line
+from dovecote.timeutil import order_key
 from dovecote.vocab import ENGINE_AGENT
 
 if TYPE_CHECKING:
@@ -57,10 +59,10 @@ def is_stale(row: dict[str, Any], limits: Limits, now: datetime) -> bool:
     return False
 
 
-def _age_key(row: dict[str, Any]) -> tuple[int, int, str, str]:
+def _age_key(row: dict[str, Any]) -> tuple[int, int, datetime, str]:
     """Oldest first: items aged in tics (longest first), then those aged in hours; ties by
-    the time the item entered its state, then by id."""
-    entered = row.get("entered_at") or ""
+    the instant the item entered its state, then by id."""
+    entered = order_key(row.get("entered_at"))
     if row["in_state_tics"] is not None:
         return (0, -row["in_state_tics"], entered, row["id"])
     return (1, -(row["in_state_hours"] or 0), entered, row["id"])
@@ -223,13 +225,13 @@ def render_text(result: dict[str, Any]) -> str:
         old = d["oldest"]
         age = f"{old['in_state_tics']} tics" if "in_state_tics" in old else f"{old['in_state_hours']}h"
         states = ", ".join(f"{n} {s}" for s, n in d["by_state"].items())
-        lines.append(f"  {d['entity']}: {d['count']} stale ({states}); oldest {old['id']} "
-                     f"\"{old['subject']}\" {age} in {old['state']}")
+        lines.append(f"  {one_line(d['entity'])}: {d['count']} stale ({states}); oldest {old['id']} "
+                     f"\"{subject_line(old['subject'])}\" {age} in {old['state']}")
         sig = d.get("signal")
         if sig is not None:
             lines.append(f"    signal {sig['id']} {'emitted' if sig['emitted'] else 'already sent today'}")
     for box in result["unreachable"]:
-        lines.append(f"  {box}: unreachable (not counted)")
+        lines.append(f"  {one_line(box)}: unreachable (not counted)")
     if any(d.get("signal") is not None for d in result["details"]):
         lines.append(f"signals emitted: {result['signals_emitted']}")
     return "\n".join(lines) + "\n"

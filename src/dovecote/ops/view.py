@@ -61,6 +61,7 @@ from dovecote.ops.viewtree import (
     stamp_of,
     tree_state,
 )
+from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -289,27 +290,28 @@ def owned_digest(dc: Dovecote, entity_id: str) -> str:
 
 
 def render_text(result: ViewResult) -> str:
-    """The summary every face prints."""
+    """The summary every face prints; paths and details come from a person's tree, so each is one escaped line."""
     lines = []
     for e in result.entities:
         lines.append(
-            f"{e.entity}: {e.written} written, {e.moved} moved, {e.removed} removed, {e.unchanged} unchanged"
-            f" -> {e.path}"
+            f"{one_line(e.entity)}: {e.written} written, {e.moved} moved, {e.removed} removed,"
+            f" {e.unchanged} unchanged -> {one_line(e.path)}"
         )
         if e.cleaned:
             lines.append(f"  cleaned {e.cleaned} temp name(s) a killed run left")
         for a in e.adopted:
-            lines.append(f"  adopted {a['path']}: {a['verb']} ({a['from']} -> {a['to']})")
+            lines.append(f"  adopted {one_line(a['path'])}: {a['verb']} ({a['from']} -> {a['to']})")
         for r in e.refused:
             lines.append(
-                f"  refused {r['path']}: {r['reason']}: {r['detail']}; put back at {r['put_back']}"
+                f"  refused {one_line(r['path'])}: {r['reason']}: {one_line(r['detail'])};"
+                f" put back at {one_line(r['put_back'])}"
             )
         for k in e.kept:
-            lines.append(f"  kept {k['path']}: {k['reason']}: {k['detail']}")
+            lines.append(f"  kept {one_line(k['path'])}: {k['reason']}: {one_line(k['detail'])}")
         for n in e.notes:
-            lines.append(f"  note {n['path']}: {n['reason']}: {n['detail']}")
+            lines.append(f"  note {one_line(n['path'])}: {n['reason']}: {one_line(n['detail'])}")
         for u in e.unknown:
-            lines.append(f"  unknown {u['path']} (no such item in this box)")
+            lines.append(f"  unknown {one_line(u['path'])} (no such item in this box)")
     if not result.entities:
         lines.append("no entities in the roster")
     return "\n".join(lines) + "\n"

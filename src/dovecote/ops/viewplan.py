@@ -17,6 +17,7 @@ from dovecote.derive.lifecycle import TERMINAL, Replay, State, apply_link, effec
 from dovecote.envelope import Envelope
 from dovecote.ops.viewtree import INBOX_MD, INDEXES, MARKER, OUTBOUND, STATE_FOLDERS, dump_json
 from dovecote.roster import Limits
+from dovecote.textsafe import one_line
 
 #: What INBOX.md promises; the sync in ``ops.view`` keeps each sentence true.
 PROMISE = (
@@ -46,7 +47,7 @@ def _item_envelope(item: Item, state: State) -> dict[str, Any]:
 
 
 def _readme(data: dict[str, Any], letter_id: str, subject: str, body: str, body_ref: str | None) -> bytes:
-    lines = [f"# {subject or '(no subject)'}", "", f"dovecote letter {letter_id}", ""]
+    lines = [f"# {one_line(subject) or '(no subject)'}", "", f"dovecote letter {letter_id}", ""]
     if body_ref:
         lines.append(f"The body is stored as artifact {body_ref} in the dovecote home's artifacts/.")
     else:

@@ -1,0 +1,70 @@
+"""Letter times: the one way dovecote reads them, orders them and writes them.
+
+Letters come from many writers: dovecote writes ``2026-07-05T10:00:00Z``, the
+/inbox skill ``+00:00`` offsets and fractional seconds, other tools local
+offsets, and hand-written or imported lines sometimes no zone at all. Read
+naively, a zone-less time compared with an aware one raises ``TypeError``
+(one such letter made every read of its box crash), and times compared as
+text sort ``+00:00``, ``.123Z`` and ``Z`` in the wrong order. So every read of
+a time goes through ``parse_time`` and every ordering through ``order_key``:
+
+* ISO-8601 as ``datetime.fromisoformat`` reads it (``Z``, offsets, fractional
+  seconds, a date alone); a time without a zone is UTC;
+* the result is always an aware UTC datetime, so any two compare;
+* what cannot be read (not a string, not a time, out of range once moved to
+  UTC) is ``None``: "no time", which callers treat as unknown, never a crash.
+
+Writing has one form too (``format_ts``): UTC to the second with ``Z``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import lru_cache
+
+#: Where a letter with no readable time sorts: before every real time.
+NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+def format_ts(t: datetime) -> str:
+    """The one way dovecote writes a letter's time: ISO-8601 UTC to the second."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(text: str) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    tz = t.tzinfo
+    if tz is UTC:
+        return t
+    if tz is None:
+        return t.replace(tzinfo=UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 has no UTC form
+        return None
+
+
+# The reads of one box ask for the same few times again and again (an item's
+# created_at, its entered_at, a due); the cache makes those repeats cheap.
+_parse_cached = lru_cache(maxsize=1 << 14)(_parse)
+
+
+def parse_time(value: object) -> datetime | None:
+    """An aware UTC datetime for an ISO-8601 time (zone-less = UTC); None if unreadable."""
+    if not isinstance(value, str):
+        return None
+    return _parse_cached(value)
+
+
+def order_key(value: object) -> datetime:
+    """The key that orders letters by the instant of their ``ts`` (no time sorts first).
+
+    Not cached: a sweep keys each open letter once, and most times are unique,
+    so a cache would only add its own bookkeeping to the hot path.
+    """
+    if not isinstance(value, str):
+        return NO_TIME
+    return _parse(value) or NO_TIME
