@@ -32,7 +32,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_home": (404, "no dovecote home here; run `dovecote init`"),
     "not_seen": (409, "the item must be marked seen before it is completed"),
     "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
-    "response_required": (409, "the item expects a response and none refers to it yet"),
+    "response_required": (409, "the item expects a response and none has been sent to its sender yet"),
     "stale_head": (409, "the mission head moved; re-read and post against the new head"),
     "too_large": (413, "the input is over the configured size limit"),
     "unknown_box": (404, "the box address names no project or entity in the roster"),

@@ -348,7 +348,9 @@ def _message_command(name: str, doc: str) -> None:
         ] = "notification",
         trust: Annotated[str, typer.Option("--trust", help="operator, peer, subordinate or visitor.")] = "peer",
         thread: Annotated[Optional[str], typer.Option("--thread", help="The thread id (replies inherit it).")] = None,
-        reply_to: Annotated[Optional[str], typer.Option("--reply-to", help="The item this answers.")] = None,
+        reply_to: Annotated[
+            Optional[str], typer.Option("--reply-to", help="The item this answers, or entity:<id> to answer to.")
+        ] = None,
         expires_tic: Annotated[
             Optional[int], typer.Option("--expires-tic", help="Expiry (flagged, never enforced).")
         ] = None,

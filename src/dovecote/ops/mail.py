@@ -1,10 +1,4 @@
-"""Entity mail: send, drafts and the outbox, and the guarded lifecycle verbs.
-
-Every write that depends on current state runs as a compare-and-swap: under
-the box lock, fold the box, check the lifecycle table and its rails, append the
-link or refuse (DESIGN 1.6). Two processes claiming one item: the first appends
-its claim; the second, once it holds the lock, sees ACTIVE and is refused
-``already_claimed``. A refusal appends nothing.
+"""Entity mail: send, drafts and the outbox (the lifecycle verbs are in ``transitions``).
 
 When a write touches two boxes (delivering a draft), both locks are taken in
 address order, so two deliveries in opposite directions cannot deadlock.
@@ -16,21 +10,22 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import InboxBook, Item
-from dovecote.derive.lifecycle import check_rails, check_transition, effective, parse_time
+from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import build_message
 from dovecote.errors import Refusal
 from dovecote.ledger import LockedLedger
-from dovecote.letters import canonical_line, format_ts
+from dovecote.letters import canonical_line
 from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.report import now_ts
 from dovecote.ops.tics import current_tic
+from dovecote.ops.transitions import Transition, transition
+
+__all__ = ["Sent", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -113,12 +108,21 @@ def compose(
     current: int | None = None,
     kind: str = "message",
 ) -> dict[str, Any]:
-    """Validate and build a message (or draft) letter; writes only artifact blobs."""
+    """Validate and build a message (or draft) letter; writes only artifact blobs.
+
+    ``reply_to`` is the item this answers (an id or prefix in the sender's box;
+    the thread is inherited), or ``entity:<id>``: whom a response to this
+    message must be sent to instead of the sender (``derive/responses.py``).
+    """
     check_name(to, "recipient")
     who = check_name(sender or default_sender(), "sender")
     if dc.roster.entity(to) is None:
         raise Refusal("unknown_recipient", f"{to!r} is not a registered entity (dovecote entity add)")
-    if reply_to is not None:
+    if reply_to is not None and reply_to.startswith(REDIRECT):
+        target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
+        if dc.roster.entity(target) is None:
+            raise Refusal("unknown_recipient", f"--reply-to {reply_to}: {target!r} is not a registered entity")
+    elif reply_to is not None:
         if dc.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
         replied = book_for(dc, who).resolve(reply_to)
@@ -208,105 +212,3 @@ def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]
                 held[entity(who)].append([_sent_record(mid, msg, draft=d.id)])
             out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
     return out
-
-
-def responded(dc: Dovecote, book: InboxBook, item: Item) -> bool:
-    """Has a response referred to the item? Asked of this box and of the sender's."""
-    names = {item.id, *([item.env.message_id] if item.env.message_id else [])}
-    if names & book.replied:
-        return True
-    sender = item.env.sender
-    if sender and sender != book.entity and dc.roster.entity(sender) is not None:
-        return bool(names & book_for(dc, sender).reply_targets)
-    return bool(names & book.reply_targets)
-
-
-def _until(value: str | None) -> str | None:
-    if value is None:
-        return None
-    t = parse_time(value)
-    if t is None or t.tzinfo is None:
-        raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time with a zone (e.g. ...Z)")
-    return format_ts(t)
-
-
-@dataclass
-class Transition:
-    id: str
-    item: str
-    kind: str
-    from_state: str
-    to_state: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "item": self.item, "kind": self.kind, "from": self.from_state, "to": self.to_state}
-
-
-def transition(
-    dc: Dovecote,
-    entity_id: str,
-    ref: str,
-    kind: str,
-    *,
-    until_tic: int | None = None,
-    until: str | None = None,
-    reason: str | None = None,
-    result_ref: str | None = None,
-    current: int | None = None,
-    actor: str | None = None,
-    rails: bool = True,
-    extra: dict[str, Any] | None = None,
-) -> Transition:
-    """Move an item along the lifecycle: derive, check, append, all under the lock.
-
-    ``rails=False`` is for adopting history that already happened elsewhere
-    (``import inbox-tree``): the table still decides, the rails do not, and the
-    caller marks the link with ``extra`` (e.g. ``{"adopted": "inbox-tree"}``).
-    """
-    addr = entity_address(dc, entity_id)
-    who = check_name(actor or os.environ.get("DOVECOTE_AGENT") or entity_id, "actor")
-    due_time = _until(until)
-    tic, _ = current_tic(dc, current)
-    now = datetime.now(UTC).replace(microsecond=0)
-    if until_tic is not None and (until_tic < 0 or (rails and tic is not None and until_tic <= tic)):
-        raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
-    if rails and due_time is not None and (parse_time(due_time) or now) <= now:
-        raise Refusal("invalid_field", f"--until {due_time} is not in the future")
-    with dc.store.guarded(addr) as led:
-        book = book_for(dc, entity_id)
-        item = book.resolve(ref)
-        r = book.replay_of(item)
-        state = effective(r, tic, now)
-        new = check_transition(state, kind, item.id)
-        if rails:
-            check_rails(
-                kind,
-                item.id,
-                seen=r.seen,
-                response_required=item.env.response_expected,
-                responded=kind == "complete" and responded(dc, book, item),
-                until_tic=until_tic,
-                until=due_time,
-            )
-        elif kind == "defer" and until_tic is None and due_time is None:
-            raise Refusal("no_due", f"defer of {item.id} needs a due tic or time (no dead ends)")
-        link: dict[str, Any] = {
-            "ts": format_ts(now),
-            "agent": who,
-            "kind": kind,
-            "ref": item.id,
-            "prev": r.head,
-            "from": str(state),
-            **(extra or {}),
-        }
-        for key, value in (
-            ("tic", tic),
-            ("until_tic", until_tic),
-            ("until", due_time),
-            ("reason", reason),
-            ("result_ref", result_ref),
-        ):
-            if value is not None:
-                link[key] = value
-        ((lid, _),) = led.append([canonical_line(link)])
-    return Transition(lid, item.id, kind, str(state), str(new))
