@@ -368,6 +368,10 @@ def _message_command(name: str, doc: str) -> None:
             typer.Option("--response-expected/--no-response-expected", help="Default: yes for query and directive."),
         ] = None,
         current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now (source tic).")] = None,
+        idempotency_key: Annotated[
+            Optional[str],
+            typer.Option("--idempotency-key", help="A retry with the same key is the same message, never a second."),
+        ] = None,
         json: JsonOpt = False,
     ) -> None:
         fields = {
@@ -375,14 +379,14 @@ def _message_command(name: str, doc: str) -> None:
             "priority": priority, "category": category, "trust": trust, "thread": thread,
             "reply_to": reply_to, "expires_tic": expires_tic, "defer_until_tic": defer_until_tic,
             "reminder_tic": reminder_tic, "artifact_paths": artifact or [],
-            "response_expected": response_expected, "current": current,
+            "response_expected": response_expected, "current": current, "idempotency_key": idempotency_key,
         }
         dc = _open()
         result = dc.send(**fields) if name == "send" else dc.draft(**fields)
         if json:
             emit_json(result.to_dict())
         else:
-            print(result.id if result.appended else f"{result.id} (already present)")
+            print(result.id if result.appended else f"{result.id} (already present: same idempotency key)")
 
     command.__doc__ = doc
     app.command(name)(command)
@@ -391,6 +395,9 @@ def _message_command(name: str, doc: str) -> None:
 _message_command(
     "send",
     """Deliver a message to an entity's inbox and print its id.
+
+    Every send is a new message (its own msg_<uuid7> message id), even when two are identical;
+    with --idempotency-key a retry returns the message that key already delivered.
 
     Example: dovecote send --to ent_builder --from ent_ops --subject "rebuild" --category directive
     """,
@@ -406,7 +413,7 @@ def outbox_send_cmd(
     sender: Annotated[Optional[str], typer.Option("--from", help="Only this entity's drafts.")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Deliver every pending draft, verifying each recipient."""
+    """Deliver every pending draft, verifying each recipient (a re-run never delivers one twice)."""
     out = _open().outbox_send(sender)
     if json:
         emit_json(out)

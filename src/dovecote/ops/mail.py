@@ -1,7 +1,21 @@
 """Entity mail: send, drafts and the outbox (the lifecycle verbs are in ``transitions``).
 
-When a write touches two boxes (delivering a draft), both locks are taken in
-address order, so two deliveries in opposite directions cannot deadlock.
+Sending writes two boxes: the message into the recipient's, then a ``sent``
+record into the sender's. No lock makes two files one write, so the order is
+chosen for the retry to converge: deliver first, record second, and make the
+delivered line a function of what is being retried. A draft's delivery is the
+draft's own bytes with ``kind: message`` (no fresh ts or id at delivery time),
+so delivering it again dedups by content id; a ``send`` with an idempotency key
+finds the message its key names (``envelope.keyed_message_id``) under the
+recipient's lock and returns it as already delivered. Either way the retry
+writes only the missing record. A failure between the two raises
+``PartialWrite`` naming what was delivered and where.
+
+A ``send`` without a key is a new message every time (a fresh ``msg_<uuid7>``):
+retrying one that failed after delivery delivers again, so the error says it was
+delivered. Both boxes are locked (in address order, so two deliveries in
+opposite directions cannot deadlock) before anything is written, so a box that
+cannot be opened fails the send before the delivery.
 """
 
 from __future__ import annotations
@@ -11,11 +25,12 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
-from dovecote.envelope import build_message
-from dovecote.errors import Refusal
+from dovecote.envelope import Envelope, build_message
+from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.ledger import LockedLedger
 from dovecote.letters import canonical_line
 from dovecote.names import Address, check_name, entity
@@ -53,16 +68,26 @@ class Sent:
     thread_id: str
     appended: bool
     sent_record: str | None
+    message_id: str | None = None
+    idempotency_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "message_id": self.message_id,
+            "idempotency_key": self.idempotency_key,
             "to": self.to,
             "from": self.sender,
             "thread_id": self.thread_id,
             "appended": self.appended,
             "sent_record": self.sent_record,
         }
+
+    @classmethod
+    def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Sent:
+        env = Envelope(data)
+        return cls(lid, env.recipient or "", env.sender or "", env.thread_id or "", appended, record,
+                   env.message_id, env.idempotency_key)
 
 
 def _body(dc: Dovecote, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
@@ -107,6 +132,7 @@ def compose(
     artifact_paths: list[Path] | None = None,
     current: int | None = None,
     kind: str = "message",
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     """Validate and build a message (or draft) letter; writes only artifact blobs.
 
@@ -152,6 +178,7 @@ def compose(
         artifacts=files,
         sender_role=role.role if role else None,
         kind=kind,
+        idempotency_key=idempotency_key,
     )
 
 
@@ -161,39 +188,164 @@ def _sent_record(msg_id: str, msg: dict[str, Any], draft: str | None = None) -> 
         "agent": msg["agent"],
         "kind": "sent",
         "message": msg_id,
-        "to": msg["recipient"]["entity_id"],
-        "reply_to": msg["routing"]["reply_to"],
+        "to": Envelope(msg).recipient,
+        "reply_to": Envelope(msg).reply_to,
     }
     if draft:
         rec["ref"] = draft
     return canonical_line(rec)
 
 
+def _append(led: LockedLedger, line: bytes, where: Address) -> tuple[str, bool]:
+    """One guarded append; an I/O failure is a ``StoreError`` naming the box."""
+    try:
+        ((lid, appended),) = led.append([line])
+    except OSError as e:
+        raise StoreError(f"cannot append to {where}: {e.strerror or e}") from e
+    return lid, appended
+
+
+#: What may differ between two sends of one idempotency key: the clock.
+_VOLATILE = ("ts", "created_at", "source_tic")
+
+
+def _request(data: dict[str, Any]) -> dict[str, Any]:
+    """A message with its clock readings blanked, to compare two uses of a key."""
+    out = {k: v for k, v in data.items() if k != "ts"}
+    for block in ("provenance", "lifecycle"):
+        if isinstance(out.get(block), dict):
+            out[block] = {k: v for k, v in out[block].items() if k not in _VOLATILE}
+    return out
+
+
+def _same_request(key: str, lid: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A key names one message: reusing it for another one is refused, never dropped."""
+    a, b = _request(old), _request(new)
+    if a != b:
+        differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        raise Refusal(
+            "idempotency_conflict", f"idempotency key {key!r} already names letter {lid}, which differs in "
+            f"{', '.join(differ)}; use another key for another message",
+        )
+
+
+def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
+    """The sender's record of having sent ``mid`` (or delivered ``draft``), if written."""
+    if draft is not None:
+        rec = book.delivered.get(draft)
+        return rec.id if rec is not None else None
+    return next((s.id for s in book.sent if s.message == mid and s.draft is None), None)
+
+
+def _record(
+    dc: Dovecote,
+    held: dict[Address, LockedLedger],
+    mid: str,
+    msg: dict[str, Any],
+    *,
+    fresh: bool,
+    draft: str | None = None,
+) -> str | None:
+    """Write the sender's ``sent`` record of a delivered message, unless it is there.
+
+    Called under both locks, after the delivery: a failure here is partial and
+    says so. ``fresh`` (the delivery was appended just now) skips the look-up.
+    """
+    sender, env = msg["agent"], Envelope(msg)
+    box = entity(sender)
+    if box not in held:  # an unregistered sender has no box to record in
+        return None
+    found = None if fresh and draft is None else _find_sent(book_for(dc, sender), mid, draft)
+    if found is not None:
+        return found
+    try:
+        rid, _ = _append(held[box], _sent_record(mid, msg, draft), box)
+    except StoreError as e:
+        retry = (
+            "a retry writes the record without delivering again" if draft or env.idempotency_key
+            else "the message is delivered: sending it again would deliver a second one"
+        )
+        raise PartialWrite(
+            f"delivered {mid} to {entity(env.recipient or '')}; the sent record was not written ({e}); {retry}",
+            delivered=[{"draft": draft, "from": sender, "to": env.recipient, "delivered": True, "message": mid,
+                        "sent_record": None}],
+        ) from e
+    return rid
+
+
+def _boxes(dc: Dovecote, sender: str, to: str) -> list[Address]:
+    return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
+
+
 def send(dc: Dovecote, **fields: Any) -> Sent:
-    """Deliver one message into the recipient's box (and note it in the sender's)."""
+    """Deliver one message into the recipient's box, then note it in the sender's.
+
+    With ``idempotency_key`` a retry returns the message the key already
+    delivered (``appended`` false) and writes only what is missing; the same
+    key with different fields is refused ``idempotency_conflict``.
+    """
     msg = compose(dc, **fields)
-    line = canonical_line(msg)
-    to = msg["recipient"]["entity_id"]
-    ((mid, appended),) = dc.store.append(entity(to), [line])
-    record = None
-    sender = msg["agent"]
-    if dc.roster.entity(sender) is not None:
-        ((record, _),) = dc.store.append(entity(sender), [_sent_record(mid, msg)])
-    return Sent(mid, to, sender, msg["routing"]["thread_id"], appended, record)
+    to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
+    with guarded_many(dc, _boxes(dc, sender, to)) as held:
+        book = book_for(dc, to)
+        known = book.alias.get(msg["message_id"]) if key is not None else None
+        if known is not None:
+            old = book.items[known].letter.data()
+            _same_request(key or "", known, old, msg)
+            mid, appended, msg = known, False, old
+        else:
+            mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
+        record = _record(dc, held, mid, msg, fresh=appended)
+    return Sent.of(mid, msg, appended=appended, record=record)
 
 
 def draft(dc: Dovecote, **fields: Any) -> Sent:
-    """Write an outbound draft (EMIT) into the sender's own box."""
+    """Write an outbound draft (EMIT) into the sender's own box.
+
+    A key makes the draft idempotent too: a retry returns the draft it names.
+    """
     fields.setdefault("sender", None)
     sender = fields["sender"] or default_sender()
-    entity_address(dc, sender)
+    addr = entity_address(dc, sender)
     msg = compose(dc, kind="draft", **{**fields, "sender": sender})
-    ((did, appended),) = dc.store.append(entity(sender), [canonical_line(msg)])
-    return Sent(did, msg["recipient"]["entity_id"], sender, msg["routing"]["thread_id"], appended, None)
+    with dc.store.guarded(addr) as led:
+        if msg.get("idempotency_key") is not None:
+            for d in book_for(dc, sender).drafts.values():
+                if d.env.message_id == msg["message_id"]:
+                    _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
+                    return Sent.of(d.id, d.letter.data(), appended=False)
+        did, appended = _append(led, canonical_line(msg), addr)
+    return Sent.of(did, msg, appended=appended)
+
+
+def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The message a draft becomes: its own bytes, ``kind: message``; nothing
+    taken from the clock at delivery, so every retry is the same line."""
+    return {**data, "kind": "message"}
+
+
+def _deliver_draft(dc: Dovecote, who: str, to: str, d: Draft, held: dict[Address, LockedLedger]) -> str | None:
+    """Deliver one draft under both locks; None if someone else did meanwhile."""
+    if d.id in book_for(dc, who).delivered:
+        return None
+    msg = delivery_of(d.env.data)
+    mid_env = Envelope(msg).message_id
+    book = book_for(dc, to)
+    known = book.alias.get(mid_env) if mid_env else None
+    if known is not None and book.items[known].env.sender == who:  # its key was already sent
+        mid = known
+    else:
+        mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
+    _record(dc, held, mid, msg, fresh=False, draft=d.id)
+    return mid
 
 
 def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]:
-    """Deliver every pending draft (of one entity, or of all), verifying each recipient."""
+    """Deliver every pending draft (of one entity, or of all), verifying each recipient.
+
+    A failure stops the run with a ``PartialWrite`` that lists every delivery
+    made before it (and the one half made, if any); re-running completes it.
+    """
     senders = [sender] if sender else [e.id for e in dc.roster.entities]
     out: list[dict[str, Any]] = []
     for who in senders:
@@ -203,12 +355,17 @@ def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]
             if not to or dc.roster.entity(to) is None:
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
                 continue
-            with guarded_many(dc, [entity(who), entity(to)]) as held:
-                book = book_for(dc, who)
-                if d.id in book.delivered:  # someone else delivered it meanwhile
-                    continue
-                msg = {**d.env.data, "kind": "message", "ts": now_ts()}
-                ((mid, _),) = held[entity(to)].append([canonical_line(msg)])
-                held[entity(who)].append([_sent_record(mid, msg, draft=d.id)])
-            out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
+            try:
+                with guarded_many(dc, [entity(who), entity(to)]) as held:
+                    mid = _deliver_draft(dc, who, to, d, held)
+            except StoreError as e:
+                done = [o for o in out if o["delivered"]]
+                before = "; before it this run delivered " + ", ".join(
+                    f"{o['draft']} as {o['message']} to {o['to']}" for o in done
+                ) if done else ""
+                what = str(e) if isinstance(e, PartialWrite) else f"draft {d.id} was not delivered ({e})"
+                half = cast(list[dict[str, Any]], e.details["delivered"]) if isinstance(e, PartialWrite) else []
+                raise PartialWrite(f"{what}{before}", delivered=[*done, *half], failed=d.id) from e
+            if mid is not None:
+                out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
     return out
