@@ -286,16 +286,21 @@ def send(dc: Dovecote, **fields: Any) -> Sent:
     """
     msg = compose(dc, **fields)
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
-    with guarded_many(dc, _boxes(dc, sender, to)) as held:
-        book = book_for(dc, to)
-        known = book.alias.get(msg["message_id"]) if key is not None else None
-        if known is not None:
-            old = book.items[known].letter.data()
-            _same_request(key or "", known, old, msg)
-            mid, appended, msg = known, False, old
-        else:
-            mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
-        record = _record(dc, held, mid, msg, fresh=appended)
+    try:
+        with guarded_many(dc, _boxes(dc, sender, to)) as held:
+            book = book_for(dc, to) if key is not None else None  # only a key can name a message already there
+            known = book.alias.get(msg["message_id"]) if book is not None else None
+            if book is not None and known is not None:
+                old = book.items[known].letter.data()
+                _same_request(key or "", known, old, msg)
+                mid, appended, msg = known, False, old
+            else:
+                mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
+            record = _record(dc, held, mid, msg, fresh=appended)
+    except PartialWrite:
+        raise
+    except StoreError as e:
+        raise StoreError(f"{e}; nothing was delivered") from e
     return Sent.of(mid, msg, appended=appended, record=record)
 
 
@@ -329,15 +334,28 @@ def _deliver_draft(dc: Dovecote, who: str, to: str, d: Draft, held: dict[Address
     if d.id in book_for(dc, who).delivered:
         return None
     msg = delivery_of(d.env.data)
-    mid_env = Envelope(msg).message_id
-    book = book_for(dc, to)
-    known = book.alias.get(mid_env) if mid_env else None
-    if known is not None and book.items[known].env.sender == who:  # its key was already sent
+    known = None
+    if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
+        book = book_for(dc, to)
+        known = book.alias.get(d.env.message_id)
+        known = known if known is not None and book.items[known].env.sender == who else None
+    if known is not None:
         mid = known
     else:
         mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
     _record(dc, held, mid, msg, fresh=False, draft=d.id)
     return mid
+
+
+def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -> PartialWrite:
+    """The error of an outbox run stopped by ``e`` at ``failed``: what was
+    delivered before it, and what was half done (``what`` says it was not)."""
+    done = [o for o in out if o["delivered"]]
+    before = "; before it this run delivered " + ", ".join(
+        f"{o['draft']} as {o['message']} to {o['to']}" for o in done
+    ) if done else "; this run delivered nothing before it"
+    half = cast(list[dict[str, Any]], e.details["delivered"]) if isinstance(e, PartialWrite) else []
+    return PartialWrite(f"{e if half else f'{what} ({e})'}{before}", delivered=[*done, *half], failed=failed)
 
 
 def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]:
@@ -350,7 +368,11 @@ def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     for who in senders:
         entity_address(dc, who)
-        for d in book_for(dc, who).pending_drafts():
+        try:
+            pending = book_for(dc, who).pending_drafts()
+        except StoreError as e:
+            raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
+        for d in pending:
             to = d.env.recipient or ""
             if not to or dc.roster.entity(to) is None:
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
@@ -359,13 +381,7 @@ def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]
                 with guarded_many(dc, [entity(who), entity(to)]) as held:
                     mid = _deliver_draft(dc, who, to, d, held)
             except StoreError as e:
-                done = [o for o in out if o["delivered"]]
-                before = "; before it this run delivered " + ", ".join(
-                    f"{o['draft']} as {o['message']} to {o['to']}" for o in done
-                ) if done else ""
-                what = str(e) if isinstance(e, PartialWrite) else f"draft {d.id} was not delivered ({e})"
-                half = cast(list[dict[str, Any]], e.details["delivered"]) if isinstance(e, PartialWrite) else []
-                raise PartialWrite(f"{what}{before}", delivered=[*done, *half], failed=d.id) from e
+                raise _stopped(e, out, d.id, f"draft {d.id} was not delivered") from e
             if mid is not None:
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
     return out
