@@ -2,17 +2,31 @@
 
 A ``message`` letter carries every block of the skill's envelope (sender,
 recipient, routing, content, lifecycle, provenance) plus the letter fields
-(``ts``, ``agent``, ``kind``). Its id is the content id, so the envelope's own
-``message_id`` is not stored by dovecote writers; the folder view writes the
-letter id there. Envelopes that arrive from other tools keep every key they
-had (``message_id`` included) and are read through ``Envelope``, which knows
-the places the skill's writers put things (``source_tic`` under lifecycle or
-provenance, a missing block, a flat legacy field).
+(``ts``, ``agent``, ``kind``). Its id is the content id, so two letters with the
+same bytes are one letter. That is why every message dovecote authors carries a
+``message_id`` of its own, one of two kinds (the skill's schema has both fields):
+
+* ``msg_<uuid7>`` when the caller gave no idempotency key: fresh for every
+  send or draft, sortable by creation time, so two identical sends in the same
+  second are two messages, never silently one;
+* ``msg_key_<24 hex>`` when the caller gave ``idempotency_key``: a function of
+  (sender, recipient, key), so a retry names the same message and the writer
+  finds it instead of delivering a second one. The key itself is stored too.
+
+A delivered draft keeps the draft's ``message_id`` (and every other byte but
+``kind``), so delivering it again is the same line. Envelopes that arrive from
+other tools keep every key they had (their own ``message_id`` included) and are
+read through ``Envelope``, which knows the places the skill's writers put things
+(``source_tic`` under lifecycle or provenance, a missing block, a flat legacy
+field).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,9 +157,12 @@ class Envelope:
 
     @property
     def message_id(self) -> str | None:
-        """The id a foreign writer gave the envelope (dovecote's own letters have none)."""
+        """The envelope's own id (``msg_...`` for dovecote's; whatever a foreign writer gave)."""
         return _str(self.data.get("message_id")) or _str(self.data.get("envelope_id"))
 
+    @property
+    def idempotency_key(self) -> str | None:
+        return _str(self.data.get("idempotency_key"))
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -160,9 +177,30 @@ def _tic(value: int | None, what: str) -> int | None:
     return value
 
 
-def new_thread_id(sender: str, recipient: str, subject: str, ts: str) -> str:
-    digest = hashlib.sha256(f"{sender}\x00{recipient}\x00{subject}\x00{ts}".encode()).hexdigest()
-    return f"thread_{digest[:12]}"
+def uuid7() -> uuid.UUID:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, 12 bits of sub-millisecond
+    time (method 3), 62 random bits. Python 3.11 has no ``uuid.uuid7``."""
+    ns = time.time_ns()
+    ms, frac = divmod(ns, 1_000_000)
+    sub = frac * 4096 // 1_000_000
+    rand = int.from_bytes(os.urandom(8)) & ((1 << 62) - 1)
+    return uuid.UUID(int=(ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | sub << 64 | 0b10 << 62 | rand)
+
+
+def new_message_id() -> str:
+    """A fresh, time-sortable message id: every authored message without a key gets one."""
+    return f"msg_{uuid7()}"
+
+
+def keyed_message_id(sender: str, recipient: str, key: str) -> str:
+    """The message id an idempotency key stands for: the same on every retry."""
+    digest = hashlib.sha256(f"{sender}\x00{recipient}\x00{key}".encode()).hexdigest()
+    return f"msg_key_{digest[:24]}"
+
+
+def new_thread_id(message_id: str) -> str:
+    """A message that starts a thread names it after itself (unique, like its id)."""
+    return f"thread_{hashlib.sha256(message_id.encode()).hexdigest()[:12]}"
 
 
 def build_message(
@@ -189,8 +227,14 @@ def build_message(
     trace_id: str | None = None,
     envelope_type: str | None = None,
     kind: str = "message",
+    message_id: str | None = None,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
-    """A message (or draft) letter with every field of envelope schema 1.0."""
+    """A message (or draft) letter with every field of envelope schema 1.0.
+
+    ``message_id`` defaults to the key's id when ``idempotency_key`` is given,
+    else to a fresh ``msg_<uuid7>`` (see the module docstring).
+    """
     if not subject.strip():
         raise Refusal("missing_field", "a message needs a subject")
     if len(subject) > SUBJECT_MAX:
@@ -200,12 +244,18 @@ def build_message(
     for text, what in ((subject, "subject"), (body, "body")):
         if "\x00" in text:
             raise Refusal("invalid_field", f"{what} contains a NUL byte")
+    if idempotency_key is not None and (not idempotency_key.strip() or "\x00" in idempotency_key):
+        raise Refusal("invalid_field", "an idempotency key must be a non-empty string without NUL")
+    if message_id is None:
+        message_id = (
+            keyed_message_id(sender, recipient, idempotency_key) if idempotency_key is not None else new_message_id()
+        )
     routing: dict[str, Any] = {
         "priority": _choice(priority, PRIORITIES, "priority"),
         "category": _choice(category, CATEGORIES, "category"),
         "trust_level": _choice(trust_level, TRUST_LEVELS, "trust level"),
         "reply_to": reply_to,
-        "thread_id": thread_id or new_thread_id(sender, recipient, subject, ts),
+        "thread_id": thread_id or new_thread_id(message_id),
         "forward_chain": [],
     }
     if response_expected is not None:
@@ -220,10 +270,11 @@ def build_message(
         content["body_ref"] = body_ref
     if artifacts:
         content["artifacts"] = artifacts
-    return {
+    letter: dict[str, Any] = {
         "ts": ts,
         "agent": sender,
         "kind": kind,
+        "message_id": message_id,
         "envelope_version": ENVELOPE_VERSION,
         "sender": {"entity_id": sender, "actor_mode": "autonomous", "role_at_send_time": sender_role},
         "recipient": {"entity_id": recipient, "inbox_path": f"agent-mailboxes/{recipient}/"},
@@ -241,3 +292,6 @@ def build_message(
             "session_id": session_id,
         },
     }
+    if idempotency_key is not None:
+        letter["idempotency_key"] = idempotency_key
+    return letter

@@ -10,6 +10,7 @@ Hierarchy::
     DovecoteError
      +-- Refusal          the request broke a rule; nothing was written
      +-- StoreError       the storage could not be read or written (I/O)
+          +-- PartialWrite  a two-ledger write stopped halfway; says what was written
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "human_gesture_required": (403, "only a human gesture (the Human View) may do this"),
+    "idempotency_conflict": (409, "the idempotency key already names a different message"),
     "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
     "invalid_address": (400, "a box address is not home, project:<name> or entity:<id>"),
     "invalid_config": (500, "config.toml is not valid (a typo must not silently change routing)"),
@@ -32,7 +34,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_home": (404, "no dovecote home here; run `dovecote init`"),
     "not_seen": (409, "the item must be marked seen before it is completed"),
     "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
-    "response_required": (409, "the item expects a response and none refers to it yet"),
+    "response_required": (409, "the item expects a response and none has been sent to its sender yet"),
     "stale_head": (409, "the mission head moved; re-read and post against the new head"),
     "too_large": (413, "the input is over the configured size limit"),
     "unknown_box": (404, "the box address names no project or entity in the roster"),
@@ -82,3 +84,16 @@ class Refusal(DovecoteError):
 
 class StoreError(DovecoteError):
     """The store could not be read or written (an I/O failure, not a rule)."""
+
+
+class PartialWrite(StoreError):
+    """A write spanning two ledgers failed after the first part was durable.
+
+    The message says exactly what was written (e.g. "delivered <id> to
+    entity:<x>; the sent record was not written"); ``details`` holds the same
+    as data. Nothing is rolled back (ledgers never shrink): a retry completes it.
+    """
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.details = details

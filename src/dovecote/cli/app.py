@@ -349,7 +349,9 @@ def _message_command(name: str, doc: str) -> None:
         ] = "notification",
         trust: Annotated[str, typer.Option("--trust", help="operator, peer, subordinate or visitor.")] = "peer",
         thread: Annotated[Optional[str], typer.Option("--thread", help="The thread id (replies inherit it).")] = None,
-        reply_to: Annotated[Optional[str], typer.Option("--reply-to", help="The item this answers.")] = None,
+        reply_to: Annotated[
+            Optional[str], typer.Option("--reply-to", help="The item this answers, or entity:<id> to answer to.")
+        ] = None,
         expires_tic: Annotated[
             Optional[int], typer.Option("--expires-tic", help="Expiry (flagged, never enforced).")
         ] = None,
@@ -367,6 +369,10 @@ def _message_command(name: str, doc: str) -> None:
             typer.Option("--response-expected/--no-response-expected", help="Default: yes for query and directive."),
         ] = None,
         current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now (source tic).")] = None,
+        idempotency_key: Annotated[
+            Optional[str],
+            typer.Option("--idempotency-key", help="A retry with the same key is the same message, never a second."),
+        ] = None,
         json: JsonOpt = False,
     ) -> None:
         fields = {
@@ -374,14 +380,14 @@ def _message_command(name: str, doc: str) -> None:
             "priority": priority, "category": category, "trust": trust, "thread": thread,
             "reply_to": reply_to, "expires_tic": expires_tic, "defer_until_tic": defer_until_tic,
             "reminder_tic": reminder_tic, "artifact_paths": artifact or [],
-            "response_expected": response_expected, "current": current,
+            "response_expected": response_expected, "current": current, "idempotency_key": idempotency_key,
         }
         dc = _open()
         result = dc.send(**fields) if name == "send" else dc.draft(**fields)
         if json:
             emit_json(result.to_dict())
         else:
-            print(result.id if result.appended else f"{result.id} (already present)")
+            print(result.id if result.appended else f"{result.id} (already present: same idempotency key)")
 
     command.__doc__ = doc
     app.command(name)(command)
@@ -390,6 +396,9 @@ def _message_command(name: str, doc: str) -> None:
 _message_command(
     "send",
     """Deliver a message to an entity's inbox and print its id.
+
+    Every send is a new message (its own msg_<uuid7> message id), even when two are identical;
+    with --idempotency-key a retry returns the message that key already delivered.
 
     Example: dovecote send --to ent_builder --from ent_ops --subject "rebuild" --category directive
     """,
@@ -405,7 +414,7 @@ def outbox_send_cmd(
     sender: Annotated[Optional[str], typer.Option("--from", help="Only this entity's drafts.")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Deliver every pending draft, verifying each recipient."""
+    """Deliver every pending draft, verifying each recipient (a re-run never delivers one twice)."""
     out = _open().outbox_send(sender)
     if json:
         emit_json(out)

@@ -13,6 +13,8 @@ Letters in an entity box:
 * ``sent``: this entity sent a message (``message``), maybe delivering a
   draft (``ref``), maybe replying to an item (``reply_to``);
 * anything else is kept but plays no part here.
+
+Whether a response to an item exists is decided in ``derive/responses.py``.
 """
 
 from __future__ import annotations
@@ -96,8 +98,7 @@ class InboxBook:
         self.drafts: dict[str, Draft] = {}
         self.sent: list[Sent] = []
         self.delivered: dict[str, Sent] = {}  # draft id -> sent record
-        self.replied: set[str] = set()  # items this entity has answered (reply_to of what it sent)
-        self.reply_targets: set[str] = set()  # reply_to of the messages it received
+        self.replies: dict[str, list[str]] = {}  # reply_to -> the messages received here that name it
         self._orphans: dict[str, list[Link]] = {}
         self.touched: set[str] = set()  # items changed since the last inbox_view
         self.view_state: ViewState | None = None
@@ -115,7 +116,7 @@ class InboxBook:
                 if mid and mid not in self.alias:
                     self.alias[mid] = letter.id
                 if env.reply_to:
-                    self.reply_targets.add(env.reply_to)
+                    self.replies.setdefault(env.reply_to, []).append(letter.id)
                 for link in self._orphans.pop(letter.id, ()):
                     item.links.append(link)
                 dirty.add(letter.id)
@@ -146,8 +147,6 @@ class InboxBook:
                 self.sent.append(rec)
                 if rec.draft:
                     self.delivered.setdefault(rec.draft, rec)
-                if rec.reply_to:
-                    self.replied.add(rec.reply_to)
         for iid in dirty:
             self.items[iid].recompute()
         self.touched |= dirty
@@ -172,6 +171,7 @@ class InboxBook:
 
     def pending_drafts(self) -> list[Draft]:
         return [d for d in self.drafts.values() if d.id not in self.delivered]
+
 
 
 @dataclass(frozen=True, slots=True)

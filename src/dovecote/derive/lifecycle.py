@@ -30,7 +30,8 @@ The table (``TRANSITIONS``)::
 DONE and NACK are terminal. WAIT --complete--> DONE is illegal. The rails
 (``check_rails``) add what the table cannot say: complete and nack archive an
 item, so it must have been seen; a query or directive that expects a response
-cannot be completed before one refers to it; a defer needs a due.
+cannot be completed before one has been sent to its sender (what counts is
+``derive/responses.py``); a defer needs a due.
 """
 
 from __future__ import annotations
@@ -227,11 +228,20 @@ def check_rails(
     responded: bool,
     until_tic: int | None,
     until: str | None,
+    response_to: str | None = None,
 ) -> None:
-    """The rails the table cannot express; refuses with the stable keyword."""
+    """The rails the table cannot express; refuses with the stable keyword.
+
+    ``responded`` is decided by ``derive/responses.py`` (delivered to
+    ``response_to``, answering the item); this only names who is waiting.
+    """
     if kind == "defer" and until_tic is None and until is None:
         raise Refusal("no_due", f"defer of {item_id} needs --until-tic or --until (no dead ends)")
     if kind in ARCHIVING and not seen:
         raise Refusal("not_seen", f"item {item_id} must be marked seen before it is archived by {kind}")
     if kind == "complete" and response_required and not responded:
-        raise Refusal("response_required", f"item {item_id} expects a response and none refers to it yet")
+        raise Refusal(
+            "response_required",
+            f"item {item_id} expects a response sent to {response_to or 'its sender'} (a response, or a reply"
+            f" in its thread, with --reply-to {item_id}); none has been delivered yet",
+        )

@@ -1,13 +1,21 @@
-"""Entity mail: send, drafts and the outbox, and the guarded lifecycle verbs.
+"""Entity mail: send, drafts and the outbox (the lifecycle verbs are in ``transitions``).
 
-Every write that depends on current state runs as a compare-and-swap: under
-the box lock, fold the box, check the lifecycle table and its rails, append the
-link or refuse (DESIGN 1.6). Two processes claiming one item: the first appends
-its claim; the second, once it holds the lock, sees ACTIVE and is refused
-``already_claimed``. A refusal appends nothing.
+Sending writes two boxes: the message into the recipient's, then a ``sent``
+record into the sender's. No lock makes two files one write, so the order is
+chosen for the retry to converge: deliver first, record second, and make the
+delivered line a function of what is being retried. A draft's delivery is the
+draft's own bytes with ``kind: message`` (no fresh ts or id at delivery time),
+so delivering it again dedups by content id; a ``send`` with an idempotency key
+finds the message its key names (``envelope.keyed_message_id``) under the
+recipient's lock and returns it as already delivered. Either way the retry
+writes only the missing record. A failure between the two raises
+``PartialWrite`` naming what was delivered and where.
 
-When a write touches two boxes (delivering a draft), both locks are taken in
-address order, so two deliveries in opposite directions cannot deadlock.
+A ``send`` without a key is a new message every time (a fresh ``msg_<uuid7>``):
+retrying one that failed after delivery delivers again, so the error says it was
+delivered. Both boxes are locked (in address order, so two deliveries in
+opposite directions cannot deadlock) before anything is written, so a box that
+cannot be opened fails the send before the delivery.
 """
 
 from __future__ import annotations
@@ -16,21 +24,23 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from dovecote.derive.inbox import InboxBook, Item
-from dovecote.derive.lifecycle import check_rails, check_transition, effective, parse_time
-from dovecote.envelope import build_message
-from dovecote.errors import Refusal
+from dovecote.derive.inbox import Draft, InboxBook
+from dovecote.derive.responses import REDIRECT
+from dovecote.envelope import Envelope, build_message
+from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.ledger import LockedLedger
-from dovecote.letters import canonical_line, format_ts
+from dovecote.letters import canonical_line
 from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.report import now_ts
 from dovecote.ops.tics import current_tic
+from dovecote.ops.transitions import Transition, transition
+
+__all__ = ["Sent", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -58,16 +68,26 @@ class Sent:
     thread_id: str
     appended: bool
     sent_record: str | None
+    message_id: str | None = None
+    idempotency_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "message_id": self.message_id,
+            "idempotency_key": self.idempotency_key,
             "to": self.to,
             "from": self.sender,
             "thread_id": self.thread_id,
             "appended": self.appended,
             "sent_record": self.sent_record,
         }
+
+    @classmethod
+    def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Sent:
+        env = Envelope(data)
+        return cls(lid, env.recipient or "", env.sender or "", env.thread_id or "", appended, record,
+                   env.message_id, env.idempotency_key)
 
 
 def _body(dc: Dovecote, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
@@ -112,13 +132,23 @@ def compose(
     artifact_paths: list[Path] | None = None,
     current: int | None = None,
     kind: str = "message",
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
-    """Validate and build a message (or draft) letter; writes only artifact blobs."""
+    """Validate and build a message (or draft) letter; writes only artifact blobs.
+
+    ``reply_to`` is the item this answers (an id or prefix in the sender's box;
+    the thread is inherited), or ``entity:<id>``: whom a response to this
+    message must be sent to instead of the sender (``derive/responses.py``).
+    """
     check_name(to, "recipient")
     who = check_name(sender or default_sender(), "sender")
     if dc.roster.entity(to) is None:
         raise Refusal("unknown_recipient", f"{to!r} is not a registered entity (dovecote entity add)")
-    if reply_to is not None:
+    if reply_to is not None and reply_to.startswith(REDIRECT):
+        target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
+        if dc.roster.entity(target) is None:
+            raise Refusal("unknown_recipient", f"--reply-to {reply_to}: {target!r} is not a registered entity")
+    elif reply_to is not None:
         if dc.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
         replied = book_for(dc, who).resolve(reply_to)
@@ -148,6 +178,7 @@ def compose(
         artifacts=files,
         sender_role=role.role if role else None,
         kind=kind,
+        idempotency_key=idempotency_key,
     )
 
 
@@ -157,156 +188,200 @@ def _sent_record(msg_id: str, msg: dict[str, Any], draft: str | None = None) -> 
         "agent": msg["agent"],
         "kind": "sent",
         "message": msg_id,
-        "to": msg["recipient"]["entity_id"],
-        "reply_to": msg["routing"]["reply_to"],
+        "to": Envelope(msg).recipient,
+        "reply_to": Envelope(msg).reply_to,
     }
     if draft:
         rec["ref"] = draft
     return canonical_line(rec)
 
 
+def _append(led: LockedLedger, line: bytes, where: Address) -> tuple[str, bool]:
+    """One guarded append; an I/O failure is a ``StoreError`` naming the box."""
+    try:
+        ((lid, appended),) = led.append([line])
+    except OSError as e:
+        raise StoreError(f"cannot append to {where}: {e.strerror or e}") from e
+    return lid, appended
+
+
+#: What may differ between two sends of one idempotency key: the clock.
+_VOLATILE = ("ts", "created_at", "source_tic")
+
+
+def _request(data: dict[str, Any]) -> dict[str, Any]:
+    """A message with its clock readings blanked, to compare two uses of a key."""
+    out = {k: v for k, v in data.items() if k != "ts"}
+    for block in ("provenance", "lifecycle"):
+        if isinstance(out.get(block), dict):
+            out[block] = {k: v for k, v in out[block].items() if k not in _VOLATILE}
+    return out
+
+
+def _same_request(key: str, lid: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A key names one message: reusing it for another one is refused, never dropped."""
+    a, b = _request(old), _request(new)
+    if a != b:
+        differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        raise Refusal(
+            "idempotency_conflict", f"idempotency key {key!r} already names letter {lid}, which differs in "
+            f"{', '.join(differ)}; use another key for another message",
+        )
+
+
+def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
+    """The sender's record of having sent ``mid`` (or delivered ``draft``), if written."""
+    if draft is not None:
+        rec = book.delivered.get(draft)
+        return rec.id if rec is not None else None
+    return next((s.id for s in book.sent if s.message == mid and s.draft is None), None)
+
+
+def _record(
+    dc: Dovecote,
+    held: dict[Address, LockedLedger],
+    mid: str,
+    msg: dict[str, Any],
+    *,
+    fresh: bool,
+    draft: str | None = None,
+) -> str | None:
+    """Write the sender's ``sent`` record of a delivered message, unless it is there.
+
+    Called under both locks, after the delivery: a failure here is partial and
+    says so. ``fresh`` (the delivery was appended just now) skips the look-up.
+    """
+    sender, env = msg["agent"], Envelope(msg)
+    box = entity(sender)
+    if box not in held:  # an unregistered sender has no box to record in
+        return None
+    found = None if fresh and draft is None else _find_sent(book_for(dc, sender), mid, draft)
+    if found is not None:
+        return found
+    try:
+        rid, _ = _append(held[box], _sent_record(mid, msg, draft), box)
+    except StoreError as e:
+        retry = (
+            "a retry writes the record without delivering again" if draft or env.idempotency_key
+            else "the message is delivered: sending it again would deliver a second one"
+        )
+        raise PartialWrite(
+            f"delivered {mid} to {entity(env.recipient or '')}; the sent record was not written ({e}); {retry}",
+            delivered=[{"draft": draft, "from": sender, "to": env.recipient, "delivered": True, "message": mid,
+                        "sent_record": None}],
+        ) from e
+    return rid
+
+
+def _boxes(dc: Dovecote, sender: str, to: str) -> list[Address]:
+    return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
+
+
 def send(dc: Dovecote, **fields: Any) -> Sent:
-    """Deliver one message into the recipient's box (and note it in the sender's)."""
+    """Deliver one message into the recipient's box, then note it in the sender's.
+
+    With ``idempotency_key`` a retry returns the message the key already
+    delivered (``appended`` false) and writes only what is missing; the same
+    key with different fields is refused ``idempotency_conflict``.
+    """
     msg = compose(dc, **fields)
-    line = canonical_line(msg)
-    to = msg["recipient"]["entity_id"]
-    ((mid, appended),) = dc.store.append(entity(to), [line])
-    record = None
-    sender = msg["agent"]
-    if dc.roster.entity(sender) is not None:
-        ((record, _),) = dc.store.append(entity(sender), [_sent_record(mid, msg)])
-    return Sent(mid, to, sender, msg["routing"]["thread_id"], appended, record)
+    to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
+    try:
+        with guarded_many(dc, _boxes(dc, sender, to)) as held:
+            book = book_for(dc, to) if key is not None else None  # only a key can name a message already there
+            known = book.alias.get(msg["message_id"]) if book is not None else None
+            if book is not None and known is not None:
+                old = book.items[known].letter.data()
+                _same_request(key or "", known, old, msg)
+                mid, appended, msg = known, False, old
+            else:
+                mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
+            record = _record(dc, held, mid, msg, fresh=appended)
+    except PartialWrite:
+        raise
+    except StoreError as e:
+        raise StoreError(f"{e}; nothing was delivered") from e
+    return Sent.of(mid, msg, appended=appended, record=record)
 
 
 def draft(dc: Dovecote, **fields: Any) -> Sent:
-    """Write an outbound draft (EMIT) into the sender's own box."""
+    """Write an outbound draft (EMIT) into the sender's own box.
+
+    A key makes the draft idempotent too: a retry returns the draft it names.
+    """
     fields.setdefault("sender", None)
     sender = fields["sender"] or default_sender()
-    entity_address(dc, sender)
+    addr = entity_address(dc, sender)
     msg = compose(dc, kind="draft", **{**fields, "sender": sender})
-    ((did, appended),) = dc.store.append(entity(sender), [canonical_line(msg)])
-    return Sent(did, msg["recipient"]["entity_id"], sender, msg["routing"]["thread_id"], appended, None)
+    with dc.store.guarded(addr) as led:
+        if msg.get("idempotency_key") is not None:
+            for d in book_for(dc, sender).drafts.values():
+                if d.env.message_id == msg["message_id"]:
+                    _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
+                    return Sent.of(d.id, d.letter.data(), appended=False)
+        did, appended = _append(led, canonical_line(msg), addr)
+    return Sent.of(did, msg, appended=appended)
+
+
+def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The message a draft becomes: its own bytes, ``kind: message``; nothing
+    taken from the clock at delivery, so every retry is the same line."""
+    return {**data, "kind": "message"}
+
+
+def _deliver_draft(dc: Dovecote, who: str, to: str, d: Draft, held: dict[Address, LockedLedger]) -> str | None:
+    """Deliver one draft under both locks; None if someone else did meanwhile."""
+    if d.id in book_for(dc, who).delivered:
+        return None
+    msg = delivery_of(d.env.data)
+    known = None
+    if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
+        book = book_for(dc, to)
+        known = book.alias.get(d.env.message_id)
+        known = known if known is not None and book.items[known].env.sender == who else None
+    if known is not None:
+        mid = known
+    else:
+        mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
+    _record(dc, held, mid, msg, fresh=False, draft=d.id)
+    return mid
+
+
+def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -> PartialWrite:
+    """The error of an outbox run stopped by ``e`` at ``failed``: what was
+    delivered before it, and what was half done (``what`` says it was not)."""
+    done = [o for o in out if o["delivered"]]
+    before = "; before it this run delivered " + ", ".join(
+        f"{o['draft']} as {o['message']} to {o['to']}" for o in done
+    ) if done else "; this run delivered nothing before it"
+    half = cast(list[dict[str, Any]], e.details["delivered"]) if isinstance(e, PartialWrite) else []
+    return PartialWrite(f"{e if half else f'{what} ({e})'}{before}", delivered=[*done, *half], failed=failed)
 
 
 def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]:
-    """Deliver every pending draft (of one entity, or of all), verifying each recipient."""
+    """Deliver every pending draft (of one entity, or of all), verifying each recipient.
+
+    A failure stops the run with a ``PartialWrite`` that lists every delivery
+    made before it (and the one half made, if any); re-running completes it.
+    """
     senders = [sender] if sender else [e.id for e in dc.roster.entities]
     out: list[dict[str, Any]] = []
     for who in senders:
         entity_address(dc, who)
-        for d in book_for(dc, who).pending_drafts():
+        try:
+            pending = book_for(dc, who).pending_drafts()
+        except StoreError as e:
+            raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
+        for d in pending:
             to = d.env.recipient or ""
             if not to or dc.roster.entity(to) is None:
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
                 continue
-            with guarded_many(dc, [entity(who), entity(to)]) as held:
-                book = book_for(dc, who)
-                if d.id in book.delivered:  # someone else delivered it meanwhile
-                    continue
-                msg = {**d.env.data, "kind": "message", "ts": now_ts()}
-                ((mid, _),) = held[entity(to)].append([canonical_line(msg)])
-                held[entity(who)].append([_sent_record(mid, msg, draft=d.id)])
-            out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
+            try:
+                with guarded_many(dc, [entity(who), entity(to)]) as held:
+                    mid = _deliver_draft(dc, who, to, d, held)
+            except StoreError as e:
+                raise _stopped(e, out, d.id, f"draft {d.id} was not delivered") from e
+            if mid is not None:
+                out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
     return out
-
-
-def responded(dc: Dovecote, book: InboxBook, item: Item) -> bool:
-    """Has a response referred to the item? Asked of this box and of the sender's."""
-    names = {item.id, *([item.env.message_id] if item.env.message_id else [])}
-    if names & book.replied:
-        return True
-    sender = item.env.sender
-    if sender and sender != book.entity and dc.roster.entity(sender) is not None:
-        return bool(names & book_for(dc, sender).reply_targets)
-    return bool(names & book.reply_targets)
-
-
-def _until(value: str | None) -> str | None:
-    if value is None:
-        return None
-    t = parse_time(value)
-    if t is None:  # a time without a zone is UTC, as everywhere (timeutil)
-        raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time (e.g. 2026-07-05T10:00:00Z)")
-    return format_ts(t)
-
-
-@dataclass
-class Transition:
-    id: str
-    item: str
-    kind: str
-    from_state: str
-    to_state: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "item": self.item, "kind": self.kind, "from": self.from_state, "to": self.to_state}
-
-
-def transition(
-    dc: Dovecote,
-    entity_id: str,
-    ref: str,
-    kind: str,
-    *,
-    until_tic: int | None = None,
-    until: str | None = None,
-    reason: str | None = None,
-    result_ref: str | None = None,
-    current: int | None = None,
-    actor: str | None = None,
-    rails: bool = True,
-    extra: dict[str, Any] | None = None,
-) -> Transition:
-    """Move an item along the lifecycle: derive, check, append, all under the lock.
-
-    ``rails=False`` is for adopting history that already happened elsewhere
-    (``import inbox-tree``): the table still decides, the rails do not, and the
-    caller marks the link with ``extra`` (e.g. ``{"adopted": "inbox-tree"}``).
-    """
-    addr = entity_address(dc, entity_id)
-    who = check_name(actor or os.environ.get("DOVECOTE_AGENT") or entity_id, "actor")
-    due_time = _until(until)
-    tic, _ = current_tic(dc, current)
-    now = datetime.now(UTC).replace(microsecond=0)
-    if until_tic is not None and (until_tic < 0 or (rails and tic is not None and until_tic <= tic)):
-        raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
-    if rails and due_time is not None and (parse_time(due_time) or now) <= now:
-        raise Refusal("invalid_field", f"--until {due_time} is not in the future")
-    with dc.store.guarded(addr) as led:
-        book = book_for(dc, entity_id)
-        item = book.resolve(ref)
-        r = book.replay_of(item)
-        state = effective(r, tic, now)
-        new = check_transition(state, kind, item.id)
-        if rails:
-            check_rails(
-                kind,
-                item.id,
-                seen=r.seen,
-                response_required=item.env.response_expected,
-                responded=kind == "complete" and responded(dc, book, item),
-                until_tic=until_tic,
-                until=due_time,
-            )
-        elif kind == "defer" and until_tic is None and due_time is None:
-            raise Refusal("no_due", f"defer of {item.id} needs a due tic or time (no dead ends)")
-        link: dict[str, Any] = {
-            "ts": format_ts(now),
-            "agent": who,
-            "kind": kind,
-            "ref": item.id,
-            "prev": r.head,
-            "from": str(state),
-            **(extra or {}),
-        }
-        for key, value in (
-            ("tic", tic),
-            ("until_tic", until_tic),
-            ("until", due_time),
-            ("reason", reason),
-            ("result_ref", result_ref),
-        ):
-            if value is not None:
-                link[key] = value
-        ((lid, _),) = led.append([canonical_line(link)])
-    return Transition(lid, item.id, kind, str(state), str(new))

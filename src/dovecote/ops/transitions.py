@@ -1,0 +1,131 @@
+"""The guarded lifecycle verbs: claim, complete, defer, undefer, nack, seen.
+
+Every write that depends on current state runs as a compare-and-swap: under
+the box lock, fold the box, check the lifecycle table and its rails, append the
+link or refuse (DESIGN 1.6). Two processes claiming one item: the first appends
+its claim; the second, once it holds the lock, sees ACTIVE and is refused
+``already_claimed``. A refusal appends nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote.derive.inbox import InboxBook, Item
+from dovecote.derive.lifecycle import check_rails, check_transition, effective, parse_time
+from dovecote.derive.responses import response_to, responses
+from dovecote.errors import Refusal
+from dovecote.letters import canonical_line, format_ts
+from dovecote.names import check_name
+from dovecote.ops.books import book_for, entity_address
+from dovecote.ops.tics import current_tic
+
+if TYPE_CHECKING:
+    from dovecote.api import Dovecote
+
+
+def responded(dc: Dovecote, book: InboxBook, item: Item) -> bool:
+    """Has a response to the item been delivered to whom it must answer?
+
+    Asked of the box of ``response_to`` (the sender, or the redirect), which
+    must be a registered entity: a response can reach no one else.
+    """
+    target = response_to(item.env)
+    if target is None or dc.roster.entity(target) is None:
+        return False
+    return bool(responses(book if target == book.entity else book_for(dc, target), item))
+
+
+def _until(value: str | None) -> str | None:
+    if value is None:
+        return None
+    t = parse_time(value)
+    if t is None:  # a time without a zone is UTC, as everywhere (timeutil)
+        raise Refusal("invalid_field", f"--until {value!r} is not an ISO-8601 time (e.g. 2026-07-05T10:00:00Z)")
+    return format_ts(t)
+
+
+@dataclass
+class Transition:
+    id: str
+    item: str
+    kind: str
+    from_state: str
+    to_state: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "item": self.item, "kind": self.kind, "from": self.from_state, "to": self.to_state}
+
+
+def transition(
+    dc: Dovecote,
+    entity_id: str,
+    ref: str,
+    kind: str,
+    *,
+    until_tic: int | None = None,
+    until: str | None = None,
+    reason: str | None = None,
+    result_ref: str | None = None,
+    current: int | None = None,
+    actor: str | None = None,
+    rails: bool = True,
+    extra: dict[str, Any] | None = None,
+) -> Transition:
+    """Move an item along the lifecycle: derive, check, append, all under the lock.
+
+    ``rails=False`` is for adopting history that already happened elsewhere
+    (``import inbox-tree``): the table still decides, the rails do not, and the
+    caller marks the link with ``extra`` (e.g. ``{"adopted": "inbox-tree"}``).
+    """
+    addr = entity_address(dc, entity_id)
+    who = check_name(actor or os.environ.get("DOVECOTE_AGENT") or entity_id, "actor")
+    due_time = _until(until)
+    tic, _ = current_tic(dc, current)
+    now = datetime.now(UTC).replace(microsecond=0)
+    if until_tic is not None and (until_tic < 0 or (rails and tic is not None and until_tic <= tic)):
+        raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
+    if rails and due_time is not None and (parse_time(due_time) or now) <= now:
+        raise Refusal("invalid_field", f"--until {due_time} is not in the future")
+    with dc.store.guarded(addr) as led:
+        book = book_for(dc, entity_id)
+        item = book.resolve(ref)
+        r = book.replay_of(item)
+        state = effective(r, tic, now)
+        new = check_transition(state, kind, item.id)
+        if rails:
+            check_rails(
+                kind,
+                item.id,
+                seen=r.seen,
+                response_required=item.env.response_expected,
+                responded=kind == "complete" and responded(dc, book, item),
+                response_to=response_to(item.env),
+                until_tic=until_tic,
+                until=due_time,
+            )
+        elif kind == "defer" and until_tic is None and due_time is None:
+            raise Refusal("no_due", f"defer of {item.id} needs a due tic or time (no dead ends)")
+        link: dict[str, Any] = {
+            "ts": format_ts(now),
+            "agent": who,
+            "kind": kind,
+            "ref": item.id,
+            "prev": r.head,
+            "from": str(state),
+            **(extra or {}),
+        }
+        for key, value in (
+            ("tic", tic),
+            ("until_tic", until_tic),
+            ("until", due_time),
+            ("reason", reason),
+            ("result_ref", result_ref),
+        ):
+            if value is not None:
+                link[key] = value
+        ((lid, _),) = led.append([canonical_line(link)])
+    return Transition(lid, item.id, kind, str(state), str(new))
