@@ -17,11 +17,12 @@ import typer
 import dovecote
 from dovecote.api import Dovecote, init, open_home
 from dovecote.cli import render
+from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json
 from dovecote.errors import Refusal
 from dovecote.ops.report import default_agent
 
-app = typer.Typer(
+app = Typer(
     name="dovecote",
     help="A durable, file-first mailbox and case-intelligence system for agents.",
     no_args_is_help=True,
@@ -29,11 +30,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-project_app = typer.Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
+project_app = Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
 app.add_typer(project_app, name="project")
-entity_app = typer.Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)
+entity_app = Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)
 app.add_typer(entity_app, name="entity")
-outbox_app = typer.Typer(help="Deliver outbound drafts.", no_args_is_help=True)
+outbox_app = Typer(help="Deliver outbound drafts.", no_args_is_help=True)
 app.add_typer(outbox_app, name="outbox")
 
 _home: dict[str, Optional[str]] = {"path": None}
@@ -534,7 +535,7 @@ def view_cmd(
         sys.stdout.write(render_text(result))
 
 
-import_app = typer.Typer(help="Adopt data written by other tools.", no_args_is_help=True)
+import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
 

@@ -23,3 +23,14 @@ def emit_json(value: Any) -> None:
 def error(message: str) -> None:
     sys.stderr.write(f"Error: {message}\n")
     sys.stderr.flush()
+
+
+def internal_error(exc: BaseException) -> None:
+    """One line for a bug, with a stable keyword, instead of a traceback."""
+    detail = " ".join(str(exc).split())[:300]
+    error(f"internal_error: {type(exc).__name__}: {detail} (a bug in dovecote; DOVECOTE_DEBUG=1 shows where)")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 letter``, ``2 letters``: a count a person reads."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -35,7 +35,7 @@ cannot be completed before one refers to it; a defer needs a due.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -75,9 +75,12 @@ def parse_time(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if t.tzinfo is not None:  # a zone can push it past year 9999 in UTC, which no fold can compare
+            t.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
+    return t
 
 
 def _int(value: object) -> int | None:
