@@ -6,6 +6,7 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 
 from __future__ import annotations
 
+import inspect
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -205,11 +206,15 @@ def distribute_cmd(json: JsonOpt = False) -> None:
 
 @app.command("sweep")
 def sweep_cmd(
-    no_distribute: Annotated[bool, typer.Option("--no-distribute", help="Do not distribute first.")] = False,
+    no_distribute: Annotated[bool, typer.Option("--no-distribute", help="Only read: no distribution first.")] = False,
     all_: AllOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Fates across the spool and every reachable box, each letter once."""
+    """Fates across the spool and every reachable box, each letter once.
+
+    It distributes the spool first (as `dovecote distribute` does, and says so);
+    --no-distribute only reads.
+    """
     dc = _open()
     if json or not sys.stderr.isatty():
         result = dc.sweep(distribute=not no_distribute, include_all=all_)
@@ -419,42 +424,50 @@ def outbox_send_cmd(
         print("no drafts to send")
 
 
-def _verb_command(verb: str, doc: str) -> None:
-    """Register one lifecycle verb; every verb takes the same options."""
+def _verb_options(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+    item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
+    until_tic: Annotated[Optional[int], typer.Option("--until-tic", help="Defer until this tic.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Defer until this ISO-8601 time.")] = None,
+    reason: Annotated[Optional[str], typer.Option("--reason", help="Why.")] = None,
+    result_ref: Annotated[Optional[str], typer.Option("--result-ref", help="Where the result is.")] = None,
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Every option a lifecycle verb may take; each verb's command shows only its own."""
 
-    def command(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
-        item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
-        until_tic: Annotated[Optional[int], typer.Option("--until-tic", help="Defer until this tic.")] = None,
-        until: Annotated[Optional[str], typer.Option("--until", help="Defer until this ISO-8601 time.")] = None,
-        reason: Annotated[Optional[str], typer.Option("--reason", help="Why.")] = None,
-        result_ref: Annotated[Optional[str], typer.Option("--result-ref", help="Where the result is.")] = None,
-        current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
-        actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
-        json: JsonOpt = False,
-    ) -> None:
-        t = _open().transition(
-            entity_id, item, verb, until_tic=until_tic, until=until, reason=reason,
-            result_ref=result_ref, current=current, actor=actor,
-        )
+
+_VERB_COMMON = ("entity_id", "item", "current", "actor", "json")
+
+
+def _verb_command(verb: str, doc: str, own: tuple[str, ...]) -> None:
+    """Register one lifecycle verb with the common options plus its own (``--until`` only on defer)."""
+
+    def command(entity_id: str, item: str, current: int | None, actor: str | None, json: bool, **more: Any) -> None:
+        t = _open().transition(entity_id, item, verb, current=current, actor=actor, **more)
         if json:
             emit_json(t.to_dict())
         else:
             print(f"{t.item}: {t.from_state} -> {t.to_state} ({verb} {t.id})")
 
+    full = inspect.signature(_verb_options, eval_str=True)
+    keep = [p for p in full.parameters.values() if p.name in _VERB_COMMON or p.name in own]
+    command.__signature__ = full.replace(parameters=keep)  # type: ignore[attr-defined]
     command.__doc__ = doc
     app.command(verb)(command)
 
 
-for _verb, _doc in (
-    ("claim", "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed)."),
-    ("complete", "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one."),
-    ("defer", "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required)."),
-    ("undefer", "DEFER -> WAIT now, before its due."),
-    ("nack", "WAIT -> NACK: decline the item (needs a prior `seen`)."),
-    ("seen", "Mark the item read (no state change); archiving needs it."),
+for _verb, _doc, _own in (
+    ("claim", "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed).", ()),
+    ("complete", "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one.", ("result_ref",)),
+    ("defer", "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required).",
+     ("until_tic", "until", "reason")),
+    ("undefer", "DEFER -> WAIT now, before its due.", ("reason",)),
+    ("nack", "WAIT -> NACK: decline the item (needs a prior `seen`).", ("reason",)),
+    ("seen", "Mark the item read (no state change); archiving needs it.", ()),
 ):
-    _verb_command(_verb, _doc)
+    _verb_command(_verb, _doc, _own)
 
 
 class Format(StrEnum):
@@ -479,6 +492,7 @@ def inbox_cmd(
     direction: Annotated[Direction, typer.Option("--direction", help="inbound, outbound or both.")] = Direction.inbound,
     detailed: Annotated[bool, typer.Option("--detailed/--compact", help="Every open item, or flagged ones.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Include DONE and NACK items.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
     """Audit an entity's inbox: counts, flags, and open items by priority then age.
 
@@ -487,6 +501,9 @@ def inbox_cmd(
     from dovecote.cli import fastpath
     from dovecote.ops.inbox import default_entity, dependencies, read_inbox, render_injection, render_text
 
+    if json and fmt is Format.injection:
+        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
+    fmt = Format.json if json else fmt
     words = list(args or [])
     status_only = bool(words) and words[-1] == "status"
     if status_only:
