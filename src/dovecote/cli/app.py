@@ -286,7 +286,7 @@ def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
     """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
-    from dovecote.ops.demo import build_demo
+    from dovecote.ops.demo import build_demo, look_around
     from dovecote.ops.inbox import render_injection, render_text
 
     home = build_demo(path)
@@ -301,14 +301,29 @@ def demo_cmd(
     sys.stdout.write(render_text(inbox))
     sys.stdout.write(render_injection(inbox))
     sys.stdout.flush()
-    c.print(
-        f"\nLook around:  export DOVECOTE_HOME={home}\n"
-        "              dovecote sweep --all\n"
-        "              dovecote box project:atlas --json\n"
-        "              dovecote inbox ent_builder --current-tic 109 --detailed\n"
-        f"              dovecote view && ls {home}/views/agent-mailboxes/ent_builder/*\n"
-        f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
-    )
+    first = inbox["items"][0]["id"] if inbox["items"] else "ID"
+    c.print("\n" + look_around(home, first, _invocation()), markup=False)
+
+
+def _invocation() -> str:
+    """How to run this dovecote again, as a shell command that works when pasted.
+
+    ``make run`` starts ``.venv/bin/dovecote``, which is not on PATH: a bare
+    ``dovecote`` in the hints would fail. PATH is used only when it finds this
+    very program.
+    """
+    import os
+    import shlex
+    import shutil
+
+    exe = os.path.realpath(sys.argv[0])
+    if exe.endswith("__main__.py"):  # python -m dovecote
+        return f"{shlex.quote(sys.executable)} -m dovecote"
+    found = shutil.which("dovecote")
+    if found and os.path.realpath(found) == exe:
+        return "dovecote"
+    rel = os.path.relpath(sys.argv[0])
+    return shlex.quote(sys.argv[0] if rel.startswith("..") else rel)
 
 
 @entity_app.command("add")
@@ -523,6 +538,26 @@ def inbox_cmd(
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+
+
+@app.command("show")
+def show_cmd(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+    item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Read one message whole: envelope, body, thread and lifecycle history.
+
+    Example: dovecote show ent_builder 3f2a --json
+    """
+    from dovecote.ops.show import render_text
+
+    out = _open().show(entity_id, item, current=current)
+    if json:
+        emit_json(out)
+    else:
+        sys.stdout.write(render_text(out))
 
 
 @app.command("view")
