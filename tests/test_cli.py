@@ -613,3 +613,15 @@ def test_one_letter_is_singular_and_sweep_says_it_distributed(tmp_path: Path) ->
     assert "distributed first" in out
     assert "distributed first" not in run_cli(tmp_path, "sweep", "--no-distribute", home=home).stdout.decode()
     assert "1 letter, oldest first" in out
+
+
+def test_the_compact_audit_says_where_the_unflagged_ids_are(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    run_cli(tmp_path, "entity", "add", "ent_a", home=home)
+    run_cli(tmp_path, "entity", "add", "ent_b", home=home)
+    run_cli(tmp_path, "send", "--from", "ent_a", "--to", "ent_b", "--subject", "s", "--current-tic", "1", home=home)
+    out = run_cli(tmp_path, "inbox", "ent_b", "--current-tic", "2", home=home).stdout.decode()
+    assert "(1 more without flags: `dovecote inbox ent_b --detailed` lists their ids" in out
+    assert "more without flags" not in run_cli(
+        tmp_path, "inbox", "ent_b", "--current-tic", "2", "--detailed", home=home
+    ).stdout.decode()
