@@ -15,16 +15,21 @@ import io
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer.main
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dovecote.api import init, open_home
 from dovecote.cli import entry
 from dovecote.cli.app import app
-from dovecote.cli.boundary import MAX_INT
+from dovecote.cli.boundary import MAX_INT, check_value
+from dovecote.derive.lifecycle import parse_time
+from dovecote.errors import Refusal
 from helpers import DOVECOTE_BIN, cli_env
 
 SURROGATE = "\udcff"  # what Python makes of the argv byte 0xff
@@ -106,7 +111,7 @@ def hostile_runs(w: dict[str, Any]) -> Iterator[list[str]]:
             is_int = p.param_type_name == "option" and "int" in p.bare_type()
             for value in HOSTILE_INT if is_int else HOSTILE_TEXT:
                 yield with_value(path, cmd, w, p, value)
-        for value in (SURROGATE, str(w["afile"]), str(w["afile"] / "x"), "x" * 5000):
+        for value in (SURROGATE, str(w["afile"]), str(w["afile"] / "x"), "x" * 5000, str(w["tmp"] / "missing")):
             yield ["--home", value, *base_argv(path, cmd, w)]
 
 
@@ -223,3 +228,40 @@ def test_home_that_cannot_be_a_directory_is_refused(world: dict[str, Any], what:
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith(b"Error: no_home:"), r.stderr
     assert world["afile"].read_text() == "x\n"
+
+
+# -- the boundary's rules, as properties -----------------------------------------------------------
+
+
+@given(st.text(alphabet=st.characters(codec=None)))
+def test_text_is_refused_exactly_when_it_is_not_utf8(text: str) -> None:
+    try:
+        text.encode("utf-8")
+        encodable = True
+    except UnicodeEncodeError:
+        encodable = False
+    try:
+        check_value("--what", text)
+        refused = False
+    except Refusal as r:
+        assert r.reason == "invalid_field" and "--what" in r.detail
+        refused = True
+    assert refused is not encodable
+
+
+@given(st.integers(min_value=-(2**70), max_value=2**70))
+def test_integers_are_refused_exactly_beyond_the_json_safe_range(n: int) -> None:
+    try:
+        check_value("--expires-tic", [n])
+        refused = False
+    except Refusal as r:
+        assert r.reason == "invalid_field"
+        refused = True
+    assert refused is (abs(n) > MAX_INT)
+
+
+@given(st.text(max_size=40) | st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}\Z"))
+def test_parse_time_never_raises_and_what_it_returns_has_a_utc_instant(value: str) -> None:
+    t = parse_time(value)
+    if t is not None and t.tzinfo is not None:
+        t.astimezone(UTC)  # comparable with every other zoned time
