@@ -344,7 +344,7 @@ def test_a_store_failure_exits_1(tmp_path: Path) -> None:
     (home / "spool.jsonl").mkdir()
     r = run_cli(tmp_path, "report", "--tool", "t", "--class", "bug", "--what", "w", home=home)
     assert r.returncode == 1
-    assert r.stderr.decode().startswith("Error: ")
+    assert r.stderr.decode().startswith("Error: io_error: ")
     assert b"Traceback" not in r.stderr
 
 

@@ -34,8 +34,8 @@ def main() -> None:
     except Refusal as r:
         error(r.message())
         sys.exit(EXIT_REFUSED)
-    except DovecoteError as e:
-        error(str(e))
+    except DovecoteError as e:  # a StoreError: the store could not be read or written
+        error(f"io_error: {e}")
         sys.exit(EXIT_FAIL)
     except BrokenPipeError:  # e.g. `dovecote sweep --json | head`
         sys.stderr.close()
