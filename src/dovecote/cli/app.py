@@ -19,7 +19,7 @@ import dovecote
 from dovecote.api import Dovecote, init, open_home
 from dovecote.cli import render
 from dovecote.cli.boundary import Typer
-from dovecote.cli.output import EXIT_FAIL, emit_json
+from dovecote.cli.output import EXIT_FAIL, emit_json, invocation
 from dovecote.errors import Refusal
 from dovecote.ops.report import default_agent
 
@@ -302,28 +302,7 @@ def demo_cmd(
     sys.stdout.write(render_injection(inbox))
     sys.stdout.flush()
     first = inbox["items"][0]["id"] if inbox["items"] else "ID"
-    c.print("\n" + look_around(home, first, _invocation()), markup=False)
-
-
-def _invocation() -> str:
-    """How to run this dovecote again, as a shell command that works when pasted.
-
-    ``make run`` starts ``.venv/bin/dovecote``, which is not on PATH: a bare
-    ``dovecote`` in the hints would fail. PATH is used only when it finds this
-    very program.
-    """
-    import os
-    import shlex
-    import shutil
-
-    exe = os.path.realpath(sys.argv[0])
-    if exe.endswith("__main__.py"):  # python -m dovecote
-        return f"{shlex.quote(sys.executable)} -m dovecote"
-    found = shutil.which("dovecote")
-    if found and os.path.realpath(found) == exe:
-        return "dovecote"
-    rel = os.path.relpath(sys.argv[0])
-    return shlex.quote(sys.argv[0] if rel.startswith("..") else rel)
+    c.print("\n" + look_around(home, first, invocation()), markup=False)
 
 
 @entity_app.command("add")

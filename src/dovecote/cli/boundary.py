@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from typer._click import Context, HelpFormatter
 from typer.core import TyperCommand, TyperGroup
 
 from dovecote.errors import Refusal
+
+if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typer 0.2x)
+    from click import Context, HelpFormatter
 
 #: The largest integer every JSON reader round-trips exactly (2**53 - 1).
 MAX_INT = 2**53 - 1
@@ -68,9 +70,14 @@ def check_params(ctx: Context) -> None:
         check_value(_label(param), ctx.params.get(param.name))
 
 
-def _metavar(param: Any) -> str:
-    """The conventional name of an option's value (what click itself prints)."""
-    desc = param.type_descriptor
+def _metavar(param: Any) -> str | None:
+    """The conventional name of an option's value (what click itself prints).
+
+    None on a typer that has no type descriptors: its click already prints these.
+    """
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None:
+        return None
     if desc.is_choice:
         return "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices or ()) + "]"
     if desc.is_path:
