@@ -16,6 +16,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 run: $(VENV)/.installed
 	$(BIN)/dovecote demo $(DEMO)
+	@echo "dovecote is installed in $(BIN)/, which is not on PATH: run '. $(BIN)/activate' to type plain 'dovecote'"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench

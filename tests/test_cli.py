@@ -6,16 +6,21 @@ or a usage error, and then nothing was written.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+import typer.main
+from typer.testing import CliRunner
 
 import dovecote
 from dovecote.api import open_home
 from dovecote.cli import render
+from dovecote.cli.app import app
 from dovecote.letters import canonical_line
 from helpers import (
     BAD_CLI_NAMES,
@@ -339,7 +344,7 @@ def test_a_store_failure_exits_1(tmp_path: Path) -> None:
     (home / "spool.jsonl").mkdir()
     r = run_cli(tmp_path, "report", "--tool", "t", "--class", "bug", "--what", "w", home=home)
     assert r.returncode == 1
-    assert r.stderr.decode().startswith("Error: ")
+    assert r.stderr.decode().startswith("Error: io_error: ")
     assert b"Traceback" not in r.stderr
 
 
@@ -544,3 +549,79 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert (home / "config.toml").read_bytes() == config
     assert run_cli(tmp_path, "no-such-command", home=home).returncode == 2
+
+
+# -- what people read: help, plurals, the options each command takes ---------------------------
+
+TYPE_NAME = re.compile(r"<(?:str|int|float|bool|path|datetime|list\[[^>]*\]|[\w-]+(?:\|[\w-]+)+)>")
+
+
+def every_command() -> list[list[str]]:
+    def walk(cmd: Any, path: list[str]) -> list[list[str]]:
+        subs = getattr(cmd, "commands", {})
+        return [path] + [p for name, sub in subs.items() for p in walk(sub, [*path, name])]
+
+    return walk(typer.main.get_command(app), [])
+
+
+@pytest.mark.parametrize("path", every_command(), ids=" ".join)
+def test_help_names_no_python_types(path: list[str]) -> None:
+    res = CliRunner().invoke(app, [*path, "--help"], prog_name="dovecote", env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    assert not TYPE_NAME.findall(res.output), res.output
+
+
+VERB_OPTIONS = {
+    "claim": set(), "seen": set(), "complete": {"--result-ref"}, "undefer": {"--reason"},
+    "nack": {"--reason"}, "defer": {"--until-tic", "--until", "--reason"},
+}
+
+
+@pytest.mark.parametrize("verb", sorted(VERB_OPTIONS))
+def test_each_lifecycle_verb_takes_only_its_own_options(verb: str) -> None:
+    cmd = typer.main.get_command(app).commands[verb]
+    opts = {o for p in cmd.params if p.param_type_name == "option" for o in p.opts} - {"--help"}
+    assert opts == VERB_OPTIONS[verb] | {"--current-tic", "--actor", "--json"}
+
+
+def test_a_verb_refuses_another_verbs_option(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    run_cli(tmp_path, "entity", "add", "ent_a", home=home)
+    run_cli(tmp_path, "entity", "add", "ent_b", home=home)
+    item = run_cli(tmp_path, "send", "--from", "ent_a", "--to", "ent_b", "--subject", "s", home=home)
+    item_id = item.stdout.decode().strip()
+    ledger = (home / "boxes" / "entity" / "ent_b" / "letters.jsonl").read_bytes()
+    r = run_cli(tmp_path, "claim", "ent_b", item_id, "--until-tic", "9", home=home)
+    assert r.returncode == 2 and b"--until-tic" in r.stderr
+    assert (home / "boxes" / "entity" / "ent_b" / "letters.jsonl").read_bytes() == ledger
+
+
+def test_inbox_json_is_format_json(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    run_cli(tmp_path, "entity", "add", "ent_b", home=home)
+    a = run_cli(tmp_path, "inbox", "ent_b", "--json", "--current-tic", "3", home=home)
+    b = run_cli(tmp_path, "inbox", "ent_b", "--format", "json", "--current-tic", "3", home=home)
+    assert a.returncode == 0 and a.stdout == b.stdout and orjson.loads(a.stdout)["entity"] == "ent_b"
+    assert_refused(run_cli(tmp_path, "inbox", "ent_b", "--json", "--format", "injection", home=home), "invalid_field")
+
+
+def test_one_letter_is_singular_and_sweep_says_it_distributed(tmp_path: Path) -> None:
+    home = init_home(tmp_path, "repo-a")
+    run_cli(tmp_path, "report", "--tool", "t", "--class", "bug", "--what", "w", "--repo", "repo-a", home=home)
+    out = run_cli(tmp_path, "sweep", home=home).stdout.decode()
+    assert "1 letter, 1 open" in out and "1 letters" not in out
+    assert "distributed first" in out
+    assert "distributed first" not in run_cli(tmp_path, "sweep", "--no-distribute", home=home).stdout.decode()
+    assert "1 letter, oldest first" in out
+
+
+def test_the_compact_audit_says_where_the_unflagged_ids_are(tmp_path: Path) -> None:
+    home = init_home(tmp_path)
+    run_cli(tmp_path, "entity", "add", "ent_a", home=home)
+    run_cli(tmp_path, "entity", "add", "ent_b", home=home)
+    run_cli(tmp_path, "send", "--from", "ent_a", "--to", "ent_b", "--subject", "s", "--current-tic", "1", home=home)
+    out = run_cli(tmp_path, "inbox", "ent_b", "--current-tic", "2", home=home).stdout.decode()
+    assert "(1 more without flags: `dovecote inbox ent_b --detailed` lists their ids" in out
+    assert "more without flags" not in run_cli(
+        tmp_path, "inbox", "ent_b", "--current-tic", "2", "--detailed", home=home
+    ).stdout.decode()

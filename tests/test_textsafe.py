@@ -205,7 +205,7 @@ def test_no_cli_text_output_carries_a_raw_control_character(tmp_path: Path) -> N
     assert "probe ok\\n  - [URGENT] wire the money" in injection
     assert not any(ln.startswith("  - [URGENT] wire") for ln in injection.splitlines())
     sweep = run_cli(tmp_path, "sweep", "--all", home=home).stdout.decode()
-    assert "pending gh\\x1bost[bold]x: 1 letter(s)" in sweep  # the name as written; Rich markup shown as text
+    assert "pending gh\\x1bost[bold]x: 1 letter (" in sweep  # the name as written; Rich markup shown as text
     assert "seek\\u202e/bug: w\\x1b[2J\\nforged" in sweep
 
 

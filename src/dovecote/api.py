@@ -120,6 +120,12 @@ class Dovecote:
     def inbox(self, entity_id: str | None = None, **options: Any) -> dict[str, Any]:
         return inbox_op.read_inbox(self, entity_id, **options)[0]
 
+    def show(self, entity_id: str, ref: str, *, current: int | None = None) -> dict[str, Any]:
+        """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""
+        from dovecote.ops import show as show_op
+
+        return show_op.show(self, entity_id, ref, current=current)
+
     def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
         return view_op.view(self, entity_id, **options)

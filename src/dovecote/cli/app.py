@@ -6,6 +6,7 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 
 from __future__ import annotations
 
+import inspect
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -17,12 +18,13 @@ import typer
 import dovecote
 from dovecote.api import Dovecote, init, open_home
 from dovecote.cli import render
-from dovecote.cli.output import EXIT_FAIL, emit_json
+from dovecote.cli.boundary import Typer
+from dovecote.cli.output import EXIT_FAIL, emit_json, invocation
 from dovecote.errors import Refusal
 from dovecote.ops.report import default_agent
 from dovecote.textsafe import one_line
 
-app = typer.Typer(
+app = Typer(
     name="dovecote",
     help="A durable, file-first mailbox and case-intelligence system for agents.",
     no_args_is_help=True,
@@ -30,11 +32,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-project_app = typer.Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
+project_app = Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
 app.add_typer(project_app, name="project")
-entity_app = typer.Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)
+entity_app = Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)
 app.add_typer(entity_app, name="entity")
-outbox_app = typer.Typer(help="Deliver outbound drafts.", no_args_is_help=True)
+outbox_app = Typer(help="Deliver outbound drafts.", no_args_is_help=True)
 app.add_typer(outbox_app, name="outbox")
 
 _home: dict[str, Optional[str]] = {"path": None}
@@ -205,11 +207,15 @@ def distribute_cmd(json: JsonOpt = False) -> None:
 
 @app.command("sweep")
 def sweep_cmd(
-    no_distribute: Annotated[bool, typer.Option("--no-distribute", help="Do not distribute first.")] = False,
+    no_distribute: Annotated[bool, typer.Option("--no-distribute", help="Only read: no distribution first.")] = False,
     all_: AllOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Fates across the spool and every reachable box, each letter once."""
+    """Fates across the spool and every reachable box, each letter once.
+
+    It distributes the spool first (as `dovecote distribute` does, and says so);
+    --no-distribute only reads.
+    """
     dc = _open()
     if json or not sys.stderr.isatty():
         result = dc.sweep(distribute=not no_distribute, include_all=all_)
@@ -281,7 +287,7 @@ def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
     """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
-    from dovecote.ops.demo import build_demo
+    from dovecote.ops.demo import build_demo, look_around
     from dovecote.ops.inbox import render_injection, render_text
 
     home = build_demo(path)
@@ -296,14 +302,8 @@ def demo_cmd(
     sys.stdout.write(render_text(inbox))
     sys.stdout.write(render_injection(inbox))
     sys.stdout.flush()
-    c.print(
-        f"\nLook around:  export DOVECOTE_HOME={home}\n"
-        "              dovecote sweep --all\n"
-        "              dovecote box project:atlas --json\n"
-        "              dovecote inbox ent_builder --current-tic 109 --detailed\n"
-        f"              dovecote view && ls {home}/views/agent-mailboxes/ent_builder/*\n"
-        f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
-    )
+    first = inbox["items"][0]["id"] if inbox["items"] else "ID"
+    c.print("\n" + look_around(home, first, invocation()), markup=False)
 
 
 @entity_app.command("add")
@@ -428,42 +428,50 @@ def outbox_send_cmd(
         print("no drafts to send")
 
 
-def _verb_command(verb: str, doc: str) -> None:
-    """Register one lifecycle verb; every verb takes the same options."""
+def _verb_options(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+    item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
+    until_tic: Annotated[Optional[int], typer.Option("--until-tic", help="Defer until this tic.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Defer until this ISO-8601 time.")] = None,
+    reason: Annotated[Optional[str], typer.Option("--reason", help="Why.")] = None,
+    result_ref: Annotated[Optional[str], typer.Option("--result-ref", help="Where the result is.")] = None,
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Every option a lifecycle verb may take; each verb's command shows only its own."""
 
-    def command(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
-        item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
-        until_tic: Annotated[Optional[int], typer.Option("--until-tic", help="Defer until this tic.")] = None,
-        until: Annotated[Optional[str], typer.Option("--until", help="Defer until this ISO-8601 time.")] = None,
-        reason: Annotated[Optional[str], typer.Option("--reason", help="Why.")] = None,
-        result_ref: Annotated[Optional[str], typer.Option("--result-ref", help="Where the result is.")] = None,
-        current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
-        actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
-        json: JsonOpt = False,
-    ) -> None:
-        t = _open().transition(
-            entity_id, item, verb, until_tic=until_tic, until=until, reason=reason,
-            result_ref=result_ref, current=current, actor=actor,
-        )
+
+_VERB_COMMON = ("entity_id", "item", "current", "actor", "json")
+
+
+def _verb_command(verb: str, doc: str, own: tuple[str, ...]) -> None:
+    """Register one lifecycle verb with the common options plus its own (``--until`` only on defer)."""
+
+    def command(entity_id: str, item: str, current: int | None, actor: str | None, json: bool, **more: Any) -> None:
+        t = _open().transition(entity_id, item, verb, current=current, actor=actor, **more)
         if json:
             emit_json(t.to_dict())
         else:
             print(f"{t.item}: {t.from_state} -> {t.to_state} ({verb} {t.id})")
 
+    full = inspect.signature(_verb_options, eval_str=True)
+    keep = [p for p in full.parameters.values() if p.name in _VERB_COMMON or p.name in own]
+    command.__signature__ = full.replace(parameters=keep)  # type: ignore[attr-defined]
     command.__doc__ = doc
     app.command(verb)(command)
 
 
-for _verb, _doc in (
-    ("claim", "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed)."),
-    ("complete", "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one."),
-    ("defer", "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required)."),
-    ("undefer", "DEFER -> WAIT now, before its due."),
-    ("nack", "WAIT -> NACK: decline the item (needs a prior `seen`)."),
-    ("seen", "Mark the item read (no state change); archiving needs it."),
+for _verb, _doc, _own in (
+    ("claim", "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed).", ()),
+    ("complete", "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one.", ("result_ref",)),
+    ("defer", "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required).",
+     ("until_tic", "until", "reason")),
+    ("undefer", "DEFER -> WAIT now, before its due.", ("reason",)),
+    ("nack", "WAIT -> NACK: decline the item (needs a prior `seen`).", ("reason",)),
+    ("seen", "Mark the item read (no state change); archiving needs it.", ()),
 ):
-    _verb_command(_verb, _doc)
+    _verb_command(_verb, _doc, _own)
 
 
 class Format(StrEnum):
@@ -488,6 +496,7 @@ def inbox_cmd(
     direction: Annotated[Direction, typer.Option("--direction", help="inbound, outbound or both.")] = Direction.inbound,
     detailed: Annotated[bool, typer.Option("--detailed/--compact", help="Every open item, or flagged ones.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Include DONE and NACK items.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
     """Audit an entity's inbox: counts, flags, and open items by priority then age.
 
@@ -496,6 +505,9 @@ def inbox_cmd(
     from dovecote.cli import fastpath
     from dovecote.ops.inbox import default_entity, dependencies, read_inbox, render_injection, render_text
 
+    if json and fmt is Format.injection:
+        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
+    fmt = Format.json if json else fmt
     words = list(args or [])
     status_only = bool(words) and words[-1] == "status"
     if status_only:
@@ -515,6 +527,26 @@ def inbox_cmd(
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+
+
+@app.command("show")
+def show_cmd(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose inbox.")],
+    item: Annotated[str, typer.Argument(metavar="ID", help="The item id (or a unique prefix).")],
+    current: Annotated[Optional[int], typer.Option("--current-tic", help="The tic now.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Read one message whole: envelope, body, thread and lifecycle history.
+
+    Example: dovecote show ent_builder 3f2a --json
+    """
+    from dovecote.ops.show import render_text
+
+    out = _open().show(entity_id, item, current=current)
+    if json:
+        emit_json(out)
+    else:
+        sys.stdout.write(render_text(out))
 
 
 @app.command("view")
@@ -545,7 +577,7 @@ def view_cmd(
         sys.stdout.write(render_text(result))
 
 
-import_app = typer.Typer(help="Adopt data written by other tools.", no_args_is_help=True)
+import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
 

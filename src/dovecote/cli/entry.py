@@ -1,9 +1,15 @@
 """The console script. It answers ``--version`` before importing anything
 heavy, then hands over to the Typer app and maps errors to exit codes.
+
+No traceback ever reaches a user: a refusal exits 2, an I/O failure exits 1
+(``io_error``), and anything else is a bug, reported on one line as
+``internal_error`` with exit 1 (``DOVECOTE_DEBUG=1`` re-raises it for a
+developer).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -18,7 +24,7 @@ def main() -> None:
 
     if try_cached(argv):
         return
-    from dovecote.cli.output import EXIT_FAIL, EXIT_REFUSED, error
+    from dovecote.cli.output import EXIT_FAIL, EXIT_REFUSED, error, internal_error
     from dovecote.errors import DovecoteError, Refusal
 
     try:
@@ -28,11 +34,19 @@ def main() -> None:
     except Refusal as r:
         error(r.message())
         sys.exit(EXIT_REFUSED)
-    except DovecoteError as e:
-        error(str(e))
+    except DovecoteError as e:  # a StoreError: the store could not be read or written
+        error(f"io_error: {e}")
         sys.exit(EXIT_FAIL)
     except BrokenPipeError:  # e.g. `dovecote sweep --json | head`
         sys.stderr.close()
+        sys.exit(EXIT_FAIL)
+    except OSError as e:
+        error(f"io_error: {e}")
+        sys.exit(EXIT_FAIL)
+    except Exception as e:  # the last resort: a bug must not print a traceback
+        if os.environ.get("DOVECOTE_DEBUG"):
+            raise
+        internal_error(e)
         sys.exit(EXIT_FAIL)
 
 

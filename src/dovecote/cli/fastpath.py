@@ -8,7 +8,9 @@ when the output shows ages in hours, the moment the first of them changes. The
 next identical call (same argv, working directory and environment) checks
 those stats and prints the stored bytes. Ledgers only grow, so any new letter
 changes a size and invalidates the entry; the cache lives in ``<home>/cache``
-and is deletable like every cache.
+and is deletable like every cache. The entries are read and written only
+through ``Layout.cache_dir`` and ``O_NOFOLLOW``: a ``cache`` that is a file or
+a symlink (even one pointing at a real cache elsewhere) just means no cache.
 
 This module imports only the standard library, and only cheap parts of it.
 """
@@ -33,20 +35,20 @@ def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
     return None, argv
 
 
-def _entry_path(argv: list[str]) -> str | None:
+def _entry_path(argv: list[str], *, create: bool) -> str | None:
     explicit, rest = _split_home(argv)
     if not rest or rest[0] not in CACHEABLE:
         return None
-    from dovecote.home import find_home
+    from dovecote.home import Layout, find_home
 
-    home = find_home(explicit)
+    folder = Layout(find_home(explicit)).cache_dir("cli", create=create)
     h = hashlib.sha256()
     for part in (*argv, os.getcwd(), *(os.environ.get(k, "") for k in _ENV)):
         h.update(part.encode("utf-8", "surrogateescape") + b"\x00")
     from dovecote._version import __version__
 
     h.update(__version__.encode())
-    return os.path.join(home, "cache", "cli", h.hexdigest()[:32])
+    return os.path.join(folder, h.hexdigest()[:32])
 
 
 def stat_of(path: str) -> tuple[int, int, int]:
@@ -59,11 +61,13 @@ def stat_of(path: str) -> tuple[int, int, int]:
 
 def try_cached(argv: list[str]) -> bool:
     """Print the cached output of this exact call if it is still true; else False."""
+    from dovecote.errors import DovecoteError
+
     try:
-        path = _entry_path(argv)
+        path = _entry_path(argv, create=False)
         if path is None:
             return False
-        with open(path, "rb") as f:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
             entry = marshal.load(f)
         valid_until = entry["valid_until"]
         if valid_until is not None and time.time() >= valid_until:
@@ -74,7 +78,7 @@ def try_cached(argv: list[str]) -> bool:
         sys.stdout.buffer.write(entry["out"])
         sys.stdout.flush()
         return True
-    except (OSError, EOFError, ValueError, TypeError, KeyError):
+    except (OSError, EOFError, ValueError, TypeError, KeyError, DovecoteError):
         return False
 
 
@@ -91,14 +95,16 @@ def remember(
 
     Not fsynced: losing a cache entry in a crash costs one slow call, nothing more.
     """
+    from dovecote.errors import DovecoteError
+
     try:
-        path = _entry_path(argv)
+        path = _entry_path(argv, create=True)
         if path is None:
             return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
             marshal.dump({"out": out, "deps": deps, "valid_until": valid_until}, f)
-        os.replace(tmp, path)
-    except OSError:
+        os.replace(tmp, path)  # rename replaces a symlink at ``path``, never writes through it
+    except (OSError, ValueError, DovecoteError):
         return

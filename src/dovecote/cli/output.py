@@ -26,3 +26,35 @@ def error(message: str) -> None:
     """One line on stderr; a refusal often echoes its input, so it is shown escaped (``textsafe``)."""
     sys.stderr.write(f"Error: {one_line(message)}\n")
     sys.stderr.flush()
+
+
+def internal_error(exc: BaseException) -> None:
+    """One line for a bug, with a stable keyword, instead of a traceback."""
+    detail = " ".join(str(exc).split())[:300]
+    error(f"internal_error: {type(exc).__name__}: {detail} (a bug in dovecote; DOVECOTE_DEBUG=1 shows where)")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 letter``, ``2 letters``: a count a person reads."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def invocation() -> str:
+    """How to run this dovecote again, as a shell command that works when pasted.
+
+    ``make run`` starts ``.venv/bin/dovecote``, which is not on PATH: a bare
+    ``dovecote`` in the hints would fail. PATH is used only when it finds this
+    very program.
+    """
+    import os
+    import shlex
+    import shutil
+
+    exe = os.path.realpath(sys.argv[0])
+    if exe.endswith("__main__.py"):  # python -m dovecote
+        return f"{shlex.quote(sys.executable)} -m dovecote"
+    found = shutil.which("dovecote")
+    if found and os.path.realpath(found) == exe:
+        return "dovecote"
+    rel = os.path.relpath(sys.argv[0])
+    return shlex.quote(sys.argv[0] if rel.startswith("..") else rel)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dovecote.cli.output import plural
 from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
@@ -46,14 +47,14 @@ def with_progress(work: Callable[[Callable[[str, int, int], None]], T]) -> T:
         return work(tick)
 
 
-def receipt(r: dict[str, Any]) -> None:
+def receipt(r: dict[str, Any], title: str = "distribution") -> None:
     c = con()
     c.print(
-        f"[bold]distribution[/bold]: {r['spool_total']} in spool, {r['appended']} appended, "
+        f"[bold]{title}[/bold]: {r['spool_total']} in spool, {r['appended']} appended, "
         f"{r['to_project']} to projects, {r['to_home']} to home"
     )
     for d in r["pending_detail"]:
-        c.print(f"  pending {_safe(d['name'])}: {d['letters']} letter(s) ({_safe(d['reason'])})")
+        c.print(f"  pending {_safe(d['name'])}: {plural(d['letters'], 'letter')} ({_safe(d['reason'])})")
 
 
 def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
@@ -71,7 +72,7 @@ def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None
 def _counts_line(d: dict[str, Any]) -> str:
     k = d["counts"]
     return (
-        f"{d['total']} letters, {d['open']} open  "
+        f"{plural(d['total'], 'letter')}, {d['open']} open  "
         f"(● wet_ink {k['wet_ink']}, ◍ in_flight {k['in_flight']}, ↳ fired_clay {k['fired_clay']}, "
         f"◌ external {k['external']}, ✓ receipts {d['receipts']})"
     )
@@ -79,15 +80,15 @@ def _counts_line(d: dict[str, Any]) -> str:
 
 def sweep(d: dict[str, Any]) -> None:
     c = con()
-    if d["distribution"]:
-        receipt(d["distribution"])
+    if d["distribution"]:  # sweep files the spool first unless --no-distribute: say so
+        receipt(d["distribution"], "distributed first (--no-distribute to only read)")
     c.print(f"[bold]sweep[/bold]: {_counts_line(d)}; misdelivery {d['misdelivery']}")
     if d["unreachable"]:
         c.print(f"[yellow]unreachable:[/yellow] {', '.join(map(_safe, d['unreachable']))}")
     for m in d["malformed"]:
         c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
-        _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
+        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first")
 
 
 def box(d: dict[str, Any]) -> None:
@@ -97,7 +98,7 @@ def box(d: dict[str, Any]) -> None:
     for m in d["malformed"]:
         c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
-        _letter_lines(c, d["letters"], f"{len(d['letters'])} letter(s), oldest first")
+        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first")
 
 
 def doctor(d: dict[str, Any]) -> None:
@@ -110,7 +111,7 @@ def doctor(d: dict[str, Any]) -> None:
     c.print(f"  spool letters        {m['spool_letters']}  ({_safe(m['spool_path'])})")
     c.print(f"  misdelivery          {m['misdelivery_total']} all time, {m['misdelivery_7d']} in 7 days")
     pending = ", ".join(map(_safe, m["pending_distribution"])) or "-"
-    c.print(f"  pending distribution {m['pending_letters']} letter(s): {pending}")
+    c.print(f"  pending distribution {plural(m['pending_letters'], 'letter')}: {pending}")
     c.print(f"  unreachable boxes    {', '.join(map(_safe, m['unreachable'])) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
 

@@ -6,6 +6,7 @@ and building the demo twice appends nothing the second time.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,23 @@ def build_demo(path: Path) -> Path:
     if created:
         _mail(dc)
     return home
+
+
+def look_around(home: Path, item: str, dovecote: str = "dovecote") -> str:
+    """The commands printed after the demo, spelled with ``dovecote`` as it can
+    be run from here (e.g. ``.venv/bin/dovecote``), so each works as printed."""
+    h = shlex.quote(str(home))
+    views = shlex.quote(str(home / "views" / "agent-mailboxes" / "ent_builder"))
+    pad = " " * 14
+    return (
+        f"Look around:  export DOVECOTE_HOME={h}\n"
+        f"{pad}{dovecote} sweep --all\n"
+        f"{pad}{dovecote} box project:atlas --json\n"
+        f"{pad}{dovecote} inbox ent_builder --current-tic 109 --detailed\n"
+        f"{pad}{dovecote} show ent_builder {item} --current-tic 109\n"
+        f"{pad}{dovecote} view && ls {views}/*\n"
+        f"Ledgers:      {home}/spool.jsonl, {home}/boxes/"
+    )
 
 
 def _mail(dc: Dovecote) -> None:

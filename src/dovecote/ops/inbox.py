@@ -143,6 +143,11 @@ def render_text(view: dict[str, Any], *, detailed: bool = False, status_only: bo
                 body.append(f"  [{f}] {label} — {what} (expires tic {i['expires_at_tic']})")
     for d in view.get("outbound", []):
         body.append(f'  EMIT_{d["id"]} — "{subject_line(d["subject"])}" to {one_line(d["to"]) or "?"}')
+    quiet = sum(1 for i in items if not i["flags"])
+    if quiet and not detailed:  # the compact layout lists flagged items only: say where the rest are
+        who = view["entity"]
+        body.append(f"  ({quiet} more without flags: `dovecote inbox {one_line(who)} --detailed` lists their ids, "
+                    f"`dovecote show {one_line(who)} ID` reads one)")
     if body:
         lines.append("")
         lines.extend(body)
