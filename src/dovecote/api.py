@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from dovecote import roster as roster_mod
+from dovecote import roster_edit
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
-from dovecote.ledger import write_atomic
 from dovecote.names import HOME, Address, check_name, parse_address
 from dovecote.ops import adopt as adopt_op
 from dovecote.ops import doctor as doctor_op
@@ -48,8 +48,9 @@ class Dovecote:
         if old is not None:  # keep warm readers: the files did not change
             self.store._readers = old._readers
 
-    def _save_roster(self, new: roster_mod.Roster) -> None:
-        write_atomic(self.layout.config, roster_mod.dump(new))
+    def _edit_roster(self, change: roster_edit.Change) -> None:
+        """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
+        roster_edit.edit(self.layout.config, change)
         self._load_roster()
 
     def report_boxes(self) -> list[Address]:
@@ -69,12 +70,24 @@ class Dovecote:
             norm = str(Path(norm).absolute())
         norm = os.path.normpath(norm)  # lexical: "a/../b" is stored as the "b" it means
         p = roster_mod.Project(name, norm, tuple(aliases), box_in_repo)
-        self._save_roster(roster_mod.with_project(self.roster, p))
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new = roster_mod.with_project(r, p)
+            roster_edit.append_table(doc, "projects", roster_edit.project_fields(p))
+            return new
+
+        self._edit_roster(change)
         return p
 
     def add_entity(self, entity_id: str, role: str | None = None) -> roster_mod.Entity:
         e = roster_mod.Entity(check_name(entity_id, "entity id"), role)
-        self._save_roster(roster_mod.with_entity(self.roster, e))
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new = roster_mod.with_entity(r, e)
+            roster_edit.append_table(doc, "entities", roster_edit.entity_fields(e))
+            return new
+
+        self._edit_roster(change)
         return e
 
     # -- field reports ----------------------------------------------------------
@@ -179,8 +192,8 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
         return home, False
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
-    write_atomic(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
-    return home, True
+    created = roster_edit.create(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
+    return home, created  # False: another init got there first, and theirs stands
 
 
 def open_home(root: str | os.PathLike[str] | None = None) -> Dovecote:

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from dovecote.errors import Refusal
 from dovecote.names import check_name
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
@@ -223,8 +221,10 @@ def dump(r: Roster) -> bytes:
         doc["entities"] = [
             {"id": e.id, **({"role": e.role} if e.role is not None else {})} for e in r.entities
         ]
+    import tomlkit  # only writers need it; reading is tomllib
+
     header = b"# dovecote roster: projects, entities, markers and settings (see README)\n"
-    return header + tomli_w.dumps(doc).encode("utf-8")
+    return header + tomlkit.dumps(doc).encode("utf-8")
 
 
 def load(path: Path) -> Roster:
