@@ -65,11 +65,7 @@ class Dovecote:
         check_name(name, "project name")
         for a in aliases:
             check_name(a, "alias")
-        norm = roster_mod.normalize_root(os.path.expanduser(root))
-        if not norm.startswith("/"):
-            norm = str(Path(norm).absolute())
-        norm = os.path.normpath(norm)  # lexical: "a/../b" is stored as the "b" it means
-        p = roster_mod.Project(name, norm, tuple(aliases), box_in_repo)
+        p = roster_mod.Project(name, roster_mod.given_root(root), tuple(aliases), box_in_repo)
 
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
             new = roster_mod.with_project(r, p)

@@ -20,6 +20,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
     "duplicate_project": (409, "a project with that name is already in the roster"),
+    "duplicate_root": (409, "another project already has that root (one root, one box)"),
     "human_gesture_required": (403, "only a human gesture (the Human View) may do this"),
     "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
     "invalid_address": (400, "a box address is not home, project:<name> or entity:<id>"),
