@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,6 +139,28 @@ def test_entity_add_only_appends_its_table(tmp_path: Path) -> None:
     assert [ln for ln in ops[0][2] if ln.strip()] == ["[[entities]]", 'id = "ent_new"', 'role = "builder"']
 
 
+@pytest.mark.parametrize(
+    ("args", "gone"),
+    [
+        (("project", "remove", "atlas"), ["[[projects]]", 'name = "atlas"   # the big one',
+                                          'root = "/home/me/code/atlas"', 'aliases = ["at"]']),
+        (("project", "remove", "BEACON"), ["[[projects]]", 'name   = "beacon"', 'root   = "~/code/beacon"',
+                                           "box_in_repo = true"]),
+        (("entity", "remove", "ent_ops"), ["[[entities]]", 'id = "ent_ops"  # the operator', 'role = "operator"']),
+        (("entity", "remove", "ent_bot"), ["[[entities]]", 'id = "ent_bot"']),
+    ],
+)
+def test_remove_takes_out_only_its_table(tmp_path: Path, args: tuple[str, ...], gone: list[str]) -> None:
+    home = _hand_home(tmp_path)
+    run = run_cli(tmp_path, *args, home=home)
+    assert run.returncode == 0, run.stderr.decode()
+    after = (home / "config.toml").read_text()
+    ops = _ops(HAND_EDITED, after)
+    assert [tag for tag, _, _ in ops] == ["delete"]
+    assert ops[0][1] == gone  # every comment, blank line and other table is still there, byte for byte
+    roster.parse(after.encode())
+
+
 def test_a_file_without_a_final_newline_still_takes_an_edit(tmp_path: Path) -> None:
     text = HAND_EDITED.rstrip("\n")
     home = _hand_home(tmp_path, text)
@@ -152,10 +175,11 @@ def test_an_inline_array_stays_inline(tmp_path: Path) -> None:
     dc = open_home(home)
     dc.add_entity("ent_a")
     dc.add_entity("ent_b", "builder")
+    dc.remove_entity("ent_a")
     after = (home / "config.toml").read_text()
     assert after.startswith("entities = [") and after.rstrip().endswith('roots = ["/home/me"]')
     assert "# none yet" in after
-    assert [(e.id, e.role) for e in dc.roster.entities] == [("ent_a", None), ("ent_b", "builder")]
+    assert [(e.id, e.role) for e in dc.roster.entities] == [("ent_b", "builder")]
 
 
 def test_an_invalid_roster_is_not_edited(tmp_path: Path) -> None:
@@ -173,7 +197,9 @@ _IDS = st.sampled_from(["ent_ops", "ent_bot", "ent_a", "ent_b"])
 _EDITS = st.lists(
     st.one_of(
         st.tuples(st.just("add_project"), _NAMES),
+        st.tuples(st.just("remove_project"), _NAMES),
         st.tuples(st.just("add_entity"), _IDS),
+        st.tuples(st.just("remove_entity"), _IDS),
     ),
     max_size=8,
 )
@@ -192,11 +218,17 @@ def test_edits_keep_every_comment_and_match_the_rules(edits: list[tuple[str, str
                 if verb == "add_project":
                     expect = roster.with_project(model, roster.Project(name, f"/srv/{name}"))
                     dc.add_project(name, f"/srv/{name}")
-                else:
+                elif verb == "add_entity":
                     expect = roster.with_entity(model, roster.Entity(name))
                     dc.add_entity(name)
+                elif verb == "remove_project":
+                    expect = roster.without_project(model, name)[0]
+                    dc.remove_project(name)
+                else:
+                    expect = roster.without_entity(model, name)[0]
+                    dc.remove_entity(name)
             except Refusal as e:
-                assert e.reason in {"duplicate_project", "duplicate_entity"}
+                assert e.reason in {"duplicate_project", "duplicate_entity", "unknown_project", "unknown_entity"}
                 continue
             model = expect
             text = (home / "config.toml").read_text()

@@ -10,6 +10,7 @@ since (``verify`` proves a warm answer equals a cold one).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from dovecote.ops import report as report_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.roster_use import Use, entity_use, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import FileStore
@@ -85,6 +87,48 @@ class Dovecote:
 
         self._edit_roster(change)
         return e
+
+    def remove_project(self, name: str, *, force: bool = False) -> Use:
+        """Take a project out of the roster; its ledger stays on disk, unread until it is added again.
+
+        Refused ``in_use`` while letters are in its box or wait in the spool for
+        it, unless ``force``. Returns what still routed there.
+        """
+
+        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
+            new, p = roster_mod.without_project(r, name)
+            return new, r.projects.index(p), project_use(self._store_for(r), r, p.name)
+
+        return self._remove("projects", decide, force)
+
+    def remove_entity(self, entity_id: str, *, force: bool = False) -> Use:
+        """Take an entity out of the roster; its ledger stays on disk. Refused ``in_use`` while its box has letters."""
+
+        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
+            new, e = roster_mod.without_entity(r, entity_id)
+            return new, r.entities.index(e), entity_use(self._store_for(r), e.id)
+
+        return self._remove("entities", decide, force)
+
+    def _store_for(self, r: roster_mod.Roster) -> FileStore:
+        """This handle's warm store when ``r`` is the roster it holds, else a store over ``r``."""
+        return self.store if r.signature == self.roster.signature else FileStore(self.layout, r)
+
+    def _remove(
+        self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
+    ) -> Use:
+        """One removal under the roster lock: decide on the roster read there, refuse if used, drop the table."""
+        found: list[Use] = []
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new, index, use = decide(r)
+            refuse_if_used(use, force)
+            roster_edit.remove_table(doc, table, index)
+            found.append(use)
+            return new
+
+        self._edit_roster(change)
+        return found[0]
 
     # -- field reports ----------------------------------------------------------
 

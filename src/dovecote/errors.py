@@ -23,6 +23,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "duplicate_root": (409, "another project already has that root (one root, one box)"),
     "human_gesture_required": (403, "only a human gesture (the Human View) may do this"),
     "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
+    "in_use": (409, "letters still route to that project or entity (--force drops the entry, keeps the ledger)"),
     "invalid_address": (400, "a box address is not home, project:<name> or entity:<id>"),
     "invalid_config": (500, "config.toml is not valid (a typo must not silently change routing)"),
     "invalid_field": (400, "a field has the wrong type or an illegal value"),

@@ -332,3 +332,16 @@ def with_entity(r: Roster, e: Entity) -> Roster:
         raise Refusal("duplicate_entity", f"entity {e.id!r} is already in the roster")
     return replace(r, entities=(*r.entities, e))
 
+
+def without_project(r: Roster, name: str) -> tuple[Roster, Project]:
+    p = r.project(name)
+    if p is None:
+        raise Refusal("unknown_project", f"no project {name!r} in the roster")
+    return replace(r, projects=tuple(q for q in r.projects if q is not p)), p
+
+
+def without_entity(r: Roster, entity_id: str) -> tuple[Roster, Entity]:
+    e = r.entity(entity_id)
+    if e is None:
+        raise Refusal("unknown_entity", f"no entity {entity_id!r} in the roster")
+    return replace(r, entities=tuple(q for q in r.entities if q is not e)), e

@@ -7,9 +7,11 @@ holds an exclusive ``flock`` on ``config.toml.lock`` (a file beside the roster,
 never the roster itself, which is replaced by rename) across the whole read,
 change and write, and reads the file only once it holds the lock.
 
-And the roster is a file people edit by hand: an edit adds one
+And the roster is a file people edit by hand: an edit adds or removes one
 ``[[projects]]`` or ``[[entities]]`` table through tomlkit and leaves every
-other byte (comments, order, spacing) as it was.
+other byte (comments, order, spacing) as it was. Removing a table takes out its
+header and its keys; a comment line after its keys stays, for it usually
+introduces what follows.
 
 Nothing is written unless the edit is sound: the rules (``roster.with_*``)
 decide the new roster, the edited text must parse (``roster.parse``) to exactly
@@ -153,3 +155,45 @@ def append_table(doc: Any, key: str, fields: dict[str, Any]) -> None:
     if doc.body[-1][1] is not current:
         table.add(tomlkit.nl())  # and one before the section that follows
     current.append(table)
+
+
+def remove_table(doc: Any, key: str, index: int) -> None:
+    """Remove table ``index`` of the array ``key``: its header and keys.
+
+    The text around them (blank lines and comments above the header or after
+    the last key) stays where it was.
+    """
+    import tomlkit
+    from tomlkit.items import AoT, Comment, Table, Whitespace
+
+    current = doc[key]
+    if not isinstance(current, AoT):
+        del current[index]
+        return
+    gone = current.body[index]
+    body = gone.value.body
+    tail: list[Any] = []
+    while body and body[-1][0] is None and isinstance(body[-1][1], Comment | Whitespace):
+        tail.insert(0, body.pop()[1])
+    text = gone.trivia.indent + "".join(item.as_string() for item in tail)
+    del current[index]
+
+    def keep_after(container: Any) -> None:
+        for _, item in tomlkit.parse(text).body:
+            container.append(None, item)
+
+    if index < len(current.body):  # before the next table's header
+        following = current.body[index]
+        following.trivia.indent = text + following.trivia.indent
+    elif index > 0:  # after the keys of the table before it
+        keep_after(current.body[index - 1].value)
+    else:  # the array is empty now: the text goes where the array was
+        pos = next(i for i, (_, v) in enumerate(doc.body) if v is current)
+        del doc[key]
+        before = doc.body[pos - 1][1] if pos else None
+        if isinstance(before, Table):
+            keep_after(before.value)
+        elif before is not None:
+            before.trivia.trail += text
+        else:
+            keep_after(doc)
