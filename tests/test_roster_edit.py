@@ -255,3 +255,26 @@ def test_parallel_inits_create_one_roster(tmp_path: Path) -> None:
     assert outs.count(True) == 1  # the others found a roster and kept it
     winner = outs.index(True)
     assert roster.load(home / "config.toml").owner_roots == (f"/srv/owner-{winner}",)
+
+
+def test_an_edit_that_would_not_mean_what_the_rules_decided_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the last guard: the edited text must parse to exactly the intended roster, else nothing is written
+    from dovecote import roster_edit
+
+    home = _hand_home(tmp_path)
+    real = roster_edit.append_table
+
+    def skewed(doc: object, key: str, fields: dict[str, object]) -> None:
+        real(doc, key, {**fields, "root": "/somewhere/else"})
+
+    monkeypatch.setattr(roster_edit, "append_table", skewed)
+    with pytest.raises(Refusal) as e:
+        open_home(home).add_project("comet", "/srv/comet")
+    assert e.value.reason == "invalid_config"
+    monkeypatch.setattr(roster_edit, "append_table", lambda doc, key, fields: real(doc, key, {**fields, "x": 1}))
+    with pytest.raises(Refusal) as e:
+        open_home(home).add_entity("ent_new")  # an unknown key: the edited text does not even parse
+    assert e.value.reason == "invalid_config"
+    assert (home / "config.toml").read_text() == HAND_EDITED
