@@ -96,7 +96,7 @@ def edit(config: Path, change: Change) -> Roster:
             doc = tomlkit.parse(text.decode("utf-8"))
             wanted = change(current, doc)  # a rule's refusal passes through: nothing written
             out = tomlkit.dumps(doc).encode("utf-8")
-        except TOMLKitError:
+        except (TOMLKitError, LookupError, TypeError, AttributeError):  # a layout tomlkit cannot edit
             raise _cannot(config) from None
         try:
             written = roster_mod.parse(out)
