@@ -50,7 +50,7 @@ def test_open_without_a_home_refuses(tmp_path: Path) -> None:
 def test_importing_dovecote_is_cheap() -> None:
     code = (
         "import sys, dovecote\n"
-        "heavy = sorted(m for m in ('typer', 'rich', 'orjson', 'msgspec', 'click', 'tomli_w') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('typer', 'rich', 'orjson', 'msgspec', 'click', 'tomlkit') if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

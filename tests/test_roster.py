@@ -13,7 +13,7 @@ from dovecote.api import Dovecote, init, open_home
 from dovecote.errors import Refusal
 from dovecote.roster import Entity, Limits, Project, Roster
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
-from helpers import add_project, lid, new_home, rep, rewrite_roster
+from helpers import add_project, lid, new_home, rep, rewrite_roster, run_cli
 
 FULL = Roster(
     owner_roots=("/home/u", "/srv/u"),
@@ -77,6 +77,10 @@ def test_unknown_keys_are_refused(toml: str) -> None:
     "toml",
     [
         "[[projects]]\nname = 'a'\nroot = 'relative/path'\n",
+        "[[projects]]\nname = 'a'\nroot = ''\n",  # a blank root used to read as / and claim every path
+        "[[projects]]\nname = 'a'\nroot = '  '\n",
+        "[owner]\nroots = ['']\n",
+        "[owner]\nroots = ['relative/root']\n",
         "[[projects]]\nname = 'a'\nroot = 5\n",
         "[[projects]]\nroot = '/a'\n",
         "[[projects]]\nname = 'a'\nroot = '/a'\n[[projects]]\nname = 'A'\nroot = '/b'\n",
@@ -203,3 +207,63 @@ def test_a_root_given_with_dot_segments_is_stored_as_what_it_means(tmp_path: Pat
     p = dc.add_project("beacon", str(tmp_path / "a" / ".." / "beacon"))
     assert p.root == str(tmp_path / "beacon")
     assert dc.roster.project("beacon").root == str(tmp_path / "beacon")  # type: ignore[union-attr]
+
+
+# -- one root, one box (item 6) and no blank roots (item 7) -------------------------------
+
+
+@pytest.mark.parametrize(("first_in_repo", "second_in_repo"), [(True, True), (False, False), (True, False)])
+def test_a_second_project_at_the_same_root_is_refused(
+    tmp_path: Path, first_in_repo: bool, second_in_repo: bool
+) -> None:
+    # in-repo: both would share <root>/.dovecote/letters.jsonl and sweep would label letters with either
+    # name; in the home: every path under that root would be ambiguous between them, pending for good
+    dc = new_home(tmp_path)
+    root = add_project(dc, tmp_path, "repo-a", box_in_repo=first_in_repo)
+    before = dc.layout.config.read_bytes()
+    for spelled in (str(root), str(root) + "/", str(root / "sub" / "..")):
+        with pytest.raises(Refusal) as e:
+            dc.add_project("repo-b", spelled, box_in_repo=second_in_repo)
+        assert e.value.reason == "duplicate_root", spelled
+        assert "repo-a" in e.value.detail
+    assert dc.layout.config.read_bytes() == before
+    add_project(dc, tmp_path, "repo-a-sub")  # a nested root is another box: allowed
+    dc.add_project("deeper", str(root / "pkg"), box_in_repo=True)
+
+
+def test_a_hand_edited_roster_with_one_root_twice_does_not_load(tmp_path: Path) -> None:
+    text = (
+        b"[[projects]]\nname = 'a'\nroot = '/srv/x'\nbox_in_repo = true\n"
+        b"[[projects]]\nname = 'b'\nroot = '/srv/x/'\nbox_in_repo = true\n"
+    )
+    with pytest.raises(Refusal) as e:
+        roster.parse(text)
+    assert e.value.reason == "invalid_config" and "one root" in e.value.detail
+
+
+@pytest.mark.parametrize("given", ["", "   ", "\t", "~no-such-user-here/x", "/srv/a\nb", "/srv/\x01a"])
+def test_a_blank_or_baseless_root_is_refused(tmp_path: Path, given: str) -> None:
+    dc = new_home(tmp_path)
+    before = dc.layout.config.read_bytes()
+    with pytest.raises(Refusal) as e:
+        dc.add_project("repo-a", given)
+    assert e.value.reason == "invalid_field"
+    assert dc.layout.config.read_bytes() == before
+
+
+def test_project_add_with_a_blank_root_on_the_command_line(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    before = dc.layout.config.read_bytes()
+    r = run_cli(tmp_path, "project", "add", "repo-a", "--root", "", home=dc.layout.root)
+    assert r.returncode == 2 and b"invalid_field" in r.stderr and b"Traceback" not in r.stderr
+    assert dc.layout.config.read_bytes() == before
+    # what the blank root used to do: claim every path no other project owns
+    add_project(dc, tmp_path, "repo-b")
+    dc.report([rep("elsewhere", repo="/opt/unrelated/tool")])
+    assert dc.distribute().pending == ["tool"]
+
+
+def test_an_explicit_slash_root_is_still_a_choice(tmp_path: Path) -> None:
+    # "/" typed on purpose is kept (routing treats it as containing every path); only a blank is refused
+    dc = new_home(tmp_path)
+    assert dc.add_project("everything", "/").root == "/"

@@ -10,14 +10,15 @@ since (``verify`` proves a warm answer equals a cold one).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dovecote import roster as roster_mod
+from dovecote import roster_edit
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
-from dovecote.ledger import write_atomic
 from dovecote.names import HOME, Address, check_name, parse_address
 from dovecote.ops import adopt as adopt_op
 from dovecote.ops import doctor as doctor_op
@@ -27,6 +28,7 @@ from dovecote.ops import report as report_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.roster_use import Use, entity_use, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import FileStore
@@ -48,8 +50,9 @@ class Dovecote:
         if old is not None:  # keep warm readers: the files did not change
             self.store._readers = old._readers
 
-    def _save_roster(self, new: roster_mod.Roster) -> None:
-        write_atomic(self.layout.config, roster_mod.dump(new))
+    def _edit_roster(self, change: roster_edit.Change) -> None:
+        """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
+        roster_edit.edit(self.layout.config, change)
         self._load_roster()
 
     def report_boxes(self) -> list[Address]:
@@ -64,18 +67,68 @@ class Dovecote:
         check_name(name, "project name")
         for a in aliases:
             check_name(a, "alias")
-        norm = roster_mod.normalize_root(os.path.expanduser(root))
-        if not norm.startswith("/"):
-            norm = str(Path(norm).absolute())
-        norm = os.path.normpath(norm)  # lexical: "a/../b" is stored as the "b" it means
-        p = roster_mod.Project(name, norm, tuple(aliases), box_in_repo)
-        self._save_roster(roster_mod.with_project(self.roster, p))
+        p = roster_mod.Project(name, roster_mod.given_root(root), tuple(aliases), box_in_repo)
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new = roster_mod.with_project(r, p)
+            roster_edit.append_table(doc, "projects", roster_edit.project_fields(p))
+            return new
+
+        self._edit_roster(change)
         return p
 
     def add_entity(self, entity_id: str, role: str | None = None) -> roster_mod.Entity:
         e = roster_mod.Entity(check_name(entity_id, "entity id"), role)
-        self._save_roster(roster_mod.with_entity(self.roster, e))
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new = roster_mod.with_entity(r, e)
+            roster_edit.append_table(doc, "entities", roster_edit.entity_fields(e))
+            return new
+
+        self._edit_roster(change)
         return e
+
+    def remove_project(self, name: str, *, force: bool = False) -> Use:
+        """Take a project out of the roster; its ledger stays on disk, unread until it is added again.
+
+        Refused ``in_use`` while letters are in its box or wait in the spool for
+        it, unless ``force``. Returns what still routed there.
+        """
+
+        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
+            new, p = roster_mod.without_project(r, name)
+            return new, r.projects.index(p), project_use(self._store_for(r), r, p.name)
+
+        return self._remove("projects", decide, force)
+
+    def remove_entity(self, entity_id: str, *, force: bool = False) -> Use:
+        """Take an entity out of the roster; its ledger stays on disk. Refused ``in_use`` while its box has letters."""
+
+        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
+            new, e = roster_mod.without_entity(r, entity_id)
+            return new, r.entities.index(e), entity_use(self._store_for(r), e.id)
+
+        return self._remove("entities", decide, force)
+
+    def _store_for(self, r: roster_mod.Roster) -> FileStore:
+        """This handle's warm store when ``r`` is the roster it holds, else a store over ``r``."""
+        return self.store if r.signature == self.roster.signature else FileStore(self.layout, r)
+
+    def _remove(
+        self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
+    ) -> Use:
+        """One removal under the roster lock: decide on the roster read there, refuse if used, drop the table."""
+        found: list[Use] = []
+
+        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
+            new, index, use = decide(r)
+            refuse_if_used(use, force)
+            roster_edit.remove_table(doc, table, index)
+            found.append(use)
+            return new
+
+        self._edit_roster(change)
+        return found[0]
 
     # -- field reports ----------------------------------------------------------
 
@@ -185,8 +238,8 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
         return home, False
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
-    write_atomic(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
-    return home, True
+    created = roster_edit.create(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
+    return home, created  # False: another init got there first, and theirs stands
 
 
 def open_home(root: str | os.PathLike[str] | None = None) -> Dovecote:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from dovecote.errors import Refusal
 from dovecote.names import check_name
@@ -106,11 +105,65 @@ def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
 
 
 def normalize_root(root: str, owner_home: str = "") -> str:
-    """Expand a leading ``~`` against the roster's recorded home; strip trailing '/'."""
+    """Expand a leading ``~`` against the roster's recorded home; strip trailing '/'.
+
+    A blank root stays blank (it used to become ``/``, a root that contains
+    every path); ``root_problem`` then refuses it.
+    """
     root = root.strip()
     if owner_home and (root == "~" or root.startswith("~/")):
         root = owner_home + root[1:]
-    return root.rstrip("/") or "/"
+    return (root.rstrip("/") or "/") if root else ""
+
+
+def given_root(root: str) -> str:
+    """The absolute root a user's ``--root`` means, or ``invalid_field``.
+
+    ``~`` is this user's home and a relative path is taken from the working
+    directory; a blank root (which used to read as ``/`` and claim every path
+    no other project owns) or a ``~user`` that does not expand is refused.
+    """
+    raw = root.strip()
+    if not raw:
+        raise Refusal("invalid_field", "a project root cannot be blank (it would read as / and claim every path)")
+    expanded = os.path.expanduser(raw)
+    if expanded.startswith("~"):
+        raise Refusal("invalid_field", f"root {root!r}: cannot expand {expanded.split('/', 1)[0]!r}")
+    norm = normalize_root(expanded)
+    if not norm.startswith("/"):
+        norm = os.path.abspath(norm)
+    norm = os.path.normpath(norm)  # lexical: "a/../b" is stored as the "b" it means
+    if problem := root_problem(norm):
+        raise Refusal("invalid_field", f"root {root!r} {problem}")
+    return norm
+
+
+def lexical(path: str) -> str:
+    """Resolve "." and ".." in an absolute path on the string alone (never the file system)."""
+    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else path
+
+
+def root_problem(root: str) -> str | None:
+    """Why a normalized root cannot be a root (of a project or the owner), or None if it can."""
+    if not root:
+        return "is blank (a blank root would read as / and claim every path)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in root):
+        return "holds a control character"
+    if not root.startswith("/"):
+        return "must be an absolute path"
+    return None
+
+
+def root_clash(projects: tuple[Project, ...] | list[Project], p: Project) -> Project | None:
+    """Another project with ``p``'s root, if any.
+
+    Two projects at one root are refused whatever their box: kept in the
+    repository they would share one ledger (``<root>/.dovecote/``) and sweep
+    would label each letter with either name; kept in the home, every path
+    under that root would be ambiguous between them and stay pending for good.
+    """
+    mine = lexical(p.root)
+    return next((o for o in projects if o.name.lower() != p.name.lower() and lexical(o.root) == mine), None)
 
 
 def parse(text: bytes) -> Roster:
@@ -126,6 +179,9 @@ def parse(text: bytes) -> Roster:
     owner_roots = tuple(
         normalize_root(r, owner_home) for r in _str_list(owner.get("roots", []), "owner.roots")
     )
+    for r in owner_roots:
+        if problem := root_problem(r):
+            raise _bad(f"owner.roots entry {r!r} {problem}")
     markers_t = _expect(doc.get("markers", {}), dict, "[markers]")
     _only(markers_t, {"foreign"}, "[markers]")
     markers = tuple(
@@ -162,14 +218,17 @@ def parse(text: bytes) -> Roster:
             raise _bad(f"project {name!r} is listed twice")
         seen.add(name.lower())
         root = normalize_root(_expect(p.get("root"), str, f"{where}.root"), owner_home)
-        if not root.startswith("/"):
-            raise _bad(f"{where}.root must be an absolute path")
+        if problem := root_problem(root):
+            raise _bad(f"{where}.root {problem}")
         aliases = _str_list(p.get("aliases", []), f"{where}.aliases")
         for a in aliases:
             check_name(a, "alias")
-        projects.append(
-            Project(name, root, aliases, bool(_expect(p.get("box_in_repo", False), bool, f"{where}.box_in_repo")))
+        project = Project(
+            name, root, aliases, bool(_expect(p.get("box_in_repo", False), bool, f"{where}.box_in_repo"))
         )
+        if clash := root_clash(projects, project):
+            raise _bad(f"projects {clash.name!r} and {name!r} have one root, {root}")
+        projects.append(project)
     entities: list[Entity] = []
     ids: set[str] = set()
     for i, e in enumerate(_expect(doc.get("entities", []), list, "[[entities]]")):
@@ -223,8 +282,10 @@ def dump(r: Roster) -> bytes:
         doc["entities"] = [
             {"id": e.id, **({"role": e.role} if e.role is not None else {})} for e in r.entities
         ]
+    import tomlkit  # only writers need it; reading is tomllib
+
     header = b"# dovecote roster: projects, entities, markers and settings (see README)\n"
-    return header + tomli_w.dumps(doc).encode("utf-8")
+    return header + tomlkit.dumps(doc).encode("utf-8")
 
 
 def load(path: Path) -> Roster:
@@ -255,6 +316,8 @@ def with_project(r: Roster, p: Project) -> Roster:
             raise Refusal("invalid_name", f"{word!r} means projectless to the ownership law; it cannot name a project")
     if r.project(p.name) is not None:
         raise Refusal("duplicate_project", f"project {p.name!r} is already in the roster")
+    if clash := root_clash(r.projects, p):
+        raise Refusal("duplicate_root", f"project {clash.name!r} already has the root {clash.root}")
     low = p.name.lower()
     for other in r.projects:
         if low in (a.lower() for a in other.aliases):
@@ -268,3 +331,17 @@ def with_entity(r: Roster, e: Entity) -> Roster:
     if r.entity(e.id) is not None:
         raise Refusal("duplicate_entity", f"entity {e.id!r} is already in the roster")
     return replace(r, entities=(*r.entities, e))
+
+
+def without_project(r: Roster, name: str) -> tuple[Roster, Project]:
+    p = r.project(name)
+    if p is None:
+        raise Refusal("unknown_project", f"no project {name!r} in the roster")
+    return replace(r, projects=tuple(q for q in r.projects if q is not p)), p
+
+
+def without_entity(r: Roster, entity_id: str) -> tuple[Roster, Entity]:
+    e = r.entity(entity_id)
+    if e is None:
+        raise Refusal("unknown_entity", f"no entity {entity_id!r} in the roster")
+    return replace(r, entities=tuple(q for q in r.entities if q is not e)), e

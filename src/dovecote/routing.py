@@ -23,12 +23,12 @@ The law, in order:
 
 from __future__ import annotations
 
-import posixpath
 from collections import defaultdict
 from typing import NamedTuple
 
 from dovecote.names import HOME, Address
 from dovecote.roster import Roster, normalize_root
+from dovecote.roster import lexical as _lexical
 
 
 class Route(NamedTuple):
@@ -37,11 +37,6 @@ class Route(NamedTuple):
     address: Address | None
     name: str  # the normalized project name ("" for home)
     reason: str | None  # None, "unknown_project" or "ambiguous_name"
-
-
-def _lexical(path: str) -> str:
-    """Resolve "." and ".." in an absolute path on the string alone (never the file system)."""
-    return "/" + posixpath.normpath(path).lstrip("/") if path.startswith("/") else path
 
 
 class RosterIndex:

@@ -10,7 +10,7 @@ import inspect
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import orjson
 import typer
@@ -23,6 +23,9 @@ from dovecote.cli.output import EXIT_FAIL, emit_json, invocation
 from dovecote.errors import Refusal
 from dovecote.ops.report import default_agent
 from dovecote.textsafe import one_line
+
+if TYPE_CHECKING:
+    from dovecote.ops.roster_use import Use
 
 app = Typer(
     name="dovecote",
@@ -120,6 +123,36 @@ def project_list(json: JsonOpt = False) -> None:
         emit_json(rows)
     else:
         render.projects(rows)
+
+
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Remove the entry even though letters still route there (the ledger stays).")
+]
+
+
+def _removed(use: Use, json: bool) -> None:
+    kind, name = use.address.split(":", 1)  # the name as the roster spelled it
+    if json:
+        emit_json({"removed": kind, "name": name, **use.to_dict()})
+    elif use.letters:
+        print(f"removed {kind} {name}; its ledger stays at {use.ledger} ({use.in_box} letter(s), no longer read)")
+    else:
+        print(f"removed {kind} {name}")
+
+
+@project_app.command("remove")
+def project_remove(
+    name: Annotated[str, typer.Argument(help="The project's name.")],
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Remove a project from the roster; its ledger is never deleted.
+
+    Refused (in_use) while its box holds letters or the spool has letters for it, unless --force.
+
+    Example: dovecote project remove repo-a
+    """
+    _removed(_open().remove_project(name, force=force), json)
 
 
 def _read_objects(stream: Any) -> list[Any]:
@@ -321,6 +354,21 @@ def entity_add(
         emit_json({"id": e.id, "role": e.role})
     else:
         print(f"added entity {e.id}")
+
+
+@entity_app.command("remove")
+def entity_remove(
+    entity_id: Annotated[str, typer.Argument(metavar="ID", help="The entity id.")],
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Remove an entity from the roster; its ledger is never deleted.
+
+    Refused (in_use) while its box holds letters, unless --force.
+
+    Example: dovecote entity remove ent_builder
+    """
+    _removed(_open().remove_entity(entity_id, force=force), json)
 
 
 @entity_app.command("list")
