@@ -48,7 +48,9 @@ def test_the_json_shape(tmp_path: Path) -> None:
     assert list(d) == SWEEP_KEYS
     assert d["schema"] == "dovecote-sweep-v1"
     assert d["spool_path"] == str(dc.layout.spool)
-    assert list(d["distribution"]) == ["spool_total", "appended", "to_project", "to_home", "pending", "pending_detail"]
+    assert list(d["distribution"]) == [
+        "spool_total", "appended", "to_project", "to_home", "pending", "pending_detail", "elsewhere"
+    ]
     assert list(d["counts"]) == COUNT_KEYS
     assert d["unreachable"] == [] and d["malformed"] == []
     assert all(list(row) == ROW_KEYS for row in d["letters"])

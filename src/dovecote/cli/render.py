@@ -40,6 +40,13 @@ def receipt(r: dict[str, Any]) -> None:
     )
     for d in r["pending_detail"]:
         c.print(f"  pending {d['name']}: {d['letters']} letter(s) ({d['reason']})")
+    moved = r["elsewhere"]
+    if moved["letters"]:
+        c.print(
+            f"  {moved['letters']} filed letter(s) stay where they are though today's law would file them "
+            f"elsewhere: {' '.join(moved['ids'])}",
+            markup=False,
+        )
 
 
 def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
@@ -95,7 +102,8 @@ def doctor(d: dict[str, Any]) -> None:
     c.print("[bold]mailbox[/bold]")
     c.print(f"  spool letters        {m['spool_letters']}  ({m['spool_path']})")
     c.print(f"  misdelivery          {m['misdelivery_total']} all time, {m['misdelivery_7d']} in 7 days")
-    c.print(f"  pending distribution {m['pending_letters']} letter(s): {', '.join(m['pending_distribution']) or '-'}")
+    why = ", ".join(f"{d['name']} ({d['reason']}, {d['letters']})" for d in m["pending_detail"])
+    c.print(f"  pending distribution {m['pending_letters']} letter(s): {why or '-'}")
     c.print(f"  unreachable boxes    {', '.join(m['unreachable']) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
 
