@@ -61,10 +61,15 @@ def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None
         )
 
 
-def _counts_line(d: dict[str, Any]) -> str:
+def plural(n: int, word: str) -> str:
+    """``1 letter``, ``2 letters``, ``0 letters``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _counts_line(d: dict[str, Any], word: str = "letter") -> str:
     k = d["counts"]
     return (
-        f"{d['total']} letters, {d['open']} open  "
+        f"{plural(d['total'], word)}, {d['open']} open  "
         f"(● wet_ink {k['wet_ink']}, ◍ in_flight {k['in_flight']}, ↳ fired_clay {k['fired_clay']}, "
         f"◌ external {k['external']}, ✓ receipts {d['receipts']})"
     )
@@ -86,7 +91,9 @@ def sweep(d: dict[str, Any]) -> None:
 def box(d: dict[str, Any]) -> None:
     c = con()
     state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
-    c.print(f"[bold]{d['box']}[/bold]{state}: {_counts_line(d)}")
+    kinds = ", ".join(f"{k} {n}" for k, n in d["by_kind"].items())
+    c.print(f"[bold]{d['box']}[/bold]{state}: {plural(d['held'], 'letter')}" + (f" ({kinds})" if kinds else ""))
+    c.print(f"  fates: {_counts_line(d, 'field report')}")
     for m in d["malformed"]:
         c.print(f"[red]{m['kind']}[/red] {m['path']}:{m['line']}: {m['detail']}")
     if d["letters"]:
