@@ -14,6 +14,7 @@ from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.names import entity
 from dovecote.ops import search as search_mod
+from dovecote.ops import search_index
 from helpers import rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
 
@@ -183,7 +184,7 @@ def test_equal_times_are_ordered_by_id_and_stable_across_rebuilds(tmp_path: Path
 
 
 def test_colliding_rowids_take_the_next_free_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_mod, "ts_key", lambda ts, lid: 1_000_000)
+    monkeypatch.setattr(search_index, "ts_key", lambda ts, lid: 1_000_000)
     dc = mail_home(tmp_path)
     made = {put_message(dc, "ent_a", f"crane {n}", ts=T(hour=n)) for n in range(4)}
     out = dc.search("crane")
