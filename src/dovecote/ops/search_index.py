@@ -52,7 +52,8 @@ from dovecote.ops import artifacts
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
-SCHEMA_VERSION = "dovecote-search-v1"
+#: v2: a box checkpoint keeps the digest of the bytes before its offset (an older index is rebuilt)
+SCHEMA_VERSION = "dovecote-search-v2"
 INDEX_FILE = "search.sqlite"
 WARM_KEY = "search"
 #: An artifact's contents are indexed when it is UTF-8 text of at most this many bytes.
@@ -63,7 +64,8 @@ _MS_MAX = (1 << (63 - _ID_BITS)) - 1
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS boxes(
-    entity TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL, line_no INTEGER NOT NULL);
+    entity TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL, line_no INTEGER NOT NULL,
+    window TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY, entity TEXT NOT NULL, id TEXT NOT NULL,
     ts TEXT NOT NULL, subject TEXT NOT NULL, sender TEXT NOT NULL, UNIQUE(entity, id));
@@ -289,6 +291,13 @@ def _index_letters(dc: Dovecote, idx: SearchIndex, entity_id: str, letters: list
     return n
 
 
+_BOXES = "SELECT entity, ino, offset, line_no, window FROM boxes"
+
+
+def _checkpoint(row: tuple[str, int, int, int, str]) -> Checkpoint:
+    return Checkpoint(row[1], row[2], row[3], row[4])
+
+
 def _drop_entity(idx: SearchIndex, entity_id: str) -> None:
     conn = idx.conn
     conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE entity = ?)", (entity_id,))
@@ -309,7 +318,7 @@ def sync(dc: Dovecote, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     conn = idx.conn
     (version,) = conn.execute("PRAGMA data_version").fetchone()
     if version != idx.data_version:  # someone else wrote: trust the file, not our memory of it
-        stored = {r[0]: Checkpoint(r[1], r[2], r[3]) for r in conn.execute("SELECT * FROM boxes")}
+        stored = {r[0]: _checkpoint(r) for r in conn.execute(_BOXES)}
         for e in set(idx.indexed) | set(stored):
             if stored.get(e) != idx.indexed.get(e):
                 idx.forget(e)
@@ -327,7 +336,7 @@ def sync(dc: Dovecote, idx: SearchIndex, entities: list[str], *, prune: bool) ->
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        stored = {r[0]: Checkpoint(r[1], r[2], r[3]) for r in conn.execute("SELECT * FROM boxes")}
+        stored = {r[0]: _checkpoint(r) for r in conn.execute(_BOXES)}
         gone = set(stored) - set(entities) if prune else set()
         for e in gone:
             _drop_entity(idx, e)
@@ -350,8 +359,8 @@ def sync(dc: Dovecote, idx: SearchIndex, entities: list[str], *, prune: bool) ->
             _index_letters(dc, idx, e, new)
             now = reader.checkpoint()
             conn.execute(
-                "INSERT OR REPLACE INTO boxes(entity, ino, offset, line_no) VALUES (?, ?, ?, ?)",
-                (e, now.ino, now.offset, now.line_no),
+                "INSERT OR REPLACE INTO boxes(entity, ino, offset, line_no, window) VALUES (?, ?, ?, ?, ?)",
+                (e, now.ino, now.offset, now.line_no, now.window),
             )
             stored[e] = now
         conn.execute("COMMIT")
