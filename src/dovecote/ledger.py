@@ -47,6 +47,8 @@ _sha256 = hashlib.sha256
 
 #: How many bytes before a reader's offset it hashes to notice an in-place rewrite.
 WINDOW = 4096
+#: A reader ``bound`` meaning "the file did not exist when the snapshot was taken".
+ABSENT = -1
 
 
 def window_digest(data: bytes) -> str:
@@ -115,6 +117,22 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def settled_size(path: Path) -> int:
+    """The ledger's size between appends (``ABSENT`` if there is none): taken under a
+    shared lock, so it never falls inside a line a writer is appending."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError as e:
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
@@ -133,6 +151,9 @@ class LedgerReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.RLock()
+        #: read no further than this byte (``ABSENT``: as if the file did not exist);
+        #: None reads to the end. ``verify`` sets it to read one fixed snapshot.
+        self.bound: int | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -180,17 +201,21 @@ class LedgerReader:
                 raise StoreError(f"cannot read {self.path}: {e.strerror or e}") from e
 
     def _refresh(self) -> list[Letter]:
+        bound = self.bound
         try:
+            if bound == ABSENT:
+                raise FileNotFoundError(self.path)
             st = os.stat(self.path)
         except FileNotFoundError:
             if self.ino is not None or self.offset:
                 self._reset()
             return []
-        if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
+        size = st.st_size if bound is None else min(st.st_size, bound)
+        if self.ino is not None and (st.st_ino != self.ino or size < self.offset):
             self._reset()
         self.ino = st.st_ino
-        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        if stamp == self._stamp or st.st_size == self.offset == 0:
+        stamp = (size, st.st_mtime_ns, st.st_ctime_ns)
+        if stamp == self._stamp or size == self.offset == 0:
             return []  # untouched since the last read (a same-tick rewrite is the one blind spot)
         with open(self.path, "rb") as f:
             start = self.offset
@@ -205,7 +230,7 @@ class LedgerReader:
                     start = 0
                     head = b""
                     f.seek(0)
-            data = f.read(st.st_size - start)
+            data = f.read(size - start)
         new = self._absorb(data, start, head)
         self._stamp = stamp
         return new

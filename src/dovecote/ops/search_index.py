@@ -350,6 +350,7 @@ def sync(dc: Dovecote, idx: SearchIndex, entities: list[str], *, prune: bool) ->
             # a box recorded before its ledger existed (inode 0) simply starts from zero
             began = cp is not None and cp.ino != 0
             reader = LedgerReader.resume(path, cp) if began and cp is not None else LedgerReader(path)
+            reader.bound = dc.store.bound_of(path)  # verify reads one fixed snapshot
             new = reader.refresh()
             if began and reader.generation > 0:  # the ledger was replaced: index it again
                 _drop_entity(idx, e)
