@@ -165,10 +165,10 @@ class LedgerReader:
         self.offset = 0
         self.line_no = 0
         self.ino: int | None = None
-        #: the (up to WINDOW) bytes before ``offset``, kept to compare; a resumed reader
-        #: knows only their digest (``_digest``) until it has read past its checkpoint
-        self._tail = b""
-        self._digest: str | None = None
+        #: the (up to WINDOW) bytes before ``offset``, kept to compare (None: a resumed
+        #: reader, which knows only their digest until it has read past its checkpoint)
+        self._tail: bytes | None = b""
+        self._digest: str | None = None  # window_digest(_tail), once asked for
         #: (size, mtime, ctime) when last read through: unchanged means nothing to check
         self._stamp: tuple[int, int, int] | None = None
         self.generation = getattr(self, "generation", -1) + 1
@@ -178,8 +178,9 @@ class LedgerReader:
         return self.ino is not None
 
     def checkpoint(self) -> Checkpoint:
-        window = self._digest if self._digest is not None else window_digest(self._tail)
-        return Checkpoint(self.ino or 0, self.offset, self.line_no, window)
+        if self._digest is None:
+            self._digest = window_digest(self._tail or b"")
+        return Checkpoint(self.ino or 0, self.offset, self.line_no, self._digest)
 
     @classmethod
     def resume(cls, path: Path, cp: Checkpoint) -> LedgerReader:
@@ -189,7 +190,8 @@ class LedgerReader:
         zero instead and ``generation`` is 1, so the caller drops its state.
         """
         r = cls(path)
-        r.offset, r.line_no, r.ino, r._digest = cp.offset, cp.line_no, cp.ino, cp.window
+        r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
+        r._tail, r._digest = None, cp.window
         return r
 
     def refresh(self) -> list[Letter]:
@@ -223,7 +225,7 @@ class LedgerReader:
             if start:
                 f.seek(start - min(WINDOW, start))
                 head = f.read(min(WINDOW, start))
-                known = head == self._tail if self._digest is None else window_digest(head) == self._digest
+                known = head == self._tail if self._tail is not None else window_digest(head) == self._digest
                 if not known:  # rewritten in place: start over
                     self._reset()
                     self.ino = st.st_ino
