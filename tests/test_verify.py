@@ -13,7 +13,7 @@ import pytest
 
 from dovecote.api import Dovecote, open_home
 from dovecote.ops import verify as verify_mod
-from helpers import add_project, new_home, rep, run_cli
+from helpers import add_project, ledger_lines, new_home, rep, run_cli
 
 
 def busy_home(tmp: Path) -> Dovecote:
@@ -214,3 +214,21 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
     assert dc.sweep(distribute=False).total == open_home(dc.layout.root).sweep(distribute=False).total == 6
     assert dc.search("egret", include_terminal=True)["count"] == 3
     assert dc.verify().ok
+
+
+def test_a_write_while_reads_are_bounded_decides_on_the_whole_ledger(tmp_path: Path) -> None:
+    """Reads stop at the snapshot, a guarded write never does (it would dedup against a stale index)."""
+    dc = busy_home(tmp_path)
+    other = open_home(dc.layout.root)
+    bounds = dc.store.snapshot(verify_mod.ledgers(dc))
+    late = rep("late", repo="all")
+    with dc.store.bounded(bounds):
+        before = dc.box("home").to_dict()["held"]
+        other.report([late])
+        other.distribute()
+        assert dc.box("home").to_dict()["held"] == before  # the snapshot
+        ((_, new),) = dc.store.append(dc.report_boxes()[0], [ledger_lines(dc.layout.home_box())[-1]])
+        assert new is False, "the append saw the letter past the bound and did not write it twice"
+        assert dc.box("home").to_dict()["held"] == before  # reads are still the snapshot's
+    assert dc.box("home").to_dict()["held"] == before + 1
+    assert len(ledger_lines(dc.layout.home_box())) == before + 1

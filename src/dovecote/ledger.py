@@ -377,8 +377,12 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
             # directory entry must be durable before any append to it is acknowledged.
             fsync_dir(path.parent)
         with reader.lock:
-            reader.refresh()
-            yield LockedLedger(fd, reader)
+            bound, reader.bound = reader.bound, None  # a compare-and-swap decides on the whole ledger
+            try:
+                reader.refresh()
+                yield LockedLedger(fd, reader)
+            finally:
+                reader.bound = bound
     finally:
         os.close(fd)  # closing releases the flock
 
