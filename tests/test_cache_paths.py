@@ -95,3 +95,20 @@ def test_cache_dir_refuses_what_is_in_the_way(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         layout.cache_dir("missing", create=False)
     assert not (tmp_path / "cache" / "missing").exists()
+
+
+def test_search_refuses_a_symlinked_cache_and_verify_drops_only_the_link(tmp_path: Path) -> None:
+    home = inbox_home(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_bytes(b"mine")
+    (home / "cache").symlink_to(outside, target_is_directory=True)
+    r = run_cli(tmp_path, "search", "hello", home=home)
+    assert r.returncode == 1 and b"io_error" in r.stderr and b"Traceback" not in r.stderr
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]  # no index written into the target
+    r = run_cli(tmp_path, "verify", home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    assert not (home / "cache").is_symlink()  # the link is gone, rebuilt as a real cache
+    assert (outside / "keep.txt").read_bytes() == b"mine"  # and its target untouched
+    r = run_cli(tmp_path, "search", "hello", home=home)
+    assert r.returncode == 0 and b"hello" in r.stdout

@@ -267,6 +267,7 @@ def test_distribute_json_and_idempotence(tmp_path: Path) -> None:
     assert first == {
         "spool_total": 5, "appended": 4, "to_project": 3, "to_home": 1, "pending": ["zephyr"],
         "pending_detail": [{"name": "zephyr", "reason": "unknown_project", "letters": 1}],
+        "elsewhere": {"letters": 0, "ids": []},
     }
     boxes = snapshot(home / "boxes")
     second = cli_json(tmp_path, "distribute", "--json", home=home)

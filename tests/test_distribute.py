@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dovecote.api import Dovecote, open_home
 from dovecote.letters import canonical_line
+from dovecote.names import Address
 from dovecote.store import GITATTRIBUTES, GITIGNORE
 from helpers import add_project, ledger_ids, lid, new_home, rep, snapshot
 
@@ -246,3 +247,76 @@ def test_a_box_that_cannot_be_written_keeps_its_letters_pending_and_the_sweep_go
     assert receipt.pending_detail == [{"name": "repo-a", "reason": "unreachable", "letters": 1}]
     assert "project:repo-a" in result.unreachable
     assert result.total == 2  # the spool still holds the letter: it is counted, once
+
+
+# -- a letter is filed once, whatever the roster says later (issue 6, item 5) ---------------
+
+
+def _all_held(dc: Dovecote) -> list[str]:
+    held: list[str] = []
+    for f in sorted(dc.layout.boxes.rglob("letters.jsonl")):
+        held += ledger_ids(f)
+    return held
+
+
+def test_a_deeper_project_added_later_does_not_file_a_letter_twice(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    outer = add_project(dc, tmp_path, "outer")
+    letter = rep("deep", repo=str(outer / "inner" / "src"))
+    dc.report([letter])
+    assert dc.distribute().appended == 1
+    assert ledger_ids(dc.layout.project_box("outer")) == [lid(letter)]
+    total = dc.sweep(distribute=False).total
+    # the roster gains a deeper project: today's law would now file the letter there
+    dc.add_project("inner", str(outer / "inner"), (), False)
+    for handle in (dc, open_home(dc.layout.root)):  # the warm path and a cold one
+        r = handle.distribute()
+        assert r.appended == 0
+        assert (r.to_project, r.to_home, r.pending) == (1, 0, [])
+        assert r.to_dict()["elsewhere"] == {"letters": 1, "ids": [lid(letter)]}
+        assert _all_held(handle) == [lid(letter)], "the letter is in exactly one box"
+        assert not handle.layout.project_box("inner").exists()
+        s = handle.sweep().to_dict()
+        assert s["total"] == total == 1
+        assert [row["box"] for row in s["letters"]] == ["project:outer"]
+    # a new letter for the deeper project goes there, and only the old one is "elsewhere"
+    fresh = rep("deeper", repo=str(outer / "inner"))
+    dc.report([fresh])
+    r = dc.distribute()
+    assert r.appended == 1 and ledger_ids(dc.layout.project_box("inner")) == [lid(fresh)]
+    assert r.elsewhere == [lid(letter)]
+
+
+def test_a_letter_in_any_report_box_is_not_filed_again(tmp_path: Path) -> None:
+    # it reached home by git (or an older law) though today it routes to repo-a
+    dc = setup(tmp_path)
+    letter = rep("1")
+    dc.report([letter])
+    dc.store.append(dc.report_boxes()[0], [canonical_line(letter)])
+    for handle in (dc, open_home(dc.layout.root)):
+        r = handle.distribute()
+        assert (r.appended, r.to_home, r.to_project, r.elsewhere) == (0, 1, 0, [lid(letter)])
+        assert not handle.layout.project_box("repo-a").exists()
+
+
+def test_a_box_that_cannot_be_read_keeps_its_letters_pending_in_distribute_and_doctor(tmp_path: Path) -> None:
+    # issue 6, item 13: doctor said "pending distribution 0" while distribute named the box
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
+    dc.report([rep("a", repo="repo-a"), rep("g", repo="ghost"), rep("z", repo="zephyr"), rep("h", repo="all")])
+    broken = dc.store.path(Address("project", "repo-a"))
+    assert broken is not None
+    broken.mkdir(parents=True)  # a directory where the ledger should be: it can be neither read nor written
+    for handle in (dc, open_home(dc.layout.root)):
+        doc = handle.doctor()["mailbox"]
+        r = handle.distribute()
+        assert r.pending_detail == [
+            {"name": "ghost", "reason": "unreachable", "letters": 1},
+            {"name": "repo-a", "reason": "unreachable", "letters": 1},
+            {"name": "zephyr", "reason": "unknown_project", "letters": 1},
+        ]
+        assert doc["pending_detail"] == r.pending_detail
+        assert doc["pending_distribution"] == r.pending
+        assert doc["pending_letters"] == 3
+        assert handle.doctor()["mailbox"]["pending_detail"] == r.pending_detail  # and after the run

@@ -17,7 +17,7 @@ NOW = datetime(2026, 7, 12, 15, 0, tzinfo=UTC)
 
 MAILBOX_KEYS = {
     "available", "spool_letters", "misdelivery_total", "misdelivery_7d", "misdelivery_by_kind",
-    "misdelivery_unrecognized_kind", "pending_distribution", "pending_letters", "unreachable",
+    "misdelivery_unrecognized_kind", "pending_distribution", "pending_letters", "pending_detail", "unreachable",
     "malformed_lines", "spool_path",
 }
 

@@ -11,7 +11,7 @@ from dovecote.api import Dovecote, open_home
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
 from dovecote.names import HOME, Address
-from helpers import add_project, lid, new_home, rep
+from helpers import add_project, lid, new_home, rep, run_cli
 
 SWEEP_KEYS = [
     "schema", "spool_path", "distribution", "total", "open", "counts", "receipts",
@@ -48,7 +48,9 @@ def test_the_json_shape(tmp_path: Path) -> None:
     assert list(d) == SWEEP_KEYS
     assert d["schema"] == "dovecote-sweep-v1"
     assert d["spool_path"] == str(dc.layout.spool)
-    assert list(d["distribution"]) == ["spool_total", "appended", "to_project", "to_home", "pending", "pending_detail"]
+    assert list(d["distribution"]) == [
+        "spool_total", "appended", "to_project", "to_home", "pending", "pending_detail", "elsewhere"
+    ]
     assert list(d["counts"]) == COUNT_KEYS
     assert d["unreachable"] == [] and d["malformed"] == []
     assert all(list(row) == ROW_KEYS for row in d["letters"])
@@ -329,3 +331,50 @@ def test_box_labels_a_project_as_the_roster_spells_it(tmp_path: Path) -> None:
     view = dc.box("project:beacon").to_dict()
     assert view["box"] == "project:Beacon" and view["known"] and view["total"] == 1
     assert dc.sweep(distribute=False).to_dict()["letters"][0]["box"] == view["box"]
+
+
+def test_box_counts_every_letter_it_holds_by_kind(tmp_path: Path) -> None:
+    # issue 6, item 14: an entity box full of mail and a home holding signals said "0 letters"
+    from mailhelpers import mail_home, send
+
+    dc = mail_home(tmp_path)
+    first = send(dc, "first", current=1)
+    send(dc, "second", current=1)
+    dc.transition("ent_builder", first, "seen", current=2)
+    dc.transition("ent_builder", first, "claim", current=2)
+    assert dc.stale_check(current=500, emit_signals=True)["signals_emitted"] == 1
+    dc.report([rep("a report", repo="all")])
+    dc.distribute()
+    for handle in (dc, open_home(dc.layout.root)):
+        e = handle.box("entity:ent_builder").to_dict()
+        assert e["held"] == 4 and e["by_kind"] == {"claim": 1, "message": 2, "seen": 1}
+        assert (e["total"], e["open"], e["counts"]) == (0, 0, dict.fromkeys(COUNT_KEYS, 0))  # no field reports
+        h = handle.box("home").to_dict()
+        assert h["held"] == 2 and h["by_kind"] == {"report": 1, "signal": 1}
+        assert (h["total"], h["open"]) == (1, 1)
+    assert list(e)[:5] == ["box", "exists", "known", "held", "by_kind"]
+    assert dc.box("entity:ent_ops").to_dict()["by_kind"] == {"sent": 2}  # the sender keeps a copy
+    dc.add_entity("ent_idle")
+    empty = dc.box("entity:ent_idle").to_dict()
+    assert (empty["held"], empty["by_kind"]) == (0, {})
+
+
+def test_box_text_counts_every_letter_with_the_right_plural(tmp_path: Path) -> None:
+    from mailhelpers import mail_home, send
+
+    dc = mail_home(tmp_path)
+    home = dc.layout.root
+    send(dc, "only one")
+    out = run_cli(tmp_path, "box", "entity:ent_builder", home=home).stdout.decode()
+    assert "entity:ent_builder: 1 letter (message 1)" in out
+    assert "fates: 0 field reports, 0 open" in out
+    send(dc, "another")
+    dc.report([rep("r", repo="all"), rep("receipt", repo="all", klass="triage", answers=["0123456789ab"])])
+    dc.distribute()
+    out = run_cli(tmp_path, "box", "entity:ent_builder", home=home).stdout.decode()
+    assert "entity:ent_builder: 2 letters (message 2)" in out
+    out = run_cli(tmp_path, "box", "home", home=home).stdout.decode()
+    assert "home: 2 letters (receipt 1, report 1)" in out and "fates: 2 field reports, 1 open" in out
+    dc.add_entity("ent_idle")
+    idle = run_cli(tmp_path, "box", "entity:ent_idle", home=home).stdout.decode()
+    assert "entity:ent_idle (no such box: reads zero): 0 letters\n" in idle

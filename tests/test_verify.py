@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
+import orjson
 import pytest
 
 from dovecote.api import Dovecote, open_home
 from dovecote.ops import verify as verify_mod
-from helpers import add_project, new_home, rep
+from helpers import add_project, ledger_lines, new_home, rep, run_cli
 
 
 def busy_home(tmp: Path) -> Dovecote:
@@ -129,3 +133,102 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
     result = dc.verify()
     assert not result.ok
     assert "search kettle --include-terminal" in [d["read"] for d in result.differ]
+
+
+# -- verify reads one snapshot while others write (issue 6, item 12) ----------------------
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from dovecote.api import open_home
+home, stop = Path(sys.argv[1]), Path(sys.argv[2])
+dc = open_home(home)
+n = 0
+while not stop.exists() and n < 400:  # a steady trickle, not a flood: verify's cost grows with the home
+    n += 1
+    dc.report([{"ts": "2026-07-05T10:00:00Z", "agent": "w", "tool": "seek", "class": "bug",
+                "what": f"loop {n}", "repo": "repo-a" if n % 2 else "all"}])
+    dc.distribute()
+    dc.send(to="ops", sender="dev", subject=f"heron number {n}", body=f"body {n}", current=n)
+    if n % 3 == 0:
+        dc.report([{"ts": "2026-07-05T11:00:00Z", "agent": "w", "tool": "seek", "class": "triage",
+                    "what": "fixed", "repo": "all", "answers": [dc.sweep().letters()[0]["id"]]}])
+    time.sleep(0.02)
+"""
+
+
+def _line_count(root: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in root.rglob("*.jsonl"))
+
+
+def test_verify_during_concurrent_appends_reports_no_difference(tmp_path: Path) -> None:
+    dc = busy_home(tmp_path)
+    dc.add_entity("dev")
+    dc.send(to="ops", sender="dev", subject="heron first", body="b", current=1)
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(dc.layout.root), str(stop)])
+    try:
+        deadline = time.monotonic() + 30
+        while _line_count(dc.layout.root) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the writer is up and appending
+        for _ in range(3):
+            grew_from = _line_count(dc.layout.root)
+            r = run_cli(tmp_path, "verify", "--json", home=dc.layout.root)
+            out = orjson.loads(r.stdout)
+            assert out["differ"] == [] and out["ok"] is True and r.returncode == 0, out["differ"]
+            assert _line_count(dc.layout.root) > grew_from, "the writer must have appended during verify"
+            assert dc.verify().ok, "a warm handle in this process too"
+    finally:
+        stop.touch()
+        writer.wait(timeout=30)
+    assert writer.returncode == 0
+    assert dc.verify().ok and open_home(dc.layout.root).verify().ok
+
+
+def test_letters_appended_between_the_two_runs_are_not_a_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deterministic: another handle writes after the "before" reads, into old boxes and a new one."""
+    dc = busy_home(tmp_path)
+    dc.add_entity("dev")
+    dc.add_entity("idle")  # its box does not exist yet when verify starts
+    dc.send(to="ops", sender="dev", subject="egret first", body="b", current=1)
+    real = verify_mod.answers
+    other = open_home(dc.layout.root)
+
+    def meddling(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+        out = real(handle, now)
+        if handle is dc:  # between the runs: every kind of ledger grows, and one is born
+            other.report([rep("late"), rep("late home", repo="all")])
+            other.distribute()
+            other.send(to="ops", sender="dev", subject="egret late", body="b", current=2)
+            other.send(to="idle", sender="dev", subject="egret born", body="b", current=2)
+        return out
+
+    monkeypatch.setattr(verify_mod, "answers", meddling)
+    r = dc.verify()
+    assert r.ok, r.differ
+    # afterwards every read sees the new letters: the bound was only for verify
+    monkeypatch.undo()
+    assert dc.box("entity:idle").to_dict()["held"] == 1
+    assert dc.sweep(distribute=False).total == open_home(dc.layout.root).sweep(distribute=False).total == 6
+    assert dc.search("egret", include_terminal=True)["count"] == 3
+    assert dc.verify().ok
+
+
+def test_a_write_while_reads_are_bounded_decides_on_the_whole_ledger(tmp_path: Path) -> None:
+    """Reads stop at the snapshot, a guarded write never does (it would dedup against a stale index)."""
+    dc = busy_home(tmp_path)
+    other = open_home(dc.layout.root)
+    bounds = dc.store.snapshot(verify_mod.ledgers(dc))
+    late = rep("late", repo="all")
+    with dc.store.bounded(bounds):
+        before = dc.box("home").to_dict()["held"]
+        other.report([late])
+        other.distribute()
+        assert dc.box("home").to_dict()["held"] == before  # the snapshot
+        ((_, new),) = dc.store.append(dc.report_boxes()[0], [ledger_lines(dc.layout.home_box())[-1]])
+        assert new is False, "the append saw the letter past the bound and did not write it twice"
+        assert dc.box("home").to_dict()["held"] == before  # reads are still the snapshot's
+    assert dc.box("home").to_dict()["held"] == before + 1
+    assert len(ledger_lines(dc.layout.home_box())) == before + 1

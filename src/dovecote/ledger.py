@@ -15,7 +15,11 @@ Laws this module upholds (DESIGN 1.2, 1.3, 1.5):
   letter it was: never acknowledged, but nothing is lost by keeping it).
 * Reads are incremental: a reader remembers the byte offset it reached and
   re-reads only what was appended since. If the file was replaced or shrank,
-  it starts over (``generation`` goes up so dependents know).
+  or the last ``WINDOW`` bytes before the offset no longer hash the same (an
+  in-place rewrite, even one that keeps the size), it starts over
+  (``generation`` goes up so dependents know). A rewrite that leaves those
+  bytes alone (an edit further back in a long ledger) is not seen by the
+  incremental reader; ``verify``, which reads everything again, catches it.
 
 Nothing here knows about boxes, rosters or fates.
 """
@@ -41,6 +45,16 @@ from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 
 _sha256 = hashlib.sha256
 
+#: How many bytes before a reader's offset it hashes to notice an in-place rewrite.
+WINDOW = 4096
+#: A reader ``bound`` meaning "the file did not exist when the snapshot was taken".
+ABSENT = -1
+
+
+def window_digest(data: bytes) -> str:
+    """The digest a checkpoint keeps of the bytes just before its offset."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
 
 @dataclass(frozen=True, slots=True)
 class Defect:
@@ -56,11 +70,16 @@ class Defect:
 
 
 class Checkpoint(msgspec.Struct, frozen=True):
-    """Where a reader stopped: enough to resume and to notice a replaced file."""
+    """Where a reader stopped: enough to resume and to notice a replaced file.
+
+    ``window`` is ``window_digest`` of the (up to ``WINDOW``) bytes before
+    ``offset``: the same inode and size with other bytes there is another file.
+    """
 
     ino: int
     offset: int
     line_no: int
+    window: str = ""
 
 
 def fsync_dir(path: Path) -> None:
@@ -98,6 +117,22 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def settled_size(path: Path) -> int:
+    """The ledger's size between appends (``ABSENT`` if there is none): taken under a
+    shared lock, so it never falls inside a line a writer is appending."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError as e:
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
@@ -116,6 +151,9 @@ class LedgerReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.RLock()
+        #: read no further than this byte (``ABSENT``: as if the file did not exist);
+        #: None reads to the end. ``verify`` sets it to read one fixed snapshot.
+        self.bound: int | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -127,6 +165,12 @@ class LedgerReader:
         self.offset = 0
         self.line_no = 0
         self.ino: int | None = None
+        #: the (up to WINDOW) bytes before ``offset``, kept to compare (None: a resumed
+        #: reader, which knows only their digest until it has read past its checkpoint)
+        self._tail: bytes | None = b""
+        self._digest: str | None = None  # window_digest(_tail), once asked for
+        #: (size, mtime, ctime) when last read through: unchanged means nothing to check
+        self._stamp: tuple[int, int, int] | None = None
         self.generation = getattr(self, "generation", -1) + 1
 
     @property
@@ -134,7 +178,9 @@ class LedgerReader:
         return self.ino is not None
 
     def checkpoint(self) -> Checkpoint:
-        return Checkpoint(self.ino or 0, self.offset, self.line_no)
+        if self._digest is None:
+            self._digest = window_digest(self._tail or b"")
+        return Checkpoint(self.ino or 0, self.offset, self.line_no, self._digest)
 
     @classmethod
     def resume(cls, path: Path, cp: Checkpoint) -> LedgerReader:
@@ -145,6 +191,7 @@ class LedgerReader:
         """
         r = cls(path)
         r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
+        r._tail, r._digest = None, cp.window
         return r
 
     def refresh(self) -> list[Letter]:
@@ -156,30 +203,43 @@ class LedgerReader:
                 raise StoreError(f"cannot read {self.path}: {e.strerror or e}") from e
 
     def _refresh(self) -> list[Letter]:
+        bound = self.bound
         try:
+            if bound == ABSENT:
+                raise FileNotFoundError(self.path)
             st = os.stat(self.path)
         except FileNotFoundError:
             if self.ino is not None or self.offset:
                 self._reset()
             return []
-        if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
+        size = st.st_size if bound is None else min(st.st_size, bound)
+        if self.ino is not None and (st.st_ino != self.ino or size < self.offset):
             self._reset()
         self.ino = st.st_ino
-        if st.st_size == self.offset:
-            return []
+        stamp = (size, st.st_mtime_ns, st.st_ctime_ns)
+        if stamp == self._stamp or size == self.offset == 0:
+            return []  # untouched since the last read (a same-tick rewrite is the one blind spot)
         with open(self.path, "rb") as f:
             start = self.offset
+            head = b""
             if start:
-                f.seek(start - 1)
-                if f.read(1) != b"\n":  # rewritten in place: start over
+                f.seek(start - min(WINDOW, start))
+                head = f.read(min(WINDOW, start))
+                known = head == self._tail if self._tail is not None else window_digest(head) == self._digest
+                if not known:  # rewritten in place: start over
                     self._reset()
                     self.ino = st.st_ino
                     start = 0
+                    head = b""
                     f.seek(0)
-            data = f.read(st.st_size - start)
-        return self._absorb(data, start)
+            data = f.read(size - start)
+        new = self._absorb(data, start, head)
+        self._stamp = stamp
+        return new
 
-    def _absorb(self, data: bytes, start: int) -> list[Letter]:
+    def _absorb(self, data: bytes, start: int, head: bytes = b"") -> list[Letter]:
+        """Take the complete lines of ``data`` (read from ``start``; ``head`` is
+        the window of bytes before it, so the window before the new offset can be kept)."""
         end = data.rfind(b"\n")
         if end < len(data) - 1:
             tail_line = self.line_no + data.count(b"\n", 0, end + 1) + 1
@@ -191,6 +251,12 @@ class LedgerReader:
         chunk = data[:end]
         lines = chunk.split(b"\n")
         self.offset = start + end + 1
+        need = min(WINDOW, self.offset)
+        if end + 1 >= need:
+            self._tail = data[end + 1 - need : end + 1]
+        else:
+            self._tail = head[len(head) - (need - end - 1) :] + data[: end + 1]
+        self._digest = None
         index = self.index
         line_no = self.line_no
         letters = self.letters
@@ -311,8 +377,12 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
             # directory entry must be durable before any append to it is acknowledged.
             fsync_dir(path.parent)
         with reader.lock:
-            reader.refresh()
-            yield LockedLedger(fd, reader)
+            bound, reader.bound = reader.bound, None  # a compare-and-swap decides on the whole ledger
+            try:
+                reader.refresh()
+                yield LockedLedger(fd, reader)
+            finally:
+                reader.bound = bound
     finally:
         os.close(fd)  # closing releases the flock
 

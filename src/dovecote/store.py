@@ -8,7 +8,7 @@ about fates or lifecycles; ``ops`` combines a store with the folds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
@@ -53,6 +53,7 @@ class FileStore:
         self.layout = layout
         self.roster = roster
         self._readers: dict[Path, LedgerReader] = {}
+        self._bounds: dict[Path, int] | None = None
 
     def path(self, where: Where) -> Path | None:
         """The ledger file for ``where``; None for a project the roster does not know."""
@@ -81,7 +82,45 @@ class FileStore:
         r = self._readers.get(path)
         if r is None:
             r = self._readers[path] = LedgerReader(path)
+            r.bound = self.bound_of(path)
         return r
+
+    def snapshot(self, wheres: Iterable[Where]) -> dict[Path, int]:
+        """Each ledger's settled size now: the fixed point ``bounded`` reads up to."""
+        out: dict[Path, int] = {}
+        for where in wheres:
+            path = self.path(where)
+            if path is not None:
+                out[path] = ledger.settled_size(path)
+        return out
+
+    def bound_of(self, path: Path) -> int | None:
+        """How far a read of ``path`` may go while bounded (None: to the end).
+
+        A ledger the snapshot did not list is bounded where it stands at its
+        first read, and that bound is recorded in the shared snapshot, so every
+        store reading the same snapshot reads the same bytes.
+        """
+        if self._bounds is None:
+            return None
+        b = self._bounds.get(path)
+        if b is None:
+            b = self._bounds[path] = ledger.settled_size(path)
+        return b
+
+    @contextmanager
+    def bounded(self, bounds: dict[Path, int]) -> Iterator[None]:
+        """Read every ledger only up to ``bounds`` (a ``snapshot``): appends made
+        meanwhile stay unread until the block ends. Writes are not bounded."""
+        self._bounds = bounds
+        for path, r in self._readers.items():
+            r.bound = self.bound_of(path)
+        try:
+            yield
+        finally:
+            self._bounds = None
+            for r in self._readers.values():
+                r.bound = None
 
     def reachable(self, where: Where) -> bool:
         """Can this machine reach the box? Only an in-repo box can be out of reach."""

@@ -55,6 +55,13 @@ def receipt(r: dict[str, Any], title: str = "distribution") -> None:
     )
     for d in r["pending_detail"]:
         c.print(f"  pending {_safe(d['name'])}: {plural(d['letters'], 'letter')} ({_safe(d['reason'])})")
+    moved = r["elsewhere"]
+    if moved["letters"]:
+        c.print(
+            f"  {plural(moved['letters'], 'filed letter')} stay where they are though today's law would file them "
+            f"elsewhere: {' '.join(moved['ids'])}",
+            markup=False,
+        )
 
 
 def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
@@ -69,10 +76,10 @@ def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None
         )
 
 
-def _counts_line(d: dict[str, Any]) -> str:
+def _counts_line(d: dict[str, Any], word: str = "letter") -> str:
     k = d["counts"]
     return (
-        f"{plural(d['total'], 'letter')}, {d['open']} open  "
+        f"{plural(d['total'], word)}, {d['open']} open  "
         f"(● wet_ink {k['wet_ink']}, ◍ in_flight {k['in_flight']}, ↳ fired_clay {k['fired_clay']}, "
         f"◌ external {k['external']}, ✓ receipts {d['receipts']})"
     )
@@ -94,7 +101,9 @@ def sweep(d: dict[str, Any]) -> None:
 def box(d: dict[str, Any]) -> None:
     c = con()
     state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
-    c.print(f"[bold]{d['box']}[/bold]{state}: {_counts_line(d)}")
+    kinds = ", ".join(f"{k} {n}" for k, n in d["by_kind"].items())
+    c.print(f"[bold]{d['box']}[/bold]{state}: {plural(d['held'], 'letter')}" + (f" ({kinds})" if kinds else ""))
+    c.print(f"  fates: {_counts_line(d, 'field report')}")
     for m in d["malformed"]:
         c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
@@ -110,8 +119,8 @@ def doctor(d: dict[str, Any]) -> None:
     c.print("[bold]mailbox[/bold]")
     c.print(f"  spool letters        {m['spool_letters']}  ({_safe(m['spool_path'])})")
     c.print(f"  misdelivery          {m['misdelivery_total']} all time, {m['misdelivery_7d']} in 7 days")
-    pending = ", ".join(map(_safe, m["pending_distribution"])) or "-"
-    c.print(f"  pending distribution {plural(m['pending_letters'], 'letter')}: {pending}")
+    why = ", ".join(f"{_safe(d['name'])} ({_safe(d['reason'])}, {d['letters']})" for d in m["pending_detail"])
+    c.print(f"  pending distribution {plural(m['pending_letters'], 'letter')}: {why or '-'}")
     c.print(f"  unreachable boxes    {', '.join(map(_safe, m['unreachable'])) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
 

@@ -2,20 +2,27 @@
 
 The spool is read-only here (MED-INV-9). Each letter is routed by the ownership
 law (``routing.route``); a letter whose project box is out of reach on this
-machine stays pending with reason ``unreachable`` and its box is named, but the
-decision itself is the same everywhere. Appends deduplicate by id, so a re-run
-appends 0.
+machine (absent repository, or a ledger that cannot be read) stays pending with
+reason ``unreachable`` and its box is named, but the decision itself is the same
+everywhere. Which letters stay pending, and why, is decided by ``plan`` alone:
+``doctor`` calls the same function, so the two can never disagree.
+
+A letter already filed in any report box is never filed again (checked by id
+against every readable report box, not only the one the law names today). So a
+roster change does not move or copy letters already filed: they stay where they
+are, are counted where they are, and the receipt's ``elsewhere`` names those
+that today's law would file in another box.
 
 A warm ``Dovecote`` remembers how far into the spool it has filed and which
 letters are still pending, so a re-run routes only new letters and retries the
 pending ones. The memory is dropped whenever the roster, the spool or any box
-file was replaced, and then everything is filed again (appending 0 for what is
-already there).
+file was replaced, and then everything is planned again (appending 0 for what is
+already filed).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,14 +34,18 @@ from dovecote.routing import Route, route
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
+#: box address -> its id index, or None when this machine cannot read it
+Filed = dict[Address, dict[str, Letter] | None]
+
 
 @dataclass
 class Receipt:
     """What one distribution run did, counted honestly.
 
-    ``to_project`` and ``to_home`` count every spool letter routed there
-    (including ones already filed by an earlier run); ``appended`` counts only
-    lines written by this run.
+    ``to_project`` and ``to_home`` count every spool letter filed there
+    (including ones already filed by an earlier run, counted in the box that
+    holds them); ``appended`` counts only lines written by this run.
+    ``elsewhere`` lists the filed letters today's law would file in another box.
     """
 
     spool_total: int
@@ -43,6 +54,7 @@ class Receipt:
     to_home: int
     pending: list[str]
     pending_detail: list[dict[str, object]]
+    elsewhere: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -52,7 +64,80 @@ class Receipt:
             "to_home": self.to_home,
             "pending": self.pending,
             "pending_detail": self.pending_detail,
+            "elsewhere": {"letters": len(self.elsewhere), "ids": self.elsewhere},
         }
+
+
+@dataclass
+class Plan:
+    """What the law and this machine's boxes say about some spool letters."""
+
+    #: box -> letters to append there (not yet in any report box)
+    groups: dict[Address, list[Letter]] = field(default_factory=dict)
+    #: letters already in a report box, counted in the box holding them
+    to_project: int = 0
+    to_home: int = 0
+    #: letter id -> (letter, route with its reason: unreachable, ambiguous_name, unknown_project)
+    pending: dict[str, tuple[Letter, Route]] = field(default_factory=dict)
+    #: ids of filed letters that today's law would file elsewhere
+    elsewhere: set[str] = field(default_factory=set)
+
+
+def filed(dc: Dovecote) -> Filed:
+    """Every report box with its id index; None for a box this machine cannot read."""
+    out: Filed = {}
+    for addr in dc.report_boxes():
+        if not dc.store.reachable(addr):
+            out[addr] = None
+            continue
+        try:
+            out[addr] = dc.store.read(addr).index
+        except StoreError:  # the ledger is there but cannot be read here: as good as absent
+            out[addr] = None
+    return out
+
+
+def plan(
+    dc: Dovecote,
+    letters: Iterable[Letter],
+    boxes: Filed,
+    routes: dict[tuple[str | None, str | None], Route] | None = None,
+) -> Plan:
+    """Decide, for each field report, where it is, where it goes, or why it waits.
+
+    Pure given ``boxes``: the one rule for "pending" (``distribute`` and
+    ``doctor`` both call it). ``routes`` caches the law per (brain, repo).
+    """
+    cache = routes if routes is not None else {}
+    readable = sorted(((a, ix) for a, ix in boxes.items() if ix is not None), key=lambda b: str(b[0]))
+    out = Plan()
+    for letter in letters:
+        if not letter.is_report:
+            continue
+        rk = (letter.brain, letter.repo)
+        r = cache.get(rk)
+        if r is None:
+            r = cache[rk] = route(letter.brain, letter.repo, dc.index)
+        holder = None
+        for a, ix in readable:
+            if letter.id in ix:
+                holder = a
+                break
+        if holder is not None:  # already filed: it stays where it is
+            if holder.kind == "home":
+                out.to_home += 1
+            else:
+                out.to_project += 1
+            if r.address != holder:
+                out.elsewhere.add(letter.id)
+            continue
+        if r.address is None:
+            out.pending[letter.id] = (letter, r)
+        elif boxes.get(r.address) is None:
+            out.pending[letter.id] = (letter, Route(r.address, r.name or str(r.address), "unreachable"))
+        else:
+            out.groups.setdefault(r.address, []).append(letter)
+    return out
 
 
 @dataclass
@@ -65,6 +150,7 @@ class DistributionState:
     to_home: int = 0
     pending: dict[str, tuple[Letter, Route]] = field(default_factory=dict)
     routes: dict[tuple[str | None, str | None], Route] = field(default_factory=dict)
+    elsewhere: set[str] = field(default_factory=set)
 
 
 def _state_key(dc: Dovecote) -> tuple[object, ...]:
@@ -72,7 +158,7 @@ def _state_key(dc: Dovecote) -> tuple[object, ...]:
     for addr in dc.report_boxes():
         try:
             gens.append(dc.store.read(addr).generation)
-        except StoreError:  # unreadable here; the append below will say so and keep its letters pending
+        except StoreError:  # unreadable here; plan() keeps its letters pending
             gens.append(-1)
     return (dc.roster.signature, tuple(gens))
 
@@ -83,37 +169,23 @@ def distribute(dc: Dovecote) -> Receipt:
     key = _state_key(dc)
     if key != st.key:
         st = dc.warm["distribution"] = DistributionState()
-    todo = [(lt, None) for lt, _ in st.pending.values()]
+    todo = [lt for lt, _ in st.pending.values()]
+    todo += spool[st.done :]
     st.pending.clear()
-    todo += [(lt, None) for lt in spool[st.done :]]
     st.done = len(spool)
-    groups: dict[Address, list[tuple[Letter, Route]]] = defaultdict(list)
-    reachable: dict[Address, bool] = {}
-    for letter, _ in todo:
-        if not letter.is_report:
-            continue
-        rk = (letter.brain, letter.repo)
-        r = st.routes.get(rk)
-        if r is None:
-            r = st.routes[rk] = route(letter.brain, letter.repo, dc.index)
-        if r.address is None:
-            st.pending[letter.id] = (letter, r)
-            continue
-        ok = reachable.get(r.address)
-        if ok is None:
-            ok = reachable[r.address] = dc.store.reachable(r.address)
-        if not ok:
-            st.pending[letter.id] = (letter, Route(r.address, r.name, "unreachable"))
-            continue
-        groups[r.address].append((letter, r))
+    p = plan(dc, todo, filed(dc), st.routes)
+    st.pending.update(p.pending)
+    st.to_home += p.to_home
+    st.to_project += p.to_project
+    st.elsewhere |= p.elsewhere
     appended = 0
-    for addr in sorted(groups, key=str):
-        batch = groups[addr]
+    for addr in sorted(p.groups, key=str):
+        batch = p.groups[addr]
         try:
-            results = dc.store.append(addr, [lt.raw for lt, _ in batch])
-        except StoreError:  # the box cannot be written here: its letters wait, named
-            for lt, r in batch:
-                st.pending[lt.id] = (lt, Route(r.address, r.name or str(addr), "unreachable"))
+            results = dc.store.append(addr, [lt.raw for lt in batch])
+        except StoreError:  # readable but not writable here (doctor, which never writes, cannot foresee it)
+            for lt in batch:
+                st.pending[lt.id] = (lt, Route(addr, addr.name or str(addr), "unreachable"))
             continue
         appended += sum(1 for _, new in results if new)
         if addr.kind == "home":
@@ -124,18 +196,23 @@ def distribute(dc: Dovecote) -> Receipt:
     return _receipt(len(spool), appended, st)
 
 
-def _receipt(total: int, appended: int, st: DistributionState) -> Receipt:
+def pending_detail(pending: Iterable[tuple[Letter, Route]]) -> list[dict[str, object]]:
+    """``[{name, reason, letters}]`` sorted by name: what waits, and why."""
     detail: dict[str, dict[str, object]] = {}
-    for _, r in st.pending.values():
-        name = r.name
-        d = detail.setdefault(name, {"name": name, "reason": r.reason, "letters": 0})
+    for _, r in pending:
+        d = detail.setdefault(r.name, {"name": r.name, "reason": r.reason, "letters": 0})
         d["letters"] = int(d["letters"]) + 1  # type: ignore[call-overload]
-    names = sorted(detail)
+    return [detail[n] for n in sorted(detail)]
+
+
+def _receipt(total: int, appended: int, st: DistributionState) -> Receipt:
+    detail = pending_detail(st.pending.values())
     return Receipt(
         spool_total=total,
         appended=appended,
         to_project=st.to_project,
         to_home=st.to_home,
-        pending=names,
-        pending_detail=[detail[n] for n in names],
+        pending=[str(d["name"]) for d in detail],
+        pending_detail=detail,
+        elsewhere=sorted(st.elsewhere),
     )

@@ -2,7 +2,10 @@
 
 It uses the real roster (so a project present here is not reported pending,
 unlike the seed's doctor, which passed an empty roster), never writes, and
-turns any I/O error into a block marked unavailable instead of a crash.
+turns any I/O error into a block marked unavailable instead of a crash. What is
+pending, and why, comes from ``distribute.plan``, the function ``distribute``
+itself uses, so the two always name the same letters (a write that fails on a
+readable box is the one thing doctor, which never writes, cannot foresee).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import DovecoteError
-from dovecote.routing import route
+from dovecote.ops.distribute import filed, pending_detail, plan
 from dovecote.timeutil import parse_time
 from dovecote.vocab import MISDELIVERY_KINDS
 
@@ -66,15 +69,8 @@ def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
             by_kind[k] += 1
         else:
             unrecognized += 1
-    pending: set[str] = set()
-    pending_letters = 0
-    for letter in spool:
-        if not letter.is_report or any(letter.id in index for _, index in result.boxes):
-            continue
-        r = route(letter.brain, letter.repo, dc.index)
-        if r.address is None or not dc.store.reachable(r.address):
-            pending.add(r.name)
-            pending_letters += 1
+    waiting = plan(dc, spool, filed(dc)).pending
+    detail = pending_detail(waiting.values())
     return {
         "available": True,
         "spool_letters": len(spool),
@@ -82,8 +78,9 @@ def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
         "misdelivery_7d": recent,
         "misdelivery_by_kind": by_kind,
         "misdelivery_unrecognized_kind": unrecognized,
-        "pending_distribution": sorted(pending),
-        "pending_letters": pending_letters,
+        "pending_distribution": [d["name"] for d in detail],
+        "pending_letters": len(waiting),
+        "pending_detail": detail,
         "unreachable": result.unreachable,
         "malformed_lines": len(result.malformed),
         "spool_path": str(dc.layout.spool),

@@ -10,7 +10,8 @@ answer is the same as a cold sweep (``verify`` checks it byte for byte).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
 from dovecote.ledger import Defect
+from dovecote.letters import Letter
 from dovecote.names import Address
 from dovecote.ops.distribute import Receipt, distribute
 
@@ -206,9 +208,25 @@ def _sweep(dc: Dovecote, do_distribute: bool, include_all: bool, progress: Progr
     )
 
 
+def kind_of(letter: Letter) -> str:
+    """What a letter is, for counting: ``report``, ``receipt``, or its own ``kind``."""
+    if letter.is_report:
+        return "receipt" if letter.is_receipt else "report"
+    return str(letter.kind)
+
+
+def count_kinds(letters: Iterable[Letter]) -> dict[str, int]:
+    """Every letter counted once by ``kind_of``, keys sorted."""
+    counts = Counter(kind_of(lt) for lt in letters)
+    return {k: counts[k] for k in sorted(counts)}
+
+
 @dataclass
 class BoxView:
-    """One box read alone (INV-17): its letters and counts, nothing else."""
+    """One box read alone (INV-17): every letter it holds counted by kind, and
+    the fates of its field reports (an entity box holds messages and lifecycle
+    letters, home holds signals: ``held`` counts them all, ``total`` only the
+    field reports and receipts the fates are about)."""
 
     address: str
     exists: bool
@@ -217,6 +235,7 @@ class BoxView:
     boxes: Boxes
     malformed: list[Defect]
     include_all: bool = False
+    by_kind: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         ids = self.book.all_letters() if self.include_all else self.book.open_letters()
@@ -224,6 +243,8 @@ class BoxView:
             "box": self.address,
             "exists": self.exists,
             "known": self.known,
+            "held": sum(self.by_kind.values()),
+            "by_kind": self.by_kind,
             "total": self.book.total,
             "open": self.book.open,
             "counts": counts_of(self.book),
@@ -248,4 +269,7 @@ def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView
     read = dc.store.read(address)
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
-    return BoxView(str(address), read.exists, known, book, [(str(address), read.index)], defects, include_all)
+    return BoxView(
+        str(address), read.exists, known, book, [(str(address), read.index)], defects, include_all,
+        count_kinds(read.letters),
+    )

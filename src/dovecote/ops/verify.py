@@ -6,6 +6,13 @@ and persisted caches included; the "after" answers from a brand-new handle on
 a home whose caches were deleted. Any difference means a cache was an
 authority, which the law forbids, and verify exits 1 naming what differed.
 
+Both runs read one fixed snapshot of the ledgers: the settled size of every
+ledger is taken when verify starts (``FileStore.snapshot``), and every read of
+either handle stops there (``FileStore.bounded``), so a letter appended while
+verify runs is never a difference; it is simply not yet read. The warm caches
+the "before" run fills may then lag the ledgers, which their own incremental
+reads catch up with afterwards, as after any read.
+
 Folder views are never deleted wholesale: a person may keep hand-dropped files
 beside the view's entries. Instead each entity's view is written by the warm
 handle, then rebuilt by the fresh one (every owned entry removed and rewritten),
@@ -21,8 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from dovecote.names import Address
+
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
+    from dovecote.store import Where
 
 
 @dataclass
@@ -57,6 +67,11 @@ def answers(dc: Dovecote, now: datetime) -> dict[str, bytes]:
     return out
 
 
+def ledgers(dc: Dovecote) -> list[Where]:
+    """Every ledger a compared read can touch: the spool, the report boxes, the entity boxes."""
+    return ["spool", *dc.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]
+
+
 def search_words(dc: Dovecote, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
     from dovecote.ops.books import book_for
@@ -88,13 +103,19 @@ def verify(dc: Dovecote) -> VerifyResult:
     from dovecote.api import Dovecote
 
     now = datetime.now(UTC)
-    before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
     deleted = []
+    if dc.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
+        dc.layout.cache.unlink()
+        deleted.append(str(dc.layout.cache))
+    bounds = dc.store.snapshot(ledgers(dc))
+    with dc.store.bounded(bounds):
+        before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
     if dc.layout.cache.exists():
         shutil.rmtree(dc.layout.cache)
         deleted.append(str(dc.layout.cache))
     fresh = Dovecote(dc.layout.root)
-    after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
+    with fresh.store.bounded(bounds):
+        after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     differ = []
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name, b""), after.get(name, b"")
