@@ -399,3 +399,17 @@ def test_a_same_size_rewrite_before_a_checkpoint_is_never_read_as_a_continuation
         m = _model_of(edited)
         assert resumed.generation == 1
         assert _state(resumed) == (m.ids, m.defects, m.duplicates)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(crs=st.integers(min_value=0, max_value=3), lf=st.booleans())
+def test_an_id_computed_before_an_append_is_the_id_the_reader_finds(crs: int, lf: bool) -> None:
+    line = VECTOR_LINE + b"\r" * crs + (b"\n" if lf else b"")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "letters.jsonl"
+        path.write_bytes(line if lf else line + b"\n")
+        r = LedgerReader(path)
+        r.refresh()
+        # a CRLF ending is a line ending; further CRs are JSON whitespace, part of the letter's bytes
+        assert [x.id for x in r.letters] == [letter_id(line)]
+        assert (letter_id(line) == letter_id(VECTOR_LINE)) is (crs <= 1)

@@ -232,3 +232,10 @@ def test_a_path_that_looks_like_rich_markup_is_shown_not_parsed(tmp_path: Path) 
     r = run_cli(tmp_path, "project", "list", home=dc.layout.root)
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
     assert "r[/x]" in r.stdout.decode()
+
+
+def test_counts_read_as_a_person_writes_them() -> None:
+    from dovecote.textsafe import plural
+
+    assert [plural(n, "letter") for n in (0, 1, 2)] == ["0 letters", "1 letter", "2 letters"]
+    assert plural(1, "match", "matches") == "1 match" and plural(3, "match", "matches") == "3 matches"

@@ -29,8 +29,16 @@ _sha256 = hashlib.sha256
 
 
 def letter_id(line: bytes) -> str:
-    """The content id of one ledger line (trailing CR/LF ignored)."""
-    return _sha256(line.rstrip(b"\r\n")).hexdigest()[:12]
+    """The content id of one ledger line: its bytes without the line ending (one LF, then one CR).
+
+    Exactly what a reader strips, so an id computed before an append is the id
+    the reader finds after it, whatever a foreign writer put before the LF.
+    """
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    return _sha256(line).hexdigest()[:12]
 
 
 def is_letter_id(value: object) -> bool:

@@ -61,3 +61,8 @@ def one_line(text: object, limit: int | None = None) -> str:
 def subject_line(text: object) -> str:
     """A subject as every text rendering shows it: one line, at most ``SUBJECT_MAX``."""
     return one_line(text, SUBJECT_MAX)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 letter``, ``2 letters``: a count a person reads (every text rendering counts this way)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

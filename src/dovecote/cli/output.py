@@ -34,11 +34,6 @@ def internal_error(exc: BaseException) -> None:
     error(f"internal_error: {type(exc).__name__}: {detail} (a bug in dovecote; DOVECOTE_DEBUG=1 shows where)")
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 letter``, ``2 letters``: a count a person reads."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
 def invocation() -> str:
     """How to run this dovecote again, as a shell command that works when pasted.
 

@@ -15,8 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dovecote.cli.output import plural
-from dovecote.textsafe import one_line
+from dovecote.textsafe import one_line, plural
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote

@@ -47,7 +47,7 @@ from dovecote.ops.tics import current_tic
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewnames import is_reference_folder
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, listing, read_envelope, stamp_of
-from dovecote.textsafe import one_line
+from dovecote.textsafe import one_line, plural
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -276,7 +276,7 @@ def render_text(result: ImportResult) -> str:
     lines = []
     for a in result.entities:
         lines.append(
-            f"{a.entity}: {a.letters_added} letters added, {a.links_added} links added, "
+            f"{a.entity}: {plural(a.letters_added, 'letter')} added, {plural(a.links_added, 'link')} added, "
             f"{a.already_present} already present, {len(a.adopted_as_wait)} adopted as WAIT, "
             f"{len(a.refused)} refused"
         )
