@@ -31,6 +31,7 @@ AMBIENT = {
     "date": frozenset({"today"}),
     "time": frozenset({"time", "time_ns"}),
 }
+STREAMS = frozenset({"stdin", "stdout", "stderr"})
 
 
 def module_name(path: Path) -> str:
@@ -72,10 +73,15 @@ def imports_of(source: str, here: str, is_package: bool = False) -> set[str]:
 
 
 def ambient_reads(source: str) -> list[str]:
-    """Each ``os.environ``, ``datetime.now``, ``time.time`` (and the like) the source names."""
+    """Each ``os.environ``, ``datetime.now``, ``time.time`` (and the like) the source names,
+    and each ``print`` or standard stream it writes to (ops return values, never text)."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Name) and node.id == "print":
+            found.append(f"print (line {node.lineno})")
+        elif isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "sys" and node.attr in STREAMS:
+            found.append(f"sys.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.Attribute):
             owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
             if node.attr in AMBIENT.get(owner or "", ()):
                 found.append(f"{owner}.{node.attr} (line {node.lineno})")
@@ -147,7 +153,7 @@ def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
     assert _breaking("cli goes around the handle", outside) == []
 
 
-def test_no_op_reads_the_environment_or_the_wall_clock() -> None:
+def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:
     bad = [f"{name}: {read}" for name, (path, _) in MODULES.items() if _under(name, "dovecote.ops")
            for read in ambient_reads(path.read_text())]
     assert bad == []
@@ -178,8 +184,10 @@ def test_the_scanner_sees_an_upward_import_however_it_is_written(source: str) ->
     "import datetime\ndatetime.datetime.now()",
     "from datetime import UTC, datetime\ndef f():\n    return datetime.now(UTC)\n",
     "import time\ntime.time()",
+    "print('hello')",
+    "import sys\nsys.stdout.write('hello')",
 ])
-def test_the_scanner_sees_an_ambient_read(source: str) -> None:
+def test_the_scanner_sees_an_ambient_read_or_a_print(source: str) -> None:
     assert ambient_reads(source)
 
 
