@@ -14,10 +14,11 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
-from dovecote.api import Dovecote, init, open_home
+from dovecote.api import Actor, Dovecote, init, open_home
+from dovecote.cli.texts import inbox_injection as render_injection
+from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
 from dovecote.names import entity
-from dovecote.ops.inbox import render_injection, render_text
 
 DOVECOTE = Path(sys.executable).parent / "dovecote"
 
@@ -181,11 +182,11 @@ def test_direction_selects_the_lists(tmp_path: Path) -> None:
 
 def test_default_entity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dc = home(tmp_path)
-    monkeypatch.delenv("DOVECOTE_ENTITY", raising=False)
+    monkeypatch.setenv("DOVECOTE_ENTITY", "ent_a")  # the library never reads it: a face binds the actor
     with pytest.raises(Refusal, match="missing_field"):
         dc.inbox()
-    monkeypatch.setenv("DOVECOTE_ENTITY", "ent_a")
-    assert dc.inbox()["entity"] == "ent_a"
+    assert dc.inbox(actor=Actor(entity="ent_a"))["entity"] == "ent_a"
+    assert open_home(dc.layout.root, actor=Actor(entity="ent_a")).inbox()["entity"] == "ent_a"
     with pytest.raises(Refusal, match="unknown_entity"):
         dc.inbox("ent_zz")
 

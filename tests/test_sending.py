@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,8 @@ def test_a_keyed_send_is_one_message_however_often_it_is_retried(
 ) -> None:
     dc = mail_home(tmp_path, A, B, C)
     first = dc.send(sender=A, to=B, subject="once", idempotency_key="job-7", current=100)
-    monkeypatch.setattr("dovecote.ops.mail.now_ts", lambda: "2031-01-01T00:00:00Z")
-    again = dc.send(sender=A, to=B, subject="once", idempotency_key="job-7", current=101)  # later, another tic
+    later = datetime(2031, 1, 1, tzinfo=UTC)
+    again = dc.send(sender=A, to=B, subject="once", idempotency_key="job-7", current=101, now=later)  # another tic
     assert (again.id, again.appended, again.sent_record) == (first.id, False, first.sent_record)
     (msg,) = letters(dc, B, "message")
     assert msg["idempotency_key"] == "job-7" and msg["message_id"].startswith("msg_key_")
@@ -270,7 +271,7 @@ import dovecote.ops.mail
 from dovecote.api import open_home
 from dovecote.ledger import LockedLedger
 home, crash_at, what, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-dovecote.ops.mail.now_ts = lambda: f"2030-01-01T00:00:{run:02d}Z"
+from datetime import UTC, datetime
 real, done = LockedLedger.append, [0]
 def append(self, lines):
     out = real(self, lines)
@@ -279,7 +280,7 @@ def append(self, lines):
         os.kill(os.getpid(), signal.SIGKILL)
     return out
 LockedLedger.append = append
-dc = open_home(home)
+dc = open_home(home, clock=lambda: datetime(2030, 1, 1, 0, 0, run, tzinfo=UTC))
 if what == "outbox":
     dc.outbox_send("ent_a")
 else:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from dovecote.api import Dovecote, open_home
+from dovecote.context import Context
 from dovecote.ops import verify as verify_mod
 from helpers import add_project, ledger_lines, new_home, rep, run_cli
 
@@ -73,9 +74,9 @@ def test_a_difference_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     dc = busy_home(tmp_path)
     real = verify_mod.answers
 
-    def drifting(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+    def drifting(handle: Context, now: datetime) -> dict[str, bytes]:
         out = real(handle, now)
-        if handle is not dc:  # the fresh, cache-less handle answers differently
+        if handle is not dc.context:  # the cold, cache-less context answers differently
             out["doctor"] = out["doctor"][:10] + b"X" + out["doctor"][11:]
         return out
 
@@ -93,9 +94,9 @@ def test_a_read_missing_after_the_rebuild_is_a_difference(tmp_path: Path, monkey
     dc = busy_home(tmp_path)
     real = verify_mod.answers
 
-    def losing(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+    def losing(handle: Context, now: datetime) -> dict[str, bytes]:
         out = real(handle, now)
-        if handle is not dc:
+        if handle is not dc.context:
             del out["box home --all"]
         return out
 
@@ -196,9 +197,9 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
     real = verify_mod.answers
     other = open_home(dc.layout.root)
 
-    def meddling(handle: Dovecote, now: datetime) -> dict[str, bytes]:
+    def meddling(handle: Context, now: datetime) -> dict[str, bytes]:
         out = real(handle, now)
-        if handle is dc:  # between the runs: every kind of ledger grows, and one is born
+        if handle is dc.context:  # between the runs: every kind of ledger grows, and one is born
             other.report([rep("late"), rep("late home", repo="all")])
             other.distribute()
             other.send(to="ops", sender="dev", subject="egret late", body="b", current=2)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.api import Dovecote
+from dovecote.cli.texts import view_text
 from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.ops import view as view_op
@@ -147,7 +148,7 @@ def test_a_move_the_rails_refuse_is_reported_with_the_verbs_keyword(dc: Dovecote
         (unseen, "not_seen"), (asks, "response_required"), (nodue, "no_due"),
     ])
     assert out.adopted == [] and states(dc) == {unseen: "ACTIVE", asks: "ACTIVE", nodue: "WAIT"}
-    text = view_op.render_text(view_op.ViewResult(101, "flag", [out]))
+    text = view_text(view_op.ViewResult(101, "flag", [out]).to_dict())
     assert f"refused archive/ACTIVE_{unseen}: not_seen:" in text
 
 

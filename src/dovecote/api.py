@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dovecote import roster as roster_mod
 from dovecote import roster_edit
+from dovecote.context import Actor, Context, Now, utc_now
+from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
-from dovecote.names import HOME, Address, check_name, parse_address
+from dovecote.names import Address, check_name, parse_address
 from dovecote.ops import adopt as adopt_op
 from dovecote.ops import doctor as doctor_op
 from dovecote.ops import inbox as inbox_op
@@ -28,27 +31,60 @@ from dovecote.ops import report as report_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Receipt, distribute
-from dovecote.ops.roster_use import Use, entity_use, project_use, refuse_if_used
+from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import FileStore
 
+__all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "init", "merge_ledgers", "open_home"]
+
+#: An actor for one call: an ``Actor``, or a name (the acting agent).
+ActorArg = Actor | str | None
+
 
 class Dovecote:
-    """A dovecote home: roster, store, and the use cases over them."""
+    """A dovecote home: roster, store, and the use cases over them.
 
-    def __init__(self, root: Path) -> None:
-        self.layout = Layout(root)
-        self.warm: dict[str, Any] = {}
-        self._load_roster()
+    ``actor`` is who acts when a call names nobody (a face binds it: the CLI
+    from its flags and environment); ``clock`` returns an aware UTC now (the
+    real clock by default). Every acting or dated method also takes
+    ``actor=``/``now=`` for one call.
+    """
+
+    def __init__(self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now) -> None:
+        self.context = Context.open(Layout(root), clock=clock, actor=actor)
+
+    @property
+    def layout(self) -> Layout:
+        return self.context.layout
+
+    @property
+    def roster(self) -> roster_mod.Roster:
+        return self.context.roster
+
+    @property
+    def index(self) -> RosterIndex:
+        return self.context.index
+
+    @property
+    def store(self) -> FileStore:
+        return self.context.store
+
+    @property
+    def warm(self) -> dict[str, Any]:
+        return self.context.warm
+
+    def _ctx(self, *, now: datetime | None = None, actor: ActorArg = None) -> Context:
+        """The context for one call: the clock pinned to ``now``, ``actor`` acting."""
+        who = self.context.actor.naming(actor) if isinstance(actor, str) else actor
+        return self.context.at(now, who)
 
     def _load_roster(self) -> None:
-        self.roster = roster_mod.load(self.layout.config)
-        self.index = RosterIndex(self.roster)
-        old = getattr(self, "store", None)
-        self.store = FileStore(self.layout, self.roster)
-        if old is not None:  # keep warm readers: the files did not change
-            self.store._readers = old._readers
+        old = self.context
+        roster = roster_mod.load(old.layout.config)
+        store = FileStore(old.layout, roster)
+        store._readers = old.store._readers  # keep warm readers: the files did not change
+        self.context = replace(old, roster=roster, store=store, index=RosterIndex(roster))
 
     def _edit_roster(self, change: roster_edit.Change) -> None:
         """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
@@ -57,7 +93,7 @@ class Dovecote:
 
     def report_boxes(self) -> list[Address]:
         """The boxes field reports are filed into: home and every project."""
-        return [HOME, *(Address("project", p.name) for p in self.roster.projects)]
+        return self.roster.report_boxes()
 
     # -- roster ---------------------------------------------------------------
 
@@ -130,64 +166,106 @@ class Dovecote:
         self._edit_roster(change)
         return found[0]
 
+    def projects(self) -> list[dict[str, Any]]:
+        """The roster's projects, with where each box is and whether it is reachable here."""
+        return project_rows(self.store, self.roster)
+
+    def entities(self) -> list[dict[str, Any]]:
+        """The roster's entities (id and role)."""
+        return entity_rows(self.roster)
+
+    def reachable(self, address: str | Address) -> bool:
+        """Whether a box's ledger can be read here (a box in a repository not cloned here cannot)."""
+        return self.store.reachable(_address(address))
+
+    def default_entity(self, *, actor: ActorArg = None) -> str:
+        """The entity a call that names none is about: the actor's, else the only one."""
+        return inbox_op.default_entity(self._ctx(actor=actor))
+
     # -- field reports ----------------------------------------------------------
 
-    def report(self, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
-        return report_op.report(self, objs, agent=agent)
+    def report(
+        self, objs: list[Any], *, agent: str | None = None, actor: ActorArg = None, now: datetime | None = None
+    ) -> list[tuple[str, bool]]:
+        """Append field reports to the spool; one without an author is by ``agent``, else by the actor."""
+        return report_op.report(self._ctx(now=now, actor=actor), objs, agent=agent)
 
     def distribute(self) -> Receipt:
-        return distribute(self)
+        return distribute(self.context)
 
     def sweep(
         self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
     ) -> SweepResult:
-        return sweep(self, do_distribute=distribute, include_all=include_all, progress=progress)
+        return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
 
     def box(self, address: str | Address, *, include_all: bool = False) -> BoxView:
-        addr = address if isinstance(address, Address) else parse_address(address)
-        return box(self, addr, include_all=include_all)
+        return box(self.context, _address(address), include_all=include_all)
 
     def doctor(self, now: datetime | None = None) -> dict[str, Any]:
-        return doctor_op.doctor(self, now)
+        return doctor_op.doctor(self.context, now)
 
-    def verify(self) -> verify_op.VerifyResult:
-        return verify_op.verify(self)
+    def verify(self, *, now: datetime | None = None) -> verify_op.VerifyResult:
+        return verify_op.verify(self._ctx(now=now))
 
     # -- entity mail --------------------------------------------------------------
 
-    def send(self, **fields: Any) -> mail.Sent:
-        """Deliver a message (see ``ops.mail.compose`` for the fields)."""
-        return mail.send(self, **fields)
+    def send(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
+        """Deliver a message (see ``ops.mail.compose`` for the fields); from the actor unless ``sender``."""
+        return mail.send(self._ctx(now=now, actor=actor), **fields)
 
-    def draft(self, **fields: Any) -> mail.Sent:
+    def draft(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
         """Write an outbound draft into the sender's box."""
-        return mail.draft(self, **fields)
+        return mail.draft(self._ctx(now=now, actor=actor), **fields)
 
-    def outbox_send(self, sender: str | None = None) -> list[dict[str, Any]]:
-        return mail.outbox_send(self, sender)
+    def outbox_send(
+        self, sender: str | None = None, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        return mail.outbox_send(self._ctx(now=now, actor=actor), sender)
 
-    def transition(self, entity_id: str, ref: str, kind: str, **options: Any) -> mail.Transition:
-        """claim, complete, defer, undefer, nack or seen, as a compare-and-swap."""
-        return mail.transition(self, entity_id, ref, kind, **options)
+    def transition(
+        self, entity_id: str, ref: str, kind: str, *, actor: ActorArg = None, now: datetime | None = None,
+        **options: Any,
+    ) -> mail.Transition:
+        """claim, complete, defer, undefer, nack or seen, as a compare-and-swap; by the actor, else the entity."""
+        return mail.transition(self._ctx(now=now, actor=actor), entity_id, ref, kind, **options)
 
-    def inbox(self, entity_id: str | None = None, **options: Any) -> dict[str, Any]:
-        return inbox_op.read_inbox(self, entity_id, **options)[0]
+    def inbox(
+        self, entity_id: str | None = None, *, actor: ActorArg = None, now: datetime | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """The audit of one entity's inbox (see ``ops.inbox.read_inbox``)."""
+        return self.inbox_until(entity_id, actor=actor, now=now, **options)[0]
 
-    def show(self, entity_id: str, ref: str, *, current: int | None = None) -> dict[str, Any]:
+    def inbox_until(
+        self, entity_id: str | None = None, *, actor: ActorArg = None, now: datetime | None = None, **options: Any
+    ) -> tuple[dict[str, Any], datetime | None]:
+        """``inbox``, and the moment that answer changes with no new letter (None: only a letter changes it).
+
+        A face that caches its rendering keeps it until then.
+        """
+        return inbox_op.read_inbox(self._ctx(actor=actor), entity_id, now=now, **options)
+
+    def inbox_dependencies(self, entity_id: str) -> list[str]:
+        """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
+        return inbox_op.dependencies(self.context, entity_id)
+
+    def show(
+        self, entity_id: str, ref: str, *, current: int | None = None, now: datetime | None = None
+    ) -> dict[str, Any]:
         """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""
         from dovecote.ops import show as show_op
 
-        return show_op.show(self, entity_id, ref, current=current)
+        return show_op.show(self.context, entity_id, ref, current=current, now=now)
 
     def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
-        return view_op.view(self, entity_id, **options)
+        return view_op.view(self.context, entity_id, **options)
 
     def import_inbox_tree(
-        self, path: str | os.PathLike[str], entity_id: str | None = None, **options: Any
+        self, path: str | os.PathLike[str], entity_id: str | None = None, *, now: datetime | None = None,
+        **options: Any,
     ) -> adopt_op.ImportResult:
         """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
-        return adopt_op.import_inbox_tree(self, Path(path), entity_id, **options)
+        return adopt_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
 
     # -- search and hygiene -------------------------------------------------------
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of
@@ -206,7 +284,7 @@ class Dovecote:
         from dovecote.ops import search as search_op
 
         return search_op.search(
-            self, query, entity=entity, include_terminal=include_terminal,
+            self.context, query, entity=entity, include_terminal=include_terminal,
             limit=search_op.DEFAULT_LIMIT if limit is None else limit, now=now,
         )
 
@@ -216,7 +294,7 @@ class Dovecote:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
         from dovecote.ops import stale as stale_op
 
-        return stale_op.stale_check(self, current=current, emit=emit_signals, now=now)
+        return stale_op.stale_check(self.context, current=current, emit=emit_signals, now=now)
 
     def organize(
         self, entity_id: str, *, apply: bool = False, current: int | None = None, now: datetime | None = None
@@ -224,7 +302,11 @@ class Dovecote:
         """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
         from dovecote.ops import organize as organize_op
 
-        return organize_op.organize(self, entity_id, apply=apply, current=current, now=now)
+        return organize_op.organize(self.context, entity_id, apply=apply, current=current, now=now)
+
+
+def _address(address: str | Address) -> Address:
+    return address if isinstance(address, Address) else parse_address(address)
 
 
 def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:
@@ -242,9 +324,18 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
     return home, created  # False: another init got there first, and theirs stands
 
 
-def open_home(root: str | os.PathLike[str] | None = None) -> Dovecote:
+def open_home(
+    root: str | os.PathLike[str] | None = None, *, actor: Actor | None = None, clock: Now = utc_now
+) -> Dovecote:
     """Open the home found the way git finds a repository (see ``home.find_home``)."""
     home = find_home(root)
     if not (home / "config.toml").is_file():
         raise Refusal("no_home", f"no dovecote home at {home}; run `dovecote init`")
-    return Dovecote(home)
+    return Dovecote(home, actor=actor, clock=clock)
+
+
+def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:
+    """Union two ledgers by id into ``ours`` (the git merge driver; see ``ops.merge``)."""
+    from dovecote.ops.merge import merge_files
+
+    merge_files(ancestor, ours, theirs)

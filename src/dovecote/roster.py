@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.errors import Refusal
-from dovecote.names import check_name
+from dovecote.names import HOME, Address, check_name
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 
 
@@ -75,6 +75,10 @@ class Roster:
             if e.id == entity_id:
                 return e
         return None
+
+    def report_boxes(self) -> list[Address]:
+        """The boxes field reports are filed into: home and every project (the ownership law's targets)."""
+        return [HOME, *(Address("project", p.name) for p in self.projects)]
 
 
 _TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities"}

@@ -7,6 +7,7 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -16,16 +17,15 @@ import orjson
 import typer
 
 import dovecote
-from dovecote.api import Dovecote, init, open_home
-from dovecote.cli import render
+from dovecote.api import Actor, Dovecote, init, merge_ledgers, open_home
+from dovecote.cli import render, texts
 from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json, invocation
 from dovecote.errors import Refusal
-from dovecote.ops.report import default_agent
 from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
-    from dovecote.ops.roster_use import Use
+    from dovecote.api import Use
 
 app = Typer(
     name="dovecote",
@@ -48,8 +48,20 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, docum
 AllOpt = Annotated[bool, typer.Option("--all", help="List every letter, not only the open ones.")]
 
 
+def bound_actor() -> Actor:
+    """Who acts for this process: the one place the CLI reads its identity from the environment.
+
+    ``$DOVECOTE_AGENT`` names the agent (a report's author, a transition's actor;
+    ``--agent`` and ``--actor`` override it per call), ``$DOVECOTE_ENTITY`` the
+    entity it speaks for (the default inbox and sender), ``$USER`` the login
+    (a report's author when no agent is named).
+    """
+    env = os.environ.get
+    return Actor(agent=env("DOVECOTE_AGENT") or None, entity=env("DOVECOTE_ENTITY") or None, user=env("USER") or None)
+
+
 def _open() -> Dovecote:
-    return open_home(_home["path"])
+    return open_home(_home["path"], actor=bound_actor())
 
 
 def _version(value: bool) -> None:
@@ -117,8 +129,7 @@ def project_add(
 @project_app.command("list")
 def project_list(json: JsonOpt = False) -> None:
     """List the projects in the roster and whether their box is reachable here."""
-    dc = _open()
-    rows = render.project_rows(dc)
+    rows = _open().projects()
     if json:
         emit_json(rows)
     else:
@@ -224,7 +235,7 @@ def report_cmd(
         objs = _read_objects(sys.stdin)
     else:
         objs = [given]
-    for lid, appended in _open().report(objs, agent=agent or default_agent()):
+    for lid, appended in _open().report(objs, agent=agent):
         print(lid if appended else f"{lid} (already present)")
 
 
@@ -310,9 +321,7 @@ def merge_driver_cmd(
     Set up: git config merge.dovecote.driver "dovecote merge-driver %O %A %B"
     and in .gitattributes: letters.jsonl merge=dovecote
     """
-    from dovecote.ops.merge import merge_files
-
-    merge_files(ancestor, ours, theirs)
+    merge_ledgers(ancestor, ours, theirs)
 
 
 @app.command("demo")
@@ -320,10 +329,10 @@ def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
     """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
-    from dovecote.ops.demo import build_demo, look_around
-    from dovecote.ops.inbox import render_injection, render_text
+    from dovecote.cli.demo import build_demo, look_around
+    from dovecote.cli.texts import inbox_injection, inbox_text
 
-    home = build_demo(path)
+    home = build_demo(path, bound_actor())
     dc = open_home(home)
     c = render.con()
     c.print(f"[bold]demo home:[/bold] {home}\n")
@@ -332,8 +341,8 @@ def demo_cmd(
     render.doctor(dc.doctor())
     inbox = dc.inbox("ent_builder", current=107, direction="both")
     c.print("\n[bold]entity mail[/bold] (at tic 107)")
-    sys.stdout.write(render_text(inbox))
-    sys.stdout.write(render_injection(inbox))
+    sys.stdout.write(inbox_text(inbox))
+    sys.stdout.write(inbox_injection(inbox))
     sys.stdout.flush()
     first = inbox["items"][0]["id"] if inbox["items"] else "ID"
     c.print("\n" + look_around(home, first, invocation()), markup=False)
@@ -374,7 +383,7 @@ def entity_remove(
 @entity_app.command("list")
 def entity_list(json: JsonOpt = False) -> None:
     """List the registered entities."""
-    rows = [{"id": e.id, "role": e.role} for e in _open().roster.entities]
+    rows = _open().entities()
     if json:
         emit_json(rows)
     else:
@@ -551,7 +560,7 @@ def inbox_cmd(
     Example: dovecote inbox ent_builder --format injection --current-tic 110
     """
     from dovecote.cli import fastpath
-    from dovecote.ops.inbox import default_entity, dependencies, read_inbox, render_injection, render_text
+    from dovecote.cli.texts import inbox_injection, inbox_text
 
     if json and fmt is Format.injection:
         raise Refusal("invalid_field", "--json is --format json; drop --format injection")
@@ -563,15 +572,15 @@ def inbox_cmd(
     if len(words) > 1:
         raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
     dc = _open()
-    who = words[0] if words else default_entity(dc)
-    deps = fastpath.snapshot(dependencies(dc, who))
-    view, until = read_inbox(dc, who, current=current, direction=direction.value, include_terminal=all_)
+    who = words[0] if words else dc.default_entity()
+    deps = fastpath.snapshot(dc.inbox_dependencies(who))
+    view, until = dc.inbox_until(who, current=current, direction=direction.value, include_terminal=all_)
     if fmt is Format.json:
         out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
     elif fmt is Format.injection:
-        out = render_injection(view).encode()
+        out = inbox_injection(view).encode()
     else:
-        out = render_text(view, detailed=detailed, status_only=status_only).encode()
+        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
@@ -588,13 +597,11 @@ def show_cmd(
 
     Example: dovecote show ent_builder 3f2a --json
     """
-    from dovecote.ops.show import render_text
-
     out = _open().show(entity_id, item, current=current)
     if json:
         emit_json(out)
     else:
-        sys.stdout.write(render_text(out))
+        sys.stdout.write(texts.show_text(out))
 
 
 @app.command("view")
@@ -616,13 +623,11 @@ def view_cmd(
     adopted as its verb, or reported and put back when the lifecycle refuses the move.
     Example: dovecote view ent_builder --current-tic 110
     """
-    from dovecote.ops.view import render_text
-
     result = _open().view(entity_id, current=current, rebuild=rebuild)
     if json:
         emit_json(result.to_dict())
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(texts.view_text(result.to_dict()))
 
 
 import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
@@ -643,13 +648,11 @@ def import_inbox_tree_cmd(
     A re-import appends nothing; a move the lifecycle forbids is reported, never forced.
     Example: dovecote import inbox-tree audit-logs/agent-mailboxes
     """
-    from dovecote.ops.adopt import render_text
-
     result = _open().import_inbox_tree(path, entity_id, current=current)
     if json:
         emit_json(result.to_dict())
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(texts.import_text(result.to_dict()))
 
 
 @app.command("search")
@@ -668,13 +671,11 @@ def search_cmd(
     before each answer and is rebuilt from them when missing or replaced.
     Example: dovecote search deploy failed --entity ent_builder
     """
-    from dovecote.ops.search import render_text
-
     result = _open().search(" ".join(query), entity=entity_id, include_terminal=include_terminal, limit=limit)
     if json:
         emit_json(result)
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(texts.search_text(result))
 
 
 @app.command("stale-check")
@@ -689,13 +690,11 @@ def stale_check_cmd(
 
     Example: dovecote stale-check --current-tic 110 --emit-signals
     """
-    from dovecote.ops.stale import render_text
-
     result = _open().stale_check(current=current, emit_signals=emit_signals)
     if json:
         emit_json(result)
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(texts.stale_text(result))
 
 
 @app.command("organize")
@@ -711,13 +710,11 @@ def organize_cmd(
 
     Example: dovecote organize ent_builder --apply
     """
-    from dovecote.ops.organize import render_text
-
     result = _open().organize(entity_id, apply=apply, current=current)
     if json:
         emit_json(result)
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(texts.organize_text(result))
 
 
 def run() -> Any:

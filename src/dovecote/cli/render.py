@@ -9,16 +9,13 @@ text, so it can neither forge a line nor restyle the terminal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from dovecote.textsafe import one_line, plural
-
-if TYPE_CHECKING:
-    from dovecote.api import Dovecote
 
 T = TypeVar("T")
 MARK = {"wet_ink": "●", "in_flight": "◍", "fired_clay": "↳", "external": "◌", None: "✓"}
@@ -135,22 +132,6 @@ def verify(d: dict[str, Any]) -> None:
             f"  {_safe(x['read'])}: {x['bytes_before']} -> {x['bytes_after']} bytes, "
             f"first difference at byte {x['first_difference_at']}"
         )
-
-
-def project_rows(dc: Dovecote) -> list[dict[str, Any]]:
-    from dovecote.names import Address
-
-    return [
-        {
-            "name": p.name,
-            "root": p.root,
-            "aliases": list(p.aliases),
-            "box_in_repo": p.box_in_repo,
-            "box": dc.store.location(Address("project", p.name)),
-            "reachable": dc.store.reachable(Address("project", p.name)),
-        }
-        for p in dc.roster.projects
-    ]
 
 
 def projects(rows: list[dict[str, Any]]) -> None:

@@ -32,7 +32,6 @@ that one entry, never as a folder of loose drops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +46,9 @@ from dovecote.ops.tics import current_tic
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewnames import is_reference_folder
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, listing, read_envelope, stamp_of
-from dovecote.textsafe import one_line, plural
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: How far along the lifecycle a state is; duplicates of one item keep the furthest.
 RANK = {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
@@ -115,11 +113,11 @@ def _wanted(claim: Claim, ledger: State, tic: int | None, res: Adoption) -> Stat
     return want
 
 
-def _adopt_item(dc: Dovecote, entity_id: str, claim: Claim, tic: int | None, res: Adoption, new: bool) -> int:
+def _adopt_item(dc: Context, entity_id: str, claim: Claim, tic: int | None, res: Adoption, new: bool) -> int:
     """Append the links that take the item from the ledger's state to the tree's; return how many."""
     book = book_for(dc, entity_id)
     r = book.replay_of(book.items[claim.item])
-    ledger = effective(r, tic, datetime.now(UTC))
+    ledger = effective(r, tic, dc.now())
     want = _wanted(claim, ledger, tic, res)
     if want is ledger:
         return 0
@@ -159,13 +157,13 @@ def _entries(mbox: Path, folder: str) -> list[Path]:
     return listing(d)
 
 
-def adopt_mailbox(dc: Dovecote, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
+def adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
     """Import one entity's mailbox folder, holding the entity's tree lock throughout."""
     with view_lock(dc, entity_id):
         return _adopt_mailbox(dc, entity_id, mbox, base, tic)
 
 
-def _adopt_mailbox(dc: Dovecote, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
+def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
     res = Adoption(entity_id, show(mbox, base) or ".")
     claims: list[Claim] = []
     batch: dict[str, str] = {}
@@ -231,7 +229,7 @@ def _is_mailbox(path: Path) -> bool:
 
 
 def import_inbox_tree(
-    dc: Dovecote, path: str | Path, entity_id: str | None = None, *, current: int | None = None
+    dc: Context, path: str | Path, entity_id: str | None = None, *, current: int | None = None
 ) -> ImportResult:
     """Adopt a mailbox (with ``entity_id``) or an ``agent-mailboxes`` root of ``ent_*`` folders.
 
@@ -269,22 +267,3 @@ def import_inbox_tree(
         else:
             done.append(adopt_mailbox(dc, p.name, p, root, tic))
     return ImportResult(str(root), tic, done, skipped)
-
-
-def render_text(result: ImportResult) -> str:
-    """The summary every face prints."""
-    lines = []
-    for a in result.entities:
-        lines.append(
-            f"{a.entity}: {plural(a.letters_added, 'letter')} added, {plural(a.links_added, 'link')} added, "
-            f"{a.already_present} already present, {len(a.adopted_as_wait)} adopted as WAIT, "
-            f"{len(a.refused)} refused"
-        )
-        lines += [f"  refused {one_line(r['path'])}: {r['reason']}: {one_line(r['detail'])}" for r in a.refused]
-        lines += [f"  as WAIT {one_line(w['path'])}: {one_line(w['detail'])}" for w in a.adopted_as_wait]
-        lines += [f"  note {one_line(n['path'])}: {n['reason']}: {one_line(n['detail'])}" for n in a.notes]
-        lines += [f"  skipped {one_line(s['path'])}: {one_line(s['detail'])}" for s in a.skipped]
-    lines += [
-        f"skipped {one_line(s['name'])}: {s['reason']}: {one_line(s['detail'])}" for s in result.skipped_entities
-    ]
-    return "\n".join(lines) + "\n"

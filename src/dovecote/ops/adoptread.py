@@ -38,7 +38,7 @@ from dovecote.ops.books import book_for
 from dovecote.ops.viewtree import disagreement, read_envelope, stamp_of, tree_state
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
     from dovecote.ops.adopt import Adoption
 
 #: Lifecycle keys a tree rewrites on every move: they become links, never letter bytes.
@@ -123,7 +123,7 @@ def _no_links(path: Path) -> bool:
     return not any(q.is_symlink() for q in path.rglob("*"))
 
 
-def _folder_files(dc: Dovecote, folder: Path, skip: str | None = None) -> list[dict[str, Any]]:
+def _folder_files(dc: Context, folder: Path, skip: str | None = None) -> list[dict[str, Any]]:
     """One artifact per regular file under ``folder`` (dot-files skipped), by relative path."""
     out = []
     for q in sorted(folder.rglob("*")):
@@ -136,7 +136,7 @@ def _folder_files(dc: Dovecote, folder: Path, skip: str | None = None) -> list[d
 
 
 def read_claim(
-    dc: Dovecote, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
+    dc: Context, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
 ) -> Claim | None:
     """Read one entry: a claim on an item, or None (refused, reported in ``res``).
 

@@ -15,17 +15,17 @@ from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 
-def blob_path(dc: Dovecote, ref: str) -> Path:
+def blob_path(dc: Context, ref: str) -> Path:
     digest = ref.removeprefix("sha256:")
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise Refusal("invalid_field", f"{ref!r} is not an artifact reference (sha256:<64 hex>)")
     return dc.layout.artifacts / digest[:2] / digest
 
 
-def put_bytes(dc: Dovecote, data: bytes) -> str:
+def put_bytes(dc: Context, data: bytes) -> str:
     """Store bytes; return their reference ``sha256:<hex>``."""
     limit = dc.roster.limits.body_hard_limit
     if len(data) > limit:
@@ -37,7 +37,7 @@ def put_bytes(dc: Dovecote, data: bytes) -> str:
     return ref
 
 
-def put_file(dc: Dovecote, path: Path) -> dict[str, Any]:
+def put_file(dc: Context, path: Path) -> dict[str, Any]:
     """Copy a file into the store; return its artifact entry {ref, name, size}."""
     if not path.is_file():
         raise Refusal("invalid_field", f"artifact {str(path)!r} is not a readable file")
@@ -49,7 +49,7 @@ def put_file(dc: Dovecote, path: Path) -> dict[str, Any]:
     return {"ref": ref, "name": path.name, "size": size}
 
 
-def get_bytes(dc: Dovecote, ref: str) -> bytes | None:
+def get_bytes(dc: Context, ref: str) -> bytes | None:
     try:
         return blob_path(dc, ref).read_bytes()
     except (OSError, Refusal):

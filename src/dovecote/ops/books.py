@@ -16,10 +16,10 @@ from dovecote.errors import Refusal
 from dovecote.names import Address, entity
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 
-def entity_address(dc: Dovecote, entity_id: str) -> Address:
+def entity_address(dc: Context, entity_id: str) -> Address:
     """The box of a registered entity; refuses an unknown one."""
     addr = entity(entity_id)
     if dc.roster.entity(entity_id) is None:
@@ -27,7 +27,7 @@ def entity_address(dc: Dovecote, entity_id: str) -> Address:
     return addr
 
 
-def book_for(dc: Dovecote, entity_id: str) -> InboxBook:
+def book_for(dc: Context, entity_id: str) -> InboxBook:
     """The entity's fold, brought up to date with its ledger."""
     addr = entity_address(dc, entity_id)
     read = dc.store.read(addr)

@@ -32,7 +32,7 @@ from dovecote.names import Address
 from dovecote.routing import Route, route
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: box address -> its id index, or None when this machine cannot read it
 Filed = dict[Address, dict[str, Letter] | None]
@@ -83,10 +83,10 @@ class Plan:
     elsewhere: set[str] = field(default_factory=set)
 
 
-def filed(dc: Dovecote) -> Filed:
+def filed(dc: Context) -> Filed:
     """Every report box with its id index; None for a box this machine cannot read."""
     out: Filed = {}
-    for addr in dc.report_boxes():
+    for addr in dc.roster.report_boxes():
         if not dc.store.reachable(addr):
             out[addr] = None
             continue
@@ -98,7 +98,7 @@ def filed(dc: Dovecote) -> Filed:
 
 
 def plan(
-    dc: Dovecote,
+    dc: Context,
     letters: Iterable[Letter],
     boxes: Filed,
     routes: dict[tuple[str | None, str | None], Route] | None = None,
@@ -153,9 +153,9 @@ class DistributionState:
     elsewhere: set[str] = field(default_factory=set)
 
 
-def _state_key(dc: Dovecote) -> tuple[object, ...]:
+def _state_key(dc: Context) -> tuple[object, ...]:
     gens = [dc.store.read("spool").generation]
-    for addr in dc.report_boxes():
+    for addr in dc.roster.report_boxes():
         try:
             gens.append(dc.store.read(addr).generation)
         except StoreError:  # unreadable here; plan() keeps its letters pending
@@ -163,7 +163,7 @@ def _state_key(dc: Dovecote) -> tuple[object, ...]:
     return (dc.roster.signature, tuple(gens))
 
 
-def distribute(dc: Dovecote) -> Receipt:
+def distribute(dc: Context) -> Receipt:
     st: DistributionState = dc.warm.setdefault("distribution", DistributionState())
     spool = dc.store.read("spool").letters
     key = _state_key(dc)

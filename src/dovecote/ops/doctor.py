@@ -10,7 +10,7 @@ readable box is the one thing doctor, which never writes, cannot foresee).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import DovecoteError
@@ -19,7 +19,7 @@ from dovecote.timeutil import parse_time
 from dovecote.vocab import MISDELIVERY_KINDS
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 
 def _day(ts: str | None) -> int | None:
@@ -42,15 +42,15 @@ def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> st
     return legacy_kind if legacy_kind in MISDELIVERY_KINDS else None
 
 
-def doctor(dc: Dovecote, now: datetime | None = None) -> dict[str, Any]:
+def doctor(dc: Context, now: datetime | None = None) -> dict[str, Any]:
     spool_path = str(dc.layout.spool)
     try:
-        return {"mailbox": _mailbox(dc, now or datetime.now(UTC))}
+        return {"mailbox": _mailbox(dc, now or dc.now())}
     except (OSError, DovecoteError) as e:
         return {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
 
 
-def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
+def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
     from dovecote.ops.sweep import sweep
 
     result = sweep(dc, do_distribute=False)

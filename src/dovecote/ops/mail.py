@@ -20,7 +20,6 @@ cannot be opened fails the send before the delivery.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -32,26 +31,21 @@ from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
 from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.ledger import LockedLedger
-from dovecote.letters import canonical_line
+from dovecote.letters import canonical_line, format_ts
 from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
-from dovecote.ops.report import now_ts
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
 
 __all__ = ["Sent", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
-
-
-def default_sender() -> str:
-    return os.environ.get("DOVECOTE_ENTITY") or os.environ.get("DOVECOTE_AGENT") or "ent_operator"
+    from dovecote.context import Context
 
 
 @contextmanager
-def guarded_many(dc: Dovecote, addrs: list[Address]) -> Iterator[dict[Address, LockedLedger]]:
+def guarded_many(dc: Context, addrs: list[Address]) -> Iterator[dict[Address, LockedLedger]]:
     """Hold several box locks, always taken in address order."""
     held: dict[Address, LockedLedger] = {}
     with ExitStack() as stack:
@@ -90,7 +84,7 @@ class Sent:
                    env.message_id, env.idempotency_key)
 
 
-def _body(dc: Dovecote, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
+def _body(dc: Context, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
     """(inline body, body_ref): bodies over the inline limit go to the artifact store."""
     if body is not None and body_file is not None:
         raise Refusal("invalid_field", "give --body or --body-file, not both")
@@ -113,7 +107,7 @@ def _body(dc: Dovecote, body: str | None, body_file: Path | None) -> tuple[str, 
 
 
 def compose(
-    dc: Dovecote,
+    dc: Context,
     *,
     to: str,
     subject: str,
@@ -141,7 +135,7 @@ def compose(
     message must be sent to instead of the sender (``derive/responses.py``).
     """
     check_name(to, "recipient")
-    who = check_name(sender or default_sender(), "sender")
+    who = check_name(sender or dc.actor.sender(), "sender")
     if dc.roster.entity(to) is None:
         raise Refusal("unknown_recipient", f"{to!r} is not a registered entity (dovecote entity add)")
     if reply_to is not None and reply_to.startswith(REDIRECT):
@@ -159,7 +153,7 @@ def compose(
     files = [artifacts.put_file(dc, p) for p in artifact_paths or ()]
     role = dc.roster.entity(who)
     return build_message(
-        ts=now_ts(),
+        ts=format_ts(dc.now()),
         sender=who,
         recipient=to,
         subject=subject,
@@ -182,9 +176,9 @@ def compose(
     )
 
 
-def _sent_record(msg_id: str, msg: dict[str, Any], draft: str | None = None) -> bytes:
+def _sent_record(msg_id: str, msg: dict[str, Any], ts: str, draft: str | None = None) -> bytes:
     rec: dict[str, Any] = {
-        "ts": now_ts(),
+        "ts": ts,
         "agent": msg["agent"],
         "kind": "sent",
         "message": msg_id,
@@ -238,7 +232,7 @@ def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
 
 
 def _record(
-    dc: Dovecote,
+    dc: Context,
     held: dict[Address, LockedLedger],
     mid: str,
     msg: dict[str, Any],
@@ -259,7 +253,7 @@ def _record(
     if found is not None:
         return found
     try:
-        rid, _ = _append(held[box], _sent_record(mid, msg, draft), box)
+        rid, _ = _append(held[box], _sent_record(mid, msg, format_ts(dc.now()), draft), box)
     except StoreError as e:
         retry = (
             "a retry writes the record without delivering again" if draft or env.idempotency_key
@@ -273,11 +267,11 @@ def _record(
     return rid
 
 
-def _boxes(dc: Dovecote, sender: str, to: str) -> list[Address]:
+def _boxes(dc: Context, sender: str, to: str) -> list[Address]:
     return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
 
 
-def send(dc: Dovecote, **fields: Any) -> Sent:
+def send(dc: Context, **fields: Any) -> Sent:
     """Deliver one message into the recipient's box, then note it in the sender's.
 
     With ``idempotency_key`` a retry returns the message the key already
@@ -304,13 +298,13 @@ def send(dc: Dovecote, **fields: Any) -> Sent:
     return Sent.of(mid, msg, appended=appended, record=record)
 
 
-def draft(dc: Dovecote, **fields: Any) -> Sent:
+def draft(dc: Context, **fields: Any) -> Sent:
     """Write an outbound draft (EMIT) into the sender's own box.
 
     A key makes the draft idempotent too: a retry returns the draft it names.
     """
     fields.setdefault("sender", None)
-    sender = fields["sender"] or default_sender()
+    sender = fields["sender"] or dc.actor.sender()
     addr = entity_address(dc, sender)
     msg = compose(dc, kind="draft", **{**fields, "sender": sender})
     with dc.store.guarded(addr) as led:
@@ -329,7 +323,7 @@ def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "kind": "message"}
 
 
-def _deliver_draft(dc: Dovecote, who: str, to: str, d: Draft, held: dict[Address, LockedLedger]) -> str | None:
+def _deliver_draft(dc: Context, who: str, to: str, d: Draft, held: dict[Address, LockedLedger]) -> str | None:
     """Deliver one draft under both locks; None if someone else did meanwhile."""
     if d.id in book_for(dc, who).delivered:
         return None
@@ -358,7 +352,7 @@ def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -
     return PartialWrite(f"{e if half else f'{what} ({e})'}{before}", delivered=[*done, *half], failed=failed)
 
 
-def outbox_send(dc: Dovecote, sender: str | None = None) -> list[dict[str, Any]]:
+def outbox_send(dc: Context, sender: str | None = None) -> list[dict[str, Any]]:
     """Deliver every pending draft (of one entity, or of all), verifying each recipient.
 
     A failure stops the run with a ``PartialWrite`` that lists every delivery

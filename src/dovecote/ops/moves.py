@@ -24,7 +24,7 @@ from dovecote.errors import Refusal
 from dovecote.ops import mail
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: The lifecycle field that carries the reason of each adopted verb.
 REASON_KEY = {"nack": "nack_reason", "defer": "defer_reason", "complete": "completion_note"}
@@ -80,7 +80,7 @@ def reason_for(kind: str, lc: dict[str, Any]) -> str | None:
 
 
 def adopt_move(
-    dc: Dovecote, entity_id: str, iid: str, ledger: State, want: State, lc: dict[str, Any], tic: int | None
+    dc: Context, entity_id: str, iid: str, ledger: State, want: State, lc: dict[str, Any], tic: int | None
 ) -> mail.Transition:
     """Make the move ``ledger`` -> ``want`` of a known item as its verb would; raises the verb's Refusal."""
     kind = move_verb(ledger, want)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +40,10 @@ from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewnames import REF_PREFIX, is_reference_folder, loose_files, view_dir
-from dovecote.textsafe import one_line, subject_line
 from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: "Files over 10MB" (the skill), read as 10 MiB.
 LARGE_BYTES = 10 * 1024 * 1024
@@ -105,7 +104,7 @@ def _large_under(path: Path) -> list[tuple[Path, int]]:
     return sorted(out)
 
 
-def _stored(dc: Dovecote, item: Item) -> list[tuple[str, str, int]]:
+def _stored(dc: Context, item: Item) -> list[tuple[str, str, int]]:
     """(ref, name, size) of an item's stored blobs: its artifacts and a stored body."""
     content = item.env.data.get("content")
     entries = content.get("artifacts") if isinstance(content, dict) else None
@@ -166,7 +165,7 @@ def _group(view: Path, loose: list[Path]) -> list[dict[str, str]]:
 
 
 def organize(
-    dc: Dovecote,
+    dc: Context,
     entity_id: str,
     *,
     apply: bool = False,
@@ -182,7 +181,7 @@ def organize(
     entity_address(dc, entity_id)
     book = book_for(dc, entity_id)
     tic, _ = current_tic(dc, current)
-    clock = Clock(tic, now or datetime.now(UTC))
+    clock = Clock(tic, now or dc.now())
     limits = dc.roster.limits
     view = view_dir(dc, entity_id)
     # REF_ folders are earlier groupings (loose_files leaves them out too): never regroup them
@@ -275,32 +274,3 @@ def organize(
         "large_files": large,
         "applied": applied,
     }
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def render_text(result: dict[str, Any]) -> str:
-    """The plain summary every face prints: each finding and its proposed action."""
-    tic = result["tic"]
-    lines = [f"ORGANIZE: {one_line(result['entity'])} — " + (f"tic {tic}" if tic is not None else "no tic")]
-    lines.append(f"  Loose files:       {len(result['loose'])}")
-    for f in result["loose"]:
-        lines.append(f"    {one_line(f['path'])} ({f['kind']}, {f['size']} bytes) -> {one_line(f['proposed'])}")
-    lines.append(f"  Expired items:     {len(result['expired'])}")
-    for e in result["expired"]:
-        subject = subject_line(e["subject"])
-        lines.append(f"    {e['id']} \"{subject}\" expired at tic {e['expires_at_tic']}: {e['proposed']}")
-    lines.append(f"  Duplicate threads: {len(result['duplicate_threads'])}")
-    for t in result["duplicate_threads"]:
-        thread = one_line(t["thread_id"])
-        lines.append(f"    {thread}: {t['count']} open items ({', '.join(t['ids'])}): {t['proposed']}")
-    lines.append(f"  Large files:       {len(result['large_files'])}")
-    for big in result["large_files"]:
-        what = one_line(big["path"]) if big["where"] == "loose" else f"{one_line(big['name'])} of item {big['item']}"
-        lines.append(f"    {what} ({_mib(big['size'])}): {big['proposed']}")
-    if result["applied"]:
-        lines.append(f"  Grouped:           {len(result['applied'])}")
-        lines.extend(f"    {one_line(a['from'])} -> {one_line(a['to'])}" for a in result["applied"])
-    return "\n".join(lines) + "\n"

@@ -7,9 +7,7 @@ one bad object refuses the whole batch and nothing is written.
 
 from __future__ import annotations
 
-import os
 import re
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal
@@ -26,7 +24,7 @@ from dovecote.vocab import (
 )
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 STRING_FIELDS = (
     "ts", "agent", "kind", "repo", "brain", "tool", "class", "what", "expected",
@@ -36,15 +34,6 @@ REPORT_FIELDS = frozenset({*STRING_FIELDS, "answers", "sentinel"})
 RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "sentinel")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
 _FP = re.compile(r"fp:[^/\s]+/([a-z_]+)")
-
-
-def now_ts() -> str:
-    """Now, as the ISO-8601 UTC string letters carry (second resolution)."""
-    return format_ts(datetime.now(UTC))
-
-
-def default_agent() -> str:
-    return os.environ.get("DOVECOTE_AGENT") or os.environ.get("USER") or "unknown"
 
 
 def check_ts(value: str, where: str = "ts") -> str:
@@ -122,12 +111,15 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
     return line
 
 
-def report(dc: Dovecote, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
-    """Append field reports to the spool (one fsync). Returns (id, appended) each."""
+def report(dc: Context, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
+    """Append field reports to the spool (one fsync). Returns (id, appended) each.
+
+    A report without its own ``agent`` is by ``agent``, else by the context's actor.
+    """
     if not objs:
         raise Refusal("missing_field", "no field report was given")
-    ts = now_ts()
-    who = agent or default_agent()
+    ts = format_ts(dc.now())
+    who = agent or dc.actor.author()
     limit = dc.roster.limits.report_max_bytes
     lines = []
     for n, obj in enumerate(objs, 1):

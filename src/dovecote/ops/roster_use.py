@@ -69,3 +69,23 @@ def refuse_if_used(use: Use, force: bool) -> None:
             + "; --force removes the roster entry and keeps the ledger",
             **use.to_dict(),
         )
+
+
+def project_rows(store: Store, roster: Roster) -> list[dict[str, object]]:
+    """The roster's projects, each with where its box is and whether it is reachable here."""
+    return [
+        {
+            "name": p.name,
+            "root": p.root,
+            "aliases": list(p.aliases),
+            "box_in_repo": p.box_in_repo,
+            "box": store.location(Address("project", p.name)),
+            "reachable": store.reachable(Address("project", p.name)),
+        }
+        for p in roster.projects
+    ]
+
+
+def entity_rows(roster: Roster) -> list[dict[str, object]]:
+    """The roster's entities: id and role."""
+    return [{"id": e.id, "role": e.role} for e in roster.entities]

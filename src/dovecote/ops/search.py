@@ -14,7 +14,7 @@ break nor widen the query. All words must occur (in any text column).
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import InboxBook
@@ -24,10 +24,9 @@ from dovecote.names import entity as entity_addr
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.search_index import WARM_KEY, SearchIndex, discard, ent_token, open_index, sync, unusable
 from dovecote.ops.tics import current_tic
-from dovecote.textsafe import one_line, subject_line
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 DEFAULT_LIMIT = 50
 _TEXT_COLUMNS = "{subject body attach}"
@@ -44,7 +43,7 @@ def fts_query(query: str) -> str:
         raise Refusal("missing_field", "the search query holds no word to look for")
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
-def _terminal_rows(dc: Dovecote, idx: SearchIndex, entity_id: str, book: InboxBook) -> None:
+def _terminal_rows(dc: Context, idx: SearchIndex, entity_id: str, book: InboxBook) -> None:
     """Keep temp.term holding the rowids of the entity's DONE and NACK items (never stored).
 
     Called right after ``book_for``, so the store's reader and the book agree.
@@ -89,7 +88,7 @@ def _terminal_rows(dc: Dovecote, idx: SearchIndex, entity_id: str, book: InboxBo
 
 
 def _answer(
-    dc: Dovecote,
+    dc: Context,
     idx: SearchIndex,
     query: str,
     match: str,
@@ -142,7 +141,7 @@ def _answer(
 
 
 def search(
-    dc: Dovecote,
+    dc: Context,
     query: str,
     *,
     entity: str | None = None,
@@ -170,7 +169,7 @@ def search(
         entities = [entity]
     else:
         entities = [e.id for e in dc.roster.entities]
-    when = now or datetime.now(UTC)
+    when = now or dc.now()
     idx = open_index(dc)
     with idx.lock:
         try:
@@ -185,16 +184,3 @@ def search(
     idx = open_index(dc)
     with idx.lock:
         return _answer(dc, idx, query, match, entities, entity, include_terminal, limit, when)
-
-
-def render_text(result: dict[str, Any]) -> str:
-    """The plain summary every face prints: one line per match, its snippet under it."""
-    lines: list[str] = []
-    for m in result["matches"]:
-        lines.append(f"{one_line(m['ts']) or '?'}  {m['id']}  [{m['state'] or '?'}] {one_line(m['entity'])}  "
-                     f"\"{subject_line(m['subject'])}\" from {one_line(m['sender']) or '?'}")
-        lines.append(f"    {one_line(' '.join(m['snippet'].split()))}")
-    shown = len(result["matches"])
-    more = f" (newest {shown} shown; --limit for more)" if result["truncated"] else ""
-    lines.append(f"{result['count']} match{'es' if result['count'] != 1 else ''} for {result['query']!r}{more}")
-    return "\n".join(lines) + "\n"

@@ -49,7 +49,7 @@ from dovecote.ops import artifacts
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: v2: a box checkpoint keeps the digest of the bytes before its offset (an older index is rebuilt)
 SCHEMA_VERSION = "dovecote-search-v2"
@@ -101,7 +101,7 @@ def _text(data: bytes | None, limit: int) -> str:
         return ""
 
 
-def message_texts(dc: Dovecote, env: Envelope) -> tuple[str, str, str]:
+def message_texts(dc: Context, env: Envelope) -> tuple[str, str, str]:
     """(subject, body, attachments): the text values of a message, never its keys."""
     body = env.body
     if env.body_ref:
@@ -219,7 +219,7 @@ def _ino(path: Path) -> int | None:
         return None
 
 
-def open_index(dc: Dovecote) -> SearchIndex:
+def open_index(dc: Context) -> SearchIndex:
     """The warm index, reopened if its file was deleted or replaced, rebuilt if unusable."""
     path = dc.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
     idx: SearchIndex | None = dc.warm.get(WARM_KEY)
@@ -254,7 +254,7 @@ def open_index(dc: Dovecote) -> SearchIndex:
     return idx
 
 
-def _index_letters(dc: Dovecote, idx: SearchIndex, entity_id: str, letters: list[Letter]) -> int:
+def _index_letters(dc: Context, idx: SearchIndex, entity_id: str, letters: list[Letter]) -> int:
     """Insert the messages among ``letters``; a letter already indexed is skipped."""
     conn = idx.conn
     ent = ent_token(entity_id)
@@ -301,7 +301,7 @@ def _drop_entity(idx: SearchIndex, entity_id: str) -> None:
     conn.execute("DELETE FROM boxes WHERE entity = ?", (entity_id,))
 
 
-def sync(dc: Dovecote, idx: SearchIndex, entities: list[str], *, prune: bool) -> None:
+def sync(dc: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> None:
     """Bring the index up to each entity ledger: only what was appended, or the box again.
 
     The cheap test (is the ledger where this connection last saw the index?)

@@ -11,22 +11,21 @@ reply chain, and every lifecycle link on the item with its ts and agent
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import Clock, Item, item_row
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
-from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 SCHEMA = "dovecote-show-v1"
 
 
-def _body(dc: Dovecote, item: Item) -> tuple[str, str | None]:
+def _body(dc: Context, item: Item) -> tuple[str, str | None]:
     """The body text, and where it came from (``None`` inline, else the artifact ref)."""
     ref = item.env.body_ref
     if ref is None:
@@ -69,13 +68,13 @@ def _related(item: Item, other: Item) -> str | None:
     return None
 
 
-def show(dc: Dovecote, entity_id: str, ref: str, *, current: int | None = None,
+def show(dc: Context, entity_id: str, ref: str, *, current: int | None = None,
          now: datetime | None = None) -> dict[str, Any]:
     """The whole of one inbound item; ``ref`` is an id, a foreign message id or a unique prefix."""
     book = book_for(dc, entity_id)
     item = book.resolve(ref)
     tic, source = current_tic(dc, current)
-    clock = Clock(tic, now or datetime.now(UTC))
+    clock = Clock(tic, now or dc.now())
     r = book.replay_of(item)
     body, body_ref = _body(dc, item)
     thread = []
@@ -113,35 +112,3 @@ def show(dc: Dovecote, entity_id: str, ref: str, *, current: int | None = None,
         "thread": thread,
         "history": history,
     }
-
-
-def render_text(d: dict[str, Any]) -> str:
-    """For people: one line a field (newlines and controls in untrusted text are escaped)."""
-
-    def line(v: object) -> str:
-        return "-" if v is None else one_line(str(v))
-
-    row, env = d["item"], d["envelope"]
-    out = [
-        f"{row['id']}  {row['state']}{'  [' + ', '.join(row['flags']) + ']' if row['flags'] else ''}",
-        *(f"  {k + ':':<18} {line(env[k])}" for k in env if k != "artifacts" and env[k] is not None),
-        f"  {'seen:':<18} {'yes' if row['seen'] else 'no'}",
-    ]
-    for a in env["artifacts"]:
-        out.append(f"  {'artifact:':<18} {line(a)}")
-    out.append("body" + (f" (from the artifact store, {d['body_ref']})" if d["body_ref"] else "") + ":")
-    out.extend(f"  {line(text)}" for text in (d["body"].splitlines() or [""]))
-    out.append(f"thread: {len(d['thread'])}")
-    for t in d["thread"]:
-        who = t.get("sender") or f"to {t.get('to')}"
-        out.append(f"  {line(t['id'])} {t['relation']} {t['direction']} {line(t['created_at'])} {line(who)}: "
-                   f"{line(t['subject'])}")
-    out.append(f"history: {len(d['history'])}")
-    for h in d["history"]:
-        extra = " ".join(
-            f"{k}={line(h[k])}" for k in ("tic", "until_tic", "until", "reason", "result_ref") if h[k] is not None
-        )
-        mark = "" if h["applied"] else " (conflict, not applied)"
-        extra = f" {extra}" if extra else ""
-        out.append(f"  {line(h['ts'])} {line(h['agent'])} {line(h['kind'])} {h['id']}{extra}{mark}")
-    return "\n".join(out) + "\n"

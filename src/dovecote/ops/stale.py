@@ -34,12 +34,11 @@ from dovecote.names import HOME
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits
-from dovecote.textsafe import one_line, subject_line
 from dovecote.timeutil import order_key
 from dovecote.vocab import ENGINE_AGENT
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 SIGNAL = "inbox_attention_debt"
 SIGNAL_KIND = "signal"
@@ -144,7 +143,7 @@ def signals_on(letters: Any, day: str) -> dict[str, str]:
     return found
 
 
-def emit_signals(dc: Dovecote, details: list[dict[str, Any]], now: datetime) -> int:
+def emit_signals(dc: Context, details: list[dict[str, Any]], now: datetime) -> int:
     """Append the day's missing signals, as one compare-and-swap on the home box.
 
     Sets ``detail["signal"] = {"id", "emitted"}`` on each detail; returns how
@@ -169,7 +168,7 @@ def emit_signals(dc: Dovecote, details: list[dict[str, Any]], now: datetime) -> 
 
 
 def stale_check(
-    dc: Dovecote,
+    dc: Context,
     *,
     current: int | None = None,
     emit: bool = False,
@@ -182,7 +181,7 @@ def stale_check(
     entry per entity with debt, most stale first. An entity box that cannot be
     read is named in ``unreachable``, never counted as clean.
     """
-    when = now or datetime.now(UTC)
+    when = now or dc.now()
     tic, source = current_tic(dc, current)
     clock = Clock(tic, when)
     limits = dc.roster.limits
@@ -211,27 +210,3 @@ def stale_check(
         "details": details,
         "unreachable": unreachable,
     }
-
-
-def render_text(result: dict[str, Any]) -> str:
-    """The plain summary every face prints: the clock, then one line per entity with debt."""
-    tic = result["tic"]
-    head = f"tic {tic} ({result['clock_source']})" if tic is not None else "no tic (ages in hours)"
-    lines = [
-        f"STALE-CHECK — {head}: {result['total_stale']} stale item(s) in "
-        f"{result['entities_with_debt']} of {result['entities_checked']} inbox(es)"
-    ]
-    for d in result["details"]:
-        old = d["oldest"]
-        age = f"{old['in_state_tics']} tics" if "in_state_tics" in old else f"{old['in_state_hours']}h"
-        states = ", ".join(f"{n} {s}" for s, n in d["by_state"].items())
-        lines.append(f"  {one_line(d['entity'])}: {d['count']} stale ({states}); oldest {old['id']} "
-                     f"\"{subject_line(old['subject'])}\" {age} in {old['state']}")
-        sig = d.get("signal")
-        if sig is not None:
-            lines.append(f"    signal {sig['id']} {'emitted' if sig['emitted'] else 'already sent today'}")
-    for box in result["unreachable"]:
-        lines.append(f"  {one_line(box)}: unreachable (not counted)")
-    if any(d.get("signal") is not None for d in result["details"]):
-        lines.append(f"signals emitted: {result['signals_emitted']}")
-    return "\n".join(lines) + "\n"

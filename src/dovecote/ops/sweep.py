@@ -24,7 +24,7 @@ from dovecote.names import Address
 from dovecote.ops.distribute import Receipt, distribute
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
     from dovecote.store import Where
 
 SCHEMA = "dovecote-sweep-v1"
@@ -123,7 +123,7 @@ class SweepResult:
 
 
 def _fold(
-    dc: Dovecote, sources: list[Where], unreachable: list[str], progress: Progress | None
+    dc: Context, sources: list[Where], unreachable: list[str], progress: Progress | None
 ) -> tuple[FateBook, Boxes, list[Defect]] | None:
     """Feed the warm book what is new in each source; None if a file was replaced."""
     st: SweepState = dc.warm.setdefault("sweep", SweepState())
@@ -173,7 +173,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def sweep(
-    dc: Dovecote,
+    dc: Context,
     *,
     do_distribute: bool = True,
     include_all: bool = False,
@@ -183,11 +183,11 @@ def sweep(
         return _sweep(dc, do_distribute, include_all, progress)
 
 
-def _sweep(dc: Dovecote, do_distribute: bool, include_all: bool, progress: Progress | None) -> SweepResult:
+def _sweep(dc: Context, do_distribute: bool, include_all: bool, progress: Progress | None) -> SweepResult:
     receipt = distribute(dc) if do_distribute else None
     sources: list[Where] = ["spool"]
     unreachable: list[str] = []
-    for addr in dc.report_boxes():
+    for addr in dc.roster.report_boxes():
         if dc.store.reachable(addr):
             sources.append(addr)
         else:
@@ -254,7 +254,7 @@ class BoxView:
         }
 
 
-def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView:
+def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxView:
     """Read one box only; a box that does not exist reads zero, never a guess."""
     if address.kind == "project":
         p = dc.roster.project(address.name)  # names match case-insensitively: label as the roster spells it

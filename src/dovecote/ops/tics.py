@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 
-def tic_dir(dc: Dovecote) -> Path | None:
+def tic_dir(dc: Context) -> Path | None:
     src = dc.roster.tic_source
     if not src:
         return None
@@ -60,7 +60,7 @@ def tic_from_source(folder: Path) -> int | None:
     return None
 
 
-def current_tic(dc: Dovecote, given: int | None) -> tuple[int | None, str]:
+def current_tic(dc: Context, given: int | None) -> tuple[int | None, str]:
     """(tic, where it came from: "flag", "roster" or "none")."""
     if given is not None:
         return given, "flag"

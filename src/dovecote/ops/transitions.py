@@ -9,9 +9,7 @@ its claim; the second, once it holds the lock, sees ACTIVE and is refused
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import InboxBook, Item
@@ -24,10 +22,10 @@ from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 
-def responded(dc: Dovecote, book: InboxBook, item: Item) -> bool:
+def responded(dc: Context, book: InboxBook, item: Item) -> bool:
     """Has a response to the item been delivered to whom it must answer?
 
     Asked of the box of ``response_to`` (the sender, or the redirect), which
@@ -61,7 +59,7 @@ class Transition:
 
 
 def transition(
-    dc: Dovecote,
+    dc: Context,
     entity_id: str,
     ref: str,
     kind: str,
@@ -82,10 +80,10 @@ def transition(
     caller marks the link with ``extra`` (e.g. ``{"adopted": "inbox-tree"}``).
     """
     addr = entity_address(dc, entity_id)
-    who = check_name(actor or os.environ.get("DOVECOTE_AGENT") or entity_id, "actor")
+    who = check_name(actor or dc.actor.actor_for(entity_id), "actor")
     due_time = _until(until)
     tic, _ = current_tic(dc, current)
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = dc.now().replace(microsecond=0)
     if until_tic is not None and (until_tic < 0 or (rails and tic is not None and until_tic <= tic)):
         raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:

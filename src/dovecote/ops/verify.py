@@ -1,21 +1,22 @@
 """``verify``: delete every cache, rebuild it from the ledgers, and prove that
 every read answers byte for byte the same as before (DESIGN 1.1).
 
-The "before" answers come from the caller's handle, warm readers and folds
-and persisted caches included; the "after" answers from a brand-new handle on
-a home whose caches were deleted. Any difference means a cache was an
+The "before" answers come from the caller's context, warm readers and folds
+and persisted caches included; the "after" answers from a cold copy of it
+(``Context.cold``: the roster read again, a new store, no warm folds) on a
+home whose caches were deleted. Any difference means a cache was an
 authority, which the law forbids, and verify exits 1 naming what differed.
 
 Both runs read one fixed snapshot of the ledgers: the settled size of every
 ledger is taken when verify starts (``FileStore.snapshot``), and every read of
-either handle stops there (``FileStore.bounded``), so a letter appended while
+either context stops there (``FileStore.bounded``), so a letter appended while
 verify runs is never a difference; it is simply not yet read. The warm caches
 the "before" run fills may then lag the ledgers, which their own incremental
 reads catch up with afterwards, as after any read.
 
 Folder views are never deleted wholesale: a person may keep hand-dropped files
 beside the view's entries. Instead each entity's view is written by the warm
-handle, then rebuilt by the fresh one (every owned entry removed and rewritten),
+context, then rebuilt by the cold one (every owned entry removed and rewritten),
 and the owned files must hash the same both times (``view entity:<id>``).
 """
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,7 +32,7 @@ import orjson
 from dovecote.names import Address
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
     from dovecote.store import Where
 
 
@@ -46,33 +47,36 @@ class VerifyResult:
         return {"ok": self.ok, "checked": self.checked, "differ": self.differ, "deleted": self.deleted}
 
 
-def answers(dc: Dovecote, now: datetime) -> dict[str, bytes]:
+def answers(dc: Context, now: datetime) -> dict[str, bytes]:
     """Every read verify compares, as the bytes a face would print.
 
     ``now`` pins doctor's 7-day window so both runs use the same instant.
     """
+    from dovecote.ops import doctor, inbox, search
+    from dovecote.ops.sweep import box, sweep
+
     out: dict[str, bytes] = {
-        "sweep --all": orjson.dumps(dc.sweep(distribute=False, include_all=True).to_dict()),
-        "doctor": orjson.dumps(dc.doctor(now=now)),
+        "sweep --all": orjson.dumps(sweep(dc, do_distribute=False, include_all=True).to_dict()),
+        "doctor": orjson.dumps(doctor.doctor(dc, now)),
     }
-    boxes = [*dc.report_boxes(), *(("entity:" + e.id) for e in dc.roster.entities)]
-    for addr in boxes:
-        out[f"box {addr} --all"] = orjson.dumps(dc.box(addr, include_all=True).to_dict())
+    for addr in [*dc.roster.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]:
+        out[f"box {addr} --all"] = orjson.dumps(box(dc, addr, include_all=True).to_dict())
     for e in dc.roster.entities:
-        out[f"inbox {e.id} --all"] = orjson.dumps(dc.inbox(e.id, now=now, include_terminal=True, direction="both"))
+        view, _ = inbox.read_inbox(dc, e.id, now=now, include_terminal=True, direction="both")
+        out[f"inbox {e.id} --all"] = orjson.dumps(view)
     for word in search_words(dc):
         out[f"search {word} --include-terminal"] = orjson.dumps(
-            dc.search(word, include_terminal=True, now=now, limit=1000)
+            search.search(dc, word, include_terminal=True, now=now, limit=1000)
         )
     return out
 
 
-def ledgers(dc: Dovecote) -> list[Where]:
+def ledgers(dc: Context) -> list[Where]:
     """Every ledger a compared read can touch: the spool, the report boxes, the entity boxes."""
-    return ["spool", *dc.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]
+    return ["spool", *dc.roster.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]
 
 
-def search_words(dc: Dovecote, most: int = 5) -> list[str]:
+def search_words(dc: Context, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
     from dovecote.ops.books import book_for
 
@@ -83,7 +87,7 @@ def search_words(dc: Dovecote, most: int = 5) -> list[str]:
     return sorted(words)[:most]
 
 
-def view_digests(dc: Dovecote, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
+def view_digests(dc: Context, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
     """Write every entity's view (``rebuild``: from scratch) and hash its owned files."""
     from dovecote.ops import view as view_op
 
@@ -99,10 +103,9 @@ def _first_difference(a: bytes, b: bytes) -> int:
     return n
 
 
-def verify(dc: Dovecote) -> VerifyResult:
-    from dovecote.api import Dovecote
+def verify(dc: Context) -> VerifyResult:
 
-    now = datetime.now(UTC)
+    now = dc.now()
     deleted = []
     if dc.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
         dc.layout.cache.unlink()
@@ -113,7 +116,7 @@ def verify(dc: Dovecote) -> VerifyResult:
     if dc.layout.cache.exists():
         shutil.rmtree(dc.layout.cache)
         deleted.append(str(dc.layout.cache))
-    fresh = Dovecote(dc.layout.root)
+    fresh = dc.cold()
     with fresh.store.bounded(bounds):
         after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     differ = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,12 +61,11 @@ from dovecote.ops.viewtree import (
     stamp_of,
     tree_state,
 )
-from dovecote.textsafe import one_line
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
-__all__ = ["EntityView", "Plan", "ViewResult", "owned_digest", "plan", "render_text", "view"]
+__all__ = ["EntityView", "Plan", "ViewResult", "owned_digest", "plan", "view"]
 
 
 @dataclass
@@ -110,7 +109,7 @@ class ViewResult:
         }
 
 
-def _adopt_moves(dc: Dovecote, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityView) -> bool:
+def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityView) -> bool:
     """Adopt every move a person made (one verb each, rails on); True if the ledger changed."""
     changed = False
     looked: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
@@ -195,7 +194,7 @@ def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple
             out.keep(f"{folder}/{name}", iid, "name_taken", "something appeared at that name meanwhile; left as it is")
 
 
-def _sync_entity(dc: Dovecote, entity_id: str, clock: Clock, rebuild: bool) -> EntityView:
+def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> EntityView:
     vdir = view_dir(dc, entity_id)
     check_paths(dc, vdir)
     limits = dc.roster.limits
@@ -245,7 +244,7 @@ def _sync_entity(dc: Dovecote, entity_id: str, clock: Clock, rebuild: bool) -> E
 
 
 def view(
-    dc: Dovecote,
+    dc: Context,
     entity_id: str | None = None,
     *,
     current: int | None = None,
@@ -263,7 +262,7 @@ def view(
         entity_address(dc, e)
         check_paths(dc, view_dir(dc, e))
     tic, source = current_tic(dc, current)
-    clock = Clock(tic, now or datetime.now(UTC))
+    clock = Clock(tic, now or dc.now())
     done = []
     for e in who:
         with view_lock(dc, e):
@@ -271,7 +270,7 @@ def view(
     return ViewResult(tic, source, done)
 
 
-def owned_digest(dc: Dovecote, entity_id: str) -> str:
+def owned_digest(dc: Context, entity_id: str) -> str:
     """SHA-256 over every owned file of the entity's view (path and bytes), for ``verify``."""
     vdir = view_dir(dc, entity_id)
     h = hashlib.sha256()
@@ -287,31 +286,3 @@ def owned_digest(dc: Dovecote, entity_id: str) -> str:
         rel = q.relative_to(vdir).as_posix()
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()
-
-
-def render_text(result: ViewResult) -> str:
-    """The summary every face prints; paths and details come from a person's tree, so each is one escaped line."""
-    lines = []
-    for e in result.entities:
-        lines.append(
-            f"{one_line(e.entity)}: {e.written} written, {e.moved} moved, {e.removed} removed,"
-            f" {e.unchanged} unchanged -> {one_line(e.path)}"
-        )
-        if e.cleaned:
-            lines.append(f"  cleaned {e.cleaned} temp name(s) a killed run left")
-        for a in e.adopted:
-            lines.append(f"  adopted {one_line(a['path'])}: {a['verb']} ({a['from']} -> {a['to']})")
-        for r in e.refused:
-            lines.append(
-                f"  refused {one_line(r['path'])}: {r['reason']}: {one_line(r['detail'])};"
-                f" put back at {one_line(r['put_back'])}"
-            )
-        for k in e.kept:
-            lines.append(f"  kept {one_line(k['path'])}: {k['reason']}: {one_line(k['detail'])}")
-        for n in e.notes:
-            lines.append(f"  note {one_line(n['path'])}: {n['reason']}: {one_line(n['detail'])}")
-        for u in e.unknown:
-            lines.append(f"  unknown {one_line(u['path'])} (no such item in this box)")
-    if not result.entities:
-        lines.append("no entities in the roster")
-    return "\n".join(lines) + "\n"

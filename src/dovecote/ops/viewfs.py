@@ -29,7 +29,7 @@ from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
 from dovecote.ops.viewtree import ENTRY_FILES, INDEXES, OUTBOUND, STATE_FOLDERS, is_temp_name, owned_entries
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
@@ -157,7 +157,7 @@ def clean_temps(vdir: Path) -> tuple[int, list[str]]:
     return removed, kept
 
 
-def check_paths(dc: Dovecote, vdir: Path) -> None:
+def check_paths(dc: Context, vdir: Path) -> None:
     """Refuse (``unsafe_path``) a view whose folders are links or files, before anything is written.
 
     A link could send every write out of the home; a file where a folder belongs
@@ -180,7 +180,7 @@ def check_paths(dc: Dovecote, vdir: Path) -> None:
 
 
 @contextmanager
-def view_lock(dc: Dovecote, entity_id: str) -> Iterator[None]:
+def view_lock(dc: Context, entity_id: str) -> Iterator[None]:
     """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
     path = dc.layout.views / ".locks" / f"{entity_id}.lock"
     for d in (path.parent.parent, path.parent):

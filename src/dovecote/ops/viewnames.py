@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dovecote.api import Dovecote
+    from dovecote.context import Context
 
 #: An item entry the view owns: ``<STATE>_<letter id>``.
 OWNED_ITEM = re.compile(r"(WAIT|ACTIVE|DEFER|DONE|NACK)_([0-9a-f]{12})")
@@ -23,7 +23,7 @@ OWNED_DRAFT = re.compile(r"EMIT_([0-9a-f]{12})")
 REF_PREFIX = "REF_"
 
 
-def view_dir(dc: Dovecote, entity_id: str) -> Path:
+def view_dir(dc: Context, entity_id: str) -> Path:
     return dc.layout.views / "agent-mailboxes" / entity_id
 
 
@@ -32,7 +32,7 @@ def is_reference_folder(p: Path) -> bool:
     return p.name.startswith(REF_PREFIX) and p.is_dir() and not p.is_symlink()
 
 
-def loose_files(dc: Dovecote, entity_id: str) -> list[Path]:
+def loose_files(dc: Context, entity_id: str) -> list[Path]:
     """Entries in the view's inbound/ that the view did not write (hand drops).
 
     ``REF_*`` folders hold drops ``organize --apply`` already grouped: organized, so not loose.

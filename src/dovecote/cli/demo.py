@@ -1,5 +1,7 @@
 """A demo home for ``make run``: a few projects and letters of every fate.
 
+A face-level script: it builds the home only through the handle (``api``).
+
 Timestamps are fixed, so the demo letters have the same ids on every machine
 and building the demo twice appends nothing the second time.
 """
@@ -10,21 +12,21 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from dovecote.api import Dovecote, init, open_home
-from dovecote.letters import canonical_line, letter_id
+from dovecote.api import Actor, Dovecote, init, open_home
 
 
 def _report(ts: str, agent: str, repo: str, tool: str, klass: str, what: str, **more: Any) -> dict[str, Any]:
     return {"ts": ts, "agent": agent, "repo": repo, "tool": tool, "class": klass, "what": what, **more}
 
 
-def build_demo(path: Path) -> Path:
+def build_demo(path: Path, actor: Actor | None = None) -> Path:
+    """Build (or top up) the demo home under ``path``; ``actor`` acts in its lifecycle moves."""
     root = path.absolute()
     repos = root / "repos"
     for name in ("atlas", "beacon", "api-gateway", "api-server"):
         (repos / name).mkdir(parents=True, exist_ok=True)
     home, created = init(root / ".dovecote", owner_root=str(root))
-    dc = open_home(home)
+    dc = open_home(home, actor=actor)
     if created:
         dc.add_project("atlas", str(repos / "atlas"))
         dc.add_project("beacon", str(repos / "beacon"), box_in_repo=True)
@@ -36,11 +38,9 @@ def build_demo(path: Path) -> Path:
     wet = _report("2026-07-05T10:00:00Z", "probe", "atlas", "seek", "bug", "seek returned nothing for a known symbol")
     picked = _report("2026-07-05T10:05:00Z", "probe", "atlas", "north", "honesty", "north claimed an empty memory beat")
     fixed = _report("2026-07-05T10:10:00Z", "probe", "beacon", "build", "friction", "build step needs a manual retry")
-    ids = {k: letter_id(canonical_line(v)) for k, v in (("picked", picked), ("fixed", fixed))}
+    filed = dc.report([wet, picked, fixed], agent="demo")  # first: the answers below name their ids
+    ids = {"picked": filed[1][0], "fixed": filed[2][0]}
     letters = [
-        wet,
-        picked,
-        fixed,
         _report("2026-07-05T11:00:00Z", "helper", "atlas", "north", "friction", "looking into the empty beat",
                 answers=[ids["picked"]]),
         _report("2026-07-05T12:00:00Z", "triage", "beacon", "triage", "triage", "fixed in the retry loop",

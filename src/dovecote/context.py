@@ -1,0 +1,105 @@
+"""The context a use case runs in: everything an op may touch, handed to it.
+
+Law: an op reads the world only through its ``Context`` (the store, the
+roster and its index, the home's layout, the warm folds, the clock and the
+acting identity) and never imports ``api`` or a face. The handle
+(``api.Dovecote``) builds one context per home and passes it down; a face binds
+the actor (the CLI from ``--agent``, ``$DOVECOTE_AGENT``, ``$DOVECOTE_ENTITY``
+and ``$USER``; a server per connection), so no op reads the environment or the
+wall clock, and a test can pin both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from dovecote import roster as roster_mod
+from dovecote.home import Layout
+from dovecote.routing import RosterIndex
+from dovecote.store import FileStore
+
+#: The clock: a callable returning an aware UTC datetime.
+Now = Callable[[], datetime]
+
+#: Who a report is by when the face named nobody.
+UNKNOWN_AGENT = "unknown"
+#: Who a message is from when the face named nobody.
+DEFAULT_SENDER = "ent_operator"
+
+
+def utc_now() -> datetime:
+    """The real clock, the default of every handle."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who acts, as the face bound it. Each default below is the one rule for it.
+
+    ``agent`` names the acting agent (a report's author, a transition's actor),
+    ``entity`` the entity it speaks for (the default inbox and sender), and
+    ``user`` the login behind it (a report's author when no agent is named).
+    """
+
+    agent: str | None = None
+    entity: str | None = None
+    user: str | None = None
+
+    def author(self) -> str:
+        """The author of a field report: the agent, else the login, else ``unknown``."""
+        return self.agent or self.user or UNKNOWN_AGENT
+
+    def actor_for(self, entity_id: str) -> str:
+        """The actor of a lifecycle move in ``entity_id``'s box: the agent, else the entity itself."""
+        return self.agent or entity_id
+
+    def sender(self) -> str:
+        """The sender of a message: the entity spoken for, else the agent, else ``ent_operator``."""
+        return self.entity or self.agent or DEFAULT_SENDER
+
+    def naming(self, agent: str | None) -> Actor:
+        """This actor with ``agent`` named for one call (None keeps it)."""
+        return self if agent is None else replace(self, agent=agent)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a use case needs; built by the handle, shared by its calls.
+
+    ``warm`` holds the warm folds by key; it is kept across roster reloads
+    (the keys that depend on the roster carry its signature).
+    """
+
+    layout: Layout
+    roster: roster_mod.Roster
+    store: FileStore
+    index: RosterIndex
+    clock: Now = utc_now
+    actor: Actor = field(default_factory=Actor)
+    warm: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, layout: Layout, *, clock: Now = utc_now, actor: Actor | None = None) -> Context:
+        """A context over the home at ``layout``, its roster read from disk now."""
+        roster = roster_mod.load(layout.config)
+        return cls(layout, roster, FileStore(layout, roster), RosterIndex(roster), clock, actor or Actor())
+
+    def now(self) -> datetime:
+        """Now, from this context's clock."""
+        return self.clock()
+
+    def at(self, now: datetime | None = None, actor: Actor | None = None) -> Context:
+        """This context with the clock pinned to ``now`` and/or another actor, for one call."""
+        if now is None and actor is None:
+            return self
+        return replace(self, clock=self.clock if now is None else (lambda: now), actor=actor or self.actor)
+
+    def cold(self) -> Context:
+        """A fresh context over the same home: the roster read again, a new store, no warm folds.
+
+        ``verify`` answers with one to prove that nothing warm was an authority.
+        """
+        return Context.open(self.layout, clock=self.clock, actor=self.actor)

@@ -1,0 +1,195 @@
+"""The import graph points one way: surfaces -> api -> ops -> derive / store -> ledger (DESIGN 7).
+
+Every module under ``src/dovecote`` is parsed with ``ast`` (never imported), and
+every import counts wherever it is written: at the top, inside a function, under
+``TYPE_CHECKING``, relative, or through ``importlib.import_module("...")``. A
+use case also never reads the environment or the wall clock: the actor and the
+clock come from its ``Context``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "dovecote"
+
+#: What the CLI may import besides its own modules: the handle and two leaf helpers.
+CLI_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version"})
+#: The one exception: the cached-rendering path finds the home before anything heavy loads.
+CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home"})}
+#: Modules above ops: the handle, the faces, and the package's lazy entry points.
+ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.__init__", "dovecote.__main__")
+#: What reads the environment or the wall clock (module attribute, or name imported from it).
+AMBIENT = {
+    "os": frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}),
+    "datetime": frozenset({"now", "utcnow", "today"}),
+    "date": frozenset({"today"}),
+    "time": frozenset({"time", "time_ns"}),
+}
+STREAMS = frozenset({"stdin", "stdout", "stderr"})
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    return ".".join(rel.parts)
+
+
+def _is_module(name: str) -> bool:
+    p = SRC.joinpath(*name.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _resolve(module: str, level: int, here: str, is_package: bool) -> str:
+    """The absolute name of ``from <level dots><module> import ...`` written in module ``here``."""
+    if level == 0:
+        return module
+    parts = here.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def imports_of(source: str, here: str, is_package: bool = False) -> set[str]:
+    """Every module ``source`` imports, wherever the import is written."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(node.module or "", node.level, here, is_package)
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}"))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def ambient_reads(source: str) -> list[str]:
+    """Each ``os.environ``, ``datetime.now``, ``time.time`` (and the like) the source names,
+    and each ``print`` or standard stream it writes to (ops return values, never text)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == "print":
+            found.append(f"print (line {node.lineno})")
+        elif isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "sys" and node.attr in STREAMS:
+            found.append(f"sys.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.Attribute):
+            owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
+            if node.attr in AMBIENT.get(owner or "", ()):
+                found.append(f"{owner}.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and node.module in AMBIENT:
+            found += [f"from {node.module} import {a.name} (line {node.lineno})"
+                      for a in node.names if a.name in AMBIENT[node.module]]
+    return found
+
+
+def _modules() -> dict[str, tuple[Path, set[str]]]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        out[name] = (path, imports_of(path.read_text(), name, path.name == "__init__.py"))
+    return out
+
+
+MODULES = _modules()
+
+
+def _under(name: str, *packages: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _breaking(rule: str, test: Callable[[str, str], bool]) -> list[str]:
+    bad = [f"{name} imports {imp}" for name, (_, imps) in MODULES.items() for imp in sorted(imps) if test(name, imp)]
+    return [f"{rule}: {b}" for b in bad]
+
+
+def test_the_scan_sees_every_package() -> None:
+    names = set(MODULES)
+    assert {"dovecote.api", "dovecote.context", "dovecote.cli.app", "dovecote.ops.mail", "dovecote.derive.fates"} <= (
+        names
+    )
+
+
+def test_ops_and_derive_never_import_the_handle_or_a_face() -> None:
+    assert _breaking(
+        "ops/derive above themselves",
+        lambda name, imp: _under(name, "dovecote.ops", "dovecote.derive")
+        and _under(imp, "dovecote.api", "dovecote.cli"),
+    ) == []
+
+
+def test_nothing_below_the_handle_imports_it_or_a_face_or_ops() -> None:
+    """context, store, ledger, roster, letters...: only api and the faces stand above ops."""
+    assert _breaking(
+        "below ops",
+        lambda name, imp: not _under(name, "dovecote.ops", *ABOVE_OPS)
+        and _under(imp, "dovecote.api", "dovecote.cli", "dovecote.ops"),
+    ) == []
+
+
+def test_derive_is_pure_of_store_ledger_and_ops() -> None:
+    assert _breaking(
+        "derive is pure",
+        lambda name, imp: _under(name, "dovecote.derive")
+        and _under(imp, "dovecote.ops", "dovecote.store", "dovecote.ledger", "dovecote.context", "dovecote.api",
+                   "dovecote.cli"),
+    ) == []
+
+
+def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
+    def outside(name: str, imp: str) -> bool:
+        if not _under(name, "dovecote.cli") or not _under(imp, "dovecote") or _under(imp, "dovecote.cli"):
+            return False
+        return imp not in CLI_MAY_IMPORT and imp not in CLI_EXCEPTIONS.get(name, frozenset())
+
+    assert _breaking("cli goes around the handle", outside) == []
+
+
+def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:
+    bad = [f"{name}: {read}" for name, (path, _) in MODULES.items() if _under(name, "dovecote.ops")
+           for read in ambient_reads(path.read_text())]
+    assert bad == []
+
+
+# -- the scanner itself: it must see what a careless change would write ---------
+
+@pytest.mark.parametrize("source", [
+    "from dovecote.api import Dovecote",
+    "import dovecote.api",
+    "from dovecote import api",
+    "def f():\n    from dovecote.api import Dovecote\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dovecote.api import Dovecote\n",
+    "from .. import api",
+    "from ..cli import app",
+    "import importlib\nimportlib.import_module('dovecote.api')",
+])
+def test_the_scanner_sees_an_upward_import_however_it_is_written(source: str) -> None:
+    found = imports_of(source, "dovecote.ops.somewhere")
+    assert any(_under(i, "dovecote.api", "dovecote.cli") for i in found), found
+
+
+@pytest.mark.parametrize("source", [
+    "import os\nos.environ.get('X')",
+    "import os\nos.getenv('X')",
+    "from os import environ",
+    "from datetime import datetime\ndatetime.now()",
+    "import datetime\ndatetime.datetime.now()",
+    "from datetime import UTC, datetime\ndef f():\n    return datetime.now(UTC)\n",
+    "import time\ntime.time()",
+    "print('hello')",
+    "import sys\nsys.stdout.write('hello')",
+])
+def test_the_scanner_sees_an_ambient_read_or_a_print(source: str) -> None:
+    assert ambient_reads(source)
+
+
+def test_the_scanner_lets_the_context_clock_through() -> None:
+    assert ambient_reads("def f(dc):\n    return dc.now(), dc.actor.agent, dc.clock()\n") == []
