@@ -232,7 +232,7 @@ class FateBook:
                 self._last_key = new[-1]
         if self._tombstones * 2 > len(self._listing):
             self._relist(sorted(self._key(i) for i in self._listing if i is not None))
-        return list(filter(None, self._listing))  # type: ignore[arg-type]
+        return list(filter(None, self._listing))
 
     def _bisect(self, key: tuple[datetime, str]) -> int:
         """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""

@@ -270,6 +270,16 @@ BUCKETS = {
     State.DONE: "archive",
     State.NACK: "archive",
 }
+#: The folder an entry of no lifecycle state lives in: outbound drafts, loose hand drops.
+OUTBOUND, LOOSE = "outbound", "loose"
+#: Every count the inbox reports, in the order it reports them: the open states' folders,
+#: drafts, the terminal states' folder, loose drops. Folder names come from ``BUCKETS`` alone.
+BUCKET_NAMES: tuple[str, ...] = (
+    *dict.fromkeys(BUCKETS[s] for s in State if s not in TERMINAL),
+    OUTBOUND,
+    *dict.fromkeys(BUCKETS[s] for s in State if s in TERMINAL),
+    LOOSE,
+)
 
 
 def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime | None:
@@ -316,8 +326,6 @@ class ViewState:
     flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
     ordered: list[dict[str, Any]] | None = None
 
-
-BUCKET_NAMES = ("inbound", "processing", "deferred", "outbound", "archive", "loose")
 
 
 def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:

@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.lifecycle import State, parse_time
+from dovecote.derive.lifecycle import State
 from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
 from dovecote.letters import canonical_line, format_ts, letter_id
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for
 from dovecote.ops.viewtree import disagreement, read_envelope, stamp_of, tree_state
+from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote

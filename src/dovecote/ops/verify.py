@@ -55,7 +55,7 @@ def answers(dc: Dovecote, now: datetime) -> dict[str, bytes]:
         "sweep --all": orjson.dumps(dc.sweep(distribute=False, include_all=True).to_dict()),
         "doctor": orjson.dumps(dc.doctor(now=now)),
     }
-    boxes = [*dc.report_boxes(), *(("entity:" + e.id) for e in dc.roster.entities)]
+    boxes: list[str | Address] = [*dc.report_boxes(), *(("entity:" + e.id) for e in dc.roster.entities)]
     for addr in boxes:
         out[f"box {addr} --all"] = orjson.dumps(dc.box(addr, include_all=True).to_dict())
     for e in dc.roster.entities:
