@@ -66,6 +66,18 @@ class FateBook:
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
 
+    def copy(self) -> FateBook:
+        """An independent book with the same answers: feeding either never changes the other.
+
+        Every container is copied one level deep (letters are immutable); the
+        referrer index is left to be rebuilt on demand, since its lists grow in place.
+        """
+        new = object.__new__(FateBook)
+        for name, value in vars(self).items():
+            setattr(new, name, value.copy() if isinstance(value, (dict, set, list)) else value)
+        new._referrers, new._referrers_upto = {}, 0
+        return new
+
     def fate_of(self, lid: str) -> str | None:
         """The fate of a letter in the book; None for a receipt or an unknown id."""
         if lid not in self.entries or lid in self.receipt_ids:

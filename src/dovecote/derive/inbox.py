@@ -366,7 +366,8 @@ def inbox_view(
     Warm calls are cheap: the book keeps its last view, and while the tic and
     thresholds are the same and the clock has not passed the moment any row
     would change by itself, the next read redoes only the items touched by new
-    letters. The returned view shares its rows with that state: read-only.
+    letters. The view is a snapshot: its rows are copies, so neither a caller
+    changing them nor a later read changes the other.
     """
     key = (clock.tic, limits, include_terminal)
     vs = book.view_state
@@ -390,7 +391,7 @@ def inbox_view(
         "current_tic": clock.tic,
         "counts": counts,
         "flags": dict(vs.flags),
-        "items": vs.ordered,
+        "items": [{**row, "flags": [*row["flags"]]} for row in vs.ordered],  # the one nested list
         "outbound": [
             {
                 "id": d.id,

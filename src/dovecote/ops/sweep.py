@@ -36,6 +36,7 @@ class SweepState:
     key: tuple[object, ...] = ()
     book: FateBook | None = None
     fed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    lent: bool = False  # a SweepResult holds ``book``: the next sweep feeds a copy
 
 
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
@@ -79,6 +80,9 @@ def counts_of(book: FateBook) -> dict[str, int]:
 
 @dataclass
 class SweepResult:
+    """One sweep's answer, a snapshot: its book and box indexes are never fed again
+    (the next warm sweep feeds a copy of the book), so no later call changes it."""
+
     spool_path: str
     distribution: Receipt | None
     book: FateBook
@@ -130,8 +134,10 @@ def _fold(
     key = (dc.roster.signature, tuple(str(s) for s in sources))
     if key != st.key or st.book is None:
         st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
+    assert st.book is not None
+    if st.lent:  # a result still reads this book: leave it as it was, feed a copy
+        st.book, st.lent = st.book.copy(), False
     book = st.book
-    assert book is not None
     malformed: list[Defect] = []
     boxes: Boxes = []
     for n, where in enumerate(sources, 1):
@@ -151,11 +157,12 @@ def _fold(
             book.add_source(read.index)
         st.fed[label] = (read.generation, len(read.letters))
         if isinstance(where, Address):
-            boxes.append((label, read.index))
+            boxes.append((label, read.index.copy()))  # the store's index grows in place; the result must not
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
         if progress:
             progress(label, n, len(sources))
     boxes.sort(key=lambda b: b[0])
+    st.lent = True
     return book, boxes, malformed
 
 
@@ -270,6 +277,6 @@ def box(dc: Dovecote, address: Address, *, include_all: bool = False) -> BoxView
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
     return BoxView(
-        str(address), read.exists, known, book, [(str(address), read.index)], defects, include_all,
+        str(address), read.exists, known, book, [(str(address), read.index.copy())], defects, include_all,
         count_kinds(read.letters),
     )
