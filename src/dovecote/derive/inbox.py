@@ -38,7 +38,7 @@ from dovecote.derive.lifecycle import (
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
-from dovecote.letters import Letter, is_letter_id
+from dovecote.letters import Letter, is_hex, is_letter_id
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key, parse_time
 
@@ -159,7 +159,7 @@ class InboxBook:
         item = self.items.get(ref)
         if item is None and ref in self.alias:
             item = self.items.get(self.alias[ref])
-        if item is None and len(ref) >= 4 and all(c in "0123456789abcdef" for c in ref) and not is_letter_id(ref):
+        if item is None and len(ref) >= 4 and is_hex(ref) and not is_letter_id(ref):
             hits = [i for i in self.items if i.startswith(ref)]
             if len(hits) > 1:
                 raise Refusal("unknown_letter", f"{ref!r} is the prefix of {len(hits)} items; give more digits")
@@ -195,6 +195,14 @@ def older_than(since: str | None, hours: int, now: datetime) -> bool:
     return t is not None and now - t > timedelta(hours=hours)
 
 
+def past_stale(in_state_tics: int | None, entered_ts: str | None, limits: Limits, now: datetime) -> bool:
+    """The one stale threshold (the inbox's STALE flag and ``stale-check`` both ask it):
+    time in state above ``limits``, in tics when counted in tics, else in hours to the second."""
+    if in_state_tics is not None:
+        return in_state_tics > limits.stale_tics
+    return older_than(entered_ts, limits.stale_hours, now)
+
+
 def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[str, Any]:
     """One item as every face shows it."""
     r = book.replay_of(item)
@@ -214,12 +222,8 @@ def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[
         in_state_tics = tic - entered_tic
     else:
         in_state_hours = _hours(entered_ts, clock.now)
-    if state is State.WAIT:
-        if in_state_tics is not None:
-            if in_state_tics > limits.stale_tics:
-                flags.append(FLAG_STALE)
-        elif older_than(entered_ts, limits.stale_hours, clock.now):
-            flags.append(FLAG_STALE)
+    if state is State.WAIT and past_stale(in_state_tics, entered_ts, limits, clock.now):
+        flags.append(FLAG_STALE)
     if state not in TERMINAL and tic is not None:
         if env.reminder_tic is not None and env.reminder_tic < tic:
             flags.append(FLAG_OVERDUE)
@@ -385,7 +389,7 @@ def inbox_view(
     if vs.ordered is None:
         vs.ordered = [row for _, row in sorted(vs.rows.values(), key=lambda pair: pair[0])]
     drafts = book.pending_drafts()
-    counts = {**vs.counts, "outbound": len(drafts), "loose": loose}
+    counts = {**vs.counts, OUTBOUND: len(drafts), LOOSE: loose}
     view = {
         "entity": book.entity,
         "current_tic": clock.tic,

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.lifecycle import ARCHIVING, State, effective
+from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective
 from dovecote.errors import Refusal
 from dovecote.names import check_name
 from dovecote.ops import mail
@@ -52,8 +52,6 @@ from dovecote.textsafe import one_line
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
 
-#: How far along the lifecycle a state is; duplicates of one item keep the furthest.
-RANK = {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
 
 
 @dataclass
@@ -212,7 +210,7 @@ def _adopt_mailbox(dc: Dovecote, entity_id: str, mbox: Path, base: Path, tic: in
             best[c.item] = c
             continue
         kept = best[c.item]
-        if c.state is not None and (kept.state is None or RANK[c.state] > RANK[kept.state]):
+        if c.state is not None and (kept.state is None or PROGRESS[c.state] > PROGRESS[kept.state]):
             best[c.item], c = c, kept
         if c.state is not None and c.state is not best[c.item].state:
             kept = best[c.item]
