@@ -33,6 +33,11 @@ def letter_id(line: bytes) -> str:
     return _sha256(line.rstrip(b"\r\n")).hexdigest()[:12]
 
 
+def text_or_none(value: object) -> str | None:
+    """A letter field read as text: the string it holds, else None (a number or a list is not text)."""
+    return value if isinstance(value, str) else None
+
+
 _HEX = frozenset("0123456789abcdef")
 #: A letter id inside a longer name (folder entries such as ``WAIT_<id>``), as a regex.
 LETTER_ID_PATTERN = "[0-9a-f]{12}"

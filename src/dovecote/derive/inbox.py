@@ -38,7 +38,7 @@ from dovecote.derive.lifecycle import (
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
-from dovecote.letters import Letter, is_hex, is_letter_id
+from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key, parse_time
 
@@ -140,8 +140,7 @@ class InboxBook:
                 d = letter.data()
 
                 def s(k: str, d: dict[str, Any] = d) -> str | None:
-                    v = d.get(k)
-                    return v if isinstance(v, str) else None
+                    return text_or_none(d.get(k))
 
                 rec = Sent(letter.id, s("message"), s("ref"), s("to"), s("reply_to"), letter.ts)
                 self.sent.append(rec)

@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from dovecote.errors import Refusal
+from dovecote.letters import text_or_none
 from dovecote.timeutil import order_key, parse_time
 from dovecote.vocab import PRIORITIES
 
@@ -99,8 +100,7 @@ class Link:
     @classmethod
     def from_data(cls, lid: str, d: dict[str, Any]) -> Link:
         def s(k: str) -> str | None:
-            v = d.get(k)
-            return v if isinstance(v, str) else None
+            return text_or_none(d.get(k))
 
         return cls(
             id=lid,

@@ -9,19 +9,18 @@ answer is the same as a cold sweep (``verify`` checks it byte for byte).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
 from dovecote.ledger import Defect
-from dovecote.letters import Letter
+from dovecote.letters import Letter, text_or_none
 from dovecote.names import Address
 from dovecote.ops.distribute import Receipt, distribute
+from dovecote.osutil import collector_paused as _collector_paused  # a sweep makes a million objects, frees none
 
 if TYPE_CHECKING:
     from dovecote.api import Dovecote
@@ -54,10 +53,6 @@ def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
     letter = book.entries[lid]
     d = letter.data()
 
-    def s(k: str) -> Any:
-        v = d.get(k)
-        return v if isinstance(v, str) else None
-
     return {
         "id": lid,
         "ts": letter.ts,
@@ -66,7 +61,7 @@ def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
         "repo": letter.repo,
         "brain": letter.brain,
         "tool": letter.tool,
-        "what": s("what"),
+        "what": text_or_none(d.get("what")),
         "answers": list(letter.answers or ()),
         "answered_by": book.answered_by(lid),
         "fate": book.fate_of(lid),
@@ -164,19 +159,6 @@ def _fold(
     boxes.sort(key=lambda b: b[0])
     st.lent = True
     return book, boxes, malformed
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """A sweep creates a million objects and frees none; cyclic garbage collection
-    in between only walks them again and again."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def sweep(
