@@ -20,6 +20,7 @@ run: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 
 test: lint
 	$(BIN)/pytest

@@ -28,8 +28,8 @@ from dovecote.api import init, open_home
 from dovecote.cli import entry
 from dovecote.cli.app import app
 from dovecote.cli.boundary import MAX_INT, check_value
-from dovecote.derive.lifecycle import parse_time
 from dovecote.errors import Refusal
+from dovecote.timeutil import parse_time
 from helpers import DOVECOTE_BIN, cli_env
 
 SURROGATE = "\udcff"  # what Python makes of the argv byte 0xff

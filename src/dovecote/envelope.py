@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dovecote.errors import Refusal
+from dovecote.letters import text_or_none as _str
 from dovecote.vocab import CATEGORIES, PRIORITIES, RESPONSE_CATEGORIES, TRUST_LEVELS
 
 ENVELOPE_VERSION = "1.0"
@@ -45,10 +46,6 @@ SUBJECT_MAX = 200
 def _block(d: dict[str, Any], key: str) -> dict[str, Any]:
     v = d.get(key)
     return v if isinstance(v, dict) else {}
-
-
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) else None
 
 
 def _int(v: object) -> int | None:

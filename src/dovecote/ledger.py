@@ -26,9 +26,6 @@ Nothing here knows about boxes, rosters or fates.
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import gc
 import hashlib
 import os
 import threading
@@ -42,6 +39,7 @@ from msgspec.structs import force_setattr
 
 from dovecote.errors import StoreError
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
+from dovecote.osutil import collector_paused, lock, temp_name
 
 _sha256 = hashlib.sha256
 
@@ -108,7 +106,7 @@ def ensure_dir(path: Path) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace a whole (cache) file: tmp + fsync + rename + fsync dir."""
     ensure_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = path.with_name(temp_name(path.name))
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
@@ -127,7 +125,7 @@ def settled_size(path: Path) -> int:
     except OSError as e:
         raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        lock(fd, shared=True)
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
@@ -261,9 +259,7 @@ class LedgerReader:
         line_no = self.line_no
         letters = self.letters
         before = len(letters)
-        gc_was = gc.isenabled()
-        gc.disable()  # a million new objects would trigger many useless collections
-        try:
+        with collector_paused():
             fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
             if fast is not None:
                 for line, letter in zip(lines, fast, strict=True):
@@ -278,9 +274,6 @@ class LedgerReader:
                 line_no += len(lines)
             else:
                 line_no = self._absorb_slowly(lines, line_no)
-        finally:
-            if gc_was:
-                gc.enable()
         self.line_no = line_no
         return letters[before:]
 
@@ -365,13 +358,7 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     except OSError as e:
         raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                break
-            except OSError as e:  # pragma: no cover - EINTR on signals
-                if e.errno != errno.EINTR:
-                    raise
+        lock(fd)
         if created or os.fstat(fd).st_size == 0:
             # A new (or still empty, perhaps created by a process that died) file's
             # directory entry must be durable before any append to it is acknowledged.

@@ -41,13 +41,24 @@ def letter_id(line: bytes) -> str:
     return _sha256(line).hexdigest()[:12]
 
 
+def text_or_none(value: object) -> str | None:
+    """A letter field read as text: the string it holds, else None (a number or a list is not text)."""
+    return value if isinstance(value, str) else None
+
+
+_HEX = frozenset("0123456789abcdef")
+#: A letter id inside a longer name (folder entries such as ``WAIT_<id>``), as a regex.
+LETTER_ID_PATTERN = "[0-9a-f]{12}"
+
+
+def is_hex(text: str) -> bool:
+    """Every character a lowercase hex digit: how ids and digests are spelled."""
+    return _HEX.issuperset(text)
+
+
 def is_letter_id(value: object) -> bool:
     """True for a 12-digit lowercase hex string."""
-    return (
-        isinstance(value, str)
-        and len(value) == 12
-        and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and len(value) == 12 and is_hex(value)
 
 
 class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):

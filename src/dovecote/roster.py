@@ -174,8 +174,8 @@ def parse(text: bytes) -> Roster:
     """Parse and validate roster bytes."""
     try:
         doc = tomllib.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise _bad(f"config.toml is not valid TOML: {e}") from e
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise _bad(f"config.toml is not valid TOML: {err}") from err
     _only(doc, _TOP_KEYS, "config.toml")
     owner = _expect(doc.get("owner", {}), dict, "[owner]")
     _only(owner, {"roots", "home"}, "[owner]")

@@ -20,7 +20,6 @@ that roster, and only then is it written (``ledger.write_atomic``).
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from typing import Any
 from dovecote import roster as roster_mod
 from dovecote.errors import Refusal, StoreError
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
+from dovecote.osutil import lock, temp_name
 from dovecote.roster import Entity, Project, Roster
 
 #: A change decides the new roster from the one read under the lock and edits the document to match.
@@ -50,7 +50,7 @@ def held(config: Path) -> Iterator[None]:
     except OSError as e:
         raise StoreError(f"cannot open {lock_path(config)}: {e.strerror or e}") from e
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # retried on EINTR by Python itself (PEP 475)
+        lock(fd)
         yield
     finally:
         os.close(fd)
@@ -64,7 +64,7 @@ def create(config: Path, data: bytes) -> bool:
     roster (an empty one would read as a default roster). No lock file needed.
     """
     ensure_dir(config.parent)
-    tmp = config.with_name(f".{config.name}.{os.getpid()}.new.tmp")
+    tmp = config.with_name(temp_name(config.name))
     try:
         with open(tmp, "wb") as f:
             f.write(data)

@@ -27,7 +27,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from dovecote.names import HOME, Address
-from dovecote.roster import Roster, normalize_root
+from dovecote.roster import PROJECTLESS_WORDS, Roster, normalize_root
 from dovecote.roster import lexical as _lexical
 
 
@@ -87,7 +87,7 @@ def route(brain: str | None, repo: str | None, ix: RosterIndex) -> Route:
     text = normalize_root(text, ix.owner_home) if text.strip() else ""
     text = _lexical(text)
     low = text.lower()
-    if not text or low == "all" or low.startswith("research task") or text in ix.owner_roots:
+    if not text or low in PROJECTLESS_WORDS or low.startswith("research task") or text in ix.owner_roots:
         return Route(HOME, "", None)
     if "/" in text:
         exact = ix.by_root.get(text)

@@ -31,7 +31,7 @@ class BoxRead(NamedTuple):
     """One ledger as read now."""
 
     letters: list[Letter]
-    index: dict[str, Letter]
+    index: dict[str, Letter]  # type: ignore[assignment]  # shadows tuple.index, which no caller uses
     defects: list[Defect]
     torn: Defect | None
     exists: bool

@@ -432,7 +432,7 @@ def _message_command(name: str, doc: str) -> None:
         ] = None,
         json: JsonOpt = False,
     ) -> None:
-        fields = {
+        fields: dict[str, Any] = {
             "to": to, "subject": subject, "body": body, "body_file": body_file, "sender": sender,
             "priority": priority, "category": category, "trust": trust, "thread": thread,
             "reply_to": reply_to, "expires_tic": expires_tic, "defer_until_tic": defer_until_tic,

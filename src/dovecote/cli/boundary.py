@@ -25,7 +25,10 @@ from typer.core import TyperCommand, TyperGroup
 from dovecote.errors import Refusal
 
 if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typer 0.2x)
-    from click import Context, HelpFormatter
+    from collections.abc import Callable
+
+    from typer._click import Context, HelpFormatter
+    from typer.models import CommandFunctionType
 
 #: The largest integer every JSON reader round-trips exactly (2**53 - 1).
 MAX_INT = 2**53 - 1
@@ -62,7 +65,7 @@ def check_environment() -> None:
 
 
 def _label(param: Any) -> str:
-    return param.opts[0] if param.param_type_name == "option" else (param.metavar or param.name.upper())
+    return str(param.opts[0] if param.param_type_name == "option" else (param.metavar or param.name.upper()))
 
 
 def check_params(ctx: Context) -> None:
@@ -139,5 +142,7 @@ class Typer(typer.Typer):
         kwargs.setdefault("cls", Group)
         super().__init__(**kwargs)
 
-    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[CommandFunctionType], CommandFunctionType]:
         return super().command(name, cls=cls or Command, **kwargs)

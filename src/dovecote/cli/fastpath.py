@@ -96,12 +96,13 @@ def remember(
     Not fsynced: losing a cache entry in a crash costs one slow call, nothing more.
     """
     from dovecote.errors import DovecoteError
+    from dovecote.osutil import temp_name
 
     try:
         path = _entry_path(argv, create=True)
         if path is None:
             return
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
         with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
             marshal.dump({"out": out, "deps": deps, "valid_until": valid_until}, f)

@@ -27,7 +27,12 @@ from dovecote.letters import Letter
 from dovecote.timeutil import NO_TIME, order_key
 from dovecote.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 
-WET, FLIGHT, CLAY, EXTERNAL = "wet_ink", "in_flight", "fired_clay", "external"
+EXTERNAL, CLAY, FLIGHT, WET = FATES  # the names, in precedence order (highest first)
+
+
+def precedence(external: bool, closed: bool, picked: bool) -> str:
+    """The one fate rule: the highest of the fates a letter qualifies for (see ``FATES``)."""
+    return EXTERNAL if external else CLAY if closed else FLIGHT if picked else WET
 
 
 # Classes known not to be the receipt class: the hot loop skips the lowercase
@@ -66,15 +71,23 @@ class FateBook:
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
 
+    def copy(self) -> FateBook:
+        """An independent book with the same answers: feeding either never changes the other.
+
+        Every container is copied one level deep (letters are immutable); the
+        referrer index is left to be rebuilt on demand, since its lists grow in place.
+        """
+        new = object.__new__(FateBook)
+        for name, value in vars(self).items():
+            setattr(new, name, value.copy() if isinstance(value, (dict, set, list)) else value)
+        new._referrers, new._referrers_upto = {}, 0
+        return new
+
     def fate_of(self, lid: str) -> str | None:
         """The fate of a letter in the book; None for a receipt or an unknown id."""
         if lid not in self.entries or lid in self.receipt_ids:
             return None
-        if lid in self.external:
-            return EXTERNAL
-        if lid in self.closed:
-            return CLAY
-        return FLIGHT if lid in self.picked else WET
+        return precedence(lid in self.external, lid in self.closed, lid in self.picked)
 
     def _is_external(self, tool: str) -> bool:
         low = tool.lower()
@@ -108,7 +121,9 @@ class FateBook:
         open_append = self.open_order.append
         key = order_key
         report_kinds = REPORT_KINDS
-        n_wet = n_flight = n_clay = n_mis = 0
+        fate = precedence
+        tally = dict.fromkeys(FATES, 0)
+        n_mis = 0
         answering: list[Letter] = []
         others: list[str] = []
         for letter in letters:
@@ -132,54 +147,44 @@ class FateBook:
                 ext = ext_cache.get(tool)
                 if ext is None:
                     ext = self._is_external(tool)  # type: ignore[arg-type]
-                if ext:
+                f = fate(ext, lid in closed, lid in picked)
+                if f is EXTERNAL:
                     self.external.add(lid)
-                elif lid in closed:
-                    n_clay += 1
-                elif lid in picked:
-                    n_flight += 1
-                    open_append((key(letter.ts), lid))
                 else:
-                    n_wet += 1
-                    open_append((key(letter.ts), lid))
+                    tally[f] += 1
+                    if f is not CLAY:
+                        open_append((key(letter.ts), lid))
             if letter.answers:
                 answering.append(letter)
         for lid in others:
             del entries[lid]
         self.misdelivery += n_mis
         self.answering += answering
-        # Answers last: a letter answered within this same batch moves below.
+        # Answers last: a letter answered within this same batch moves below. An
+        # answer moves its target from the fate it had to the fate it has now.
         receipt_ids = self.receipt_ids
-        external = self.external
+        fate_of = self.fate_of
         for letter in answering:
-            if letter.id in receipt_ids:
-                for a in letter.answers or ():
-                    if a in closed:
-                        continue
-                    closed.add(a)
-                    if a in entries and a not in receipt_ids and a not in external:
-                        if a in picked:
-                            n_flight -= 1
-                        else:
-                            n_wet -= 1
-                        n_clay += 1
-                        p = self._positions().pop(a, None) if self._listing else None
-                        if p is not None:
-                            self._listing[p] = None
-                            self._tombstones += 1
-            else:
-                for a in letter.answers or ():
-                    if a in closed or a in picked:
-                        continue
-                    picked.add(a)
-                    if a in entries and a not in receipt_ids and a not in external:
-                        n_wet -= 1
-                        n_flight += 1
+            marks = closed if letter.id in receipt_ids else picked
+            for a in letter.answers or ():
+                if a in marks:
+                    continue
+                before = fate_of(a)
+                marks.add(a)
+                after = fate_of(a)
+                if before == after or before is None or after is None:
+                    continue
+                tally[before] -= 1
+                tally[after] += 1
+                if after is CLAY and self._listing:  # it leaves the open list: a tombstone where it was
+                    p = self._positions().pop(a, None)
+                    if p is not None:
+                        self._listing[p] = None
+                        self._tombstones += 1
         counts = self.counts
-        counts[WET] += n_wet
-        counts[FLIGHT] += n_flight
-        counts[CLAY] += n_clay
-        counts[EXTERNAL] = len(external)
+        for f in (WET, FLIGHT, CLAY):
+            counts[f] += tally[f]
+        counts[EXTERNAL] = len(self.external)
 
     @property
     def total(self) -> int:
@@ -232,7 +237,7 @@ class FateBook:
                 self._last_key = new[-1]
         if self._tombstones * 2 > len(self._listing):
             self._relist(sorted(self._key(i) for i in self._listing if i is not None))
-        return list(filter(None, self._listing))  # type: ignore[arg-type]
+        return list(filter(None, self._listing))
 
     def _bisect(self, key: tuple[datetime, str]) -> int:
         """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""

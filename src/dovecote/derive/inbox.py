@@ -38,7 +38,7 @@ from dovecote.derive.lifecycle import (
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
-from dovecote.letters import Letter, is_letter_id
+from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key, parse_time
 
@@ -140,8 +140,7 @@ class InboxBook:
                 d = letter.data()
 
                 def s(k: str, d: dict[str, Any] = d) -> str | None:
-                    v = d.get(k)
-                    return v if isinstance(v, str) else None
+                    return text_or_none(d.get(k))
 
                 rec = Sent(letter.id, s("message"), s("ref"), s("to"), s("reply_to"), letter.ts)
                 self.sent.append(rec)
@@ -159,7 +158,7 @@ class InboxBook:
         item = self.items.get(ref)
         if item is None and ref in self.alias:
             item = self.items.get(self.alias[ref])
-        if item is None and len(ref) >= 4 and all(c in "0123456789abcdef" for c in ref) and not is_letter_id(ref):
+        if item is None and len(ref) >= 4 and is_hex(ref) and not is_letter_id(ref):
             hits = [i for i in self.items if i.startswith(ref)]
             if len(hits) > 1:
                 raise Refusal("unknown_letter", f"{ref!r} is the prefix of {len(hits)} items; give more digits")
@@ -195,6 +194,14 @@ def older_than(since: str | None, hours: int, now: datetime) -> bool:
     return t is not None and now - t > timedelta(hours=hours)
 
 
+def past_stale(in_state_tics: int | None, entered_ts: str | None, limits: Limits, now: datetime) -> bool:
+    """The one stale threshold (the inbox's STALE flag and ``stale-check`` both ask it):
+    time in state above ``limits``, in tics when counted in tics, else in hours to the second."""
+    if in_state_tics is not None:
+        return in_state_tics > limits.stale_tics
+    return older_than(entered_ts, limits.stale_hours, now)
+
+
 def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[str, Any]:
     """One item as every face shows it."""
     r = book.replay_of(item)
@@ -214,12 +221,8 @@ def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[
         in_state_tics = tic - entered_tic
     else:
         in_state_hours = _hours(entered_ts, clock.now)
-    if state is State.WAIT:
-        if in_state_tics is not None:
-            if in_state_tics > limits.stale_tics:
-                flags.append(FLAG_STALE)
-        elif older_than(entered_ts, limits.stale_hours, clock.now):
-            flags.append(FLAG_STALE)
+    if state is State.WAIT and past_stale(in_state_tics, entered_ts, limits, clock.now):
+        flags.append(FLAG_STALE)
     if state not in TERMINAL and tic is not None:
         if env.reminder_tic is not None and env.reminder_tic < tic:
             flags.append(FLAG_OVERDUE)
@@ -270,6 +273,16 @@ BUCKETS = {
     State.DONE: "archive",
     State.NACK: "archive",
 }
+#: The folder an entry of no lifecycle state lives in: outbound drafts, loose hand drops.
+OUTBOUND, LOOSE = "outbound", "loose"
+#: Every count the inbox reports, in the order it reports them: the open states' folders,
+#: drafts, the terminal states' folder, loose drops. Folder names come from ``BUCKETS`` alone.
+BUCKET_NAMES: tuple[str, ...] = (
+    *dict.fromkeys(BUCKETS[s] for s in State if s not in TERMINAL),
+    OUTBOUND,
+    *dict.fromkeys(BUCKETS[s] for s in State if s in TERMINAL),
+    LOOSE,
+)
 
 
 def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime | None:
@@ -317,8 +330,6 @@ class ViewState:
     ordered: list[dict[str, Any]] | None = None
 
 
-BUCKET_NAMES = ("inbound", "processing", "deferred", "outbound", "archive", "loose")
-
 
 def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:
     """Put one item's bucket and row into the view state (replacing what was there)."""
@@ -358,7 +369,8 @@ def inbox_view(
     Warm calls are cheap: the book keeps its last view, and while the tic and
     thresholds are the same and the clock has not passed the moment any row
     would change by itself, the next read redoes only the items touched by new
-    letters. The returned view shares its rows with that state: read-only.
+    letters. The view is a snapshot: its rows are copies, so neither a caller
+    changing them nor a later read changes the other.
     """
     key = (clock.tic, limits, include_terminal)
     vs = book.view_state
@@ -376,13 +388,13 @@ def inbox_view(
     if vs.ordered is None:
         vs.ordered = [row for _, row in sorted(vs.rows.values(), key=lambda pair: pair[0])]
     drafts = book.pending_drafts()
-    counts = {**vs.counts, "outbound": len(drafts), "loose": loose}
+    counts = {**vs.counts, OUTBOUND: len(drafts), LOOSE: loose}
     view = {
         "entity": book.entity,
         "current_tic": clock.tic,
         "counts": counts,
         "flags": dict(vs.flags),
-        "items": vs.ordered,
+        "items": [{**row, "flags": [*row["flags"]]} for row in vs.ordered],  # the one nested list
         "outbound": [
             {
                 "id": d.id,

@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from dovecote.errors import Refusal
+from dovecote.letters import text_or_none
 from dovecote.timeutil import order_key, parse_time
 from dovecote.vocab import PRIORITIES
 
@@ -55,6 +56,8 @@ class State(StrEnum):
 
 
 TERMINAL = frozenset({State.DONE, State.NACK})
+#: How far along the lifecycle a state is (two copies of one item: the further one speaks).
+PROGRESS: dict[State, int] = {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
 
 #: state -> link kind -> new state. A missing entry is an illegal transition.
 TRANSITIONS: dict[State, dict[str, State]] = {
@@ -97,8 +100,7 @@ class Link:
     @classmethod
     def from_data(cls, lid: str, d: dict[str, Any]) -> Link:
         def s(k: str) -> str | None:
-            v = d.get(k)
-            return v if isinstance(v, str) else None
+            return text_or_none(d.get(k))
 
         return cls(
             id=lid,
@@ -219,6 +221,15 @@ def check_transition(state: State, kind: str, item_id: str) -> State:
     return new
 
 
+def check_due(kind: str, item_id: str, until_tic: int | None, until: str | None) -> None:
+    """A defer names its due (tic or time): a DEFER with no due is a dead end.
+
+    The one rail that holds even for adopted history (``rails=False``).
+    """
+    if kind == "defer" and until_tic is None and until is None:
+        raise Refusal("no_due", f"defer of {item_id} needs a due: --until-tic or --until (no dead ends)")
+
+
 def check_rails(
     kind: str,
     item_id: str,
@@ -235,8 +246,7 @@ def check_rails(
     ``responded`` is decided by ``derive/responses.py`` (delivered to
     ``response_to``, answering the item); this only names who is waiting.
     """
-    if kind == "defer" and until_tic is None and until is None:
-        raise Refusal("no_due", f"defer of {item_id} needs --until-tic or --until (no dead ends)")
+    check_due(kind, item_id, until_tic, until)
     if kind in ARCHIVING and not seen:
         raise Refusal("not_seen", f"item {item_id} must be marked seen before it is archived by {kind}")
     if kind == "complete" and response_required and not responded:

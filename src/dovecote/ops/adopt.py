@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.lifecycle import ARCHIVING, State, effective
+from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective
 from dovecote.errors import Refusal
 from dovecote.names import check_name
 from dovecote.ops import mail
@@ -50,8 +50,6 @@ from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, listing, read_envelop
 if TYPE_CHECKING:
     from dovecote.context import Context
 
-#: How far along the lifecycle a state is; duplicates of one item keep the furthest.
-RANK = {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
 
 
 @dataclass
@@ -210,7 +208,7 @@ def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int
             best[c.item] = c
             continue
         kept = best[c.item]
-        if c.state is not None and (kept.state is None or RANK[c.state] > RANK[kept.state]):
+        if c.state is not None and (kept.state is None or PROGRESS[c.state] > PROGRESS[kept.state]):
             best[c.item], c = c, kept
         if c.state is not None and c.state is not best[c.item].state:
             kept = best[c.item]

@@ -30,12 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.lifecycle import State, parse_time
+from dovecote.derive.lifecycle import State
 from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
 from dovecote.letters import canonical_line, format_ts, letter_id
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for
+from dovecote.ops.viewnames import STATE_PREFIX
 from dovecote.ops.viewtree import disagreement, read_envelope, stamp_of, tree_state
+from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 #: Lifecycle keys a tree rewrites on every move: they become links, never letter bytes.
 VOLATILE = ("state", "state_entered_at_tic", "nack_reason", "defer_reason", "completion_note")
 _TIC = re.compile(r"tic[ _-]?(\d+)", re.IGNORECASE)
-_STATE_PREFIX = re.compile(r"(?:WAIT|ACTIVE|DEFER|DONE|NACK)_")
 
 
 def show(path: Path, base: Path) -> str:
@@ -81,7 +82,7 @@ def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:
 
 def drop_letter(entity_id: str, name: str, is_dir: bool, files: list[dict[str, Any]]) -> dict[str, Any]:
     """The synthesized envelope of a bare drop (notes A6), from content-derived fields only."""
-    base = _STATE_PREFIX.sub("", name, count=1) or name
+    base = STATE_PREFIX.sub("", name, count=1) or name
     stem = base if is_dir else (Path(base).stem or base)
     subject = re.sub(r"[-_]", " ", stem).strip() or base
     m = _TIC.search(base)
@@ -194,7 +195,7 @@ def read_claim(
         return Claim(rel, form, letter_id(line), line, state, lc)
     else:
         data = p.read_bytes() if p.is_file() else None
-        base_name = _STATE_PREFIX.sub("", p.name, count=1) or p.name
+        base_name = STATE_PREFIX.sub("", p.name, count=1) or p.name
         files = (
             [{"ref": artifacts.put_bytes(dc, data), "name": base_name, "size": len(data)}]
             if data is not None else _folder_files(dc, p)

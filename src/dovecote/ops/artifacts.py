@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
+from dovecote.letters import is_hex
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 def blob_path(dc: Context, ref: str) -> Path:
     digest = ref.removeprefix("sha256:")
-    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+    if len(digest) != 64 or not is_hex(digest):
         raise Refusal("invalid_field", f"{ref!r} is not an artifact reference (sha256:<64 hex>)")
     return dc.layout.artifacts / digest[:2] / digest
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.lifecycle import TRANSITIONS, State
 from dovecote.errors import Refusal
+from dovecote.letters import text_or_none
 from dovecote.ops import mail
 
 if TYPE_CHECKING:
@@ -75,8 +76,7 @@ def due_of(lc: dict[str, Any]) -> int | None:
 
 
 def reason_for(kind: str, lc: dict[str, Any]) -> str | None:
-    value = lc.get(REASON_KEY.get(kind, ""))
-    return value if isinstance(value, str) else None
+    return text_or_none(lc.get(REASON_KEY.get(kind, "")))
 
 
 def adopt_move(

@@ -124,9 +124,9 @@ def _answer(
     matches: list[dict[str, Any]] = []
     for rowid, snippet in hits:
         ent, lid, ts, subject, sender = meta[rowid]
-        book = books.get(ent)
-        item = book.items.get(lid) if book is not None else None
-        state = str(effective(book.replay_of(item), tic, now)) if book is not None and item is not None else None
+        found = books.get(ent)
+        item = found.items.get(lid) if found is not None else None
+        state = str(effective(found.replay_of(item), tic, now)) if found is not None and item is not None else None
         matches.append(
             {"id": lid, "entity": ent, "state": state, "subject": subject, "sender": sender or None,
              "ts": ts or None, "snippet": snippet}

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import Clock, InboxBook, item_row, older_than
+from dovecote.derive.inbox import Clock, InboxBook, item_row, past_stale
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
@@ -49,13 +49,8 @@ STALE_STATES: tuple[State, ...] = (State.WAIT, State.ACTIVE)
 
 
 def is_stale(row: dict[str, Any], limits: Limits, now: datetime) -> bool:
-    """Time in state above the threshold, in tics when counted in tics, else in
-    hours to the second (the same rule as the inbox's STALE flag)."""
-    if row["in_state_tics"] is not None:
-        return bool(row["in_state_tics"] > limits.stale_tics)
-    if row["in_state_hours"] is not None:
-        return older_than(row["entered_at"], limits.stale_hours, now)
-    return False
+    """An item row past the stale threshold (``past_stale``: the inbox's STALE flag's rule)."""
+    return past_stale(row["in_state_tics"], row["entered_at"], limits, now)
 
 
 def _age_key(row: dict[str, Any]) -> tuple[int, int, datetime, str]:

@@ -9,19 +9,18 @@ answer is the same as a cold sweep (``verify`` checks it byte for byte).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
 from dovecote.ledger import Defect
-from dovecote.letters import Letter
+from dovecote.letters import Letter, text_or_none
 from dovecote.names import Address
 from dovecote.ops.distribute import Receipt, distribute
+from dovecote.osutil import collector_paused as _collector_paused  # a sweep makes a million objects, frees none
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -36,6 +35,7 @@ class SweepState:
     key: tuple[object, ...] = ()
     book: FateBook | None = None
     fed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    lent: bool = False  # a SweepResult holds ``book``: the next sweep feeds a copy
 
 
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
@@ -53,10 +53,6 @@ def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
     letter = book.entries[lid]
     d = letter.data()
 
-    def s(k: str) -> Any:
-        v = d.get(k)
-        return v if isinstance(v, str) else None
-
     return {
         "id": lid,
         "ts": letter.ts,
@@ -65,7 +61,7 @@ def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
         "repo": letter.repo,
         "brain": letter.brain,
         "tool": letter.tool,
-        "what": s("what"),
+        "what": text_or_none(d.get("what")),
         "answers": list(letter.answers or ()),
         "answered_by": book.answered_by(lid),
         "fate": book.fate_of(lid),
@@ -79,6 +75,9 @@ def counts_of(book: FateBook) -> dict[str, int]:
 
 @dataclass
 class SweepResult:
+    """One sweep's answer, a snapshot: its book and box indexes are never fed again
+    (the next warm sweep feeds a copy of the book), so no later call changes it."""
+
     spool_path: str
     distribution: Receipt | None
     book: FateBook
@@ -130,8 +129,10 @@ def _fold(
     key = (dc.roster.signature, tuple(str(s) for s in sources))
     if key != st.key or st.book is None:
         st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
+    assert st.book is not None
+    if st.lent:  # a result still reads this book: leave it as it was, feed a copy
+        st.book, st.lent = st.book.copy(), False
     book = st.book
-    assert book is not None
     malformed: list[Defect] = []
     boxes: Boxes = []
     for n, where in enumerate(sources, 1):
@@ -151,25 +152,13 @@ def _fold(
             book.add_source(read.index)
         st.fed[label] = (read.generation, len(read.letters))
         if isinstance(where, Address):
-            boxes.append((label, read.index))
+            boxes.append((label, read.index.copy()))  # the store's index grows in place; the result must not
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
         if progress:
             progress(label, n, len(sources))
     boxes.sort(key=lambda b: b[0])
+    st.lent = True
     return book, boxes, malformed
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """A sweep creates a million objects and frees none; cyclic garbage collection
-    in between only walks them again and again."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def sweep(
@@ -270,6 +259,6 @@ def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxView:
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
     return BoxView(
-        str(address), read.exists, known, book, [(str(address), read.index)], defects, include_all,
+        str(address), read.exists, known, book, [(str(address), read.index.copy())], defects, include_all,
         count_kinds(read.letters),
     )

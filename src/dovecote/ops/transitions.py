@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import InboxBook, Item
-from dovecote.derive.lifecycle import check_rails, check_transition, effective, parse_time
+from dovecote.derive.lifecycle import check_due, check_rails, check_transition, effective
 from dovecote.derive.responses import response_to, responses
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
 from dovecote.names import check_name
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
+from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -105,8 +106,8 @@ def transition(
                 until_tic=until_tic,
                 until=due_time,
             )
-        elif kind == "defer" and until_tic is None and due_time is None:
-            raise Refusal("no_due", f"defer of {item.id} needs a due tic or time (no dead ends)")
+        else:
+            check_due(kind, item.id, until_tic, due_time)
         link: dict[str, Any] = {
             "ts": format_ts(now),
             "agent": who,

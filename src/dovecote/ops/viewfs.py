@@ -15,10 +15,8 @@ or a file is refused (``unsafe_path``) rather than written through or deleted.
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
 from dovecote.ops.viewtree import ENTRY_FILES, INDEXES, OUTBOUND, STATE_FOLDERS, is_temp_name, owned_entries
+from dovecote.osutil import lock, temp_name
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -37,10 +36,6 @@ try:
     _renameat2: Any = ctypes.CDLL(None, use_errno=True).renameat2
 except (AttributeError, OSError):  # pragma: no cover - old libc or another OS
     _renameat2 = None
-
-
-def _tag() -> str:
-    return f"{os.getpid()}.{threading.get_ident()}"
 
 
 def _rename_new(src: Path, dst: Path) -> bool:
@@ -70,7 +65,7 @@ def discard(p: Path) -> None:
 def new_entry(parent: Path, name: str, files: dict[str, bytes]) -> bool:
     """Build an entry in a hidden temp folder, fsync it, rename it in; False if the name got taken."""
     ensure_dir(parent)
-    tmp = parent / f".{name}.{_tag()}.tmp"
+    tmp = parent / temp_name(name)
     discard(tmp)
     tmp.mkdir()
     for fname in sorted(files):
@@ -128,7 +123,7 @@ def move_entry(src: Path, dst: Path) -> bool:
 
 def remove_entry(path: Path) -> None:
     """Take an entry out of sight in one rename, then delete it (only ever one holding owned files alone)."""
-    gone = path.with_name(f".{path.name}.{_tag()}.old")
+    gone = path.with_name(temp_name(path.name, "old"))
     os.rename(path, gone)
     fsync_dir(path.parent)
     discard(gone)
@@ -192,7 +187,7 @@ def view_lock(dc: Context, entity_id: str) -> Iterator[None]:
     except OSError as e:  # a link (or a folder) where the lock file belongs
         raise Refusal("unsafe_path", f"cannot open the view lock {path}: {e.strerror or e}") from e
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        lock(fd)
         yield
     finally:
         os.close(fd)

@@ -12,13 +12,19 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dovecote.derive.lifecycle import State
+from dovecote.letters import LETTER_ID_PATTERN
+
 if TYPE_CHECKING:
     from dovecote.context import Context
 
+_STATES = "|".join(s.value for s in State)
+#: The ``<STATE>_`` a name starts with when it carries its lifecycle state (the view's and the skill's).
+STATE_PREFIX = re.compile(rf"(?:{_STATES})_")
 #: An item entry the view owns: ``<STATE>_<letter id>``.
-OWNED_ITEM = re.compile(r"(WAIT|ACTIVE|DEFER|DONE|NACK)_([0-9a-f]{12})")
+OWNED_ITEM = re.compile(rf"({_STATES})_({LETTER_ID_PATTERN})")
 #: A draft entry the view owns in ``outbound/``.
-OWNED_DRAFT = re.compile(r"EMIT_([0-9a-f]{12})")
+OWNED_DRAFT = re.compile(rf"EMIT_({LETTER_ID_PATTERN})")
 #: The prefix of a folder ``organize --apply`` groups loose files into.
 REF_PREFIX = "REF_"
 

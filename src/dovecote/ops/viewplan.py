@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 
 from dovecote.derive.inbox import BUCKETS, Clock, InboxBook, Item, item_row
-from dovecote.derive.lifecycle import TERMINAL, Replay, State, apply_link, effective, parse_time
+from dovecote.derive.lifecycle import TERMINAL, Replay, State, apply_link, effective
 from dovecote.envelope import Envelope
 from dovecote.ops.viewtree import INBOX_MD, INDEXES, MARKER, OUTBOUND, STATE_FOLDERS, dump_json
 from dovecote.roster import Limits
 from dovecote.textsafe import one_line
+from dovecote.timeutil import parse_time
 
 #: What INBOX.md promises; the sync in ``ops.view`` keeps each sentence true.
 PROMISE = (
@@ -52,7 +53,7 @@ def _readme(data: dict[str, Any], letter_id: str, subject: str, body: str, body_
         lines.append(f"The body is stored as artifact {body_ref} in the dovecote home's artifacts/.")
     else:
         lines.append(body or "(no body)")
-    files = []
+    files: list[dict[str, Any]] = []
     for key_path in (("content", "artifacts"), ("tree_files",)):
         block: Any = data
         for k in key_path:

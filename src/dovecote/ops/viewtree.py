@@ -23,23 +23,21 @@ from typing import Any
 import orjson
 
 from dovecote.derive.inbox import BUCKETS
+from dovecote.derive.inbox import OUTBOUND as OUTBOUND  # the drafts folder, part of the tree format
 from dovecote.derive.lifecycle import State
 from dovecote.letters import is_letter_id
 from dovecote.ops.viewnames import OWNED_DRAFT, OWNED_ITEM
 
-#: Folder -> the state an entry there has when nothing else says (notes A5).
+#: Folder -> the state an entry there has when nothing else says (notes A5): the first
+#: state ``BUCKETS`` puts there (archive/ holds DONE and NACK; an entry with no word is DONE).
 FOLDER_DEFAULT: dict[str, State] = {
-    "inbound": State.WAIT,
-    "processing": State.ACTIVE,
-    "deferred": State.DEFER,
-    "archive": State.DONE,
+    f: next(s for s in State if BUCKETS[s] == f) for f in dict.fromkeys(BUCKETS.values())
 }
 STATE_FOLDERS = tuple(FOLDER_DEFAULT)
 #: The states an entry of each folder may hold (archive/ holds both terminal states).
 FOLDER_STATES: dict[str, frozenset[State]] = {
     f: frozenset(s for s, b in BUCKETS.items() if b == f) for f in STATE_FOLDERS
 }
-OUTBOUND = "outbound"
 INDEXES = "indexes"
 INBOX_MD = "INBOX.md"
 INDEX_FILES = ("inbox-registry.json", "events.jsonl", "receipts.jsonl")

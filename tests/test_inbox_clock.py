@@ -1,0 +1,114 @@
+"""The inbox's time cache: a warm read equals a cold read at every instant.
+
+``inbox_view`` keeps its last view on the book and reuses it until the moment
+some row would read differently by itself (an age in hours ticking over, the
+stale threshold passing, a defer coming due). The property: as ``now``
+advances, with letters arriving in between, the warm book answers exactly what
+a book folded from scratch answers at the same clock (the same promise
+``test_fates`` makes for the fate fold against its reference).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dovecote.derive.inbox import Clock, InboxBook, inbox_view
+from dovecote.letters import Letter, make_letter
+from dovecote.roster import Limits
+from dovecote.timeutil import format_ts
+
+T0 = datetime(2026, 7, 5, tzinfo=UTC)
+ENTITY = "ent_builder"
+
+
+def at(seconds: int) -> str:
+    return format_ts(T0 + timedelta(seconds=seconds))
+
+
+def message(n: int, created: int, priority: str) -> Letter:
+    return make_letter({
+        "ts": at(created), "agent": "ent_ops", "kind": "message", "n": n,
+        "content": {"subject": f"item {n}", "body": "b"},
+        "envelope_version": "1.0",
+        "provenance": {"created_at": at(created)},
+        "recipient": {"entity_id": ENTITY},
+        "routing": {"category": "notification", "priority": priority},
+        "sender": {"entity_id": "ent_ops"},
+    })
+
+
+def link(item: str, prev: str, kind: str, ts: int, **more: Any) -> Letter:
+    return make_letter({"ts": at(ts), "agent": ENTITY, "kind": kind, "ref": item, "prev": prev, **more})
+
+
+_ITEM = st.fixed_dictionaries({
+    "created": st.integers(min_value=0, max_value=3 * 86400),
+    "priority": st.sampled_from(["normal", "high"]),
+    # what happens to it, hours after it arrives: nothing, a claim, a seen, a defer to a due
+    "moves": st.lists(
+        st.tuples(st.sampled_from(["claim", "seen", "defer"]), st.integers(min_value=0, max_value=60 * 3600),
+                  st.integers(min_value=1, max_value=60 * 3600)),
+        max_size=2,
+    ),
+})
+
+
+def letters_of(specs: list[dict[str, Any]]) -> tuple[list[Letter], list[int]]:
+    """Each item's message and its links, and the instants where a row's answer may turn."""
+    out: list[Letter] = []
+    turns: list[int] = []
+    for n, s in enumerate(specs):
+        m = message(n, s["created"], s["priority"])
+        out.append(m)
+        prev, ts = m.id, s["created"]
+        for kind, after, due_in in s["moves"]:
+            ts += after
+            more = {"until": at(ts + due_in)} if kind == "defer" else {}
+            lk = link(m.id, prev, kind, ts, **more)
+            out.append(lk)
+            prev = lk.id
+            turns += [ts, ts + due_in]
+        turns.append(s["created"])
+    return out, turns
+
+
+def cold(letters: list[Letter]) -> InboxBook:
+    book = InboxBook(ENTITY)
+    book.add(letters)
+    return book
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    specs=st.lists(_ITEM, min_size=1, max_size=6),
+    stale_hours=st.integers(min_value=1, max_value=48),
+    tic=st.sampled_from([None, None, 7]),
+    include_terminal=st.booleans(),
+    data=st.data(),
+)
+def test_a_warm_view_equals_a_cold_view_as_now_advances(
+    specs: list[dict[str, Any]], stale_hours: int, tic: int | None, include_terminal: bool, data: st.DataObject
+) -> None:
+    letters, turns = letters_of(specs)
+    limits = Limits(stale_hours=stale_hours)
+    # instants near where answers turn (an hour boundary, the stale threshold, a due), and anywhere
+    near = [t + d for t in turns for d in (0, 1, 3600 * stale_hours, 3600 * stale_hours + 1, 3599, 3600)]
+    steps = data.draw(st.lists(st.sampled_from(near) | st.integers(min_value=0, max_value=8 * 86400),
+                               min_size=1, max_size=12))
+    arrived = data.draw(st.integers(min_value=0, max_value=len(letters)))
+    warm = InboxBook(ENTITY)
+    warm.add(letters[:arrived])
+    for n, offset in enumerate(sorted(steps)):
+        now = T0 + timedelta(seconds=offset, microseconds=data.draw(st.sampled_from([0, 1, 999_999])))
+        if n == len(steps) // 2:  # the rest arrive part-way
+            warm.add(letters[arrived:])
+            arrived = len(letters)
+        clock = Clock(tic, now)
+        got, until = inbox_view(warm, clock, limits=limits, include_terminal=include_terminal)
+        want, _ = inbox_view(cold(letters[:arrived]), clock, limits=limits, include_terminal=include_terminal)
+        assert got == want, f"at {now.isoformat()}"
+        assert until is None or until > now  # the cache never claims an answer already past
