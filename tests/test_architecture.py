@@ -20,8 +20,11 @@ PACKAGE = SRC / "dovecote"
 
 #: What the CLI may import besides its own modules: the handle and two leaf helpers.
 CLI_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version"})
-#: The one exception: the cached-rendering path finds the home before anything heavy loads.
-CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home"})}
+#: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
+#: before anything heavy loads.
+CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"})}
+
+
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
 ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.__init__", "dovecote.__main__")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).
