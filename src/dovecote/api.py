@@ -31,24 +31,28 @@ from dovecote.ops.distribute import Receipt, distribute
 from dovecote.ops.roster_use import Use, entity_use, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
-from dovecote.store import FileStore
+from dovecote.store import FileStore, Store
 
 
 class Dovecote:
-    """A dovecote home: roster, store, and the use cases over them."""
+    """A dovecote home: roster, store, and the use cases over them.
 
-    def __init__(self, root: Path) -> None:
+    ``store`` is where the ledgers live, the way httpx takes ``transport=``:
+    by default the home's files (``FileStore``); a ``MemoryStore`` for tests.
+    Whatever roster the given store was made with, the handle addresses it
+    through the home's roster.
+    """
+
+    def __init__(self, root: Path, *, store: Store | None = None) -> None:
         self.layout = Layout(root)
         self.warm: dict[str, Any] = {}
+        self.store: Store = store if store is not None else FileStore(self.layout, roster_mod.Roster())
         self._load_roster()
 
     def _load_roster(self) -> None:
         self.roster = roster_mod.load(self.layout.config)
         self.index = RosterIndex(self.roster)
-        old = getattr(self, "store", None)
-        self.store = FileStore(self.layout, self.roster)
-        if old is not None:  # keep warm readers: the files did not change
-            self.store._readers = old._readers
+        self.store = self.store.for_roster(self.roster)  # warm readers kept: the ledgers did not change
 
     def _edit_roster(self, change: roster_edit.Change) -> None:
         """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
@@ -110,9 +114,9 @@ class Dovecote:
 
         return self._remove("entities", decide, force)
 
-    def _store_for(self, r: roster_mod.Roster) -> FileStore:
-        """This handle's warm store when ``r`` is the roster it holds, else a store over ``r``."""
-        return self.store if r.signature == self.roster.signature else FileStore(self.layout, r)
+    def _store_for(self, r: roster_mod.Roster) -> Store:
+        """This handle's warm store when ``r`` is the roster it holds, else the same ledgers over ``r``."""
+        return self.store if r.signature == self.roster.signature else self.store.for_roster(r)
 
     def _remove(
         self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
@@ -242,9 +246,9 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
     return home, created  # False: another init got there first, and theirs stands
 
 
-def open_home(root: str | os.PathLike[str] | None = None) -> Dovecote:
+def open_home(root: str | os.PathLike[str] | None = None, *, store: Store | None = None) -> Dovecote:
     """Open the home found the way git finds a repository (see ``home.find_home``)."""
     home = find_home(root)
     if not (home / "config.toml").is_file():
         raise Refusal("no_home", f"no dovecote home at {home}; run `dovecote init`")
-    return Dovecote(home)
+    return Dovecote(home, store=store)
