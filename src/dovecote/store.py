@@ -56,7 +56,8 @@ class BoxRead(NamedTuple):
     """One ledger as read now.
 
     ``letters`` are those after the cursor asked for (all of them when none was
-    given, or when ``fresh``); ``index`` always maps every id in the box.
+    given, or when ``fresh``), a value later appends leave alone; ``index`` maps
+    every id in the box (the file store's keeps growing with later reads).
     """
 
     letters: Sequence[Letter]
@@ -118,10 +119,8 @@ def check_writable(roster: Roster, where: Where) -> None:
 
 def _held(r: LedgerReader, after: Cursor | None) -> BoxRead:
     """A file ledger's letters after ``after``, from what its reader holds."""
-    letters: Sequence[Letter] = r.letters
     count = r.count_at(after.position) if after is not None and after.generation == r.generation else None
-    if count is not None:
-        letters = r.letters[count:]
+    letters = r.letters[count or 0 :]  # a copy: what later appends add never shows through
     cursor = Cursor(r.generation, r.offset)
     return BoxRead(letters, r.index, r.defects, r.torn, r.exists, r.generation, cursor, count is None)
 
