@@ -11,9 +11,12 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
-from dovecote.api import Dovecote, init, open_home
+from dovecote.api import Dovecote, init
 from dovecote.errors import Refusal
 from dovecote.names import entity
+from helpers import box_bytes, open_home
+
+pytestmark = pytest.mark.both_stores
 
 
 def home(tmp_path: Path, *entities: str) -> Dovecote:
@@ -25,9 +28,7 @@ def home(tmp_path: Path, *entities: str) -> Dovecote:
 
 
 def ledger_bytes(dc: Dovecote, who: str) -> bytes:
-    p = dc.store.path(entity(who))
-    assert p is not None
-    return p.read_bytes() if p.exists() else b""
+    return box_bytes(dc, entity(who))
 
 
 def lines(dc: Dovecote, who: str) -> list[dict[str, Any]]:
@@ -240,6 +241,7 @@ def _claim(home_path: str, item: str, who: str, q: mp.Queue) -> None:  # type: i
         q.put((who, r.reason))
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize("round_", range(5))
 def test_two_processes_claiming_one_item_exactly_one_wins(tmp_path: Path, round_: int) -> None:
     dc = home(tmp_path)
@@ -258,6 +260,7 @@ def test_two_processes_claiming_one_item_exactly_one_wins(tmp_path: Path, round_
     assert len(claims) == 1
 
 
+@pytest.mark.files_only
 def test_a_git_merged_fork_resolves_to_one_state_and_reports_the_loser(tmp_path: Path) -> None:
     dc = home(tmp_path)
     q = send(dc)
