@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
 from dovecote import ledger
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.home import IN_REPO_DIR, Layout
 from dovecote.ledger import Defect, LedgerReader, LockedLedger
 from dovecote.letters import Letter
@@ -52,7 +53,8 @@ class Cursor(NamedTuple):
 START = Cursor(-1, 0)
 
 
-class BoxRead(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class BoxRead:
     """One ledger as read now.
 
     ``letters`` are those after the cursor asked for (all of them when none was
@@ -148,6 +150,14 @@ class FileGuard:
 
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         return self._led.append(lines)
+
+
+def files_of(store: Store) -> FileStore:
+    """The file store behind ``store``, for what only files have: the search
+    index's checkpoints, ``verify``'s snapshot, the CLI's cached renderings."""
+    if not isinstance(store, FileStore):
+        raise StoreError(f"{type(store).__name__} keeps no ledger files; this needs the file store")
+    return store
 
 
 class FileStore:

@@ -22,6 +22,7 @@ from dovecote.names import entity
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewnames import loose_files, view_dir
+from dovecote.store import files_of
 from dovecote.textsafe import one_line, subject_line
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def dependencies(dc: Dovecote, entity_id: str) -> list[str]:
     """Every file an inbox reading depends on (for the CLI's cached renderings)."""
     deps = [
         str(dc.layout.config),
-        str(dc.store.path(entity(entity_id))),
+        str(files_of(dc.store).path(entity(entity_id))),
         str(view_dir(dc, entity_id) / "inbound"),
     ]
     folder = tic_dir(dc)
