@@ -10,14 +10,42 @@ import dataclasses
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from dovecote import api
 from dovecote import roster as roster_mod
-from dovecote.api import Dovecote, init, open_home
+from dovecote.api import Dovecote, init
+from dovecote.home import find_home
 from dovecote.letters import canonical_line, letter_id
+from dovecote.store import Where
+from dovecote.store_memory import MemoryStore
+
+#: While a test runs on the memory store: each home's one store, shared by every
+#: handle the test opens on it (as processes share a home's files). None: files.
+_MEMORY: dict[Path, MemoryStore] | None = None
+
+
+@contextmanager
+def stores(kind: str) -> Iterator[None]:
+    """Open every home on ``kind`` ("file" or "memory") until the block ends (see conftest)."""
+    global _MEMORY
+    _MEMORY = {} if kind == "memory" else None
+    try:
+        yield
+    finally:
+        _MEMORY = None
+
+
+def open_home(root: str | os.PathLike[str] | None = None, **options: Any) -> Dovecote:
+    """``api.open_home`` on the store the test runs on: a cold handle on the same ledgers."""
+    if _MEMORY is None:
+        return api.open_home(root, **options)
+    return api.open_home(root, store=_MEMORY.setdefault(find_home(root).resolve(), MemoryStore()), **options)
 
 #: The m1nd test vector (reference notes section 2; issue 2).
 VECTOR: dict[str, str] = {
@@ -110,6 +138,16 @@ def ledger_lines(path: Path) -> list[bytes]:
 
 def ledger_ids(path: Path) -> list[str]:
     return [letter_id(ln) for ln in ledger_lines(path)]
+
+
+def box_ids(dc: Dovecote, where: Where) -> list[str]:
+    """The ids of a box's letters in order, read through the store (any store)."""
+    return [x.id for x in dc.store.read(where).letters]
+
+
+def box_bytes(dc: Dovecote, where: Where) -> bytes:
+    """A box's letters as ledger bytes, read through the store (any store)."""
+    return b"".join(x.raw + b"\n" for x in dc.store.read(where).letters)
 
 
 def cli_env(tmp: Path, home: Path | None, **extra: str) -> dict[str, str]:

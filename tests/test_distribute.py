@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dovecote.api import Dovecote, open_home
+import pytest
+
+from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
-from dovecote.names import Address
+from dovecote.names import HOME, Address
 from dovecote.store import GITATTRIBUTES, GITIGNORE
-from helpers import add_project, ledger_ids, lid, new_home, rep, snapshot
+from helpers import add_project, box_ids, ledger_ids, lid, new_home, open_home, rep, snapshot
+
+pytestmark = pytest.mark.both_stores
 
 
 def setup(tmp: Path) -> Dovecote:
@@ -41,8 +45,8 @@ def test_receipt_counts(tmp_path: Path) -> None:
         {"name": "api", "reason": "ambiguous_name", "letters": 1},
         {"name": "zephyr", "reason": "unknown_project", "letters": 1},
     ]
-    assert ledger_ids(dc.layout.project_box("repo-a")) == [lid(x) for x in to_a]
-    assert ledger_ids(dc.layout.home_box()) == [lid(x) for x in to_home]
+    assert box_ids(dc, Address("project", "repo-a")) == [lid(x) for x in to_a]
+    assert box_ids(dc, HOME) == [lid(x) for x in to_home]
 
 
 def test_every_letter_lands_in_exactly_one_box(tmp_path: Path) -> None:
@@ -52,8 +56,8 @@ def test_every_letter_lands_in_exactly_one_box(tmp_path: Path) -> None:
     dc.report(letters)
     dc.distribute()
     held: list[str] = []
-    for f in dc.layout.boxes.rglob("letters.jsonl"):
-        held += ledger_ids(f)
+    for box in dc.report_boxes():
+        held += box_ids(dc, box)
     assert sorted(held) == sorted(lid(x) for x in letters)
 
 
@@ -80,9 +84,10 @@ def test_new_spool_letters_are_filed_by_the_next_run(tmp_path: Path) -> None:
     dc.report([rep("2")])
     r = dc.distribute()
     assert (r.spool_total, r.appended, r.to_project) == (2, 1, 2)
-    assert ledger_ids(dc.layout.project_box("repo-a")) == [lid(rep("1")), lid(rep("2"))]
+    assert box_ids(dc, Address("project", "repo-a")) == [lid(rep("1")), lid(rep("2"))]
 
 
+@pytest.mark.files_only
 def test_a_letter_already_in_the_box_is_not_appended_again(tmp_path: Path) -> None:
     # e.g. it arrived by git before this machine distributed it
     dc = setup(tmp_path)
@@ -123,12 +128,13 @@ def test_a_project_added_later_receives_its_pending_letters(tmp_path: Path) -> N
     add_project(dc, tmp_path, "zephyr")
     r = dc.distribute()
     assert (r.appended, r.pending) == (1, [])
-    assert ledger_ids(dc.layout.project_box("zephyr")) == [lid(rep("z", repo="zephyr"))]
+    assert box_ids(dc, Address("project", "zephyr")) == [lid(rep("z", repo="zephyr"))]
 
 
 # -- in-repo boxes --------------------------------------------------------------------------
 
 
+@pytest.mark.files_only
 def test_an_unreachable_in_repo_box_keeps_its_letters_pending_and_is_named(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     root = add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
@@ -152,6 +158,7 @@ def test_an_unreachable_in_repo_box_keeps_its_letters_pending_and_is_named(tmp_p
     assert s2["letters"][0]["box"] == "project:ghost"
 
 
+@pytest.mark.files_only
 def test_in_repo_box_birth_writes_gitignore_and_gitattributes(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     root = add_project(dc, tmp_path, "beacon", box_in_repo=True)
@@ -164,6 +171,7 @@ def test_in_repo_box_birth_writes_gitignore_and_gitattributes(tmp_path: Path) ->
     assert not dc.layout.project_box("beacon").exists(), "an in-repo box is not also kept in the home"
 
 
+@pytest.mark.files_only
 def test_in_repo_birth_never_rewrites_an_existing_gitignore(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     root = add_project(dc, tmp_path, "beacon", box_in_repo=True)
@@ -195,6 +203,7 @@ def test_in_repo_birth_never_rewrites_an_existing_gitattributes(tmp_path: Path) 
 # -- the spool is read-only to everything but report ----------------------------------------
 
 
+@pytest.mark.files_only
 def test_the_spool_is_never_modified_by_reads(tmp_path: Path) -> None:
     dc = setup(tmp_path)
     add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
@@ -213,6 +222,7 @@ def test_the_spool_is_never_modified_by_reads(tmp_path: Path) -> None:
         assert dc.layout.spool.read_bytes() == spool
 
 
+@pytest.mark.files_only
 def test_a_space_padded_spool_line_is_filed_once(tmp_path: Path) -> None:
     # m1nd trimmed the line before filing but hashed the untrimmed one, so such a line
     # re-appended on every run and was counted twice (reference notes, section 2)
@@ -231,6 +241,7 @@ def test_a_space_padded_spool_line_is_filed_once(tmp_path: Path) -> None:
     assert {r["box"] for r in d["letters"]} == {"project:repo-a"}
 
 
+@pytest.mark.files_only
 def test_a_box_that_cannot_be_written_keeps_its_letters_pending_and_the_sweep_goes_on(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     add_project(dc, tmp_path, "repo-a")
@@ -259,13 +270,14 @@ def _all_held(dc: Dovecote) -> list[str]:
     return held
 
 
+@pytest.mark.files_only
 def test_a_deeper_project_added_later_does_not_file_a_letter_twice(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     outer = add_project(dc, tmp_path, "outer")
     letter = rep("deep", repo=str(outer / "inner" / "src"))
     dc.report([letter])
     assert dc.distribute().appended == 1
-    assert ledger_ids(dc.layout.project_box("outer")) == [lid(letter)]
+    assert box_ids(dc, Address("project", "outer")) == [lid(letter)]
     total = dc.sweep(distribute=False).total
     # the roster gains a deeper project: today's law would now file the letter there
     dc.add_project("inner", str(outer / "inner"), (), False)
@@ -283,7 +295,7 @@ def test_a_deeper_project_added_later_does_not_file_a_letter_twice(tmp_path: Pat
     fresh = rep("deeper", repo=str(outer / "inner"))
     dc.report([fresh])
     r = dc.distribute()
-    assert r.appended == 1 and ledger_ids(dc.layout.project_box("inner")) == [lid(fresh)]
+    assert r.appended == 1 and box_ids(dc, Address("project", "inner")) == [lid(fresh)]
     assert r.elsewhere == [lid(letter)]
 
 
@@ -299,6 +311,7 @@ def test_a_letter_in_any_report_box_is_not_filed_again(tmp_path: Path) -> None:
         assert not handle.layout.project_box("repo-a").exists()
 
 
+@pytest.mark.files_only
 def test_a_box_that_cannot_be_read_keeps_its_letters_pending_in_distribute_and_doctor(tmp_path: Path) -> None:
     # issue 6, item 13: doctor said "pending distribution 0" while distribute named the box
     dc = new_home(tmp_path)

@@ -14,11 +14,14 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
-from dovecote.api import Actor, Dovecote, init, open_home
+from dovecote.api import Actor, Dovecote, init
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
 from dovecote.names import entity
+from helpers import open_home
+
+pytestmark = pytest.mark.both_stores
 
 DOVECOTE = Path(sys.executable).parent / "dovecote"
 
@@ -213,6 +216,7 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([str(DOVECOTE), *args], env=env, capture_output=True, cwd=tmp_path)
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize("fmt", ["json", "text", "injection"])
 def test_the_cold_call_cache_is_exact_and_invalidated_by_any_new_letter(tmp_path: Path, fmt: str) -> None:
     dc = home(tmp_path)
@@ -255,6 +259,7 @@ def test_the_cache_never_serves_a_stale_roster_or_tic(tmp_path: Path) -> None:
     assert orjson.loads(c.stdout)["clock"]["tic"] == 7
 
 
+@pytest.mark.files_only
 def test_cli_inbox_status_and_refusals(tmp_path: Path) -> None:
     dc = home(tmp_path)
     send(dc, "one")
@@ -272,6 +277,7 @@ def test_cli_inbox_status_and_refusals(tmp_path: Path) -> None:
     assert p.read_bytes() == before
 
 
+@pytest.mark.files_only
 def test_cli_lifecycle_round_trip(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "q", category="query")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,12 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
-from dovecote.api import Dovecote, init, open_home
+from dovecote.api import Dovecote, init
 from dovecote.errors import Refusal
 from dovecote.names import entity
+from helpers import box_bytes, open_home
+
+pytestmark = pytest.mark.both_stores
 
 
 def home(tmp_path: Path, *entities: str) -> Dovecote:
@@ -25,9 +29,7 @@ def home(tmp_path: Path, *entities: str) -> Dovecote:
 
 
 def ledger_bytes(dc: Dovecote, who: str) -> bytes:
-    p = dc.store.path(entity(who))
-    assert p is not None
-    return p.read_bytes() if p.exists() else b""
+    return box_bytes(dc, entity(who))
 
 
 def lines(dc: Dovecote, who: str) -> list[dict[str, Any]]:
@@ -240,6 +242,43 @@ def _claim(home_path: str, item: str, who: str, q: mp.Queue) -> None:  # type: i
         q.put((who, r.reason))
 
 
+def test_threads_on_their_own_handles_claiming_one_item_exactly_one_wins(tmp_path: Path) -> None:
+    """The compare-and-swap on any store: one handle per thread, as one per connection."""
+    dc = home(tmp_path)
+    item = send(dc, subject="race")
+    handles = [open_home(dc.layout.root) for _ in range(4)]
+    for h in handles:
+        h.inbox("ent_b")  # each warm, each about to be out of date
+    results: list[str] = []
+
+    def claim(h: Dovecote, who: str) -> None:
+        try:
+            h.transition("ent_b", item, "claim", actor=who)
+            results.append("ok")
+        except Refusal as r:
+            results.append(r.reason)
+
+    threads = [threading.Thread(target=claim, args=(h, f"ent_w{i}")) for i, h in enumerate(handles)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(results) == ["already_claimed"] * 3 + ["ok"]
+    assert len([x for x in lines(dc, "ent_b") if x["kind"] == "claim"]) == 1
+
+
+def test_a_warm_handle_decides_from_the_box_under_its_lock_not_from_its_fold(tmp_path: Path) -> None:
+    dc = home(tmp_path)
+    item = send(dc, subject="one")
+    warm = open_home(dc.layout.root)
+    assert warm.inbox("ent_b")["items"][0]["state"] == "WAIT"
+    open_home(dc.layout.root).transition("ent_b", item, "claim", actor="ent_other")
+    with pytest.raises(Refusal) as e:
+        warm.transition("ent_b", item, "claim", actor="ent_w")
+    assert e.value.reason == "already_claimed"
+
+
+@pytest.mark.files_only
 @pytest.mark.parametrize("round_", range(5))
 def test_two_processes_claiming_one_item_exactly_one_wins(tmp_path: Path, round_: int) -> None:
     dc = home(tmp_path)
@@ -258,6 +297,7 @@ def test_two_processes_claiming_one_item_exactly_one_wins(tmp_path: Path, round_
     assert len(claims) == 1
 
 
+@pytest.mark.files_only
 def test_a_git_merged_fork_resolves_to_one_state_and_reports_the_loser(tmp_path: Path) -> None:
     dc = home(tmp_path)
     q = send(dc)

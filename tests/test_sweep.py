@@ -7,11 +7,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.api import Dovecote, open_home
+from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
 from dovecote.names import HOME, Address
-from helpers import add_project, lid, new_home, rep, run_cli
+from helpers import add_project, lid, new_home, open_home, rep, run_cli
+
+pytestmark = pytest.mark.both_stores
 
 SWEEP_KEYS = [
     "schema", "spool_path", "distribution", "total", "open", "counts", "receipts",
@@ -144,6 +146,7 @@ def test_each_letter_counts_once_wherever_it_is(tmp_path: Path) -> None:
     assert row["box"] == "home"
 
 
+@pytest.mark.files_only
 def test_malformed_and_torn_lines_are_reported_with_path_and_line(tmp_path: Path) -> None:
     dc, _ = corpus(tmp_path)
     dc.distribute()
@@ -170,6 +173,7 @@ def test_malformed_and_torn_lines_are_reported_with_path_and_line(tmp_path: Path
     assert spool_defects == [(n_spool + 1, "malformed")]
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize("distribute", [True, False])
 def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, distribute: bool) -> None:
     dc, lt = corpus(tmp_path)
@@ -202,6 +206,7 @@ def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, dis
     assert final["counts"]["in_flight"] == 2 and final["receipts"] == 2
 
 
+@pytest.mark.files_only
 def test_a_warm_sweep_notices_a_replaced_ledger(tmp_path: Path) -> None:
     dc, _ = corpus(tmp_path)
     dc.distribute()
@@ -310,6 +315,7 @@ def test_a_warm_handle_files_into_an_in_repo_box_once_it_appears(tmp_path: Path)
     assert orjson.dumps(dc.sweep().to_dict()) == orjson.dumps(cold.sweep().to_dict())
 
 
+@pytest.mark.files_only
 def test_an_unreadable_box_is_named_not_skipped(tmp_path: Path) -> None:
     dc, _ = corpus(tmp_path)
     dc.distribute()
@@ -359,6 +365,7 @@ def test_box_counts_every_letter_it_holds_by_kind(tmp_path: Path) -> None:
     assert (empty["held"], empty["by_kind"]) == (0, {})
 
 
+@pytest.mark.files_only
 def test_box_text_counts_every_letter_with_the_right_plural(tmp_path: Path) -> None:
     from mailhelpers import mail_home, send
 

@@ -34,7 +34,7 @@ from dovecote.ops.distribute import Receipt, distribute
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
-from dovecote.store import FileStore
+from dovecote.store import Store
 
 __all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "init", "merge_ledgers", "open_home"]
 
@@ -51,8 +51,10 @@ class Dovecote:
     ``actor=``/``now=`` for one call.
     """
 
-    def __init__(self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now) -> None:
-        self.context = Context.open(Layout(root), clock=clock, actor=actor)
+    def __init__(
+        self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now, store: Store | None = None
+    ) -> None:
+        self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
 
     @property
     def layout(self) -> Layout:
@@ -67,7 +69,7 @@ class Dovecote:
         return self.context.index
 
     @property
-    def store(self) -> FileStore:
+    def store(self) -> Store:
         return self.context.store
 
     @property
@@ -82,8 +84,7 @@ class Dovecote:
     def _load_roster(self) -> None:
         old = self.context
         roster = roster_mod.load(old.layout.config)
-        store = FileStore(old.layout, roster)
-        store._readers = old.store._readers  # keep warm readers: the files did not change
+        store = old.store.for_roster(roster)  # warm readers kept: the ledgers did not change
         self.context = replace(old, roster=roster, store=store, index=RosterIndex(roster))
 
     def _edit_roster(self, change: roster_edit.Change) -> None:
@@ -146,9 +147,9 @@ class Dovecote:
 
         return self._remove("entities", decide, force)
 
-    def _store_for(self, r: roster_mod.Roster) -> FileStore:
-        """This handle's warm store when ``r`` is the roster it holds, else a store over ``r``."""
-        return self.store if r.signature == self.roster.signature else FileStore(self.layout, r)
+    def _store_for(self, r: roster_mod.Roster) -> Store:
+        """This handle's warm store when ``r`` is the roster it holds, else the same ledgers over ``r``."""
+        return self.store if r.signature == self.roster.signature else self.store.for_roster(r)
 
     def _remove(
         self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
@@ -325,13 +326,17 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
 
 
 def open_home(
-    root: str | os.PathLike[str] | None = None, *, actor: Actor | None = None, clock: Now = utc_now
+    root: str | os.PathLike[str] | None = None,
+    *,
+    actor: Actor | None = None,
+    clock: Now = utc_now,
+    store: Store | None = None,
 ) -> Dovecote:
     """Open the home found the way git finds a repository (see ``home.find_home``)."""
     home = find_home(root)
     if not (home / "config.toml").is_file():
         raise Refusal("no_home", f"no dovecote home at {home}; run `dovecote init`")
-    return Dovecote(home, actor=actor, clock=clock)
+    return Dovecote(home, actor=actor, clock=clock, store=store)
 
 
 def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:

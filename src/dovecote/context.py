@@ -19,7 +19,7 @@ from typing import Any
 from dovecote import roster as roster_mod
 from dovecote.home import Layout
 from dovecote.routing import RosterIndex
-from dovecote.store import FileStore
+from dovecote.store import FileStore, Store
 
 #: The clock: a callable returning an aware UTC datetime.
 Now = Callable[[], datetime]
@@ -75,17 +75,20 @@ class Context:
 
     layout: Layout
     roster: roster_mod.Roster
-    store: FileStore
+    store: Store
     index: RosterIndex
     clock: Now = utc_now
     actor: Actor = field(default_factory=Actor)
     warm: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, layout: Layout, *, clock: Now = utc_now, actor: Actor | None = None) -> Context:
-        """A context over the home at ``layout``, its roster read from disk now."""
+    def open(
+        cls, layout: Layout, *, clock: Now = utc_now, actor: Actor | None = None, store: Store | None = None
+    ) -> Context:
+        """A context over the home at ``layout``, its roster read from disk now; the home's files unless ``store``."""
         roster = roster_mod.load(layout.config)
-        return cls(layout, roster, FileStore(layout, roster), RosterIndex(roster), clock, actor or Actor())
+        st = FileStore(layout, roster) if store is None else store.for_roster(roster)
+        return cls(layout, roster, st, RosterIndex(roster), clock, actor or Actor())
 
     def now(self) -> datetime:
         """Now, from this context's clock."""
@@ -102,4 +105,6 @@ class Context:
 
         ``verify`` answers with one to prove that nothing warm was an authority.
         """
-        return Context.open(self.layout, clock=self.clock, actor=self.actor)
+        if isinstance(self.store, FileStore):  # new readers: nothing read before is trusted
+            return Context.open(self.layout, clock=self.clock, actor=self.actor)
+        return Context.open(self.layout, clock=self.clock, actor=self.actor, store=self.store)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -169,11 +171,25 @@ class LedgerReader:
         self._digest: str | None = None  # window_digest(_tail), once asked for
         #: (size, mtime, ctime) when last read through: unchanged means nothing to check
         self._stamp: tuple[int, int, int] | None = None
+        #: every offset this generation reached, and how many letters were read by then:
+        #: what turns a store cursor (a byte offset) back into a place in ``letters``
+        self._mark_offsets = array("q", [0])
+        self._mark_counts = array("q", [0])
         self.generation = getattr(self, "generation", -1) + 1
 
     @property
     def exists(self) -> bool:
         return self.ino is not None
+
+    def count_at(self, offset: int) -> int | None:
+        """How many of ``letters`` had been read when the reader stood at ``offset``
+        (None: it never stood there in this generation, so the caller starts over)."""
+        if offset == self.offset:
+            return len(self.letters)
+        i = bisect_left(self._mark_offsets, offset)
+        if i < len(self._mark_offsets) and self._mark_offsets[i] == offset:
+            return self._mark_counts[i]
+        return None
 
     def checkpoint(self) -> Checkpoint:
         if self._digest is None:
@@ -190,6 +206,7 @@ class LedgerReader:
         r = cls(path)
         r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
         r._tail, r._digest = None, cp.window
+        r._mark_offsets[0] = cp.offset
         return r
 
     def refresh(self) -> list[Letter]:
@@ -275,6 +292,8 @@ class LedgerReader:
             else:
                 line_no = self._absorb_slowly(lines, line_no)
         self.line_no = line_no
+        self._mark_offsets.append(self.offset)
+        self._mark_counts.append(len(letters))
         return letters[before:]
 
 

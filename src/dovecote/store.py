@@ -1,20 +1,35 @@
 """Stores: where ledgers live. The file store is the default backend.
 
 A store maps a box address (or the spool) to a ledger and offers three things:
-read (incremental, cached), append (durable, deduplicated) and ``guarded``
-(the ledger held under its lock for a compare-and-swap). Nothing here knows
-about fates or lifecycles; ``ops`` combines a store with the folds.
+read (incremental: the letters after a cursor), append (durable, deduplicated)
+and ``guarded`` (the box held under its lock for a compare-and-swap). Nothing
+here knows about fates or lifecycles; ``ops`` combines a store with the folds.
+
+The protocol is shaped for more than files (``store_memory`` is the second
+backend, PostgreSQL the third):
+
+* A **cursor** is a per-box position, ``(generation, position)``: a byte offset
+  for files, a sequence number for memory or a database. ``read(where,
+  after=cursor)`` returns only the letters after it, unless the box was
+  replaced since (the generation changed) or the cursor is not one this store
+  handed out; then it returns every letter and says ``fresh``, so the caller
+  drops what it derived. Generations are a store's own counters: a cursor means
+  something only to the store that made it (persisted checkpoints need more).
+* ``guarded(where)`` yields a ``Guard``: the box's letters as read under its
+  lock, and ``append``. A compare-and-swap decides from ``guard.letters``,
+  never from an earlier read that happens to be fresh.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
 from dovecote import ledger
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.home import IN_REPO_DIR, Layout
 from dovecote.ledger import Defect, LedgerReader, LockedLedger
 from dovecote.letters import Letter
@@ -27,23 +42,122 @@ GITIGNORE = b"# dovecote: letters.jsonl travels with git; local scratch does not
 GITATTRIBUTES = b"letters.jsonl merge=dovecote\n"
 
 
-class BoxRead(NamedTuple):
-    """One ledger as read now."""
+class Cursor(NamedTuple):
+    """Where a read of one box stopped: resume there with ``read(where, after=cursor)``."""
 
-    letters: list[Letter]
-    index: dict[str, Letter]  # type: ignore[assignment]  # shadows tuple.index, which no caller uses
+    generation: int
+    position: int
+
+
+#: The cursor of a box never read: ``read(where, after=START)`` is a whole read.
+START = Cursor(-1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class BoxRead:
+    """One ledger as read now.
+
+    ``letters`` are those after the cursor asked for (all of them when none was
+    given, or when ``fresh``), a value later appends leave alone; ``index`` maps
+    every id in the box (the file store's keeps growing with later reads).
+    """
+
+    letters: Sequence[Letter]
+    index: Mapping[str, Letter]
     defects: list[Defect]
     torn: Defect | None
     exists: bool
     generation: int
+    cursor: Cursor = START
+    fresh: bool = True
+
+
+class Guard(Protocol):
+    """A box held under its lock: what was read there (plus this holder's own
+    appends, since nobody else can append meanwhile), and a way to add to it."""
+
+    @property
+    def letters(self) -> Sequence[Letter]: ...
+    @property
+    def index(self) -> Mapping[str, Letter]: ...
+    @property
+    def cursor(self) -> Cursor: ...
+    def read(self, after: Cursor | None = None) -> BoxRead:
+        """What ``Store.read`` would say, from the letters held (no new read)."""
+        ...
+    def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]: ...
 
 
 class Store(Protocol):
-    def read(self, where: Where) -> BoxRead: ...
+    def read(self, where: Where, after: Cursor | None = None) -> BoxRead: ...
     def append(self, where: Where, lines: Sequence[bytes]) -> list[tuple[str, bool]]: ...
-    def guarded(self, where: Where) -> AbstractContextManager[LockedLedger]: ...
+    def guarded(self, where: Where) -> AbstractContextManager[Guard]: ...
     def reachable(self, where: Where) -> bool: ...
     def location(self, where: Where) -> str: ...
+    def for_roster(self, roster: Roster) -> Store:
+        """The same ledgers, addressed through ``roster`` (warm state kept)."""
+        ...
+
+
+def reachable(roster: Roster, where: Where) -> bool:
+    """Can this machine reach the box? Only an in-repo box can be out of reach
+    (and a project the roster does not know has no box at all)."""
+    if isinstance(where, Address) and where.kind == "project":
+        p = roster.project(where.name)
+        if p is None:
+            return False
+        if p.box_in_repo:
+            return Path(p.root).is_dir()
+    return True
+
+
+def check_writable(roster: Roster, where: Where) -> None:
+    """Refuse ``unknown_box`` for a box that cannot be written here (every store says the same)."""
+    if isinstance(where, Address) and where.kind == "project" and roster.project(where.name) is None:
+        raise Refusal("unknown_box", f"no project {where.name!r} in the roster")
+    if not reachable(roster, where):
+        raise Refusal("unknown_box", f"{where} lives in a repository absent on this machine")
+
+
+def _held(r: LedgerReader, after: Cursor | None) -> BoxRead:
+    """A file ledger's letters after ``after``, from what its reader holds."""
+    count = r.count_at(after.position) if after is not None and after.generation == r.generation else None
+    letters = r.letters[count or 0 :]  # a copy: what later appends add never shows through
+    cursor = Cursor(r.generation, r.offset)
+    return BoxRead(letters, r.index, r.defects, r.torn, r.exists, r.generation, cursor, count is None)
+
+
+class FileGuard:
+    """A file ledger under its ``flock`` (see ``Guard``); cursors are byte offsets."""
+
+    def __init__(self, led: LockedLedger) -> None:
+        self._led = led
+
+    @property
+    def letters(self) -> list[Letter]:
+        return self._led.reader.letters
+
+    @property
+    def index(self) -> dict[str, Letter]:
+        return self._led.reader.index
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self._led.reader.generation, self._led.reader.offset)
+
+    def read(self, after: Cursor | None = None) -> BoxRead:
+        return _held(self._led.reader, after)
+
+    def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
+        return self._led.append(lines)
+
+
+def files_of(store: Store) -> FileStore:
+    """The file store behind ``store``, for what only files have: the search
+    index's checkpoints, ``verify``'s snapshot, the CLI's cached renderings."""
+    if not isinstance(store, FileStore):
+        raise StoreError(f"{type(store).__name__} keeps no ledger files; this needs the file store")
+    return store
 
 
 class FileStore:
@@ -122,29 +236,28 @@ class FileStore:
             for r in self._readers.values():
                 r.bound = None
 
-    def reachable(self, where: Where) -> bool:
-        """Can this machine reach the box? Only an in-repo box can be out of reach."""
-        if isinstance(where, Address) and where.kind == "project":
-            p = self.roster.project(where.name)
-            if p is None:
-                return False
-            if p.box_in_repo:
-                return Path(p.root).is_dir()
-        return True
+    def for_roster(self, roster: Roster) -> FileStore:
+        """A store over ``roster`` that keeps this one's warm readers (the files did not change)."""
+        other = FileStore(self.layout, roster)
+        other._readers = self._readers
+        return other
 
-    def read(self, where: Where) -> BoxRead:
+    def reachable(self, where: Where) -> bool:
+        return reachable(self.roster, where)
+
+    def read(self, where: Where, after: Cursor | None = None) -> BoxRead:
+        """The letters after ``after`` (a cursor is a byte offset this store's reader reached)."""
         r = self.reader(where)
         if r is None:
-            return BoxRead([], {}, [], None, False, 0)
-        r.refresh()
-        return BoxRead(r.letters, r.index, r.defects, r.torn, r.exists, r.generation)
+            return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
+        with r.lock:
+            r.refresh()
+            return _held(r, after)
 
     def _writable(self, where: Where) -> LedgerReader:
+        check_writable(self.roster, where)
         r = self.reader(where)
-        if r is None:
-            raise Refusal("unknown_box", f"no project {getattr(where, 'name', where)!r} in the roster")
-        if not self.reachable(where):
-            raise Refusal("unknown_box", f"{where} lives in a repository absent on this machine")
+        assert r is not None  # a known project has a path
         self._birth(where)
         return r
 
@@ -170,6 +283,6 @@ class FileStore:
         return ledger.append(self._writable(where), lines)
 
     @contextmanager
-    def guarded(self, where: Where) -> Iterator[LockedLedger]:
+    def guarded(self, where: Where) -> Iterator[FileGuard]:
         with ledger.locked(self._writable(where)) as led:
-            yield led
+            yield FileGuard(led)

@@ -20,7 +20,7 @@ other folds' business.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from dovecote.letters import Letter
@@ -95,7 +95,7 @@ class FateBook:
         self._external_tool[tool] = hit
         return hit
 
-    def add_source(self, index: dict[str, Letter]) -> None:
+    def add_source(self, index: Mapping[str, Letter]) -> None:
         """Fold a whole ledger (id -> letter).
 
         A ledger that shares no id with the book (the usual case: each letter

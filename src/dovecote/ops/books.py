@@ -1,10 +1,10 @@
 """Warm folds of entity boxes, shared by every use case that reads one.
 
-A handle keeps one ``InboxBook`` per entity and feeds it only the letters
-appended since the last call; if the ledger was replaced, the book is built
-again from scratch. Called under a box lock (inside ``store.guarded``), it sees
-exactly what the lock holder sees, which is what makes a transition a
-compare-and-swap.
+A handle keeps one ``InboxBook`` per entity with the store cursor it has read
+to, and feeds it only the letters after that cursor; if the ledger was
+replaced, the book is built again from scratch. Called under a box lock, it is
+given the ``Guard`` and is fed from what the guard read, which is what makes a
+transition a compare-and-swap.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dovecote.names import Address, entity
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Guard
 
 
 def entity_address(dc: Context, entity_id: str) -> Address:
@@ -27,18 +28,16 @@ def entity_address(dc: Context, entity_id: str) -> Address:
     return addr
 
 
-def book_for(dc: Context, entity_id: str) -> InboxBook:
-    """The entity's fold, brought up to date with its ledger."""
+def book_for(dc: Context, entity_id: str, held: Guard | None = None) -> InboxBook:
+    """The entity's fold, brought up to date with its ledger (with what ``held``,
+    the entity's box under its lock, read there)."""
     addr = entity_address(dc, entity_id)
-    read = dc.store.read(addr)
     key = f"inbox:{entity_id}"
     warm = dc.warm.get(key)
-    if warm is None or warm[0] != read.generation or warm[1] > len(read.letters):
-        book = InboxBook(entity_id)
-        count = 0
-    else:
-        _, count, book = warm
-    if count < len(read.letters):
-        book.add(read.letters[count:])
-    dc.warm[key] = (read.generation, len(read.letters), book)
+    after = warm[0] if warm is not None else None
+    read = held.read(after) if held is not None else dc.store.read(addr, after=after)
+    book = warm[1] if warm is not None and not read.fresh else InboxBook(entity_id)
+    if read.letters:
+        book.add(read.letters)
+    dc.warm[key] = (read.cursor, book)
     return book

@@ -22,7 +22,7 @@ already filed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from dovecote.context import Context
 
 #: box address -> its id index, or None when this machine cannot read it
-Filed = dict[Address, dict[str, Letter] | None]
+Filed = dict[Address, Mapping[str, Letter] | None]
 
 
 @dataclass

@@ -21,6 +21,7 @@ from dovecote.names import entity
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewnames import loose_files, view_dir
+from dovecote.store import files_of
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -42,7 +43,7 @@ def dependencies(dc: Context, entity_id: str) -> list[str]:
     """Every file an inbox reading depends on (for the CLI's cached renderings)."""
     deps = [
         str(dc.layout.config),
-        str(dc.store.path(entity(entity_id))),
+        str(files_of(dc.store).path(entity(entity_id))),
         str(view_dir(dc, entity_id) / "inbound"),
     ]
     folder = tic_dir(dc)

@@ -30,7 +30,6 @@ from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
 from dovecote.errors import PartialWrite, Refusal, StoreError
-from dovecote.ledger import LockedLedger
 from dovecote.letters import canonical_line, format_ts
 from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
@@ -42,12 +41,13 @@ __all__ = ["Sent", "Transition", "compose", "draft", "outbox_send", "send", "tra
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Guard
 
 
 @contextmanager
-def guarded_many(dc: Context, addrs: list[Address]) -> Iterator[dict[Address, LockedLedger]]:
+def guarded_many(dc: Context, addrs: list[Address]) -> Iterator[dict[Address, Guard]]:
     """Hold several box locks, always taken in address order."""
-    held: dict[Address, LockedLedger] = {}
+    held: dict[Address, Guard] = {}
     with ExitStack() as stack:
         for a in sorted(set(addrs), key=str):
             held[a] = stack.enter_context(dc.store.guarded(a))
@@ -190,7 +190,7 @@ def _sent_record(msg_id: str, msg: dict[str, Any], ts: str, draft: str | None = 
     return canonical_line(rec)
 
 
-def _append(led: LockedLedger, line: bytes, where: Address) -> tuple[str, bool]:
+def _append(led: Guard, line: bytes, where: Address) -> tuple[str, bool]:
     """One guarded append; an I/O failure is a ``StoreError`` naming the box."""
     try:
         ((lid, appended),) = led.append([line])
@@ -233,7 +233,7 @@ def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
 
 def _record(
     dc: Context,
-    held: dict[Address, LockedLedger],
+    held: dict[Address, Guard],
     mid: str,
     msg: dict[str, Any],
     *,
@@ -249,7 +249,7 @@ def _record(
     box = entity(sender)
     if box not in held:  # an unregistered sender has no box to record in
         return None
-    found = None if fresh and draft is None else _find_sent(book_for(dc, sender), mid, draft)
+    found = None if fresh and draft is None else _find_sent(book_for(dc, sender, held[box]), mid, draft)
     if found is not None:
         return found
     try:
@@ -282,7 +282,8 @@ def send(dc: Context, **fields: Any) -> Sent:
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
     try:
         with guarded_many(dc, _boxes(dc, sender, to)) as held:
-            book = book_for(dc, to) if key is not None else None  # only a key can name a message already there
+            # only a key can name a message already there
+            book = book_for(dc, to, held[entity(to)]) if key is not None else None
             known = book.alias.get(msg["message_id"]) if book is not None else None
             if book is not None and known is not None:
                 old = book.items[known].letter.data()
@@ -309,7 +310,7 @@ def draft(dc: Context, **fields: Any) -> Sent:
     msg = compose(dc, kind="draft", **{**fields, "sender": sender})
     with dc.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
-            for d in book_for(dc, sender).drafts.values():
+            for d in book_for(dc, sender, led).drafts.values():
                 if d.env.message_id == msg["message_id"]:
                     _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
                     return Sent.of(d.id, d.letter.data(), appended=False)
@@ -323,14 +324,14 @@ def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "kind": "message"}
 
 
-def _deliver_draft(dc: Context, who: str, to: str, d: Draft, held: dict[Address, LockedLedger]) -> str | None:
+def _deliver_draft(dc: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]) -> str | None:
     """Deliver one draft under both locks; None if someone else did meanwhile."""
-    if d.id in book_for(dc, who).delivered:
+    if d.id in book_for(dc, who, held[entity(who)]).delivered:
         return None
     msg = delivery_of(d.env.data)
     known = None
     if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
-        book = book_for(dc, to)
+        book = book_for(dc, to, held[entity(to)])
         known = book.alias.get(d.env.message_id)
         known = known if known is not None and book.items[known].env.sender == who else None
     if known is not None:

@@ -46,14 +46,13 @@ def fts_query(query: str) -> str:
 def _terminal_rows(dc: Context, idx: SearchIndex, entity_id: str, book: InboxBook) -> None:
     """Keep temp.term holding the rowids of the entity's DONE and NACK items (never stored).
 
-    Called right after ``book_for``, so the store's reader and the book agree.
+    Called right after ``book_for``, so the store's read and the book agree.
     Only items named by letters read since the last call (a new message, a
     link's ``ref``) or rows indexed since then can have changed; a replaced
     ledger, or rows another process wrote, mean one full pass.
     """
-    reader = dc.store.reader(entity_addr(entity_id))
-    assert reader is not None
-    gen, count = reader.generation, len(reader.letters)
+    read = dc.store.read(entity_addr(entity_id))
+    gen, count = read.generation, len(read.letters)
     have = idx.terminal.get(entity_id)
     fresh = idx.pending.pop(entity_id, set())
     if have is not None and have[0] == gen and have[1] == count and not fresh:
@@ -70,7 +69,7 @@ def _terminal_rows(dc: Context, idx: SearchIndex, entity_id: str, book: InboxBoo
         }
     else:
         done = set(old)
-        for letter in reader.letters[have[1]:count]:
+        for letter in read.letters[have[1]:count]:
             fresh.add(letter.id if letter.kind == "message" else letter.ref or "")
         for iid in fresh:
             rowid = rowids.get(iid)

@@ -46,6 +46,7 @@ from dovecote.ledger import Checkpoint, LedgerReader
 from dovecote.letters import Letter
 from dovecote.names import entity as entity_addr
 from dovecote.ops import artifacts
+from dovecote.store import files_of
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
@@ -321,10 +322,11 @@ def sync(dc: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> 
         idx.indexed = stored
         idx.data_version = version
     todo: list[str] = []
+    files = files_of(dc.store)
     for e in entities:
         addr = entity_addr(e)
-        dc.store.read(addr)
-        reader = dc.store.reader(addr)
+        files.read(addr)
+        reader = files.reader(addr)
         assert reader is not None
         if idx.indexed.get(e) != reader.checkpoint():
             todo.append(e)
@@ -338,7 +340,7 @@ def sync(dc: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> 
             _drop_entity(idx, e)
             idx.forget(e)
         for e in todo:
-            path = dc.store.path(entity_addr(e))
+            path = files.path(entity_addr(e))
             assert path is not None
             cp = stored.get(e)
             if cp != idx.indexed.get(e):
@@ -346,7 +348,7 @@ def sync(dc: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> 
             # a box recorded before its ledger existed (inode 0) simply starts from zero
             began = cp is not None and cp.ino != 0
             reader = LedgerReader.resume(path, cp) if began and cp is not None else LedgerReader(path)
-            reader.bound = dc.store.bound_of(path)  # verify reads one fixed snapshot
+            reader.bound = files.bound_of(path)  # verify reads one fixed snapshot
             new = reader.refresh()
             if began and reader.generation > 0:  # the ledger was replaced: index it again
                 _drop_entity(idx, e)

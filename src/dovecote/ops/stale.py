@@ -147,7 +147,7 @@ def emit_signals(dc: Context, details: list[dict[str, Any]], now: datetime) -> i
     day = now.astimezone(UTC).date().isoformat()
     ts = format_ts(now)
     with dc.store.guarded(HOME) as led:
-        have = signals_on(led.reader.letters, day)
+        have = signals_on(led.letters, day)
         fresh: list[tuple[dict[str, Any], bytes]] = []
         for d in details:
             if d["entity"] in have:

@@ -152,7 +152,7 @@ def _fold(
             book.add_source(read.index)
         st.fed[label] = (read.generation, len(read.letters))
         if isinstance(where, Address):
-            boxes.append((label, read.index.copy()))  # the store's index grows in place; the result must not
+            boxes.append((label, dict(read.index)))  # the store's index grows in place; the result must not
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
         if progress:
             progress(label, n, len(sources))
@@ -259,6 +259,6 @@ def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxView:
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
     return BoxView(
-        str(address), read.exists, known, book, [(str(address), read.index.copy())], defects, include_all,
+        str(address), read.exists, known, book, [(str(address), dict(read.index))], defects, include_all,
         count_kinds(read.letters),
     )

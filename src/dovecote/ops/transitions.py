@@ -90,7 +90,7 @@ def transition(
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:
         raise Refusal("invalid_field", f"--until {due_time} is not in the future")
     with dc.store.guarded(addr) as led:
-        book = book_for(dc, entity_id)
+        book = book_for(dc, entity_id, led)
         item = book.resolve(ref)
         r = book.replay_of(item)
         state = effective(r, tic, now)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from dovecote.names import Address
+from dovecote.store import files_of
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -110,14 +111,14 @@ def verify(dc: Context) -> VerifyResult:
     if dc.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
         dc.layout.cache.unlink()
         deleted.append(str(dc.layout.cache))
-    bounds = dc.store.snapshot(ledgers(dc))
-    with dc.store.bounded(bounds):
+    bounds = files_of(dc.store).snapshot(ledgers(dc))
+    with files_of(dc.store).bounded(bounds):
         before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
     if dc.layout.cache.exists():
         shutil.rmtree(dc.layout.cache)
         deleted.append(str(dc.layout.cache))
     fresh = dc.cold()
-    with fresh.store.bounded(bounds):
+    with files_of(fresh.store).bounded(bounds):
         after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     differ = []
     for name in sorted(set(before) | set(after)):

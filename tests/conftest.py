@@ -1,0 +1,55 @@
+"""Which store the functional tests run on.
+
+A module that sets ``pytestmark = pytest.mark.both_stores`` runs each of its
+tests twice: over the home's files and over a ``MemoryStore`` (see
+``helpers.open_home``). A test marked ``files_only`` runs on the files alone:
+it reads ledgers on disk, runs the real CLI, or uses several processes, none
+of which a memory store has. ``--store=memory`` (or ``file``) runs every test
+that can on that one store only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import helpers
+
+STORES = ("file", "memory")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store", choices=STORES, default=None, help="run the functional tests on this store only")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_stores: run each test over the file store and the memory store")
+    config.addinivalue_line("markers", "files_only: the test needs ledgers on disk (or the CLI, or processes)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    only = metafunc.config.getoption("--store")
+    files_only = metafunc.definition.get_closest_marker("files_only") is not None
+    if files_only:
+        kinds: tuple[str, ...] = ("file",)
+    elif only is not None:
+        kinds = (only,)
+    elif metafunc.definition.get_closest_marker("both_stores") is not None:
+        kinds = STORES
+    else:
+        kinds = ("file",)
+    if kinds != ("file",):
+        metafunc.parametrize("store_kind", kinds, indirect=True)
+
+
+@pytest.fixture
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "file")
+
+
+@pytest.fixture(autouse=True)
+def _store(store_kind: str) -> Iterator[None]:
+    """Every home the test opens through ``helpers`` lives in ``store_kind``."""
+    with helpers.stores(store_kind):
+        yield
