@@ -53,7 +53,7 @@ def doctor(dc: Dovecote, now: datetime | None = None) -> dict[str, Any]:
 def _mailbox(dc: Dovecote, now: datetime) -> dict[str, Any]:
     from dovecote.ops.sweep import sweep
 
-    result = sweep(dc, do_distribute=False)
+    result = sweep(dc, do_distribute=False, persisted=False)  # it reads result.book
     spool = dc.store.read("spool").letters
     today = now.date().toordinal()
     by_kind = dict.fromkeys(MISDELIVERY_KINDS, 0)
