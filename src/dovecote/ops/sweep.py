@@ -23,7 +23,7 @@ from dovecote.letters import Letter
 from dovecote.names import Address
 from dovecote.ops import sweepcache
 from dovecote.ops.distribute import Receipt, distribute
-from dovecote.ops.sweeprows import indented_chunks, whats
+from dovecote.ops.sweeprows import BATCH, Row, indented_chunks, make_rows, open_dicts, owners, whats
 from dovecote.store import FileStore
 
 if TYPE_CHECKING:
@@ -44,39 +44,31 @@ class SweepState:
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
 
 
-def owners(boxes: Boxes) -> dict[str, str]:
-    """Each letter's box: the first (by label) whose ledger holds it; a letter only
-    the spool holds has none. Built once per answer from the indexes the sweep
-    read (C-level updates), instead of scanning every box for every row."""
-    out: dict[str, str] = {}
-    for label, index in reversed(boxes):
-        out.update(dict.fromkeys(index, label))
-    return out
-
-
-def _book_rows(book: FateBook, ids: list[str], boxes: Boxes) -> list[dict[str, Any]]:
-    """The rows of ``ids``, built in one batch: ``what`` decoded from all lines at once."""
-    letters = [book.entries[i] for i in ids]
-    owner = owners(boxes)
+def _book_batches(book: FateBook, ids: list[str], boxes: Boxes) -> Iterator[list[dict[str, Any]]]:
+    """The rows of ``ids`` from the full fold, a batch at a time: ``what`` decoded for the
+    whole batch, boxes found by one set intersection per box."""
     refs = book.referrers()
     fate = book.fate_of
-    return [
-        {
-            "id": lt.id,
-            "ts": lt.ts,
-            "agent": lt.agent,
-            "class": lt.klass,
-            "repo": lt.repo,
-            "brain": lt.brain,
-            "tool": lt.tool,
-            "what": what,
-            "answers": list(lt.answers or ()),
-            "answered_by": sorted(set(r)) if (r := refs.get(lt.id)) else [],
-            "fate": fate(lt.id),
-            "box": owner.get(lt.id),
-        }
-        for lt, what in zip(letters, whats(letters), strict=True)
-    ]
+    for n in range(0, len(ids), BATCH):
+        letters = [book.entries[i] for i in ids[n : n + BATCH]]
+        owner = owners(ids[n : n + BATCH], boxes)  # type: ignore[arg-type]
+        yield [
+            {
+                "id": lt.id,
+                "ts": lt.ts,
+                "agent": lt.agent,
+                "class": lt.klass,
+                "repo": lt.repo,
+                "brain": lt.brain,
+                "tool": lt.tool,
+                "what": what,
+                "answers": list(lt.answers or ()),
+                "answered_by": sorted(set(r)) if (r := refs.get(lt.id)) else [],
+                "fate": fate(lt.id),
+                "box": owner.get(lt.id),
+            }
+            for lt, what in zip(letters, whats(letters), strict=True)
+        ]
 
 
 def counts_of(book: FateBook) -> dict[str, int]:
@@ -97,7 +89,7 @@ class SweepResult:
     malformed: list[Defect]
     include_all: bool = False
     resumed: sweepcache.Resumed | None = None
-    ready: list[dict[str, Any]] | None = None  # the open rows, when the sweep built them already
+    ready: list[Row] | None = None  # the open rows, when the sweep built them for its snapshot
 
     def __post_init__(self) -> None:
         fold: FateBook | sweepcache.Resumed | None = self.book if self.book is not None else self.resumed
@@ -114,20 +106,22 @@ class SweepResult:
 
     def letter_ids(self) -> list[str]:
         if self.resumed is not None:
-            return [r["id"] for r in self.resumed.rows()]
+            return [r.id for r in self.resumed.sorted_rows()]
         assert self.book is not None
         with _collector_paused():
             return self.book.all_letters() if self.include_all else self.book.open_letters()
 
+    def _batches(self) -> Iterator[list[dict[str, Any]]]:
+        if self.resumed is not None:
+            return self.resumed.batches()
+        assert self.book is not None
+        if self.ready is not None:
+            return open_dicts(self.ready, self.book.picked, self.book.referrers())
+        return _book_batches(self.book, self.letter_ids(), self.boxes)
+
     def letters(self) -> list[dict[str, Any]]:
         with _collector_paused():
-            if self.ready is not None:  # handed out once: a later call builds its own
-                rows, self.ready = self.ready, None
-                return rows
-            if self.resumed is not None:
-                return self.resumed.rows()
-            assert self.book is not None
-            return _book_rows(self.book, self.letter_ids(), self.boxes)
+            return [row for batch in self._batches() for row in batch]
 
     def _head(self) -> dict[str, Any]:
         return {
@@ -149,7 +143,7 @@ class SweepResult:
     def json_chunks(self) -> Iterator[bytes]:
         """``orjson.dumps(self.to_dict(), option=OPT_INDENT_2) + b"\\n"``, byte for byte,
         in chunks: the rows are serialized a batch at a time, never all at once."""
-        yield from indented_chunks(self._head(), "letters", self.letters())
+        yield from indented_chunks(self._head(), "letters", self._batches())
 
 
 def _fold(
@@ -274,7 +268,8 @@ def _persist(dc: Dovecote, result: SweepResult, sources: list[Where]) -> None:
     readers = [store.reader(w) for w in sources]
     if any(r is None for r in readers):
         return
-    rows = _book_rows(result.book, result.book.open_letters(), result.boxes)
+    book = result.book
+    rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
     if not result.include_all:
         result.ready = rows
     marks = [sweepcache.source_of(str(w), r) for w, r in zip(sources, readers, strict=True) if r is not None]
@@ -358,7 +353,7 @@ class BoxView:
             "counts": counts_of(self.book),
             "receipts": self.book.receipts,
             "malformed": [d.to_dict() for d in self.malformed],
-            "letters": _book_rows(self.book, ids, self.boxes),
+            "letters": [row for batch in _book_batches(self.book, ids, self.boxes) for row in batch],
         }
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from dovecote.errors import StoreError
 from dovecote.ledger import Checkpoint, Defect, LedgerReader, write_atomic
 from dovecote.letters import Letter
 from dovecote.names import Address
-from dovecote.ops.sweeprows import whats
+from dovecote.ops.sweeprows import NO_ANSWERS, Row, open_dicts, whats
 from dovecote.timeutil import instant_text
 from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 
@@ -46,22 +46,6 @@ if TYPE_CHECKING:
 
 VERSION = 1
 NAME = "fold.msgpack"
-
-
-class Row(msgspec.Struct, array_like=True, gc=False):
-    """An open letter's row without the parts that move (fate, answered_by)."""
-
-    key: str  # instant_text(ts) + id: the listing's order
-    id: str
-    ts: str | None
-    agent: str | None
-    klass: str | None
-    repo: str | None
-    brain: str | None
-    tool: str | None
-    what: str | None
-    answers: list[str]
-    box: str | None
 
 
 class Source(msgspec.Struct, array_like=True):
@@ -86,7 +70,42 @@ class Snapshot(msgspec.Struct, array_like=True):
 
 
 _encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(Snapshot).decode
+_decode_head = msgspec.msgpack.Decoder(Snapshot).decode
+_decode_rows = msgspec.msgpack.Decoder(list[Row]).decode
+ROWS_PER_FRAME = 16384
+
+
+def dumps(snap: Snapshot) -> Iterator[bytes]:
+    """The file's frames (8-byte length, then msgpack): the snapshot without its rows,
+    then the rows a frame at a time, so no single buffer holds them all."""
+    rows, snap.rows = snap.rows, []
+    try:
+        frames = [_encode(snap)]
+    finally:
+        snap.rows = rows
+    yield len(frames[0]).to_bytes(8, "little") + frames[0]
+    for n in range(0, len(rows), ROWS_PER_FRAME):
+        frame = _encode(rows[n : n + ROWS_PER_FRAME])
+        yield len(frame).to_bytes(8, "little") + frame
+
+
+def loads(data: bytes) -> Snapshot:
+    """Inverse of ``dumps``; ``msgspec.DecodeError`` for anything else (truncated, garbage)."""
+    view = memoryview(data)
+    at = 0
+    frames: list[memoryview] = []
+    while at < len(view):
+        size = int.from_bytes(view[at : at + 8], "little")
+        if at + 8 + size > len(view) or len(view) - at < 8:
+            raise msgspec.DecodeError("truncated snapshot")
+        frames.append(view[at + 8 : at + 8 + size])
+        at += 8 + size
+    if not frames:
+        raise msgspec.DecodeError("empty snapshot")
+    snap = _decode_head(frames[0])
+    for frame in frames[1:]:
+        snap.rows += _decode_rows(frame)
+    return snap
 
 
 def fold_key(dc: Dovecote, sources: Sequence[Where]) -> str:
@@ -153,7 +172,7 @@ class Resumed:
         for lt, what in zip(fresh, whats(fresh), strict=True):
             rows[lt.id] = Row(
                 instant_text(lt.ts) + lt.id, lt.id, lt.ts, lt.agent, lt.klass, lt.repo, lt.brain, lt.tool, what,
-                list(lt.answers or ()), box,
+                lt.answers or NO_ANSWERS, box,
             )
         for lt in answering:  # answers last: a letter answered within the same batch moves too
             if lt.id in self.receipt_ids:
@@ -175,27 +194,15 @@ class Resumed:
                         counts[FLIGHT] += 1
         counts[EXTERNAL] = len(self.external)
 
+    def sorted_rows(self) -> list[Row]:
+        return sorted(self.open_rows.values(), key=lambda r: r.key)  # kept sorted: Timsort only merges the new
+
+    def batches(self) -> Iterator[list[dict[str, Any]]]:
+        """The open rows, oldest first, as ``SweepResult.letters()`` lists them, a batch at a time."""
+        return open_dicts(self.sorted_rows(), self.picked, self.refs)
+
     def rows(self) -> list[dict[str, Any]]:
-        """The open rows, oldest first, as ``SweepResult.letters()`` lists them."""
-        picked, refs = self.picked, self.refs
-        out = sorted(self.open_rows.values(), key=lambda r: r.key)
-        return [
-            {
-                "id": r.id,
-                "ts": r.ts,
-                "agent": r.agent,
-                "class": r.klass,
-                "repo": r.repo,
-                "brain": r.brain,
-                "tool": r.tool,
-                "what": r.what,
-                "answers": list(r.answers),
-                "answered_by": sorted(set(b)) if (b := refs.get(r.id)) else [],
-                "fate": FLIGHT if r.id in picked else WET,
-                "box": r.box,
-            }
-            for r in out
-        ]
+        return [row for batch in self.batches() for row in batch]
 
     def snapshot(self, key: str, sources: list[Source]) -> Snapshot:
         live = self.open_rows
@@ -203,14 +210,14 @@ class Resumed:
         return Snapshot(
             VERSION, key, sources, list(self.entries), list(self.receipt_ids), list(self.external),
             list(self.closed), list(self.picked), dict(self.counts), self.misdelivery, refs,
-            sorted(live.values(), key=lambda r: r.key),
+            self.sorted_rows(),
         )
 
 
-def from_book(book: FateBook, rows: list[dict[str, Any]], key: str, sources: list[Source]) -> Snapshot:
-    """The snapshot of a full fold; ``rows`` are its open rows as the sweep listed them."""
+def from_book(book: FateBook, rows: list[Row], key: str, sources: list[Source]) -> Snapshot:
+    """The snapshot of a full fold; ``rows`` are its open rows, oldest first."""
     entries, closed = book.entries, book.closed
-    live = {r["id"] for r in rows}
+    live = {r.id for r in rows}
     refs = {
         a: [i for i in b if i not in book.receipt_ids]
         for a, b in book.referrers().items()
@@ -218,14 +225,7 @@ def from_book(book: FateBook, rows: list[dict[str, Any]], key: str, sources: lis
     }
     return Snapshot(
         VERSION, key, sources, list(entries), list(book.receipt_ids), list(book.external), list(closed),
-        list(book.picked), dict(book.counts), book.misdelivery, refs,
-        [
-            Row(
-                instant_text(r["ts"]) + r["id"], r["id"], r["ts"], r["agent"], r["class"], r["repo"], r["brain"],
-                r["tool"], r["what"], r["answers"], r["box"],
-            )
-            for r in rows
-        ],
+        list(book.picked), dict(book.counts), book.misdelivery, refs, rows,
     )
 
 
@@ -240,7 +240,7 @@ def path_of(dc: Dovecote) -> Path:
 def save(dc: Dovecote, snap: Snapshot) -> None:
     """Write the snapshot atomically; a cache that cannot be written is simply not written."""
     with contextlib.suppress(OSError, StoreError):
-        write_atomic(path_of(dc), _encode(snap))
+        write_atomic(path_of(dc), dumps(snap))
 
 
 def load(dc: Dovecote, key: str) -> Snapshot | None:
@@ -248,7 +248,7 @@ def load(dc: Dovecote, key: str) -> Snapshot | None:
     try:
         path = dc.layout.cache_dir("sweep", create=False) / NAME
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-            snap = _decode(f.read())
+            snap = loads(f.read())
     except (OSError, StoreError, msgspec.DecodeError):
         return None
     if snap.version != VERSION or snap.key != key:
