@@ -21,6 +21,7 @@ QUICK: dict[str, list[str]] = {  # the known ones, in this order; --quick passes
     "bench_append.py": ["--singles", "50", "--batch", "20000"],
     "bench_sweep.py": ["--letters", "50000"],
     "bench_resweep.py": ["--letters", "50000"],
+    "bench_cli_sweep.py": ["--letters", "50000", "--repeat", "2"],
 }
 
 

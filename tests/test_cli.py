@@ -366,7 +366,7 @@ def test_verify_ok(tmp_path: Path) -> None:
     (home / "cache" / "junk").write_bytes(b"x")
     r = run_cli(tmp_path, "verify", home=home)
     assert r.returncode == 0 and b"verify: ok" in r.stdout
-    assert not (home / "cache").exists()
+    assert not (home / "cache" / "junk").exists()  # deleted; what is there now verify rebuilt
     out = cli_json(tmp_path, "verify", "--json", home=home)
     assert out["ok"] is True and out["differ"] == [] and "sweep --all" in out["checked"]
 

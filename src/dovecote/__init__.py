@@ -8,11 +8,15 @@ and its dependencies load on first use, so ``dovecote --version`` stays fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from dovecote._version import __version__
 
+# ``typing`` costs a few milliseconds of every start-up (``dovecote --version``
+# included); the names below are needed only by type checkers, which read
+# this constant as ``typing.TYPE_CHECKING``.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dovecote.api import Dovecote, init
     from dovecote.errors import DovecoteError, Refusal, StoreError
 

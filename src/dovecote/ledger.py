@@ -31,7 +31,7 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,12 +105,14 @@ def ensure_dir(path: Path) -> None:
         fsync_dir(d.parent)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace a whole (cache) file: tmp + fsync + rename + fsync dir."""
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Replace a whole (cache) file: tmp + fsync + rename + fsync dir. ``data`` may come
+    in pieces, so a large cache is never held in memory whole."""
     ensure_dir(path.parent)
     tmp = path.with_name(temp_name(path.name))
     with open(tmp, "wb") as f:
-        f.write(data)
+        for piece in (data,) if isinstance(data, bytes) else data:
+            f.write(piece)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -68,3 +68,29 @@ def order_key(value: object) -> datetime:
     if not isinstance(value, str):
         return NO_TIME
     return _parse(value) or NO_TIME
+
+
+#: ``instant_text`` of a letter with no readable time (it sorts before every real one).
+NO_TIME_TEXT = "0001-01-01T00:00:00.000000"
+
+
+def instant_text(value: object) -> str:
+    """``order_key`` as fixed-width text (``YYYY-MM-DDTHH:MM:SS.ffffff``, UTC), so it
+    can be a plain string sort key: two letters' texts compare as their instants do.
+
+    Sorting hundreds of thousands of open letters on strings is several times
+    cheaper than on (datetime, id) tuples. The common canonical form
+    (``…THH:MM:SSZ``) is sliced, not formatted; anything else goes through
+    ``order_key``.
+    """
+    if not isinstance(value, str):
+        return NO_TIME_TEXT
+    t = _parse(value)
+    if t is None:
+        return NO_TIME_TEXT
+    v = value
+    if len(v) == 20 and v[19] == "Z" and v[10] == "T" and v[4] == v[7] == "-" and v[13] == v[16] == ":":
+        return v[:19] + ".000000"
+    return (
+        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond:06d}"
+    )

@@ -20,7 +20,7 @@ import dovecote
 from dovecote.api import Actor, Dovecote, init, merge_ledgers, open_home
 from dovecote.cli import render, texts
 from dovecote.cli.boundary import Typer
-from dovecote.cli.output import EXIT_FAIL, emit_json, invocation
+from dovecote.cli.output import EXIT_FAIL, emit_json, emit_json_chunks, invocation
 from dovecote.errors import Refusal
 from dovecote.textsafe import one_line
 
@@ -260,6 +260,9 @@ def sweep_cmd(
     It distributes the spool first (as `dovecote distribute` does, and says so);
     --no-distribute only reads.
     """
+    import gc
+
+    gc.disable()  # the whole command builds objects it never frees: a collection would only walk them
     dc = _open()
     if json or not sys.stderr.isatty():
         result = dc.sweep(distribute=not no_distribute, include_all=all_)
@@ -268,7 +271,7 @@ def sweep_cmd(
             lambda progress: dc.sweep(distribute=not no_distribute, include_all=all_, progress=progress)
         )
     if json:
-        emit_json(result.to_dict())
+        emit_json_chunks(result.json_chunks())
     else:
         render.sweep(result.to_dict())
 

@@ -7,6 +7,7 @@ or a usage error (nothing was written).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -19,6 +20,14 @@ EXIT_FAIL, EXIT_REFUSED = 1, 2
 def emit_json(value: Any) -> None:
     """Stable JSON: two-space indent, keys in the order the library builds them."""
     sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def emit_json_chunks(chunks: Iterable[bytes]) -> None:
+    """``emit_json`` for an answer serialized in pieces (a sweep's rows, a batch at a time)."""
+    out = sys.stdout.buffer
+    for chunk in chunks:
+        out.write(chunk)
     sys.stdout.flush()
 
 

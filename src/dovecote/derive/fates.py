@@ -21,10 +21,9 @@ other folds' business.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 
 from dovecote.letters import Letter
-from dovecote.timeutil import NO_TIME, order_key
+from dovecote.timeutil import instant_text
 from dovecote.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 
 EXTERNAL, CLAY, FLIGHT, WET = FATES  # the names, in precedence order (highest first)
@@ -38,6 +37,8 @@ def precedence(external: bool, closed: bool, picked: bool) -> str:
 # Classes known not to be the receipt class: the hot loop skips the lowercase
 # comparison for them. Derived from the vocabulary, so it can never drift.
 _NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
+#: Where the id starts in an open-list sort key (``instant_text`` is fixed width).
+KEY_AT = len(instant_text(None))
 
 
 class FateBook:
@@ -61,12 +62,13 @@ class FateBook:
         self._referrers: dict[str, list[str]] = {}
         self._referrers_upto = 0
         # The open list, oldest first, kept between calls: ids in (ts, id) order, ts
-        # as the instant it names (order_key), with None where a letter has closed
-        # since (a tombstone), and each id's position.
-        self.open_order: list[tuple[datetime, str]] = []  # (ts, id) open on arrival, not yet listed
+        # as the instant it names, with None where a letter has closed since (a
+        # tombstone), and each id's position. Sort keys are one string each,
+        # ``instant_text(ts) + id`` (fixed width, so it orders as (instant, id) does).
+        self.open_order: list[str] = []  # keys of letters open on arrival, not yet listed
         self._listing: list[str | None] = []
         self._position: dict[str, int] | None = None  # built on the first close after listing
-        self._last_key: tuple[datetime, str] = (NO_TIME, "")
+        self._last_key = ""
         self._tombstones = 0
         self.misdelivery = 0
         self._external_tool: dict[str | None, bool] = {None: False}
@@ -88,6 +90,11 @@ class FateBook:
         if lid not in self.entries or lid in self.receipt_ids:
             return None
         return precedence(lid in self.external, lid in self.closed, lid in self.picked)
+
+    def is_external(self, tool: str | None) -> bool:
+        """Does ``tool`` name a foreign tool (a marker occurs in it, case-insensitively)?"""
+        hit = self._external_tool.get(tool)
+        return self._is_external(tool) if hit is None else hit  # type: ignore[arg-type]
 
     def _is_external(self, tool: str) -> bool:
         low = tool.lower()
@@ -119,7 +126,7 @@ class FateBook:
         picked = self.picked
         ext_cache = self._external_tool
         open_append = self.open_order.append
-        key = order_key
+        key = instant_text
         report_kinds = REPORT_KINDS
         fate = precedence
         tally = dict.fromkeys(FATES, 0)
@@ -153,7 +160,7 @@ class FateBook:
                 else:
                     tally[f] += 1
                     if f is not CLAY:
-                        open_append((key(letter.ts), lid))
+                        open_append(key(letter.ts) + lid)
             if letter.answers:
                 answering.append(letter)
         for lid in others:
@@ -198,19 +205,19 @@ class FateBook:
     def open(self) -> int:
         return self.counts[WET] + self.counts[FLIGHT]
 
-    def _key(self, lid: str) -> tuple[datetime, str]:
-        return (order_key(self.entries[lid].ts), lid)
+    def _key(self, lid: str) -> str:
+        return instant_text(self.entries[lid].ts) + lid
 
     def _positions(self) -> dict[str, int]:
         if self._position is None:
             self._position = {lid: n for n, lid in enumerate(self._listing) if lid is not None}
         return self._position
 
-    def _relist(self, keys: list[tuple[datetime, str]]) -> None:
-        """Replace the listing with these (ts, id) keys, already sorted."""
-        self._listing = [i for _, i in keys]
+    def _relist(self, keys: list[str]) -> None:
+        """Replace the listing with these keys, already sorted."""
+        self._listing = [k[KEY_AT:] for k in keys]
         self._position = None
-        self._last_key = keys[-1] if keys else (NO_TIME, "")
+        self._last_key = keys[-1] if keys else ""
         self._tombstones = 0
 
     def open_letters(self) -> list[str]:
@@ -223,7 +230,7 @@ class FateBook:
         """
         closed = self.closed
         if self.open_order:
-            new = sorted(k for k in self.open_order if k[1] not in closed)
+            new = sorted(k for k in self.open_order if k[KEY_AT:] not in closed)
             self.open_order = []
             if not self._listing:
                 self._relist(new)
@@ -231,15 +238,15 @@ class FateBook:
                 self._merge_late(new)
             elif new:
                 base = len(self._listing)
-                self._listing += [i for _, i in new]
+                self._listing += [k[KEY_AT:] for k in new]
                 if self._position is not None:
-                    self._position.update({lid: base + n for n, (_, lid) in enumerate(new)})
+                    self._position.update({k[KEY_AT:]: base + n for n, k in enumerate(new)})
                 self._last_key = new[-1]
         if self._tombstones * 2 > len(self._listing):
             self._relist(sorted(self._key(i) for i in self._listing if i is not None))
         return list(filter(None, self._listing))
 
-    def _bisect(self, key: tuple[datetime, str]) -> int:
+    def _bisect(self, key: str) -> int:
         """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""
         listing = self._listing
         lo, hi = 0, len(listing)
@@ -257,32 +264,36 @@ class FateBook:
                 hi = mid
         return lo
 
-    def _merge_late(self, new: list[tuple[datetime, str]]) -> None:
+    def _merge_late(self, new: list[str]) -> None:
         """Merge letters older than the newest listed one: only the tail from the
         first insertion point is re-sorted (late letters are usually only a little late)."""
         p0 = self._bisect(new[0])
         tail = self._listing[p0:]
-        live = [(self._key(i), i) for i in tail if i is not None]
+        live = [self._key(i) for i in tail if i is not None]
         self._tombstones -= len(tail) - len(live)
-        merged = sorted([*(k for k, _ in live), *new])
+        merged = sorted([*live, *new])
         del self._listing[p0:]
-        self._listing += [i for _, i in merged]
+        self._listing += [k[KEY_AT:] for k in merged]
         if self._position is not None:
-            self._position.update({lid: p0 + n for n, (_, lid) in enumerate(merged)})
+            self._position.update({k[KEY_AT:]: p0 + n for n, k in enumerate(merged)})
         self._last_key = merged[-1]
 
     def all_letters(self) -> list[str]:
         entries = self.entries
-        return [i for _, i in sorted((order_key(entries[i].ts), i) for i in entries)]
+        return [k[KEY_AT:] for k in sorted([instant_text(entries[i].ts) + i for i in entries])]
 
-    def answered_by(self, lid: str) -> list[str]:
-        """Ids of every letter (receipt or not) whose answers name ``lid``."""
+    def referrers(self) -> dict[str, list[str]]:
+        """id -> ids of the letters whose answers name it, in arrival order (may repeat)."""
         refs = self._referrers
         for letter in self.answering[self._referrers_upto :]:
             for a in letter.answers or ():
                 refs.setdefault(a, []).append(letter.id)
         self._referrers_upto = len(self.answering)
-        return sorted(set(refs.get(lid, ())))
+        return refs
+
+    def answered_by(self, lid: str) -> list[str]:
+        """Ids of every letter (receipt or not) whose answers name ``lid``."""
+        return sorted(set(self.referrers().get(lid, ())))
 
 
 def fold(letters: Iterable[Letter], markers: Sequence[str]) -> FateBook:

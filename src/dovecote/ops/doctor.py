@@ -53,13 +53,15 @@ def doctor(dc: Context, now: datetime | None = None) -> dict[str, Any]:
 def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
     from dovecote.ops.sweep import sweep
 
-    result = sweep(dc, do_distribute=False)
+    result = sweep(dc, do_distribute=False, persisted=False)  # it reads result.book
+    book = result.book
+    assert book is not None  # a sweep that is not answered from the snapshot holds its fold
     spool = dc.store.read("spool").letters
     today = now.date().toordinal()
     by_kind = dict.fromkeys(MISDELIVERY_KINDS, 0)
     unrecognized = 0
     recent = 0
-    for letter in result.book.entries.values():
+    for letter in book.entries.values():
         if not letter.is_misdelivery:
             continue
         if in_last_7_days(letter.ts, today):
@@ -74,7 +76,7 @@ def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
     return {
         "available": True,
         "spool_letters": len(spool),
-        "misdelivery_total": result.book.misdelivery,
+        "misdelivery_total": book.misdelivery,
         "misdelivery_7d": recent,
         "misdelivery_by_kind": by_kind,
         "misdelivery_unrecognized_kind": unrecognized,

@@ -10,17 +10,20 @@ answer is the same as a cold sweep (``verify`` checks it byte for byte).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
 from dovecote.ledger import Defect
-from dovecote.letters import Letter, text_or_none
+from dovecote.letters import Letter
 from dovecote.names import Address
+from dovecote.ops import sweepcache
 from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.sweeprows import BATCH, Row, indented_chunks, make_rows, open_dicts, owners, whats
 from dovecote.osutil import collector_paused as _collector_paused  # a sweep makes a million objects, frees none
+from dovecote.store import FileStore
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -41,32 +44,31 @@ class SweepState:
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
 
 
-def box_of(boxes: Boxes, lid: str) -> str | None:
-    """The first box (by label) holding the letter; None when only the spool does."""
-    for label, index in boxes:
-        if lid in index:
-            return label
-    return None
-
-
-def _row(book: FateBook, lid: str, boxes: Boxes) -> dict[str, Any]:
-    letter = book.entries[lid]
-    d = letter.data()
-
-    return {
-        "id": lid,
-        "ts": letter.ts,
-        "agent": letter.agent,
-        "class": letter.klass,
-        "repo": letter.repo,
-        "brain": letter.brain,
-        "tool": letter.tool,
-        "what": text_or_none(d.get("what")),
-        "answers": list(letter.answers or ()),
-        "answered_by": book.answered_by(lid),
-        "fate": book.fate_of(lid),
-        "box": box_of(boxes, lid),
-    }
+def _book_batches(book: FateBook, ids: list[str], boxes: Boxes) -> Iterator[list[dict[str, Any]]]:
+    """The rows of ``ids`` from the full fold, a batch at a time: ``what`` decoded for the
+    whole batch, boxes found by one set intersection per box."""
+    refs = book.referrers()
+    fate = book.fate_of
+    for n in range(0, len(ids), BATCH):
+        letters = [book.entries[i] for i in ids[n : n + BATCH]]
+        owner = owners(ids[n : n + BATCH], boxes)  # type: ignore[arg-type]
+        yield [
+            {
+                "id": lt.id,
+                "ts": lt.ts,
+                "agent": lt.agent,
+                "class": lt.klass,
+                "repo": lt.repo,
+                "brain": lt.brain,
+                "tool": lt.tool,
+                "what": what,
+                "answers": list(lt.answers or ()),
+                "answered_by": sorted(set(refs.get(lt.id) or ())),
+                "fate": fate(lt.id),
+                "box": owner.get(lt.id),
+            }
+            for lt, what in zip(letters, whats(letters), strict=True)
+        ]
 
 
 def counts_of(book: FateBook) -> dict[str, int]:
@@ -75,37 +77,54 @@ def counts_of(book: FateBook) -> dict[str, int]:
 
 @dataclass
 class SweepResult:
-    """One sweep's answer, a snapshot: its book and box indexes are never fed again
-    (the next warm sweep feeds a copy of the book), so no later call changes it."""
+    """One sweep's answer, a snapshot: the numbers are taken when the sweep ends, and its
+    book and box indexes are never fed again (the next warm sweep feeds a copy of the
+    book), so no later call changes it. The rows are built on demand, from the full fold
+    (``book``) or from the fold snapshot (``resumed``, which holds the open rows ready)."""
 
     spool_path: str
     distribution: Receipt | None
-    book: FateBook
+    book: FateBook | None
     boxes: Boxes
     unreachable: list[str]
     malformed: list[Defect]
     include_all: bool = False
+    resumed: sweepcache.Resumed | None = None
+    ready: list[Row] | None = None  # the open rows, when the sweep built them for its snapshot
 
-    @property
-    def total(self) -> int:
-        return self.book.total
-
-    @property
-    def open(self) -> int:
-        return self.book.open
+    def __post_init__(self) -> None:
+        fold: FateBook | sweepcache.Resumed | None = self.book if self.book is not None else self.resumed
+        assert fold is not None
+        self.total: int = fold.total
+        self.open: int = fold.open
+        self.receipts: int = fold.receipts
+        self.misdelivery: int = fold.misdelivery
+        self._counts = dict(fold.counts)
 
     @property
     def counts(self) -> dict[str, int]:
-        return counts_of(self.book)
+        return {k: self._counts[k] for k in ("wet_ink", "in_flight", "fired_clay", "external")}
 
     def letter_ids(self) -> list[str]:
+        if self.resumed is not None:
+            return [r.id for r in self.resumed.sorted_rows()]
+        assert self.book is not None
         with _collector_paused():
             return self.book.all_letters() if self.include_all else self.book.open_letters()
 
-    def letters(self) -> list[dict[str, Any]]:
-        return [_row(self.book, i, self.boxes) for i in self.letter_ids()]
+    def _batches(self) -> Iterator[list[dict[str, Any]]]:
+        if self.resumed is not None:
+            return self.resumed.batches()
+        assert self.book is not None
+        if self.ready is not None:
+            return open_dicts(self.ready, self.book.picked, self.book.referrers())
+        return _book_batches(self.book, self.letter_ids(), self.boxes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def letters(self) -> list[dict[str, Any]]:
+        with _collector_paused():
+            return [row for batch in self._batches() for row in batch]
+
+    def _head(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "spool_path": self.spool_path,
@@ -113,21 +132,30 @@ class SweepResult:
             "total": self.total,
             "open": self.open,
             "counts": self.counts,
-            "receipts": self.book.receipts,
-            "misdelivery": self.book.misdelivery,
+            "receipts": self.receipts,
+            "misdelivery": self.misdelivery,
             "unreachable": self.unreachable,
             "malformed": [d.to_dict() for d in self.malformed],
-            "letters": self.letters(),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._head(), "letters": self.letters()}
+
+    def json_chunks(self) -> Iterator[bytes]:
+        """``orjson.dumps(self.to_dict(), option=OPT_INDENT_2) + b"\\n"``, byte for byte,
+        in chunks: the rows are serialized a batch at a time, never all at once."""
+        yield from indented_chunks(self._head(), "letters", self._batches())
 
 
 def _fold(
     dc: Context, sources: list[Where], unreachable: list[str], progress: Progress | None
-) -> tuple[FateBook, Boxes, list[Defect]] | None:
-    """Feed the warm book what is new in each source; None if a file was replaced."""
+) -> tuple[FateBook, Boxes, list[Defect], bool] | None:
+    """Feed the warm book what is new in each source; None if a file was replaced.
+    The flag says whether the book was folded from nothing (and every source read)."""
     st: SweepState = dc.warm.setdefault("sweep", SweepState())
     key = (dc.roster.signature, tuple(str(s) for s in sources))
-    if key != st.key or st.book is None:
+    fresh = key != st.key or st.book is None
+    if fresh:
         st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
     assert st.book is not None
     if st.lent:  # a result still reads this book: leave it as it was, feed a copy
@@ -141,6 +169,7 @@ def _fold(
             read = dc.store.read(where)
         except StoreError:
             unreachable.append(label)
+            fresh = False  # nothing to snapshot: not every source was folded
             continue
         gen, count = st.fed.get(label, (read.generation, 0))
         if gen != read.generation:
@@ -158,7 +187,7 @@ def _fold(
             progress(label, n, len(sources))
     boxes.sort(key=lambda b: b[0])
     st.lent = True
-    return book, boxes, malformed
+    return book, boxes, malformed, fresh
 
 
 def sweep(
@@ -167,13 +196,20 @@ def sweep(
     do_distribute: bool = True,
     include_all: bool = False,
     progress: Progress | None = None,
+    persisted: bool = True,
 ) -> SweepResult:
+    """Fates across the spool and every reachable box.
+
+    ``persisted``: a handle that has not swept yet may answer the open letters
+    from the fold snapshot in ``cache/`` (reading only what was appended since),
+    and a sweep folded from nothing writes one. Callers that need the letters
+    themselves (``result.book``) pass False.
+    """
     with _collector_paused():
-        return _sweep(dc, do_distribute, include_all, progress)
+        return _sweep(dc, do_distribute, include_all, progress, persisted)
 
 
-def _sweep(dc: Context, do_distribute: bool, include_all: bool, progress: Progress | None) -> SweepResult:
-    receipt = distribute(dc) if do_distribute else None
+def _sources(dc: Context) -> tuple[list[Where], list[str]]:
     sources: list[Where] = ["spool"]
     unreachable: list[str] = []
     for addr in dc.roster.report_boxes():
@@ -181,12 +217,28 @@ def _sweep(dc: Context, do_distribute: bool, include_all: bool, progress: Progre
             sources.append(addr)
         else:
             unreachable.append(str(addr))
+    return sources, unreachable
+
+
+def _sweep(
+    dc: Context, do_distribute: bool, include_all: bool, progress: Progress | None, persisted: bool
+) -> SweepResult:
+    receipt = distribute(dc) if do_distribute else None
+    sources, unreachable = _sources(dc)
+    files = isinstance(dc.store, FileStore)
+    if persisted and files and not include_all and "sweep" not in dc.warm:
+        resumed = _resume(dc, sources, progress)
+        if resumed is not None:
+            fold, malformed = resumed
+            return SweepResult(
+                str(dc.layout.spool), receipt, None, [], sorted(set(unreachable)), malformed, False, fold
+            )
     folded = _fold(dc, sources, unreachable, progress)
     if folded is None:  # a ledger was replaced under us: fold everything again
         folded = _fold(dc, sources, unreachable, progress)
         assert folded is not None
-    book, boxes, malformed = folded
-    return SweepResult(
+    book, boxes, malformed, fresh = folded
+    result = SweepResult(
         spool_path=str(dc.layout.spool),
         distribution=receipt,
         book=book,
@@ -195,6 +247,59 @@ def _sweep(dc: Context, do_distribute: bool, include_all: bool, progress: Progre
         malformed=malformed,
         include_all=include_all,
     )
+    if persisted and files and fresh:
+        _persist(dc, result, sources)
+    return result
+
+
+def _persist(dc: Context, result: SweepResult, sources: list[Where]) -> None:
+    """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
+    store = dc.store
+    assert isinstance(store, FileStore) and result.book is not None
+    readers = [store.reader(w) for w in sources]
+    if any(r is None for r in readers):
+        return
+    book = result.book
+    rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
+    if not result.include_all:
+        result.ready = rows
+    marks = [sweepcache.source_of(str(w), r) for w, r in zip(sources, readers, strict=True) if r is not None]
+    sweepcache.save(dc, sweepcache.from_book(result.book, rows, sweepcache.fold_key(dc, sources), marks))
+
+
+def _resume(
+    dc: Context, sources: list[Where], progress: Progress | None
+) -> tuple[sweepcache.Resumed, list[Defect]] | None:
+    """The sweep answered from its snapshot plus what was appended since; None: no usable snapshot."""
+    store = dc.store
+    assert isinstance(store, FileStore)
+    key = sweepcache.fold_key(dc, sources)
+    snap = sweepcache.load(dc, key)
+    if snap is None or [s.label for s in snap.sources] != [str(w) for w in sources]:
+        return None
+    readers = []
+    for where, src in zip(sources, snap.sources, strict=True):
+        r = sweepcache.resume(store, where, src)
+        if r is None:
+            return None
+        readers.append(r)
+    fold = sweepcache.Resumed(snap, dc.roster.foreign_markers)
+    malformed: list[Defect] = []
+    marks = []
+    moved = False
+    for n, (where, src, r) in enumerate(zip(sources, snap.sources, readers, strict=True), 1):
+        fold.feed(sweepcache.box_label(where), r.letters)
+        old = sweepcache.old_defects(src)
+        malformed += [*old, *r.defects, *([r.torn] if r.torn else [])]
+        mark = sweepcache.source_of(str(where), r)
+        mark.defects[:0] = src.defects
+        marks.append(mark)
+        moved = moved or mark.cp != src.cp
+        if progress:
+            progress(str(where), n, len(sources))
+    if moved:
+        sweepcache.save(dc, fold.snapshot(key, marks))
+    return fold, malformed
 
 
 def kind_of(letter: Letter) -> str:
@@ -239,7 +344,7 @@ class BoxView:
             "counts": counts_of(self.book),
             "receipts": self.book.receipts,
             "malformed": [d.to_dict() for d in self.malformed],
-            "letters": [_row(self.book, i, self.boxes) for i in ids],
+            "letters": [row for batch in _book_batches(self.book, ids, self.boxes) for row in batch],
         }
 
 
