@@ -102,8 +102,10 @@ def test_a_warm_view_equals_a_cold_view_as_now_advances(
     arrived = data.draw(st.integers(min_value=0, max_value=len(letters)))
     warm = InboxBook(ENTITY)
     warm.add(letters[:arrived])
-    for n, offset in enumerate(sorted(steps)):
-        now = T0 + timedelta(seconds=offset, microseconds=data.draw(st.sampled_from([0, 1, 999_999])))
+    micros = [data.draw(st.sampled_from([0, 1, 999_999])) for _ in steps]
+    # time only moves forward (a warm view is valid until an instant, never before the last one it answered)
+    nows = sorted(T0 + timedelta(seconds=offset, microseconds=us) for offset, us in zip(steps, micros, strict=True))
+    for n, now in enumerate(nows):
         if n == len(steps) // 2:  # the rest arrive part-way
             warm.add(letters[arrived:])
             arrived = len(letters)
