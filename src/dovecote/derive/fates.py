@@ -20,7 +20,7 @@ other folds' business.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from dovecote.letters import Letter
 from dovecote.timeutil import instant_text
@@ -41,7 +41,28 @@ _NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
 KEY_AT = len(instant_text(None))
 
 
-class FateBook:
+class Tally:
+    """The numbers a fold answers with, from its sets and counts: one definition for the
+    fate book and for the sweep's fold resumed from a snapshot (``ops.sweepcache``)."""
+
+    entries: Collection[str]
+    receipt_ids: set[str]
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+    @property
+    def receipts(self) -> int:
+        return len(self.receipt_ids)
+
+    @property
+    def open(self) -> int:
+        return self.counts[WET] + self.counts[FLIGHT]
+
+
+class FateBook(Tally):
     """Union of report letters (each id once) with their derived fates.
 
     A fate is a function of four sets (``external``, ``receipt_ids``,
@@ -192,18 +213,6 @@ class FateBook:
         for f in (WET, FLIGHT, CLAY):
             counts[f] += tally[f]
         counts[EXTERNAL] = len(self.external)
-
-    @property
-    def total(self) -> int:
-        return len(self.entries)
-
-    @property
-    def receipts(self) -> int:
-        return len(self.receipt_ids)
-
-    @property
-    def open(self) -> int:
-        return self.counts[WET] + self.counts[FLIGHT]
 
     def _key(self, lid: str) -> str:
         return instant_text(self.entries[lid].ts) + lid

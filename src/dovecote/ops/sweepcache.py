@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from dovecote.derive.fates import CLAY, EXTERNAL, FLIGHT, WET, FateBook
+from dovecote.derive.fates import CLAY, EXTERNAL, FLIGHT, WET, FateBook, Tally, precedence
 from dovecote.errors import StoreError
 from dovecote.ledger import Checkpoint, Defect, LedgerReader, write_atomic
 from dovecote.letters import Letter
 from dovecote.names import Address
 from dovecote.ops.sweeprows import NO_ANSWERS, Row, open_dicts, whats
 from dovecote.timeutil import instant_text
-from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
+from dovecote.vocab import MISDELIVERY_CLASS, REPORT_KINDS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -113,11 +113,11 @@ def fold_key(dc: Context, sources: Sequence[Where]) -> str:
     return "\x00".join([dc.roster.signature, *map(str, sources)])
 
 
-class Resumed:
+class Resumed(Tally):
     """The sweep's union resumed from a snapshot, fed only what is new."""
 
     def __init__(self, snap: Snapshot, markers: Sequence[str]) -> None:
-        self.entries = set(snap.entries)
+        self.entries: set[str] = set(snap.entries)
         self.receipt_ids = set(snap.receipt_ids)
         self.external = set(snap.external)
         self.closed = set(snap.closed)
@@ -127,18 +127,6 @@ class Resumed:
         self.refs = snap.refs
         self.open_rows = {r.id: r for r in snap.rows}
         self._is_external = FateBook(markers).is_external
-
-    @property
-    def total(self) -> int:
-        return len(self.entries)
-
-    @property
-    def receipts(self) -> int:
-        return len(self.receipt_ids)
-
-    @property
-    def open(self) -> int:
-        return self.counts[WET] + self.counts[FLIGHT]
 
     def feed(self, box: str | None, letters: Sequence[Letter]) -> None:
         """Fold one source's new letters (``box``: its label, None for the spool)."""
@@ -155,18 +143,18 @@ class Resumed:
             if lt.kind is not None and lt.kind not in REPORT_KINDS:
                 continue
             entries.add(lid)
-            if lt.klass is not None and lt.klass.lower() == RECEIPT_CLASS:
+            if lt.is_receipt:
                 self.receipt_ids.add(lid)
             else:
                 if lt.klass == MISDELIVERY_CLASS:
                     self.misdelivery += 1
-                if self._is_external(lt.tool):
+                fate = precedence(self._is_external(lt.tool), lid in closed, lid in picked)
+                if fate is EXTERNAL:
                     self.external.add(lid)
-                elif lid in closed:
-                    counts[CLAY] += 1
                 else:
-                    counts[FLIGHT if lid in picked else WET] += 1
-                    fresh.append(lt)
+                    counts[fate] += 1
+                    if fate is not CLAY:
+                        fresh.append(lt)
             if lt.answers:
                 answering.append(lt)
         for lt, what in zip(fresh, whats(fresh), strict=True):
