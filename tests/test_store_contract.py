@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 
@@ -24,7 +25,7 @@ from dovecote.errors import Refusal
 from dovecote.home import Layout
 from dovecote.letters import canonical_line, letter_id
 from dovecote.names import HOME, Address
-from dovecote.store import Cursor, FileStore, Store, Where
+from dovecote.store import Cursor, FileStore, Mark, Store, Where
 from dovecote.store_memory import MemoryStore
 from helpers import add_project, new_home
 
@@ -300,3 +301,71 @@ def test_a_handle_over_the_memory_store_writes_no_ledger(tmp_path: Path) -> None
     assert cold.inbox("ent_a")["items"][0]["id"] == sent.id
     assert cold.sweep(distribute=False).to_dict()["total"] == 1
     assert Dovecote(owner.layout.root).inbox("ent_a")["items"] == [], "the files never saw it"
+
+
+# -- marks: cursors that outlive the process ---------------------------------------
+
+
+def test_a_tail_from_no_mark_is_the_whole_box_and_its_mark_resumes_exactly_there(case: StoreCase) -> None:
+    a, b, c = line(what="a"), line(what="b"), line(what="c")
+    case.store.append(BOX, [a, b])
+    whole = case.store.tail(BOX)
+    assert whole.fresh and ids(whole.letters) == [letter_id(a), letter_id(b)]
+    case.store.append(BOX, [c])
+    later = case.store.tail(BOX, whole.mark)
+    assert not later.fresh and ids(later.letters) == [letter_id(c)]
+    assert ids(case.store.tail(BOX, later.mark).letters) == [], "nothing new: nothing read"
+    assert list(case.store.read(BOX).index) == [letter_id(x) for x in (a, b, c)], "the store's own reads stay whole"
+
+
+def test_a_mark_survives_an_encode_decode_round_trip(case: StoreCase) -> None:
+    case.store.append(BOX, [line(what="a")])
+    mark = case.store.tail(BOX).mark
+    back = msgspec.msgpack.decode(msgspec.msgpack.encode(mark), type=Mark)
+    case.store.append(BOX, [line(what="b")])
+    assert ids(case.other().tail(BOX, back).letters) == [letter_id(line(what="b"))], "another handle resumes it"
+
+
+def test_a_mark_on_a_replaced_box_reads_the_whole_new_box(case: StoreCase) -> None:
+    a, b, c = line(what="a"), line(what="b"), line(what="c")
+    case.store.append(BOX, [a, b])
+    mark = case.store.tail(BOX).mark
+    case.replace(BOX, [c, a])
+    again = case.store.tail(BOX, mark)
+    assert again.fresh and ids(again.letters) == [letter_id(c), letter_id(a)]
+
+
+def test_a_mark_from_another_store_or_a_forged_one_is_not_trusted(case: StoreCase) -> None:
+    case.store.append(BOX, [line(what="a"), line(what="b")])
+    for forged in (Mark("elsewhere", 10, 1, 1, "x"), Mark(case.store.tail(BOX).mark.origin, 10**9, 5, 7, "bad")):
+        got = case.store.tail(BOX, forged)
+        assert got.fresh and len(got.letters) == 2
+
+
+def test_a_guard_tails_under_its_lock(case: StoreCase) -> None:
+    a, b = line(what="a"), line(what="b")
+    case.store.append(BOX, [a])
+    mark = case.store.tail(BOX).mark
+    with case.store.guarded(BOX) as g:
+        g.append([b])
+        got = g.tail(mark)
+    assert ids(got.letters) == [letter_id(b)] and not got.fresh
+
+
+def test_a_missing_box_tails_as_empty(case: StoreCase) -> None:
+    got = case.store.tail(BOX)
+    assert list(got.letters) == [] and not got.exists
+
+
+def test_a_file_mark_fails_when_the_bytes_before_it_are_rewritten(tmp_path: Path) -> None:
+    dc = new_home(tmp_path)
+    fs = FileStore(dc.layout, dc.roster)
+    a, b = line(what="aaaa"), line(what="bbbb")
+    fs.append(BOX, [a])
+    mark = fs.tail(BOX).mark
+    path = fs.path(BOX)
+    assert path is not None
+    path.write_bytes(line(what="zzzz") + b"\n")  # same size, same inode, other bytes
+    got = fs.tail(BOX, mark)
+    assert got.fresh and ids(got.letters) == [letter_id(line(what="zzzz"))]
+    fs.append(BOX, [b])

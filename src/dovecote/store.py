@@ -18,6 +18,14 @@ backend, PostgreSQL the third):
 * ``guarded(where)`` yields a ``Guard``: the box's letters as read under its
   lock, and ``append``. A compare-and-swap decides from ``guard.letters``,
   never from an earlier read that happens to be fresh.
+* A **mark** is a cursor written down, for folds persisted into ``cache/``
+  (they outlive the process, so a cursor's generation means nothing to them):
+  ``tail(where, mark)`` reads the letters after it privately (the store's own
+  readers keep holding whole boxes) and returns them with the mark where that
+  read stopped. The store checks a mark before trusting it (the file store: the
+  same inode, and the bytes before the position hash as they did; the memory
+  store: the same store and generation); a mark that fails, or None, gives the
+  whole box with ``fresh`` set, so the caller folds from nothing.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
+import msgspec
+
 from dovecote import ledger
 from dovecote.errors import Refusal, StoreError
 from dovecote.home import IN_REPO_DIR, Layout
-from dovecote.ledger import Defect, LedgerReader, LockedLedger
+from dovecote.ledger import Checkpoint, Defect, LedgerReader, LockedLedger
 from dovecote.letters import Letter
 from dovecote.names import Address
 from dovecote.roster import Roster
@@ -72,6 +82,41 @@ class BoxRead:
     fresh: bool = True
 
 
+class Mark(msgspec.Struct, frozen=True, array_like=True):
+    """A cursor that outlives its process (see the module docstring).
+
+    ``origin`` names the store that made it (``file``, or ``memory:<n>`` for one
+    memory store), ``position`` is where the read stopped (a byte offset, a
+    sequence number), ``line`` how many lines were behind it, and ``ident`` and
+    ``check`` what the store compares before trusting it (a file's inode and the
+    digest of the bytes before ``position``; a memory box's generation).
+    """
+
+    origin: str
+    position: int = 0
+    line: int = 0
+    ident: int = 0
+    check: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The letters after a mark, read privately, and the mark where the read stopped.
+
+    ``fresh``: the mark was None or failed its check, so ``letters`` are the
+    whole box and the caller folds from nothing. ``defects`` are the malformed
+    lines met after the mark (the whole box's when fresh); ``torn`` is an
+    unfinished last line, not yet part of the box.
+    """
+
+    letters: Sequence[Letter]
+    defects: list[Defect]
+    torn: Defect | None
+    mark: Mark
+    fresh: bool
+    exists: bool = True
+
+
 class Guard(Protocol):
     """A box held under its lock: what was read there (plus this holder's own
     appends, since nobody else can append meanwhile), and a way to add to it."""
@@ -87,9 +132,14 @@ class Guard(Protocol):
         ...
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]: ...
 
+    def tail(self, mark: Mark | None = None) -> Tail:
+        """``Store.tail`` of the held box: under the lock, so nothing lands meanwhile."""
+        ...
+
 
 class Store(Protocol):
     def read(self, where: Where, after: Cursor | None = None) -> BoxRead: ...
+    def tail(self, where: Where, mark: Mark | None = None) -> Tail: ...
     def append(self, where: Where, lines: Sequence[bytes]) -> list[tuple[str, bool]]: ...
     def guarded(self, where: Where) -> AbstractContextManager[Guard]: ...
     def reachable(self, where: Where) -> bool: ...
@@ -150,6 +200,32 @@ class FileGuard:
 
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         return self._led.append(lines)
+
+    def tail(self, mark: Mark | None = None) -> Tail:
+        return file_tail(self._led.reader.path, mark, None)
+
+
+FILE_ORIGIN = "file"
+
+
+def file_tail(path: Path, mark: Mark | None, bound: int | None) -> Tail:
+    """The letters of the ledger at ``path`` after ``mark``, by a private reader (see ``Tail``)."""
+    usable = mark is not None and mark.origin == FILE_ORIGIN and (mark.ident or mark.position)
+    if usable:
+        assert mark is not None
+        r = LedgerReader.resume(path, Checkpoint(mark.ident, mark.position, mark.line, mark.check))
+    else:
+        r = LedgerReader(path)
+    r.bound = bound
+    r.refresh()
+    fresh = not usable or r.generation != 0 or (mark is not None and mark.ident != 0 and r.ino != mark.ident)
+    if fresh and usable:  # the check failed: the resumed reader started over; read the box whole
+        r = LedgerReader(path)
+        r.bound = bound
+        r.refresh()
+    cp = r.checkpoint()
+    return Tail(r.letters, r.defects, r.torn, Mark(FILE_ORIGIN, cp.offset, cp.line_no, cp.ino, cp.window),
+                bool(fresh), r.exists)
 
 
 def files_of(store: Store) -> FileStore:
@@ -253,6 +329,12 @@ class FileStore:
         with r.lock:
             r.refresh()
             return _held(r, after)
+
+    def tail(self, where: Where, mark: Mark | None = None) -> Tail:
+        path = self.path(where)
+        if path is None:
+            return Tail([], [], None, Mark(FILE_ORIGIN), True, False)
+        return file_tail(path, mark, self.bound_of(path))
 
     def _writable(self, where: Where) -> LedgerReader:
         check_writable(self.roster, where)

@@ -15,6 +15,7 @@ Several handles share one store the way several processes share one home:
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, letter_id
 from dovecote.names import Address
 from dovecote.roster import Roster
-from dovecote.store import BoxRead, Cursor, Where, check_writable, reachable
+from dovecote.store import BoxRead, Cursor, Mark, Tail, Where, check_writable, reachable
 
 
 @dataclass(eq=False)
@@ -46,6 +47,18 @@ def _held(box: _Box, after: Cursor | None) -> BoxRead:
     start = after.position if after is not None and resume else 0
     return BoxRead(box.letters[start:], dict(box.index), list(box.defects), None, True, box.generation,
                    Cursor(box.generation, n), not resume)
+
+
+def _tail(origin: str, box: _Box | None, mark: Mark | None) -> Tail:
+    """The box's letters after ``mark`` (see ``store.Tail``); the caller holds ``box.lock``."""
+    if box is None:
+        return Tail([], [], None, Mark(origin), True, False)
+    n = len(box.letters)
+    ok = mark is not None and mark.origin == origin and mark.ident == box.generation and 0 <= mark.position <= n
+    start = mark.position if ok and mark is not None else 0
+    lines = mark.line if ok and mark is not None else 0
+    defects = [d for d in box.defects if d.line > lines]
+    return Tail(box.letters[start:], defects, None, Mark(origin, n, box.lines, box.generation), not ok)
 
 
 class MemoryGuard:
@@ -72,6 +85,9 @@ class MemoryGuard:
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         return self._store._add(self._where, self._box, lines)
 
+    def tail(self, mark: Mark | None = None) -> Tail:
+        return _tail(self._store.origin, self._box, mark)
+
 
 class MemoryStore:
     """Boxes held in memory, addressed through a roster like the file store."""
@@ -80,11 +96,12 @@ class MemoryStore:
         self.roster = roster or Roster()
         self._boxes: dict[str, _Box] = {}
         self._made = threading.Lock()  # creating a box is the one write shared by all boxes
+        self.origin = f"memory:{secrets.token_hex(8)}"  # a mark from another store is never trusted
 
     def for_roster(self, roster: Roster) -> MemoryStore:
         """The same boxes, addressed through ``roster``."""
         other = MemoryStore(roster)
-        other._boxes, other._made = self._boxes, self._made
+        other._boxes, other._made, other.origin = self._boxes, self._made, self.origin
         return other
 
     def key(self, where: Where) -> str | None:
@@ -118,6 +135,14 @@ class MemoryStore:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         with box.lock:
             return _held(box, after)
+
+    def tail(self, where: Where, mark: Mark | None = None) -> Tail:
+        """The letters after ``mark`` (see ``store.Tail``)."""
+        box = self._box(where, create=False)
+        if box is None:
+            return _tail(self.origin, None, mark)
+        with box.lock:
+            return _tail(self.origin, box, mark)
 
     def append(self, where: Where, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         with self.guarded(where) as guard:
