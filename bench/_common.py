@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dovecote.addresses import Address
 from dovecote.api import Dovecote, init
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import Address
 
 MONTH_SECONDS = 30 * 24 * 3600
 FOREIGN_TOOLS = ("playwright", "context7 (docs lookup)", "semgrep", "browseros")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import dovecote
 from _common import fmt_s, med, settle, timed, verdict
+from dovecote.addresses import HOME, Address
 from dovecote.api import init
 from dovecote.letters import canonical_line
-from dovecote.names import HOME, Address
 
 SINGLE_TARGET = 3.0
 BATCH_TARGET = 100_000

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import orjson
 
+from dovecote.addresses import entity
 from dovecote.api import init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import entity
 
 PATTERNS = (
     ("seen", "claim", "complete"),

@@ -33,10 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from dovecote.addresses import entity
 from dovecote.api import Dovecote, init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import entity
 
 TARGET_P50_MS = 20.0
 SYLLABLES = ("ka", "lo", "mi", "ren", "tas", "vor", "qui", "del", "sun", "bra", "tek", "zu", "pan", "ost", "il")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line
-from dovecote.names import entity
 from helpers import new_home
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
-from dovecote.names import HOME, Address
 from dovecote.store import GITATTRIBUTES, GITIGNORE
 from helpers import add_project, box_ids, ledger_ids, lid, new_home, open_home, rep, snapshot
 

@@ -26,11 +26,11 @@ import orjson
 import pytest
 
 from dovecote import ledger
+from dovecote.addresses import HOME
 from dovecote.api import Dovecote, init
 from dovecote.errors import StoreError
 from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import HOME
 
 PROCS = 8
 PER_PROC = 1000

@@ -14,11 +14,11 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
+from dovecote.addresses import entity
 from dovecote.api import Actor, Dovecote, init
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from helpers import open_home
 
 pytestmark = pytest.mark.both_stores

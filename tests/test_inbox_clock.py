@@ -1,6 +1,6 @@
 """The inbox's time cache: a warm read equals a cold read at every instant.
 
-``inbox_view`` keeps its last view on the book and reuses it until the moment
+``inbox_audit`` keeps its last view on the book and reuses it until the moment
 some row would read differently by itself (an age in hours ticking over, the
 stale threshold passing, a defer coming due). The property: as ``now``
 advances, with letters arriving in between, the warm book answers exactly what
@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.inbox import Clock, InboxBook, inbox_view
+from dovecote.derive.inbox import Clock, InboxBook, inbox_audit
 from dovecote.letters import Letter, make_letter
 from dovecote.roster import Limits
 from dovecote.timeutil import format_ts
@@ -110,7 +110,7 @@ def test_a_warm_view_equals_a_cold_view_as_now_advances(
             warm.add(letters[arrived:])
             arrived = len(letters)
         clock = Clock(tic, now)
-        got, until = inbox_view(warm, clock, limits=limits, include_terminal=include_terminal)
-        want, _ = inbox_view(cold(letters[:arrived]), clock, limits=limits, include_terminal=include_terminal)
+        got, until = inbox_audit(warm, clock, limits=limits, include_terminal=include_terminal)
+        want, _ = inbox_audit(cold(letters[:arrived]), clock, limits=limits, include_terminal=include_terminal)
         assert got == want, f"at {now.isoformat()}"
         assert until is None or until > now  # the cache never claims an answer already past

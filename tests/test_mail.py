@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
+from dovecote.addresses import entity
 from dovecote.api import Dovecote, init
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from helpers import box_bytes, open_home
 
 pytestmark = pytest.mark.both_stores

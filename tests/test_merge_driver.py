@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote import ledger
+from dovecote.addresses import Address
 from dovecote.api import Dovecote, init
 from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import Address
 from dovecote.ops.merge import merge_files, union
 
 DOVECOTE = Path(sys.executable).parent / "dovecote"

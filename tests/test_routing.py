@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.names import HOME, Address
+from dovecote.addresses import HOME, Address
 from dovecote.roster import Project, Roster
 from dovecote.routing import RosterIndex, Route, route
 

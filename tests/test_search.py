@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from dovecote.ops import search as search_mod
 from dovecote.ops import search_index
 from helpers import rewrite_roster, run_cli, snapshot

@@ -25,10 +25,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dovecote import envelope
+from dovecote.addresses import entity
 from dovecote.api import Dovecote, open_home
 from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.ledger import LockedLedger
-from dovecote.names import entity
 from helpers import cli_env, run_cli
 from mailhelpers import mail_home
 

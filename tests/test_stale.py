@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
+from dovecote.addresses import HOME, entity
 from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
-from dovecote.names import HOME, entity
 from dovecote.ops.stale import SIGNAL_KIND, signal_letter
 from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 from helpers import ledger_lines, rep, rewrite_roster, run_cli, snapshot

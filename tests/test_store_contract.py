@@ -20,11 +20,11 @@ import orjson
 import pytest
 
 from dovecote import roster as roster_mod
+from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.home import Layout
 from dovecote.letters import canonical_line, letter_id
-from dovecote.names import HOME, Address
 from dovecote.store import Cursor, FileStore, Mark, Store, Where
 from dovecote.store_memory import MemoryStore
 from helpers import add_project, new_home

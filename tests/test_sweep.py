@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
-from dovecote.names import HOME, Address
 from helpers import add_project, lid, new_home, open_home, rep, run_cli
 
 pytestmark = pytest.mark.both_stores

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dovecote.addresses import entity
 from dovecote.api import open_home
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
 from dovecote.envelope import SUBJECT_MAX, build_message
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from dovecote.textsafe import ELLIPSIS, one_line, subject_line
 from helpers import rep, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send

@@ -9,10 +9,10 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dovecote.addresses import entity
 from dovecote.derive.fates import fold
 from dovecote.derive.lifecycle import Link, State, replay
 from dovecote.letters import canonical_line, letter_id, make_letter
-from dovecote.names import entity
 from dovecote.timeutil import NO_TIME, format_ts, order_key, parse_time
 from helpers import run_cli
 from mailhelpers import ENTITY, mail_home, send, skill_envelope, write_json

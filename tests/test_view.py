@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
+from dovecote.addresses import entity
 from dovecote.api import Dovecote, open_home
 from dovecote.cli.texts import view_text
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
-from dovecote.names import entity
 from dovecote.ops import view as view_op
 from dovecote.roster import Limits
 from helpers import rewrite_roster, run_cli
@@ -255,7 +255,7 @@ def test_a_hand_move_is_adopted_as_its_verb_or_refused_and_put_back(dc: Dovecote
     assert env_of(root, f"processing/ACTIVE_{wait}")["dovecote"]["state"] == "ACTIVE"
     assert entries(root, "inbound") == []
     assert not any(x.get("ref") == active and x.get("adopted") for x in ledger_of(dc))
-    text = view_text(view_op.ViewResult(103, "flag", [out]).to_dict())
+    text = view_text(view_op.FolderSync(103, "flag", [out]).to_dict())
     assert f"adopted processing/ACTIVE_{wait}: claim (WAIT -> ACTIVE)" in text
     assert f"refused inbound/WAIT_{active}: illegal_transition:" in text
     assert f"put back at processing/ACTIVE_{active}" in text

@@ -148,7 +148,7 @@ def test_a_move_the_rails_refuse_is_reported_with_the_verbs_keyword(dc: Dovecote
         (unseen, "not_seen"), (asks, "response_required"), (nodue, "no_due"),
     ])
     assert out.adopted == [] and states(dc) == {unseen: "ACTIVE", asks: "ACTIVE", nodue: "WAIT"}
-    text = view_text(view_op.ViewResult(101, "flag", [out]).to_dict())
+    text = view_text(view_op.FolderSync(101, "flag", [out]).to_dict())
     assert f"refused archive/ACTIVE_{unseen}: not_seen:" in text
 
 

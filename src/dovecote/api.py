@@ -18,21 +18,21 @@ from typing import Any
 
 from dovecote import roster as roster_mod
 from dovecote import roster_edit
+from dovecote.addresses import Address, check_name, parse_address
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
-from dovecote.names import Address, check_name, parse_address
-from dovecote.ops import adopt as adopt_op
 from dovecote.ops import doctor as doctor_op
 from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
+from dovecote.ops import tree_import as tree_import_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops import view as view_op
-from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
-from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
+from dovecote.ops.sweep import BoxContents, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
 
@@ -191,7 +191,7 @@ class Dovecote:
         """Append field reports to the spool; one without an author is by ``agent``, else by the actor."""
         return report_op.report(self._ctx(now=now, actor=actor), objs, agent=agent)
 
-    def distribute(self) -> Receipt:
+    def distribute(self) -> Distribution:
         return distribute(self.context)
 
     def sweep(
@@ -199,7 +199,7 @@ class Dovecote:
     ) -> SweepResult:
         return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
 
-    def box(self, address: str | Address, *, include_all: bool = False) -> BoxView:
+    def box(self, address: str | Address, *, include_all: bool = False) -> BoxContents:
         return box(self.context, _address(address), include_all=include_all)
 
     def doctor(self, now: datetime | None = None) -> dict[str, Any]:
@@ -210,11 +210,11 @@ class Dovecote:
 
     # -- entity mail --------------------------------------------------------------
 
-    def send(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
+    def send(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Delivery:
         """Deliver a message (see ``ops.mail.compose`` for the fields); from the actor unless ``sender``."""
         return mail.send(self._ctx(now=now, actor=actor), **fields)
 
-    def draft(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
+    def draft(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Delivery:
         """Write an outbound draft into the sender's box."""
         return mail.draft(self._ctx(now=now, actor=actor), **fields)
 
@@ -257,16 +257,16 @@ class Dovecote:
 
         return show_op.show(self.context, entity_id, ref, current=current, now=now)
 
-    def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
+    def view(self, entity_id: str | None = None, **options: Any) -> view_op.FolderSync:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
         return view_op.view(self.context, entity_id, **options)
 
     def import_inbox_tree(
         self, path: str | os.PathLike[str], entity_id: str | None = None, *, now: datetime | None = None,
         **options: Any,
-    ) -> adopt_op.ImportResult:
+    ) -> tree_import_op.ImportResult:
         """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
-        return adopt_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
+        return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
 
     # -- search and hygiene -------------------------------------------------------
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of

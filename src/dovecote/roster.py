@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dovecote.addresses import HOME, Address, check_name
 from dovecote.errors import Refusal
-from dovecote.names import HOME, Address, check_name
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 
 

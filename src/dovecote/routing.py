@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import NamedTuple
 
-from dovecote.names import HOME, Address
+from dovecote.addresses import HOME, Address
 from dovecote.roster import PROJECTLESS_WORDS, Roster, normalize_root
 from dovecote.roster import lexical as _lexical
 

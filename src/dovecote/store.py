@@ -39,11 +39,11 @@ from typing import Literal, NamedTuple, Protocol
 import msgspec
 
 from dovecote import ledger
+from dovecote.addresses import Address
 from dovecote.errors import Refusal, StoreError
 from dovecote.home import IN_REPO_DIR, Layout
 from dovecote.ledger import Checkpoint, Defect, LedgerReader, LockedLedger
 from dovecote.letters import Letter
-from dovecote.names import Address
 from dovecote.roster import Roster
 
 Where = Address | Literal["spool"]

@@ -21,9 +21,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from dovecote.addresses import Address
 from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, letter_id
-from dovecote.names import Address
 from dovecote.roster import Roster
 from dovecote.store import BoxRead, Cursor, Mark, Tail, Where, check_writable, reachable
 

@@ -1,7 +1,7 @@
 """The entity-box fold: items, their lifecycle, drafts and what was sent.
 
 Pure: an ``InboxBook`` is fed the letters of one entity's box and answers
-questions; ``inbox_view`` turns it into the audit the /inbox skill prints, for
+questions; ``inbox_audit`` turns it into the audit the /inbox skill prints, for
 a given current tic and wall-clock time. Nothing here opens a file or reads a
 clock; the caller passes both.
 
@@ -72,7 +72,7 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
-class Sent:
+class SentRecord:
     id: str
     message: str | None
     draft: str | None
@@ -96,11 +96,11 @@ class InboxBook:
         self.items: dict[str, Item] = {}
         self.alias: dict[str, str] = {}
         self.drafts: dict[str, Draft] = {}
-        self.sent: list[Sent] = []
-        self.delivered: dict[str, Sent] = {}  # draft id -> sent record
+        self.sent: list[SentRecord] = []
+        self.delivered: dict[str, SentRecord] = {}  # draft id -> sent record
         self.replies: dict[str, list[str]] = {}  # reply_to -> the messages received here that name it
         self._orphans: dict[str, list[Link]] = {}
-        self.touched: set[str] = set()  # items changed since the last inbox_view
+        self.touched: set[str] = set()  # items changed since the last inbox_audit
         self.view_state: ViewState | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
@@ -142,7 +142,7 @@ class InboxBook:
                 def s(k: str, d: dict[str, Any] = d) -> str | None:
                     return text_or_none(d.get(k))
 
-                rec = Sent(letter.id, s("message"), s("ref"), s("to"), s("reply_to"), letter.ts)
+                rec = SentRecord(letter.id, s("message"), s("ref"), s("to"), s("reply_to"), letter.ts)
                 self.sent.append(rec)
                 if rec.draft:
                     self.delivered.setdefault(rec.draft, rec)
@@ -355,7 +355,7 @@ def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Lim
     vs.until = _earliest(vs.until, _row_until(row, clock.now, limits.stale_hours))
 
 
-def inbox_view(
+def inbox_audit(
     book: InboxBook,
     clock: Clock,
     *,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dovecote.addresses import Address, entity
 from dovecote.derive.inbox import InboxBook
 from dovecote.errors import Refusal
-from dovecote.names import Address, entity
 
 if TYPE_CHECKING:
     from dovecote.context import Context

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dovecote.addresses import Address
 from dovecote.errors import StoreError
 from dovecote.letters import Letter
-from dovecote.names import Address
 from dovecote.routing import Route, route
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ Filed = dict[Address, Mapping[str, Letter] | None]
 
 
 @dataclass
-class Receipt:
+class Distribution:
     """What one distribution run did, counted honestly.
 
     ``to_project`` and ``to_home`` count every spool letter filed there
@@ -163,7 +163,7 @@ def _state_key(dc: Context) -> tuple[object, ...]:
     return (dc.roster.signature, tuple(gens))
 
 
-def distribute(dc: Context) -> Receipt:
+def distribute(dc: Context) -> Distribution:
     st: DistributionState = dc.warm.setdefault("distribution", DistributionState())
     spool = dc.store.read("spool").letters
     key = _state_key(dc)
@@ -193,7 +193,7 @@ def distribute(dc: Context) -> Receipt:
         else:
             st.to_project += len(batch)
     st.key = _state_key(dc)
-    return _receipt(len(spool), appended, st)
+    return _summary(len(spool), appended, st)
 
 
 def pending_detail(pending: Iterable[tuple[Letter, Route]]) -> list[dict[str, object]]:
@@ -205,9 +205,9 @@ def pending_detail(pending: Iterable[tuple[Letter, Route]]) -> list[dict[str, ob
     return [detail[n] for n in sorted(detail)]
 
 
-def _receipt(total: int, appended: int, st: DistributionState) -> Receipt:
+def _summary(total: int, appended: int, st: DistributionState) -> Distribution:
     detail = pending_detail(st.pending.values())
-    return Receipt(
+    return Distribution(
         spool_total=total,
         appended=appended,
         to_project=st.to_project,

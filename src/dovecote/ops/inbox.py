@@ -1,7 +1,7 @@
 """``inbox``: the audit of one entity's mailbox, and its three renderings.
 
 The view (counts, flags, open items by priority then age) is computed by
-``derive.inbox.inbox_view`` at the current tic and time; this module supplies
+``derive.inbox.inbox_audit`` at the current tic and time; this module supplies
 the clocks, counts the loose files a person dropped into the folder view, and
 renders the view as JSON, the skill's compact text, or the short injection
 block a session-start hook puts into an agent's prompt. Every face calls these
@@ -15,12 +15,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import Clock, inbox_view
+from dovecote.addresses import entity
+from dovecote.derive.inbox import Clock, inbox_audit
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
-from dovecote.ops.viewnames import loose_files, view_dir
+from dovecote.ops.viewtree import loose_files, view_dir
 from dovecote.store import files_of
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def read_inbox(
     direction: str = "inbound",
     include_terminal: bool = False,
 ) -> tuple[dict[str, Any], datetime | None]:
-    """The audit of one entity's inbox (see ``inbox_view``) as a JSON-ready dict,
+    """The audit of one entity's inbox (see ``inbox_audit``) as a JSON-ready dict,
     and the moment that answer would change with no new letter."""
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
@@ -73,7 +73,7 @@ def read_inbox(
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())
     limits = dc.roster.limits
-    view, until = inbox_view(
+    view, until = inbox_audit(
         book,
         clock,
         limits=limits,

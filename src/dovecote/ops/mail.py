@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
 from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.letters import canonical_line, format_ts
-from dovecote.names import Address, check_name, entity
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
 
-__all__ = ["Sent", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
+__all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -55,7 +55,7 @@ def guarded_many(dc: Context, addrs: list[Address]) -> Iterator[dict[Address, Gu
 
 
 @dataclass
-class Sent:
+class Delivery:
     id: str
     to: str
     sender: str
@@ -78,7 +78,7 @@ class Sent:
         }
 
     @classmethod
-    def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Sent:
+    def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Delivery:
         env = Envelope(data)
         return cls(lid, env.recipient or "", env.sender or "", env.thread_id or "", appended, record,
                    env.message_id, env.idempotency_key)
@@ -271,7 +271,7 @@ def _boxes(dc: Context, sender: str, to: str) -> list[Address]:
     return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
 
 
-def send(dc: Context, **fields: Any) -> Sent:
+def send(dc: Context, **fields: Any) -> Delivery:
     """Deliver one message into the recipient's box, then note it in the sender's.
 
     With ``idempotency_key`` a retry returns the message the key already
@@ -296,10 +296,10 @@ def send(dc: Context, **fields: Any) -> Sent:
         raise
     except StoreError as e:
         raise StoreError(f"{e}; nothing was delivered") from e
-    return Sent.of(mid, msg, appended=appended, record=record)
+    return Delivery.of(mid, msg, appended=appended, record=record)
 
 
-def draft(dc: Context, **fields: Any) -> Sent:
+def draft(dc: Context, **fields: Any) -> Delivery:
     """Write an outbound draft (EMIT) into the sender's own box.
 
     A key makes the draft idempotent too: a retry returns the draft it names.
@@ -313,9 +313,9 @@ def draft(dc: Context, **fields: Any) -> Sent:
             for d in book_for(dc, sender, led).drafts.values():
                 if d.env.message_id == msg["message_id"]:
                     _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
-                    return Sent.of(d.id, d.letter.data(), appended=False)
+                    return Delivery.of(d.id, d.letter.data(), appended=False)
         did, appended = _append(led, canonical_line(msg), addr)
-    return Sent.of(did, msg, appended=appended)
+    return Delivery.of(did, msg, appended=appended)
 
 
 def delivery_of(data: dict[str, Any]) -> dict[str, Any]:

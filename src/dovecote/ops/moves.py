@@ -43,7 +43,7 @@ def move_verb(src: State, dst: State) -> str | None:
     return None
 
 
-def route(src: State, dst: State) -> list[str] | None:
+def steps_between(src: State, dst: State) -> list[str] | None:
     """The shortest chain of verbs from ``src`` to ``dst`` in the table, or None.
 
     A DEFER is never passed through on the way (it needs a due the tree did not
@@ -85,7 +85,7 @@ def adopt_move(
     """Make the move ``ledger`` -> ``want`` of a known item as its verb would; raises the verb's Refusal."""
     kind = move_verb(ledger, want)
     if kind is None:
-        steps = route(ledger, want)
+        steps = steps_between(ledger, want)
         hint = f"; the verbs go {' then '.join(steps)}, one at a time" if steps else ""
         raise Refusal("illegal_transition", f"{ledger} -> {want} is not one move of the lifecycle (item {iid}){hint}")
     return mail.transition(

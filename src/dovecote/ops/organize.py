@@ -39,7 +39,7 @@ from dovecote.ledger import ensure_dir, fsync_dir
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
-from dovecote.ops.viewnames import REF_PREFIX, is_reference_folder, loose_files, view_dir
+from dovecote.ops.viewtree import REF_PREFIX, is_reference_folder, loose_files, view_dir
 from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dovecote.addresses import Address
 from dovecote.errors import Refusal
-from dovecote.names import Address
 from dovecote.roster import Roster
 from dovecote.routing import RosterIndex, route
 from dovecote.store import Store

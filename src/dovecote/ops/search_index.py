@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dovecote.addresses import entity as entity_addr
 from dovecote.envelope import Envelope
 from dovecote.errors import StoreError
 from dovecote.ledger import Checkpoint, LedgerReader
 from dovecote.letters import Letter
-from dovecote.names import entity as entity_addr
 from dovecote.ops import artifacts
 from dovecote.store import files_of
 from dovecote.timeutil import parse_time

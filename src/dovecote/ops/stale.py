@@ -26,11 +26,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dovecote.addresses import HOME
 from dovecote.derive.inbox import Clock, InboxBook, item_row, past_stale
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
-from dovecote.names import HOME
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dovecote.addresses import Address
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
 from dovecote.ledger import Defect
 from dovecote.letters import Letter
-from dovecote.names import Address
 from dovecote.ops import sweepcache
-from dovecote.ops.distribute import Receipt, distribute
+from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.sweeprows import BATCH, Row, indented_chunks, make_rows, open_dicts, owners, whats
 from dovecote.osutil import collector_paused as _collector_paused  # a sweep makes a million objects, frees none
 from dovecote.store import FileStore
@@ -83,7 +83,7 @@ class SweepResult:
     (``book``) or from the fold snapshot (``resumed``, which holds the open rows ready)."""
 
     spool_path: str
-    distribution: Receipt | None
+    distribution: Distribution | None
     book: FateBook | None
     boxes: Boxes
     unreachable: list[str]
@@ -316,7 +316,7 @@ def count_kinds(letters: Iterable[Letter]) -> dict[str, int]:
 
 
 @dataclass
-class BoxView:
+class BoxContents:
     """One box read alone (INV-17): every letter it holds counted by kind, and
     the fates of its field reports (an entity box holds messages and lifecycle
     letters, home holds signals: ``held`` counts them all, ``total`` only the
@@ -348,7 +348,7 @@ class BoxView:
         }
 
 
-def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxView:
+def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxContents:
     """Read one box only; a box that does not exist reads zero, never a guess."""
     if address.kind == "project":
         p = dc.roster.project(address.name)  # names match case-insensitively: label as the roster spells it
@@ -359,11 +359,11 @@ def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxView:
         known = address.kind == "home" or dc.roster.entity(address.name) is not None
     book = FateBook(dc.roster.foreign_markers)
     if not known or not dc.store.reachable(address):
-        return BoxView(str(address), False, known, book, [], [], include_all)
+        return BoxContents(str(address), False, known, book, [], [], include_all)
     read = dc.store.read(address)
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
-    return BoxView(
+    return BoxContents(
         str(address), read.exists, known, book, [(str(address), dict(read.index))], defects, include_all,
         count_kinds(read.letters),
     )

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from dovecote.addresses import Address
 from dovecote.derive.fates import CLAY, EXTERNAL, FLIGHT, WET, FateBook, Tally, precedence
 from dovecote.errors import StoreError
 from dovecote.ledger import Checkpoint, Defect, LedgerReader, write_atomic
 from dovecote.letters import Letter
-from dovecote.names import Address
 from dovecote.ops.sweeprows import NO_ANSWERS, Row, open_dicts, whats
 from dovecote.timeutil import instant_text
 from dovecote.vocab import MISDELIVERY_CLASS, REPORT_KINDS

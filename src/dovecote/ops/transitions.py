@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dovecote.addresses import check_name
 from dovecote.derive.inbox import InboxBook, Item
 from dovecote.derive.lifecycle import check_due, check_rails, check_transition, effective
 from dovecote.derive.responses import response_to, responses
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
-from dovecote.names import check_name
 from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.timeutil import parse_time

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dovecote.names import Address
+from dovecote.addresses import Address
 from dovecote.store import files_of
 
 if TYPE_CHECKING:

@@ -46,7 +46,6 @@ from dovecote.ops.viewfs import (
     update_entry,
     view_lock,
 )
-from dovecote.ops.viewnames import view_dir
 from dovecote.ops.viewplan import Plan, plan
 from dovecote.ops.viewtree import (
     ENTRY_FILES,
@@ -60,16 +59,17 @@ from dovecote.ops.viewtree import (
     read_envelope,
     stamp_of,
     tree_state,
+    view_dir,
 )
 
 if TYPE_CHECKING:
     from dovecote.context import Context
 
-__all__ = ["EntityView", "Plan", "ViewResult", "owned_digest", "plan", "view"]
+__all__ = ["EntityFolder", "FolderSync", "Plan", "owned_digest", "plan", "view"]
 
 
 @dataclass
-class EntityView:
+class EntityFolder:
     entity: str
     path: str
     counts: dict[str, int]
@@ -97,10 +97,10 @@ class EntityView:
 
 
 @dataclass
-class ViewResult:
+class FolderSync:
     tic: int | None
     tic_source: str
-    entities: list[EntityView]
+    entities: list[EntityFolder]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,7 +109,7 @@ class ViewResult:
         }
 
 
-def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityView) -> bool:
+def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityFolder) -> bool:
     """Adopt every move a person made (one verb each, rails on); True if the ledger changed."""
     changed = False
     looked: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
@@ -150,7 +150,7 @@ def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock,
 
 
 def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple[str, Path]],
-                files: dict[str, bytes], rebuild: bool, out: EntityView) -> None:
+                files: dict[str, bytes], rebuild: bool, out: EntityFolder) -> None:
     """Make ``target`` hold the item: keep or move one of its entries there, drop needless copies."""
     folder, name = target
     dest = vdir / folder / name
@@ -194,12 +194,12 @@ def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple
             out.keep(f"{folder}/{name}", iid, "name_taken", "something appeared at that name meanwhile; left as it is")
 
 
-def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> EntityView:
+def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> EntityFolder:
     vdir = view_dir(dc, entity_id)
     check_paths(dc, vdir)
     limits = dc.roster.limits
     p = plan(book_for(dc, entity_id), clock, limits)
-    out = EntityView(entity_id, str(vdir), p.counts)
+    out = EntityFolder(entity_id, str(vdir), p.counts)
     out.cleaned, held = clean_temps(vdir)
     for rel in held:
         out.keep(rel, "", "foreign_files", "a temp folder of a killed run holding files the view does not own")
@@ -250,7 +250,7 @@ def view(
     current: int | None = None,
     now: datetime | None = None,
     rebuild: bool = False,
-) -> ViewResult:
+) -> FolderSync:
     """Write the folder view of one entity (or of every entity) from its ledger.
 
     ``rebuild`` rewrites every owned file even when it is already right
@@ -267,7 +267,7 @@ def view(
     for e in who:
         with view_lock(dc, e):
             done.append(_sync_entity(dc, e, clock, rebuild))
-    return ViewResult(tic, source, done)
+    return FolderSync(tic, source, done)
 
 
 def owned_digest(dc: Context, entity_id: str) -> str:

@@ -1,7 +1,11 @@
-"""Reading an /inbox tree: which folder means which state, and what an entry says.
+"""The /inbox tree format: its names, which folder means which state, and what an entry says.
 
-Shared by ``view`` (its own output, and what a person did to it) and ``import
-inbox-tree`` (any tree), so the two can never read one entry two ways.
+Every use case agrees on the names here: the view writes entries with them,
+``inbox`` counts what is not one of them as loose, ``organize`` groups loose
+files into ``REF_`` folders, and ``import inbox-tree`` knows a ``REF_`` folder
+is reference material, not an item. Reading is shared by ``view`` (its own
+output, and what a person did to it) and ``import inbox-tree`` (any tree), so
+the two can never read one entry two ways.
 
 The folder is the state (notes A1; the skill moves an item by moving its
 folder): ``inbound/`` WAIT, ``processing/`` ACTIVE, ``deferred/`` DEFER,
@@ -18,15 +22,52 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from dovecote.derive.inbox import BUCKETS
 from dovecote.derive.inbox import OUTBOUND as OUTBOUND  # the drafts folder, part of the tree format
 from dovecote.derive.lifecycle import State
-from dovecote.letters import is_letter_id
-from dovecote.ops.viewnames import OWNED_DRAFT, OWNED_ITEM
+from dovecote.letters import LETTER_ID_PATTERN, is_letter_id
+
+if TYPE_CHECKING:
+    from dovecote.context import Context
+
+_STATES = "|".join(s.value for s in State)
+#: The ``<STATE>_`` a name starts with when it carries its lifecycle state (the view's and the skill's).
+STATE_PREFIX = re.compile(rf"(?:{_STATES})_")
+#: An item entry the view owns: ``<STATE>_<letter id>``.
+OWNED_ITEM = re.compile(rf"({_STATES})_({LETTER_ID_PATTERN})")
+#: A draft entry the view owns in ``outbound/``.
+OWNED_DRAFT = re.compile(rf"EMIT_({LETTER_ID_PATTERN})")
+#: The prefix of a folder ``organize --apply`` groups loose files into.
+REF_PREFIX = "REF_"
+
+
+def view_dir(dc: Context, entity_id: str) -> Path:
+    return dc.layout.views / "agent-mailboxes" / entity_id
+
+
+def is_reference_folder(p: Path) -> bool:
+    """A ``REF_`` folder (a real one, not a link): grouped reference files."""
+    return p.name.startswith(REF_PREFIX) and p.is_dir() and not p.is_symlink()
+
+
+def loose_files(dc: Context, entity_id: str) -> list[Path]:
+    """Entries in the view's inbound/ that the view did not write (hand drops).
+
+    ``REF_*`` folders hold drops ``organize --apply`` already grouped: organized, so not loose.
+    """
+    inbound = view_dir(dc, entity_id) / "inbound"
+    try:
+        entries = sorted(inbound.iterdir())
+    except OSError:
+        return []
+    return [
+        p for p in entries
+        if not p.name.startswith(".") and not OWNED_ITEM.fullmatch(p.name) and not is_reference_folder(p)
+    ]
 
 #: Folder -> the state an entry there has when nothing else says (notes A5): the first
 #: state ``BUCKETS`` puts there (archive/ holds DONE and NACK; an entry with no word is DONE).

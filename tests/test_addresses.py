@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from dovecote.addresses import HOME, Address, check_name, entity, parse_address, project
 from dovecote.errors import Refusal
-from dovecote.names import HOME, Address, check_name, entity, parse_address, project
 from helpers import BAD_NAMES, new_home, snapshot
 
 

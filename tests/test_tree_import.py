@@ -15,7 +15,7 @@ from dovecote.api import Dovecote
 from dovecote.derive.lifecycle import State
 from dovecote.envelope import DROP_SENDER
 from dovecote.errors import Refusal
-from dovecote.ops.moves import route
+from dovecote.ops.moves import steps_between
 from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (
     ENTITY,
@@ -69,16 +69,16 @@ def tree(tmp: Path) -> tuple[Path, dict[str, Path]]:
 
 
 def test_routes_follow_the_table_and_never_pass_through_a_defer() -> None:
-    assert route(State.WAIT, State.WAIT) == []
-    assert route(State.WAIT, State.ACTIVE) == ["claim"]
-    assert route(State.WAIT, State.DONE) == ["claim", "complete"]
-    assert route(State.WAIT, State.NACK) == ["nack"]
-    assert route(State.WAIT, State.DEFER) == ["defer"]
-    assert route(State.DEFER, State.DONE) == ["undefer", "claim", "complete"]
-    assert route(State.ACTIVE, State.WAIT) is None  # would need ACTIVE -> DEFER -> WAIT: a backwards move
-    assert route(State.ACTIVE, State.NACK) is None
-    assert route(State.DONE, State.NACK) is None
-    assert route(State.NACK, State.WAIT) is None
+    assert steps_between(State.WAIT, State.WAIT) == []
+    assert steps_between(State.WAIT, State.ACTIVE) == ["claim"]
+    assert steps_between(State.WAIT, State.DONE) == ["claim", "complete"]
+    assert steps_between(State.WAIT, State.NACK) == ["nack"]
+    assert steps_between(State.WAIT, State.DEFER) == ["defer"]
+    assert steps_between(State.DEFER, State.DONE) == ["undefer", "claim", "complete"]
+    assert steps_between(State.ACTIVE, State.WAIT) is None  # would need ACTIVE -> DEFER -> WAIT: a backwards move
+    assert steps_between(State.ACTIVE, State.NACK) is None
+    assert steps_between(State.DONE, State.NACK) is None
+    assert steps_between(State.NACK, State.WAIT) is None
 
 
 # -- a whole CGG tree -----------------------------------------------------------------------

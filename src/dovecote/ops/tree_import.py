@@ -35,17 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dovecote.addresses import check_name
 from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective
 from dovecote.errors import Refusal
-from dovecote.names import check_name
 from dovecote.ops import mail
-from dovecote.ops.adoptread import Claim, read_claim, show
 from dovecote.ops.books import book_for, entity_address
-from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for, route
+from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for, steps_between
 from dovecote.ops.tics import current_tic
+from dovecote.ops.tree_read import FolderClaim, read_claim, show
 from dovecote.ops.viewfs import view_lock
-from dovecote.ops.viewnames import is_reference_folder
-from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, listing, read_envelope, stamp_of
+from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, is_reference_folder, listing, read_envelope, stamp_of
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -98,7 +97,7 @@ class ImportResult:
         }
 
 
-def _wanted(claim: Claim, ledger: State, tic: int | None, res: Adoption) -> State:
+def _wanted(claim: FolderClaim, ledger: State, tic: int | None, res: Adoption) -> State:
     """The state the tree asks for, with the two DEFER readings (due passed: WAIT; no due: WAIT, reported)."""
     want = claim.state
     assert want is not None
@@ -111,7 +110,7 @@ def _wanted(claim: Claim, ledger: State, tic: int | None, res: Adoption) -> Stat
     return want
 
 
-def _adopt_item(dc: Context, entity_id: str, claim: Claim, tic: int | None, res: Adoption, new: bool) -> int:
+def _adopt_item(dc: Context, entity_id: str, claim: FolderClaim, tic: int | None, res: Adoption, new: bool) -> int:
     """Append the links that take the item from the ledger's state to the tree's; return how many."""
     book = book_for(dc, entity_id)
     r = book.replay_of(book.items[claim.item])
@@ -126,7 +125,7 @@ def _adopt_item(dc: Context, entity_id: str, claim: Claim, tic: int | None, res:
             res.refuse(claim.rel, e.reason, f"the tree says {want}, the ledger {ledger}: {e.detail}")
             return 0
         return 1
-    steps = route(ledger, want)
+    steps = steps_between(ledger, want)
     if steps is None:
         res.refuse(claim.rel, "illegal_transition", f"the tree says {want}, the ledger {ledger} (item {claim.item})")
         return 0
@@ -163,7 +162,7 @@ def adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int 
 
 def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
     res = Adoption(entity_id, show(mbox, base) or ".")
-    claims: list[Claim] = []
+    claims: list[FolderClaim] = []
     batch: dict[str, str] = {}
     for folder in STATE_FOLDERS:
         for p in _entries(mbox, folder):
@@ -199,7 +198,7 @@ def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int
     new_items = {lid for lid, new in appended if new}
     res.letters_added = len(new_items)
     # one item, several entries (a copy, a crashed move): the furthest state speaks for it
-    best: dict[str, Claim] = {}
+    best: dict[str, FolderClaim] = {}
     order: list[str] = []
     for c in claims:
         res.items.append({"path": c.rel, "id": c.item, "form": c.form, "state": str(c.state) if c.state else None})

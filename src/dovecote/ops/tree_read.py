@@ -35,13 +35,12 @@ from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
 from dovecote.letters import canonical_line, format_ts, letter_id
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for
-from dovecote.ops.viewnames import STATE_PREFIX
-from dovecote.ops.viewtree import disagreement, read_envelope, stamp_of, tree_state
+from dovecote.ops.viewtree import STATE_PREFIX, disagreement, read_envelope, stamp_of, tree_state
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.ops.adopt import Adoption
+    from dovecote.ops.tree_import import Adoption
 
 #: Lifecycle keys a tree rewrites on every move: they become links, never letter bytes.
 VOLATILE = ("state", "state_entered_at_tic", "nack_reason", "defer_reason", "completion_note")
@@ -109,7 +108,7 @@ def drop_letter(entity_id: str, name: str, is_dir: bool, files: list[dict[str, A
 
 
 @dataclass
-class Claim:
+class FolderClaim:
     """One tree entry resolved: the item it is, and what the tree says about it."""
 
     rel: str
@@ -138,7 +137,7 @@ def _folder_files(dc: Context, folder: Path, skip: str | None = None) -> list[di
 
 def read_claim(
     dc: Context, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
-) -> Claim | None:
+) -> FolderClaim | None:
     """Read one entry: a claim on an item, or None (refused, reported in ``res``).
 
     ``batch`` maps the foreign ``message_id`` of letters this import is about
@@ -179,11 +178,11 @@ def read_claim(
             if marked not in book.items:
                 res.refuse(rel, "unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
                 return None
-            return Claim(rel, "view", marked, None, None if state is stamp else state, lc)
+            return FolderClaim(rel, "view", marked, None, None if state is stamp else state, lc)
         mid = Envelope(env).message_id
         known = (book_for(dc, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
-            return Claim(rel, form, known, None, state, lc)
+            return FolderClaim(rel, form, known, None, state, lc)
         obj = foreign_letter(env)
         if form == "dir":
             files = _folder_files(dc, p, skip="envelope.json")
@@ -192,7 +191,7 @@ def read_claim(
         line = canonical_line(obj)
         if mid:
             batch[mid] = letter_id(line)
-        return Claim(rel, form, letter_id(line), line, state, lc)
+        return FolderClaim(rel, form, letter_id(line), line, state, lc)
     else:
         data = p.read_bytes() if p.is_file() else None
         base_name = STATE_PREFIX.sub("", p.name, count=1) or p.name
@@ -202,6 +201,6 @@ def read_claim(
         )
         obj = drop_letter(entity_id, p.name, data is None, files)
     line = canonical_line(obj)
-    return Claim(rel, form, letter_id(line), line, state, lc)
+    return FolderClaim(rel, form, letter_id(line), line, state, lc)
 
 
