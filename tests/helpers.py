@@ -6,10 +6,13 @@ Fixtures are plain functions here so that this file never competes with a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -174,17 +177,74 @@ def run_cli(
     cwd: Path | None = None,
     stdin: bytes | None = None,
     env: dict[str, str] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real ``dovecote`` console script."""
-    return subprocess.run(
-        [str(DOVECOTE_BIN), *args],
-        cwd=cwd or tmp,
-        env=env or cli_env(tmp, home),
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    """Run the CLI as a user would, and return what a process would have: exit code, stdout, stderr.
+
+    By default it runs in this process through the console script's own entry
+    (``cli.entry.main``) with the same argv, working directory, environment and
+    stdin, which is what makes the suite fast; ``process=True`` (or a call off
+    the main thread) runs the real console script, for tests where processes
+    matter: concurrency, start-up, signals.
+    """
+    environ = env or cli_env(tmp, home)
+    if process or threading.current_thread() is not threading.main_thread():
+        return subprocess.run(
+            [str(DOVECOTE_BIN), *args],
+            cwd=cwd or tmp,
+            env=environ,
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    return _in_process(list(args), cwd or tmp, environ, stdin or b"")
+
+
+def _in_process(
+    args: list[str], cwd: Path, environ: dict[str, str], stdin: bytes
+) -> subprocess.CompletedProcess[bytes]:
+    """``cli.entry.main`` with this argv, cwd, environment and stdin; streams as a UTF-8 process has them."""
+    from dovecote.cli import entry
+
+    saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, dict(os.environ), os.getcwd())
+    out, err = _Captured(), _Captured()
+    sys.argv = [str(DOVECOTE_BIN), *args]
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    os.environ.clear()
+    os.environ.update(environ)
+    code: int = 0
+    try:
+        os.chdir(cwd)
+        entry.main()
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            sys.stderr.write(f"{e.code}\n")
+            code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(ValueError):  # closed (a broken pipe)
+                stream.flush()
+        sys.argv, sys.stdin, sys.stdout, sys.stderr = saved[:4]
+        os.environ.clear()
+        os.environ.update(saved[4])
+        os.chdir(saved[5])
+    return subprocess.CompletedProcess([str(DOVECOTE_BIN), *args], code, out.data, err.data)
+
+
+class _Captured(io.BytesIO):
+    """A stream's bytes, still readable after the stream is closed (as a pipe keeps what was written)."""
+
+    def close(self) -> None:
+        return None  # the bytes are the result: never release them
+
+    @property
+    def data(self) -> bytes:
+        return self.getvalue()
 
 
 def cli_json(tmp: Path, *args: str, home: Path | None = None, cwd: Path | None = None) -> Any:

@@ -60,7 +60,7 @@ def assert_refused(r: subprocess.CompletedProcess[bytes], keyword: str) -> None:
 
 
 def test_version(tmp_path: Path) -> None:
-    r = run_cli(tmp_path, "--version")
+    r = run_cli(tmp_path, "--version", process=True)  # the start-up path itself
     assert (r.returncode, r.stdout.decode(), r.stderr) == (0, f"dovecote {dovecote.__version__}\n", b"")
 
 
@@ -342,7 +342,7 @@ def test_doctor_fails_open(tmp_path: Path) -> None:
 def test_a_store_failure_exits_1(tmp_path: Path) -> None:
     home = init_home(tmp_path)
     (home / "spool.jsonl").mkdir()
-    r = run_cli(tmp_path, "report", "--tool", "t", "--class", "bug", "--what", "w", home=home)
+    r = run_cli(tmp_path, "report", "--tool", "t", "--class", "bug", "--what", "w", home=home, process=True)
     assert r.returncode == 1
     assert r.stderr.decode().startswith("Error: io_error: ")
     assert b"Traceback" not in r.stderr
