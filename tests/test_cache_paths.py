@@ -23,7 +23,7 @@ def inbox_home(tmp: Path) -> Path:
 
 
 def inbox(tmp: Path, home: Path) -> bytes:
-    r = run_cli(tmp, "inbox", "ent_b", "--current-tic", "2", home=home, process=True)  # each call a new process, as hooks make them
+    r = run_cli(tmp, "inbox", "ent_b", "--current-tic", "2", home=home, process=True)  # new processes, as hooks call it
     assert r.returncode == 0, r.stderr.decode()
     assert b"Traceback" not in r.stderr
     return r.stdout
