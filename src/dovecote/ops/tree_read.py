@@ -25,86 +25,26 @@ tree (and stores artifact blobs, which are content-addressed).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.lifecycle import State
-from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
-from dovecote.letters import canonical_line, format_ts, letter_id
+from dovecote.envelope import Envelope
+from dovecote.foreign import drop_letter, foreign_letter
+from dovecote.letters import canonical_line, letter_id
 from dovecote.ops import artifacts
 from dovecote.ops.books import book_for
 from dovecote.ops.viewtree import STATE_PREFIX, disagreement, read_envelope, stamp_of, tree_state
-from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.ops.tree_import import Adoption
 
-#: Lifecycle keys a tree rewrites on every move: they become links, never letter bytes.
-VOLATILE = ("state", "state_entered_at_tic", "nack_reason", "defer_reason", "completion_note")
-_TIC = re.compile(r"tic[ _-]?(\d+)", re.IGNORECASE)
-
-
 def show(path: Path, base: Path) -> str:
     """A path for the report, relative to the import root, safe to print as JSON."""
     rel = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def norm_ts(value: object) -> str | None:
-    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (a zone-less time is taken as UTC); None if unreadable."""
-    t = parse_time(value)
-    return None if t is None else format_ts(t)
-
-
-def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:
-    """A foreign envelope as a message letter: every key kept, volatile lifecycle keys dropped."""
-    obj = dict(env)
-    lc = obj.get("lifecycle")
-    if isinstance(lc, dict):
-        obj["lifecycle"] = {k: v for k, v in lc.items() if k not in VOLATILE}
-    obj["kind"] = "message"
-    sender = Envelope(env).sender
-    if sender:
-        obj["agent"] = sender
-    prov = env.get("provenance")
-    created = (prov.get("created_at") if isinstance(prov, dict) else None) or (
-        lc.get("created_at") if isinstance(lc, dict) else None
-    )
-    ts = norm_ts(created)
-    if ts:
-        obj["ts"] = ts
-    return obj
-
-
-def drop_letter(entity_id: str, name: str, is_dir: bool, files: list[dict[str, Any]]) -> dict[str, Any]:
-    """The synthesized envelope of a bare drop (notes A6), from content-derived fields only."""
-    base = STATE_PREFIX.sub("", name, count=1) or name
-    stem = base if is_dir else (Path(base).stem or base)
-    subject = re.sub(r"[-_]", " ", stem).strip() or base
-    m = _TIC.search(base)
-    return {
-        "agent": DROP_SENDER,
-        "kind": "message",
-        "envelope_version": ENVELOPE_VERSION,
-        "sender": {"entity_id": DROP_SENDER, "actor_mode": "manual", "role_at_send_time": None},
-        "recipient": {"entity_id": entity_id, "inbox_path": f"agent-mailboxes/{entity_id}/"},
-        "routing": {
-            "priority": "normal", "category": "directive", "trust_level": "operator", "reply_to": None,
-            "thread_id": None, "forward_chain": [], "response_expected": False,
-        },
-        "content": {
-            "subject": subject, "body": "", "artifact_refs": [f["ref"] for f in files], "envelope_type": None,
-            "artifacts": files,
-        },
-        "lifecycle": {"expires_at_tic": None, "defer_until_tic": None, "reminder_tic": None},
-        "provenance": {
-            "source_tic": int(m.group(1)) if m else None, "source_event": "manual_drop", "producer": "architect",
-            "manual_drop": True, "trace_id": None, "session_id": None,
-        },
-    }
 
 
 @dataclass
@@ -199,7 +139,7 @@ def read_claim(
             [{"ref": artifacts.put_bytes(dc, data), "name": base_name, "size": len(data)}]
             if data is not None else _folder_files(dc, p)
         )
-        obj = drop_letter(entity_id, p.name, data is None, files)
+        obj = drop_letter(entity_id, STATE_PREFIX.sub("", p.name, count=1) or p.name, data is None, files)
     line = canonical_line(obj)
     return FolderClaim(rel, form, letter_id(line), line, state, lc)
 
