@@ -190,3 +190,22 @@ def test_replay_is_the_same_for_every_arrival_order(links: list[Link], data: st.
     for lk in a.applied:
         assert lk.prev == prev
         prev = lk.id
+
+
+@pytest.mark.parametrize("src", list(State))
+@pytest.mark.parametrize("dst", list(State))
+def test_the_steps_between_two_states_walk_the_table_and_never_rest_in_defer(src: State, dst: State) -> None:
+    from dovecote.derive.lifecycle import TRANSITIONS, move_verb, steps_between
+
+    steps = steps_between(src, dst)
+    if steps is None:
+        assert move_verb(src, dst) is None, "a single verb is a route"
+        return
+    state = src
+    for n, kind in enumerate(steps):
+        assert kind not in ("seen", "resurface"), "a move is never a seen or time's resurfacing"
+        state = TRANSITIONS[state][kind]
+        assert state is not State.DEFER or n == len(steps) - 1, "a DEFER needs a due the tree did not give"
+    assert state is dst
+    one = move_verb(src, dst)
+    assert (one is not None) == (len(steps) == 1) or src is dst

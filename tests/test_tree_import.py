@@ -12,10 +12,9 @@ import orjson
 import pytest
 
 from dovecote.api import Dovecote
-from dovecote.derive.lifecycle import State
+from dovecote.derive.lifecycle import State, steps_between
 from dovecote.envelope import DROP_SENDER
 from dovecote.errors import Refusal
-from dovecote.ops.moves import steps_between
 from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (
     ENTITY,

@@ -36,6 +36,7 @@ cannot be completed before one has been sent to its sender (what counts is
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -255,3 +256,40 @@ def check_rails(
             f"item {item_id} expects a response sent to {response_to or 'its sender'} (a response, or a reply"
             f" in its thread, with --reply-to {item_id}); none has been delivered yet",
         )
+
+
+# -- moves between states: pure functions of the table ---------------------------------
+
+#: Verbs a move never means: ``seen`` changes no state, ``resurface`` is time's, not a person's.
+_NOT_MOVES = frozenset({"seen", "resurface"})
+
+
+def move_verb(src: State, dst: State) -> str | None:
+    """The one verb that takes ``src`` to ``dst``, or None when no single verb does."""
+    for kind, new in TRANSITIONS[src].items():
+        if kind not in _NOT_MOVES and new is dst:
+            return kind
+    return None
+
+
+def steps_between(src: State, dst: State) -> list[str] | None:
+    """The shortest chain of verbs from ``src`` to ``dst`` in the table, or None.
+
+    A DEFER is never passed through on the way (it needs a due the tree did not
+    give), so ACTIVE -> WAIT has no route: a hand move backwards is illegal.
+    """
+    if src is dst:
+        return []
+    seen = {src}
+    todo: deque[tuple[State, list[str]]] = deque([(src, [])])
+    while todo:
+        state, path = todo.popleft()
+        for kind, new in TRANSITIONS[state].items():
+            if kind in _NOT_MOVES or new in seen:
+                continue
+            if new is dst:
+                return [*path, kind]
+            if new is not State.DEFER:
+                seen.add(new)
+                todo.append((new, [*path, kind]))
+    return None

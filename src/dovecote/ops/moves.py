@@ -11,15 +11,14 @@ reported, never forced: moving ``inbound/WAIT_x`` to ``archive/`` is WAIT ->
 DONE, which no verb does (notes A3: tic 312 forced 28 unclaimed items to DONE).
 
 Only the first import of a foreign tree adopts states several verbs away
-(``route``), without the rails: that tree's states are its own tool's truth.
+(``lifecycle.steps_between``), without the rails: that tree's states are its own tool's truth.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.lifecycle import TRANSITIONS, State
+from dovecote.derive.lifecycle import State, move_verb, steps_between
 from dovecote.errors import Refusal
 from dovecote.letters import text_or_none
 from dovecote.ops import mail
@@ -31,41 +30,6 @@ if TYPE_CHECKING:
 REASON_KEY = {"nack": "nack_reason", "defer": "defer_reason", "complete": "completion_note"}
 #: The marker every adopted link carries.
 ADOPTED = {"adopted": "inbox-tree"}
-#: Verbs a move never means: ``seen`` changes no state, ``resurface`` is time's, not a person's.
-_NOT_MOVES = frozenset({"seen", "resurface"})
-
-
-def move_verb(src: State, dst: State) -> str | None:
-    """The one verb that takes ``src`` to ``dst``, or None when no single verb does."""
-    for kind, new in TRANSITIONS[src].items():
-        if kind not in _NOT_MOVES and new is dst:
-            return kind
-    return None
-
-
-def steps_between(src: State, dst: State) -> list[str] | None:
-    """The shortest chain of verbs from ``src`` to ``dst`` in the table, or None.
-
-    A DEFER is never passed through on the way (it needs a due the tree did not
-    give), so ACTIVE -> WAIT has no route: a hand move backwards is illegal.
-    """
-    if src is dst:
-        return []
-    seen = {src}
-    todo: deque[tuple[State, list[str]]] = deque([(src, [])])
-    while todo:
-        state, path = todo.popleft()
-        for kind, new in TRANSITIONS[state].items():
-            if kind in _NOT_MOVES or new in seen:
-                continue
-            if new is dst:
-                return [*path, kind]
-            if new is not State.DEFER:
-                seen.add(new)
-                todo.append((new, [*path, kind]))
-    return None
-
-
 def due_of(lc: dict[str, Any]) -> int | None:
     """The due tic a tree gives a DEFER (``reminder_tic``, else ``defer_until_tic``)."""
     for key in ("reminder_tic", "defer_until_tic"):

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import check_name
-from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective
+from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective, steps_between
 from dovecote.errors import Refusal
 from dovecote.ops import mail
 from dovecote.ops.books import book_for, entity_address
-from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for, steps_between
+from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for
 from dovecote.ops.tics import current_tic
 from dovecote.ops.tree_read import FolderClaim, read_claim, show
 from dovecote.ops.viewfs import view_lock
