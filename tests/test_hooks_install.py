@@ -14,12 +14,21 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dovecote.api import Dovecote
 from dovecote.ops.hooks_config import EVENTS, is_ours, merged
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
 from mailhelpers import ENTITY, mail_home, send
 from test_readme_tour import README, tour_block
 
 OURS = {event: f"/x/dovecote --home /h hook {kind} --entity {ENTITY}" for event, kind in EVENTS}
+
+
+def _project(tmp: Path) -> tuple[Dovecote, Path]:
+    """A mail home and an empty project folder beside it."""
+    dc = mail_home(tmp)
+    project = tmp / "proj"
+    project.mkdir()
+    return dc, project
 
 
 def _install(tmp: Path, home: Path, project: Path, *more: str) -> Any:
@@ -51,9 +60,7 @@ def test_claude_code_gets_the_three_hooks_and_they_run_as_written(tmp_path: Path
 
 
 def test_a_second_install_changes_nothing(tmp_path: Path) -> None:
-    dc = mail_home(tmp_path)
-    project = tmp_path / "proj"
-    project.mkdir()
+    dc, project = _project(tmp_path)
     _install(tmp_path, dc.layout.root, project)
     before = snapshot(project)
     again = _install(tmp_path, dc.layout.root, project)
@@ -92,9 +99,7 @@ def test_other_settings_are_kept_and_the_old_file_is_backed_up(tmp_path: Path) -
 
 
 def test_a_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
-    dc = mail_home(tmp_path)
-    project = tmp_path / "proj"
-    project.mkdir()
+    dc, project = _project(tmp_path)
     r = run_cli(tmp_path, "hooks", "install", "--agent", "claude-code", "--entity", ENTITY,
                 "--project-dir", str(project), "--dry-run", home=dc.layout.root)
     assert r.returncode == 0, r.stderr
@@ -104,9 +109,7 @@ def test_a_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_codex_gets_its_hooks_file_and_a_note(tmp_path: Path) -> None:
-    dc = mail_home(tmp_path)
-    project = tmp_path / "proj"
-    project.mkdir()
+    dc, project = _project(tmp_path)
     out = cli_json(tmp_path, "hooks", "install", "--agent", "codex", "--entity", ENTITY,
                    "--project-dir", str(project), "--json", home=dc.layout.root)
     path = project / ".codex" / "hooks.json"
