@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.derive.inbox import Clock, InboxBook, inbox_view
-from dovecote.derive.surfaced import surfaced_by_session, surfaced_letter
+from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.letters import Letter, canonical_line, decode_line, make_letter
 from dovecote.names import entity
 from dovecote.roster import Limits
@@ -66,9 +66,8 @@ def test_surfaced_letters_change_no_state_count_or_seen_flag(tmp_path: Path) -> 
         for n, (at, session, ids) in enumerate(sorted(inserts, key=lambda x: x[0], reverse=True)):
             mixed.insert(at, _surfaced(session, ids, n))
         assert _view(mixed) == base
-        told = surfaced_by_session(mixed)
         for _, session, ids in inserts:
-            assert set(ids) <= told[session]
+            assert set(ids) <= surfaced_to(mixed, session)
 
     check()
     seen = {i["subject"]: i["seen"] for i in base["items"]}  # type: ignore[attr-defined]
@@ -83,7 +82,8 @@ def test_the_fold_skips_what_is_not_a_surfaced_record() -> None:
         make_letter({"kind": "surfaced", "session": "u", "items": ["not-an-id", 5]}),
         make_letter({"kind": "seen", "ref": "0123456789ab", "session": "s", "items": ["aaaaaaaaaaaa"]}),
     ]
-    assert surfaced_by_session([good, *odd]) == {"s": {"0123456789ab"}, "u": set()}
+    assert surfaced_to([good, *odd], "s") == {"0123456789ab"}
+    assert surfaced_to([good, *odd], "u") == surfaced_to([good, *odd], "t") == surfaced_to([good], "other") == set()
 
 
 def test_what_a_session_was_told_survives_deleting_every_cache(tmp_path: Path) -> None:

@@ -26,14 +26,18 @@ def surfaced_letter(entity: str, session: str, hook: str, items: Iterable[str], 
     return {"ts": ts, "agent": entity, "kind": KIND, "session": session, "hook": hook, "items": sorted(set(items))}
 
 
-def surfaced_by_session(letters: Iterable[Letter]) -> dict[str, set[str]]:
-    """Session id -> the item ids announced to it so far."""
-    out: dict[str, set[str]] = {}
+def surfaced_to(letters: Iterable[Letter], session: str) -> set[str]:
+    """The item ids announced to ``session`` so far.
+
+    Only that session's records are looked into, so a box that has told many
+    sessions about many items costs one small parse per record.
+    """
+    out: set[str] = set()
     for letter in letters:
         if letter.kind != KIND:
             continue
         d = letter.data()
-        session, items = d.get("session"), d.get("items")
-        if isinstance(session, str) and isinstance(items, list):
-            out.setdefault(session, set()).update(i for i in items if is_letter_id(i))
+        items = d.get("items")
+        if d.get("session") == session and isinstance(items, list):
+            out.update(i for i in items if is_letter_id(i))
     return out

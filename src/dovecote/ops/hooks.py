@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dovecote.derive.surfaced import surfaced_by_session, surfaced_letter
+from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.books import entity_address
@@ -93,12 +93,12 @@ def run_hook(ctx: Context, kind: str, entity_id: str, payload: Mapping[str, Any]
     session = session_of(payload)
     active = payload.get("stop_hook_active") is True
     view, _ = read_inbox(ctx, entity_id)
-    told = surfaced_by_session(ctx.store.read(addr).letters).get(session, set())
+    told = surfaced_to(ctx.store.read(addr).letters, session)
     answer = decide(kind, view, told, stop_hook_active=active)
     if not answer.announce:
         return answer
     with ctx.store.guarded(addr) as guard:
-        told = surfaced_by_session(guard.letters).get(session, set())
+        told = surfaced_to(guard.letters, session)
         answer = decide(kind, view, told, stop_hook_active=active)
         if answer.announce:
             record = surfaced_letter(entity_id, session, kind, answer.announce, format_ts(ctx.now()))
