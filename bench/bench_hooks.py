@@ -29,6 +29,7 @@ from pathlib import Path
 
 import orjson
 
+from _common import med, write_box
 from dovecote.api import init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line
@@ -51,16 +52,12 @@ def build(root: Path, messages: int) -> Path:
         msg = build_message(ts=ts, sender="ent_a", recipient="ent_b", subject=f"subject {i}",
                             body=f"body of message {i} " * 4, priority=priority, category="notification")
         lines.append(canonical_line(msg))
-    path = dc.store.path(entity("ent_b"))
-    assert path is not None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    write_box(dc, entity("ent_b"), lines)
     return home
 
 
 def median_ms(samples: list[float]) -> float:
-    s = sorted(samples)
-    return s[len(s) // 2] * 1000
+    return med(samples) * 1000
 
 
 def main() -> None:
