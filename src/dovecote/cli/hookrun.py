@@ -91,9 +91,10 @@ def main(home: str | None, args: list[str]) -> None:
         out = answer(home, args, data)
     except BaseException as e:  # fail open: KeyboardInterrupt and SystemExit too
         from dovecote.errors import Refusal
+        from dovecote.textsafe import one_line
 
         why = e.message() if isinstance(e, Refusal) else f"{type(e).__name__}: {e}"
-        line = f"dovecote hook: {' '.join(why.split())[:500]} (the agent session goes on)"
+        line = f"dovecote hook: {one_line(' '.join(why.split()), 500)} (the agent session goes on)"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         try:
             sys.stderr.write(line + "\n")
