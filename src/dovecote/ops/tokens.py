@@ -90,7 +90,6 @@ def issue(ctx: Context, entity_id: str, role: str = "agent") -> Issued:
     path = tokens_path(ctx)
     _check_private(path)
     _create(path)
-    _check_private(path)
     token = tk.new_token()
     digest = tk.token_hash(token)
     ts = format_ts(ctx.now())
