@@ -29,7 +29,6 @@ from dovecote.ops import report as report_op
 from dovecote.ops.distribute import Receipt, distribute
 from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
-from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
 
@@ -39,6 +38,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import view as view_op
     from dovecote.ops.hooks import HookAnswer
     from dovecote.ops.hooks_config import Installed
+    from dovecote.ops.sweep import BoxView, Progress, SweepResult
     from dovecote.ops.tokens import Issued
     from dovecote.ops.wait import WaitResult
     from dovecote.tokens import Principal, TokenRow
@@ -206,9 +206,13 @@ class Dovecote:
     def sweep(
         self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
     ) -> SweepResult:
+        from dovecote.ops.sweep import sweep
+
         return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
 
     def box(self, address: str | Address, *, include_all: bool = False) -> BoxView:
+        from dovecote.ops.sweep import box
+
         return box(self.context, _address(address), include_all=include_all)
 
     def doctor(self, now: datetime | None = None) -> dict[str, Any]:
