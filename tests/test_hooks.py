@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from dovecote.errors import Refusal
 from dovecote.ops.hooks import decide
-from helpers import cli_env, ledger_lines, run_cli
+from helpers import DOVECOTE_BIN, cli_env, ledger_lines, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
 
 # The payloads the agents document for the three events (Claude Code's hooks reference;
@@ -210,3 +211,19 @@ def test_the_entity_comes_from_the_environment_or_the_roster(tmp_path: Path) -> 
 def test_hook_help_goes_through_the_full_cli(tmp_path: Path) -> None:
     r = run_cli(tmp_path, "hook", "stop", "--help")
     assert r.returncode == 0 and b"Block the stop once" in r.stdout
+
+
+def test_racing_stop_hooks_block_once_between_them(tmp_path: Path) -> None:
+    """Four agents' stop hooks of one session at once: the record is decided under the box lock."""
+    dc = mail_home(tmp_path)
+    home = dc.layout.root
+    item = send(dc, "all hands", priority="urgent")
+    procs = [subprocess.Popen([str(DOVECOTE_BIN), "hook", "stop", "--entity", ENTITY], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(tmp_path, home))
+             for _ in range(4)]
+    outs = [p.communicate(orjson.dumps(STOP), timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    blocks = [orjson.loads(out) for out, _ in outs if out]
+    assert len(blocks) == 1 and "all hands" in blocks[0]["reason"], outs
+    records = [orjson.loads(x) for x in ledger_lines(dc.layout.entity_box(ENTITY)) if b'"surfaced"' in x]
+    assert [r["items"] for r in records] == [[item]]
