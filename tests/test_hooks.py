@@ -159,11 +159,22 @@ def test_end_to_end_a_message_sent_while_busy_blocks_the_next_stop_once(tmp_path
     assert _hook(tmp_path, home, "prompt", PROMPT)[:2] == (0, "")  # and the next prompt does not repeat it
 
 
-def test_codex_payloads_work_the_same(tmp_path: Path) -> None:
+def test_codex_gets_its_json_forms(tmp_path: Path) -> None:
+    """Codex validates hook output as JSON: context as hookSpecificOutput, nothing as {}, a block as for Claude."""
     dc = mail_home(tmp_path)
+    home = dc.layout.root
     send(dc, "codex urgent", priority="urgent")
-    code, out, _ = _hook(tmp_path, dc.layout.root, "stop", CODEX_STOP)
-    assert code == 0 and orjson.loads(out)["decision"] == "block"
+    session = {**CODEX_STOP, "hook_event_name": "SessionStart", "source": "startup"}
+    code, out, _ = _hook(tmp_path, home, "session-start", {**session, "session_id": "c1"}, "--agent", "codex")
+    assert code == 0 and orjson.loads(out) == {"hookSpecificOutput": {
+        "hookEventName": "SessionStart", "additionalContext": f"[INBOX: {ENTITY}] 1 new, 0 active, 0 deferred.\n"
+                                                              f"  - [URGENT] codex urgent (from: {SENDER}, tic 100)\n"}}
+    assert _hook(tmp_path, home, "prompt", {**session, "session_id": "c1"}, "--agent", "codex")[1] == "{}\n"
+    code, out, _ = _hook(tmp_path, home, "stop", CODEX_STOP, "--agent", "codex")  # another session: not told
+    assert code == 0 and orjson.loads(out)["decision"] == "block" and list(orjson.loads(out)) == ["decision", "reason"]
+    assert _hook(tmp_path, home, "stop", CODEX_STOP, "--agent", "codex")[1] == "{}\n"
+    code, out, err = _hook(tmp_path, home, "stop", b"{broken", "--agent", "codex")  # failing open, in JSON
+    assert (code, out) == (0, "{}\n") and "JSONDecodeError" in err
 
 
 @pytest.mark.parametrize(

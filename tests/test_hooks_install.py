@@ -114,8 +114,14 @@ def test_codex_gets_its_hooks_file_and_a_note(tmp_path: Path) -> None:
                    "--project-dir", str(project), "--json", home=dc.layout.root)
     path = project / ".codex" / "hooks.json"
     assert out["path"] == str(path) and "codex_hooks = true" in out["notes"][0]
-    assert list(json.loads(path.read_text())["hooks"]) == ["SessionStart", "UserPromptSubmit", "Stop"]
+    hooks = json.loads(path.read_text())["hooks"]
+    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "Stop"]
+    command = hooks["SessionStart"][0]["hooks"][0]["command"]
+    assert command.endswith(f"hook session-start --entity {ENTITY} --agent codex")
     assert not (project / ".codex" / "config.toml").exists()
+    r = subprocess.run(shlex.split(command), input=b'{"session_id": "s"}', cwd=project, env=cli_env(tmp_path, None),
+                       capture_output=True, check=False)
+    assert orjson.loads(r.stdout)["hookSpecificOutput"]["additionalContext"] == f"[INBOX: {ENTITY}] Empty.\n"
 
 
 def test_bad_input_is_refused_and_nothing_is_written(tmp_path: Path) -> None:

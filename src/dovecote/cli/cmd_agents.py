@@ -148,10 +148,15 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
             print(f"note: {note}")
 
     def _hook(kind: str, doc: str) -> None:
-        def command(entity_id: EntityOpt = None) -> None:
+        def command(
+            entity_id: EntityOpt = None,
+            agent: Annotated[
+                str, typer.Option("--agent", help="Whose output form: claude-code (plain text) or codex (JSON).")
+            ] = "claude-code",
+        ) -> None:
             from dovecote.cli.hookrun import main
 
-            main(home(), [kind, *(["--entity", entity_id] if entity_id else [])])
+            main(home(), [kind, *(["--entity", entity_id] if entity_id else []), "--agent", agent])
 
         command.__doc__ = doc
         hook_app.command(kind)(command)

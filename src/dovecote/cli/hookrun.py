@@ -16,6 +16,14 @@ The payload is the JSON the agent sends on stdin (Claude Code and Codex send
 ``session_id``, ``cwd``, ``hook_event_name``, and ``stop_hook_active`` at a
 stop). The entity is ``--entity E``, else ``$DOVECOTE_ENTITY``, else the only
 entity in the roster.
+
+What goes on stdout is in the agent's documented form (``--agent``): Claude
+Code adds a SessionStart or UserPromptSubmit hook's plain stdout to the
+context, so the text is printed as it is. Codex validates hook output as JSON
+strictly, so for ``--agent codex`` the text travels as
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``
+and "nothing to say" (or a failure) is ``{}``. A Stop block is
+``{"decision": "block", "reason": ...}`` for both.
 """
 
 from __future__ import annotations
@@ -25,25 +33,51 @@ import sys
 import time
 from typing import Any
 
-USAGE = "usage: dovecote [--home H] hook session-start|prompt|stop [--entity E] < payload.json"
+USAGE = "usage: dovecote [--home H] hook session-start|prompt|stop [--entity E] [--agent claude-code|codex] < payload"
+AGENTS = ("claude-code", "codex")
+#: hook kind -> the agent's event name (what Codex wants in ``hookSpecificOutput``).
+EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
 #: Payloads larger than this are not read whole (no agent sends anything near it).
 MAX_PAYLOAD = 4 * 1024 * 1024
 
 
-def parse_args(args: list[str]) -> tuple[str, str | None]:
-    """(kind, entity) from ``hook`` arguments; ValueError with the usage for anything else."""
+def parse_args(args: list[str]) -> tuple[str, dict[str, str]]:
+    """(kind, {"entity": ..., "agent": ...}) from ``hook`` arguments; ValueError with the usage otherwise."""
     if not args:
         raise ValueError(USAGE)
-    kind, rest, entity = args[0], args[1:], None
+    kind, rest, opts = args[0], args[1:], {}
     while rest:
         flag = rest.pop(0)
-        if flag == "--entity" and rest:
-            entity = rest.pop(0)
-        elif flag.startswith("--entity="):
-            entity = flag.split("=", 1)[1]
+        name, eq, value = flag.partition("=")
+        if name in ("--entity", "--agent") and (eq or rest):
+            opts[name[2:]] = value if eq else rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}; {USAGE}")
-    return kind, entity
+    if opts.get("agent", AGENTS[0]) not in AGENTS:
+        raise ValueError(f"--agent must be one of {', '.join(AGENTS)}; {USAGE}")
+    return kind, opts
+
+
+def agent_of(args: list[str]) -> str:
+    """The ``--agent`` named in ``args``, even when the rest of them cannot be parsed."""
+    for i, a in enumerate(args):
+        value = a.partition("=")[2] if a.startswith("--agent=") else (
+            args[i + 1] if a == "--agent" and i + 1 < len(args) else None)
+        if value in AGENTS:
+            return value
+    return AGENTS[0]
+
+
+def wire(kind: str, text: str, agent: str) -> str:
+    """``text`` (what the hook says) in the form ``agent`` reads from a hook's stdout."""
+    if agent != "codex":
+        return text
+    if kind == "stop" or not text:
+        return text or "{}\n"
+    import orjson
+
+    event = EVENTS.get(kind, kind)
+    return orjson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}).decode() + "\n"
 
 
 def read_payload(data: bytes) -> dict[str, Any]:
@@ -76,12 +110,12 @@ def answer(home: str | None, args: list[str], stdin: bytes) -> str:
     """What the hook prints; raises on any problem (``main`` turns that into an open failure)."""
     from dovecote.api import Actor, open_home
 
-    kind, entity = parse_args(args)
+    kind, opts = parse_args(args)
     payload = read_payload(stdin)
-    who = entity or os.environ.get("DOVECOTE_ENTITY") or None
+    who = opts.get("entity") or os.environ.get("DOVECOTE_ENTITY") or None
     dc = open_home(home, actor=Actor(entity=who))
     target = who or dc.default_entity()
-    return dc.hook(kind, target, payload).stdout
+    return wire(kind, dc.hook(kind, target, payload).stdout, opts.get("agent", AGENTS[0]))
 
 
 def main(home: str | None, args: list[str]) -> None:
@@ -102,7 +136,7 @@ def main(home: str | None, args: list[str]) -> None:
         except Exception:  # a closed stderr must not fail the hook either
             pass
         _log(home, f"{stamp} {' '.join(args[:1])} {line}")
-        sys.exit(0)
+        out = wire("", "", agent_of(args))  # nothing, in the agent's own spelling of nothing
     try:
         sys.stdout.write(out)
         sys.stdout.flush()

@@ -52,8 +52,10 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and "dovecote" in command and _OURS.search(command) is not None
 
 
-def hook_command(prefix: str, kind: str, entity: str) -> str:
-    return f"{prefix} hook {kind} --entity {shlex.quote(entity)}"
+def hook_command(prefix: str, kind: str, entity: str, agent: str = "claude-code") -> str:
+    """The command a handler runs; Codex's names itself, so its output is Codex's JSON form."""
+    tail = " --agent codex" if agent == "codex" else ""
+    return f"{prefix} hook {kind} --entity {shlex.quote(entity)}{tail}"
 
 
 def _list(value: object, where: str) -> list[Any]:
@@ -154,7 +156,7 @@ def install(
     folder, name = AGENTS[agent]
     path = project_dir.absolute() / folder / name
     old_text, old = _read(path)
-    new = merged(old, {event: hook_command(prefix, kind, entity_id) for event, kind in EVENTS})
+    new = merged(old, {event: hook_command(prefix, kind, entity_id, agent) for event, kind in EVENTS})
     notes = [NOTES[agent]] if agent in NOTES else []
     if new == old:
         return Installed(agent, str(path), False, dry_run, "", notes=notes)
