@@ -133,6 +133,14 @@ def build(root: Path, letters: int, boxes: int = 20, seed: int = 20260705) -> tu
     return corpus, maker
 
 
+def write_box(dc: Dovecote, address: Address, lines: list[bytes]) -> None:
+    """Write a whole box's ledger at once (a benchmark's corpus, not an append to measure)."""
+    path = dc.store.path(address)
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     """Run ``fn`` once; the result is returned so it is freed outside the clock."""
     t0 = time.perf_counter()

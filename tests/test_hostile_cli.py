@@ -141,6 +141,9 @@ def test_every_command_survives_hostile_arguments(
         runs += 1
         assert code in (0, 1, 2), (argv, code, text)
         assert "Traceback" not in text and "internal_error" not in text, (argv, text)
+        if (argv[2:] if argv[0] == "--home" else argv)[:1] == ["hook"]:  # an agent's hook fails open: exit 0
+            assert code == 0 and "dovecote hook:" in text, (argv, text)
+            continue
         if argv[-1] == "--no-such-option":
             assert code == 2, (argv, text)
         if any(SURROGATE in a for a in argv) or any(a in HOSTILE_INT[:3] for a in argv):

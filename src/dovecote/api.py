@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import roster as roster_mod
 from dovecote import roster_edit
@@ -23,20 +23,29 @@ from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
-from dovecote.ops import doctor as doctor_op
 from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
-from dovecote.ops import tree_import as tree_import_op
-from dovecote.ops import verify as verify_op
-from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Distribution, distribute
+from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
-from dovecote.ops.sweep import BoxContents, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
 
-__all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "init", "merge_ledgers", "open_home"]
+if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
+    from dovecote.ops import tree_import as tree_import_op
+    from dovecote.ops import verify as verify_op
+    from dovecote.ops import view as view_op
+    from dovecote.ops.hooks import HookAnswer
+    from dovecote.ops.hooks_config import Installed
+    from dovecote.ops.sweep import BoxContents, Progress, SweepResult
+    from dovecote.ops.tokens import Issued
+    from dovecote.ops.wait import WaitResult
+    from dovecote.tokens import Principal, TokenRow
+
+__all__ = [
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "inbox_injection", "init", "merge_ledgers", "open_home",
+]
 
 #: An actor for one call: an ``Actor``, or a name (the acting agent).
 ActorArg = Actor | str | None
@@ -197,15 +206,23 @@ class Dovecote:
     def sweep(
         self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
     ) -> SweepResult:
+        from dovecote.ops.sweep import sweep
+
         return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
 
     def box(self, address: str | Address, *, include_all: bool = False) -> BoxContents:
+        from dovecote.ops.sweep import box
+
         return box(self.context, _address(address), include_all=include_all)
 
     def doctor(self, now: datetime | None = None) -> dict[str, Any]:
+        from dovecote.ops import doctor as doctor_op
+
         return doctor_op.doctor(self.context, now)
 
     def verify(self, *, now: datetime | None = None) -> verify_op.VerifyResult:
+        from dovecote.ops import verify as verify_op
+
         return verify_op.verify(self._ctx(now=now))
 
     # -- entity mail --------------------------------------------------------------
@@ -259,13 +276,17 @@ class Dovecote:
 
     def view(self, entity_id: str | None = None, **options: Any) -> view_op.FolderSync:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
+        from dovecote.ops import view as view_op
+
         return view_op.view(self.context, entity_id, **options)
 
     def import_inbox_tree(
         self, path: str | os.PathLike[str], entity_id: str | None = None, *, now: datetime | None = None,
         **options: Any,
     ) -> tree_import_op.ImportResult:
-        """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
+        """Adopt an existing /inbox tree (see ``ops.tree_import.import_inbox_tree``)."""
+        from dovecote.ops import tree_import as tree_import_op
+
         return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
 
     # -- search and hygiene -------------------------------------------------------
@@ -304,6 +325,73 @@ class Dovecote:
         from dovecote.ops import organize as organize_op
 
         return organize_op.organize(self.context, entity_id, apply=apply, current=current, now=now)
+
+    # -- waking agents: tokens, wait, hooks (issue 8) ---------------------------
+    # Imported on first use, like search: the hook path stays light.
+
+    def token_issue(self, entity_id: str, role: str = "agent", *, actor: ActorArg = None) -> Issued:
+        """Issue a token bound to ``entity_id``; the answer is the only place the token is ever shown."""
+        from dovecote.ops import tokens as tokens_op
+
+        return tokens_op.issue(self._ctx(actor=actor), entity_id, role)
+
+    def tokens(self) -> list[TokenRow]:
+        """Every issued token (entity, role, id, created, revoked), never the token itself."""
+        from dovecote.ops import tokens as tokens_op
+
+        return tokens_op.list_tokens(self.context)
+
+    def token_revoke(self, token_id: str, *, actor: ActorArg = None) -> TokenRow:
+        """Revoke a token by id (an appended record; revoking twice changes nothing)."""
+        from dovecote.ops import tokens as tokens_op
+
+        return tokens_op.revoke(self._ctx(actor=actor), token_id)
+
+    def authenticate(self, token: str) -> Principal:
+        """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one."""
+        from dovecote.ops import tokens as tokens_op
+
+        return tokens_op.authenticate(self.context, token)
+
+    @staticmethod
+    def authorize(principal: Principal, verb: str, target_entity: str) -> None:
+        """Allow ``verb`` in ``target_entity``'s box for ``principal``, or refuse ``forbidden``."""
+        from dovecote.tokens import authorize
+
+        authorize(principal, verb, target_entity)
+
+    def inbox_cursor(self, entity_id: str) -> str:
+        """The cursor of the entity's box now (what ``wait --after`` takes)."""
+        from dovecote.ops import wait as wait_op
+
+        return wait_op.box_cursor(self.context, entity_id)
+
+    def wait(
+        self, entity_id: str, *, timeout: float | None = None, after: str | None = None, poll: float | None = None
+    ) -> WaitResult:
+        """Block until new mail arrives after ``after`` (default: now) or ``timeout`` seconds pass."""
+        from dovecote.ops import wait as wait_op
+
+        return wait_op.wait(self.context, entity_id, timeout=timeout, after=after, poll=poll or wait_op.POLL)
+
+    def hook(self, kind: str, entity_id: str, payload: dict[str, Any], *, now: datetime | None = None) -> HookAnswer:
+        """Answer an agent hook (session-start, prompt or stop) and record what it surfaced."""
+        from dovecote.ops import hooks as hooks_op
+
+        return hooks_op.run_hook(self._ctx(now=now), kind, entity_id, payload)
+
+    def hooks_install(
+        self, agent: str, entity_id: str, project_dir: str | os.PathLike[str], command: str, *, dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> Installed:
+        """Write ``agent``'s hook configuration in ``project_dir``, each hook running ``<command> hook <kind>``."""
+        from dovecote.ops import hooks_config
+
+        return hooks_config.install(
+            self._ctx(now=now), agent, entity_id, Path(project_dir), command, dry_run=dry_run
+        )
+
+    # -- end of waking agents -------------------------------------------------------
 
 
 def _address(address: str | Address) -> Address:

@@ -30,6 +30,7 @@ backend, PostgreSQL the third):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -144,6 +145,9 @@ class Store(Protocol):
     def guarded(self, where: Where) -> AbstractContextManager[Guard]: ...
     def reachable(self, where: Where) -> bool: ...
     def location(self, where: Where) -> str: ...
+    def stamp(self, where: Where) -> tuple[int, int]:
+        """A cheap mark of the box (a stat, never a read) that changes whenever it gains a letter."""
+        ...
     def for_roster(self, roster: Roster) -> Store:
         """The same ledgers, addressed through ``roster`` (warm state kept)."""
         ...
@@ -320,6 +324,17 @@ class FileStore:
 
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)
+
+    def stamp(self, where: Where) -> tuple[int, int]:
+        """(inode, size) of the ledger file; (0, -1) when there is none. ``wait`` polls this."""
+        path = self.path(where)
+        try:
+            st = os.stat(path) if path is not None else None
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            raise StoreError(f"cannot stat {path}: {e.strerror or e}") from e
+        return (0, -1) if st is None else (st.st_ino, st.st_size)
 
     def read(self, where: Where, after: Cursor | None = None) -> BoxRead:
         """The letters after ``after`` (a cursor is a byte offset this store's reader reached)."""

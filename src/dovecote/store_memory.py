@@ -118,6 +118,11 @@ class MemoryStore:
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)
 
+    def stamp(self, where: Where) -> tuple[int, int]:
+        """(generation, lines) of the box; (0, -1) when there is none."""
+        box = self._box(where, create=False)
+        return (0, -1) if box is None else (box.generation, box.lines)
+
     def _box(self, where: Where, *, create: bool) -> _Box | None:
         key = self.key(where)
         if key is None:

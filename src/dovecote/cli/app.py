@@ -18,7 +18,7 @@ import typer
 
 import dovecote
 from dovecote.api import Actor, Dovecote, init, merge_ledgers, open_home
-from dovecote.cli import render, texts
+from dovecote.cli import cmd_agents, render, texts
 from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json, emit_json_chunks, invocation
 from dovecote.errors import Refusal
@@ -718,6 +718,9 @@ def organize_cmd(
         emit_json(result)
     else:
         sys.stdout.write(texts.organize_text(result))
+
+
+cmd_agents.register(app, _open, lambda: _home["path"])  # token, wait, hooks, hook
 
 
 def run() -> Any:

@@ -20,8 +20,14 @@ def main() -> None:
 
         sys.stdout.write(f"dovecote {__version__}\n")
         return
-    from dovecote.cli.fastpath import try_cached
+    from dovecote.cli.fastpath import _split_home, try_cached
 
+    home, rest = _split_home(argv)
+    if rest[:1] == ["hook"] and not {"--help", "-h"} & set(rest):  # an agent's hook: no Typer, never fails
+        from dovecote.cli.hookrun import main as hook_main
+
+        hook_main(home, rest[1:])
+        return
     if try_cached(argv):
         return
     from dovecote.cli.output import EXIT_FAIL, EXIT_REFUSED, error, internal_error

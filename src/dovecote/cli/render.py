@@ -111,6 +111,7 @@ def doctor(d: dict[str, Any]) -> None:
     m = d["mailbox"]
     if not m.get("available"):
         c.print(f"[bold]mailbox[/bold]: unavailable ({_safe(m.get('error'))})")
+        _tokens(c, d["tokens"])
         return
     c.print("[bold]mailbox[/bold]")
     c.print(f"  spool letters        {m['spool_letters']}  ({_safe(m['spool_path'])})")
@@ -119,6 +120,14 @@ def doctor(d: dict[str, Any]) -> None:
     c.print(f"  pending distribution {plural(m['pending_letters'], 'letter')}: {why or '-'}")
     c.print(f"  unreachable boxes    {', '.join(map(_safe, m['unreachable'])) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
+    _tokens(c, d["tokens"])
+
+
+def _tokens(c: Console, t: dict[str, Any]) -> None:
+    if "problem" in t:
+        c.print(f"[bold]tokens[/bold]: [red]{_safe(t['problem'])}[/red]")
+    else:
+        c.print(f"[bold]tokens[/bold]: {t['active']} active of {t['issued']} issued  ({_safe(t['path'])})")
 
 
 def verify(d: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dovecote.api import FLAG_OVERDUE, FLAG_STALE
+from dovecote.api import inbox_injection as inbox_injection  # written once, in ops.injection
 from dovecote.textsafe import one_line, plural, subject_line
 
 
@@ -77,31 +78,6 @@ def inbox_text(view: dict[str, Any], *, detailed: bool = False, status_only: boo
         lines.extend(body)
     return "\n".join(lines) + "\n"
 
-
-def inbox_injection(view: dict[str, Any]) -> str:
-    """The block a session-start hook injects: one header line, then what needs eyes."""
-    c = view["counts"]
-    who = one_line(view["entity"])
-    if not (c["inbound"] or c["processing"] or c["deferred"]):
-        return f"[INBOX: {who}] Empty.\n"
-    lines = [f"[INBOX: {who}] {c['inbound']} new, {c['processing']} active, {c['deferred']} deferred."]
-    tics_known = view["clock"]["tic"] is not None
-    for i in view.get("items", []):
-        if i["state"] == "WAIT" and i["priority"] in ("high", "urgent"):
-            when = f", tic {i['source_tic']}" if i["source_tic"] is not None else ""
-            sender = one_line(i["sender"]) or "?"
-            lines.append(f"  - [{i['priority'].upper()}] {subject_line(i['subject'])} (from: {sender}{when})")
-    for i in view.get("items", []):
-        if i["state"] == "ACTIVE":
-            when = f" (tic {i['entered_tic']})" if i["entered_tic"] is not None else ""
-            lines.append(f"  - [ACTIVE] {subject_line(i['subject'])}{when}")
-    if tics_known:
-        for i in view.get("items", []):
-            if FLAG_STALE in i["flags"]:
-                lines.append(
-                    f"  - [ATTENTION] {subject_line(i['subject'])} — stale {i['in_state_tics']} tics in {i['state']}"
-                )
-    return "\n".join(lines) + "\n"
 
 def show_text(d: dict[str, Any]) -> str:
     """For people: one line a field (newlines and controls in untrusted text are escaped)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import DovecoteError
 from dovecote.ops.distribute import filed, pending_detail, plan
+from dovecote.ops.tokens import health as tokens_health
 from dovecote.timeutil import parse_time
 from dovecote.vocab import MISDELIVERY_KINDS
 
@@ -45,9 +46,10 @@ def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> st
 def doctor(dc: Context, now: datetime | None = None) -> dict[str, Any]:
     spool_path = str(dc.layout.spool)
     try:
-        return {"mailbox": _mailbox(dc, now or dc.now())}
+        block = {"mailbox": _mailbox(dc, now or dc.now())}
     except (OSError, DovecoteError) as e:
-        return {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
+        block = {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
+    return {**block, "tokens": tokens_health(dc)}
 
 
 def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dovecote.errors import Refusal
 from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewtree import loose_files, view_dir
+from dovecote.ops.wait import box_cursor
 from dovecote.store import files_of
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def read_inbox(
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
     who = entity_id or default_entity(dc)
+    cursor = box_cursor(dc, who)  # before the fold reads: a letter landing between is shown, never skipped
     book = book_for(dc, who)
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())
@@ -84,6 +86,7 @@ def read_inbox(
     out["counts"] = view["counts"]
     out["flags"] = view["flags"]
     out["direction"] = direction
+    out["cursor"] = cursor
     if direction in ("inbound", "both"):
         out["items"] = view["items"]
     if direction in ("outbound", "both"):

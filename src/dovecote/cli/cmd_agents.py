@@ -1,0 +1,166 @@
+"""Commands that wake agents: ``token``, ``wait``, ``hooks install`` and ``hook``.
+
+Thin like every command: parse, one call on the handle, render. ``hook``
+commands are normally answered by ``cli/hookrun.py`` before Typer loads (see
+``cli/entry.py``); they are registered here too so ``--help`` and the CLI
+reference describe them, and a call that does reach Typer runs the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dovecote.api import Dovecote
+from dovecote.cli.boundary import Typer
+from dovecote.cli.output import EXIT_FAIL, emit_json
+from dovecote.textsafe import one_line, subject_line
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of text.")]
+EntityOpt = Annotated[
+    Optional[str], typer.Option("--entity", help="Whose inbox (default $DOVECOTE_ENTITY, else the only entity).")
+]
+
+
+def command_prefix(dc: Dovecote) -> str:
+    """How an agent's hook runs this very dovecote on this home, from any directory."""
+    exe = os.path.abspath(sys.argv[0])
+    run = f"{shlex.quote(sys.executable)} -m dovecote" if exe.endswith("__main__.py") else shlex.quote(exe)
+    return f"{run} --home {shlex.quote(str(dc.layout.root.absolute()))}"
+
+
+def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable[[], Optional[str]]) -> None:
+    """Add the commands to ``app``; ``open_home`` opens the home the global options name."""
+    token_app = Typer(help="Issue, list and revoke the tokens connections are bound to.", no_args_is_help=True)
+    app.add_typer(token_app, name="token")
+    hooks_app = Typer(help="Install agent hook configurations that call `dovecote hook`.", no_args_is_help=True)
+    app.add_typer(hooks_app, name="hooks")
+    hook_app = Typer(help="What agent hooks run (JSON payload on stdin); never fails the agent.", no_args_is_help=True)
+    app.add_typer(hook_app, name="hook")
+
+    @token_app.command("issue")
+    def token_issue(
+        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="The entity the token acts as.")],
+        role: Annotated[str, typer.Option("--role", help="agent (its own box only) or operator.")] = "agent",
+        json: JsonOpt = False,
+    ) -> None:
+        """Issue a token and print it once; only its hash is stored (tokens.jsonl, mode 0600).
+
+        Example: dovecote token issue ent_builder --role agent
+        """
+        issued = open_home().token_issue(entity_id, role)
+        if json:
+            emit_json(issued.to_dict())
+            return
+        print(issued.token)
+        sys.stderr.write(f"token {issued.row.id} for {one_line(issued.row.entity)} ({issued.row.role}); "
+                         "it is shown only now, and stored only as its hash\n")
+
+    @token_app.command("list")
+    def token_list(json: JsonOpt = False) -> None:
+        """List issued tokens: id, entity, role, created, revoked (never the token)."""
+        rows = [r.to_dict() for r in open_home().tokens()]
+        if json:
+            emit_json(rows)
+            return
+        for r in rows:
+            print("\t".join(one_line(r[k] or "-") for k in ("id", "entity", "role", "created", "revoked")))
+        if not rows:
+            print("no tokens issued")
+
+    @token_app.command("revoke")
+    def token_revoke(
+        token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, as `token list` shows it.")],
+        json: JsonOpt = False,
+    ) -> None:
+        """Revoke a token (an appended record; the token stops working at once)."""
+        row = open_home().token_revoke(token_id)
+        if json:
+            emit_json(row.to_dict())
+        else:
+            print(f"revoked {row.id} ({one_line(row.entity)}, {row.role}) at {row.revoked}")
+
+    @app.command("wait")
+    def wait_cmd(
+        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose box to watch.")],
+        timeout: Annotated[
+            Optional[float], typer.Option("--timeout", help="Give up after S seconds (exit 1); default: never.")
+        ] = None,
+        after: Annotated[
+            Optional[str], typer.Option("--after", help="A cursor printed by `wait` or `inbox --json` (default: now).")
+        ] = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Block until new mail arrives for ENTITY (exit 0, prints it) or the timeout passes (exit 1).
+
+        It watches the size of one ledger, reading only when it grows.
+        Example: dovecote wait ent_builder --timeout 60 --after 12.3f2a9b0c1d2e
+        """
+        result = open_home().wait(entity_id, timeout=timeout, after=after)
+        if json:
+            emit_json(result.to_dict())
+        else:
+            for i in result.items:
+                sender = one_line(i["sender"]) or "?"
+                print(f'{i["state"]}_{i["id"]} [{str(i["priority"]).upper()}] "{subject_line(i["subject"])}" '
+                      f"from {sender}")
+            if result.timed_out:
+                print(f"no new mail for {one_line(entity_id)} within {timeout:g}s")
+            print(f"cursor {result.cursor}")
+        if result.timed_out:
+            raise typer.Exit(EXIT_FAIL)
+
+    @hooks_app.command("install")
+    def hooks_install(
+        agent: Annotated[str, typer.Option("--agent", help="claude-code or codex.")],
+        entity_id: Annotated[str, typer.Option("--entity", help="The entity whose mail the agent is told of.")],
+        project_dir: Annotated[
+            Path, typer.Option("--project-dir", help="The project the agent runs in (default: here).")
+        ] = Path("."),
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing.")] = False,
+        json: JsonOpt = False,
+    ) -> None:
+        """Write the agent's hooks (SessionStart, UserPromptSubmit, Stop) to call `dovecote hook`.
+
+        Claude Code: <project>/.claude/settings.json; Codex: <project>/.codex/hooks.json. Idempotent;
+        a changed file is first copied to <file>.bak-<time>.
+        Example: dovecote hooks install --agent claude-code --entity ent_builder --dry-run
+        """
+        dc = open_home()
+        result = dc.hooks_install(agent, entity_id, project_dir, command_prefix(dc), dry_run=dry_run)
+        if json:
+            emit_json(result.to_dict())
+            return
+        sys.stdout.write(result.diff)
+        if not result.changed:
+            print(f"{result.path}: already installed, nothing changed")
+        elif result.dry_run:
+            print(f"{result.path}: would change (dry run, nothing written)")
+        else:
+            print(f"{result.path}: installed" + (f" (backup {result.backup})" if result.backup else ""))
+        for note in result.notes:
+            print(f"note: {note}")
+
+    def _hook(kind: str, doc: str) -> None:
+        def command(
+            entity_id: EntityOpt = None,
+            agent: Annotated[
+                str, typer.Option("--agent", help="Whose output form: claude-code (plain text) or codex (JSON).")
+            ] = "claude-code",
+        ) -> None:
+            from dovecote.cli.hookrun import main
+
+            main(home(), [kind, *(["--entity", entity_id] if entity_id else []), "--agent", agent])
+
+        command.__doc__ = doc
+        hook_app.command(kind)(command)
+
+    _hook("session-start", "Print the injection block and record what was surfaced to this session.")
+    _hook("prompt", "Print only the items not yet surfaced to this session (nothing when nothing is new).")
+    _hook("stop", "Block the stop once, naming new high/urgent items that arrived during the turn; else allow.")

@@ -1,0 +1,159 @@
+"""Tokens: the identity a connection is bound to, and the one authorization rule.
+
+Law: a token is shown once, when it is issued, and never stored; the token
+file keeps only its SHA-256 (``token_hash``), so reading the file does not let
+anyone act. Issuing and revoking are records appended to that file (a revoke
+never deletes), and ``fold`` turns the records into the current table. The
+rule (``authorize``) is a table a server calls before each verb: an agent may
+send to anyone but may move, and read the bodies of, only its own box's items;
+an operator may read everything. Nothing here touches a file or a clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dovecote.errors import Refusal
+
+#: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
+PREFIX = "dct_"
+ROLES = ("agent", "operator")
+#: How many hex digits of the hash name a token in ``list`` and ``revoke``.
+ID_DIGITS = 12
+
+ISSUE, REVOKE = "token_issue", "token_revoke"
+
+#: verb -> whose items it touches: "any" (a send may go to anyone) or "own" (the caller's box only).
+VERBS: dict[str, str] = {
+    "send": "any",
+    "draft": "any",
+    "inbox": "own",
+    "wait": "own",
+    "show": "own",
+    "search": "own",
+    "seen": "own",
+    "claim": "own",
+    "complete": "own",
+    "defer": "own",
+    "undefer": "own",
+    "nack": "own",
+}
+
+
+def new_token() -> str:
+    """A fresh token: the prefix and 32 random bytes, URL-safe."""
+    return PREFIX + secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """What the token file keeps of a token: its SHA-256, in hex."""
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def token_id(digest: str) -> str:
+    """The short public name of a token: the first digits of its hash (never the token)."""
+    return digest[:ID_DIGITS]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a connection acts as: the token's entity and role."""
+
+    entity: str
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    """One issued token as ``list`` shows it: never the token, only its hash."""
+
+    id: str
+    hash: str
+    entity: str
+    role: str
+    created: str | None
+    revoked: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "entity": self.entity, "role": self.role, "created": self.created,
+                "revoked": self.revoked}
+
+
+def issue_record(digest: str, entity: str, role: str, ts: str, by: str) -> dict[str, Any]:
+    return {"ts": ts, "agent": by, "kind": ISSUE, "entity": entity, "role": role, "hash": digest}
+
+
+def revoke_record(tid: str, ts: str, by: str) -> dict[str, Any]:
+    return {"ts": ts, "agent": by, "kind": REVOKE, "ref": tid}
+
+
+def _text(d: Mapping[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    return v if isinstance(v, str) else None
+
+
+def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, TokenRow]:
+    """The token table from its records, by id, in issue order.
+
+    A record that is not well formed is skipped (the file is ours, but a hand
+    edit must not lock everyone out); a revoke of an unknown id changes
+    nothing; the first revoke stands.
+    """
+    rows: dict[str, TokenRow] = {}
+    for d in records:
+        kind = d.get("kind")
+        if kind == ISSUE:
+            digest, entity, role = _text(d, "hash"), _text(d, "entity"), _text(d, "role")
+            if digest and entity and role is not None and role in ROLES and len(digest) == 64:
+                tid = token_id(digest)
+                if tid not in rows:
+                    rows[tid] = TokenRow(tid, digest, entity, role, _text(d, "ts"))
+        elif kind == REVOKE:
+            row = rows.get(_text(d, "ref") or "")
+            if row is not None and row.revoked is None:
+                rows[row.id] = TokenRow(row.id, row.hash, row.entity, row.role, row.created, _text(d, "ts") or "?")
+    return rows
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise Refusal("invalid_field", f"--role must be one of {', '.join(ROLES)}, not {role!r}")
+    return role
+
+
+def principal_of(rows: Mapping[str, TokenRow], token: str) -> Principal:
+    """The principal a token stands for; ``unauthorized`` for a malformed, unknown or revoked one.
+
+    The comparison is constant-time over the hash, so timing tells nothing about
+    how close a guess came.
+    """
+    if not isinstance(token, str) or not token.startswith(PREFIX):
+        raise Refusal("unauthorized", f"not a dovecote token (they start with {PREFIX})")
+    digest = token_hash(token)
+    row = rows.get(token_id(digest))
+    if row is None or not hmac.compare_digest(row.hash, digest):
+        raise Refusal("unauthorized", "unknown token")
+    if row.revoked is not None:
+        raise Refusal("unauthorized", f"token {row.id} was revoked at {row.revoked}")
+    return Principal(row.entity, row.role)
+
+
+def authorize(principal: Principal, verb: str, target_entity: str) -> None:
+    """Allow ``verb`` on ``target_entity``'s box, or refuse ``forbidden``.
+
+    An operator may do every verb here (human gestures are not verbs a token
+    reaches); an agent may send to anyone, and do the rest only in its own box.
+    """
+    scope = VERBS.get(verb)
+    if scope is None:
+        raise ValueError(f"authorize: unknown verb {verb!r}")
+    if principal.role == "operator" or scope == "any" or target_entity == principal.entity:
+        return
+    raise Refusal(
+        "forbidden", f"{principal.entity} may {verb} only in its own box, not in {target_entity}'s",
+    )
