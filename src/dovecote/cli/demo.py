@@ -68,7 +68,7 @@ def look_around(home: Path, item: str, dovecote: str = "dovecote") -> str:
     pad = " " * 14
     return (
         f"Look around:  export DOVECOTE_HOME={h}\n"
-        f"{pad}{dovecote} sweep --all\n"
+        f"{pad}{dovecote} sweep --include-all\n"
         f"{pad}{dovecote} box project:atlas --json\n"
         f"{pad}{dovecote} inbox ent_builder --current-tic 109 --detailed\n"
         f"{pad}{dovecote} show ent_builder {item} --current-tic 109\n"
