@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from dovecote import verbs
 from dovecote.cli.app import app
 from dovecote.errors import Refusal
-from helpers import run_cli
+from helpers import run_cli, snapshot
 
 ROOT = typer.main.get_command(app)
 
@@ -262,7 +262,11 @@ def test_the_old_flags_and_the_new_ones_write_the_same_envelope(tmp_path: Path) 
 def test_a_bad_enum_on_the_cli_is_the_same_refusal_as_over_the_api(tmp_path: Path) -> None:
     home = init_home(tmp_path)
     run_cli(tmp_path, "entity", "add", "ent_b", home=home)
+    before = snapshot(home)
     r = run_cli(tmp_path, "send", "--to", "ent_b", "--subject", "s", "--priority", "asap", home=home)
+    tic = run_cli(tmp_path, "send", "--to", "ent_b", "--subject", "s", "--expires-at-tic", "-1", home=home)
+    assert tic.returncode == 2 and tic.stderr.startswith(b"Error: invalid_field: message: expires_at_tic:")
+    assert snapshot(home) == before
     assert r.returncode == 2
     assert r.stderr.decode().startswith("Error: invalid_field: message: priority:"), r.stderr
     assert "urgent, high, normal, low" in r.stderr.decode()

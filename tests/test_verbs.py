@@ -204,6 +204,10 @@ def test_library_callers_are_range_checked_and_nothing_is_written(tmp_path: Path
         lambda: dc.stale_check(verbs.StaleCheck(current_tic=-5, emit_signals=True)),
         lambda: dc.report([{"tool": "t", "class": "bug", "what": "w", "when": "now"}]),
         lambda: dc.add_project(verbs.ProjectAdd(name="p", root="/srv/p", aliases=("a\nb",))),
+        lambda: dc.send(verbs.Message(sender="ent_a", recipient="ent_b\x1b[2J", subject="s")),
+        lambda: dc.send(verbs.Message(sender="ent_a", recipient="ent_b", subject="bad \udcff bytes")),
+        lambda: dc.move(verbs.Move(kind="seen", entity_id="ent_b", ref=item, reason="\udc80")),
+        lambda: dc.add_entity(verbs.EntityAdd(entity_id="ent\u202eevil")),
     ]
     for call in bad:
         with pytest.raises(Refusal):
