@@ -21,6 +21,7 @@ from typing import Any
 from dovecote.addresses import Address
 from dovecote.api import Dovecote, init
 from dovecote.letters import canonical_line, letter_id
+from dovecote.verbs import ProjectAdd
 
 MONTH_SECONDS = 30 * 24 * 3600
 FOREIGN_TOOLS = ("playwright", "context7 (docs lookup)", "semgrep", "browseros")
@@ -110,7 +111,7 @@ def build(root: Path, letters: int, boxes: int = 20, seed: int = 20260705) -> tu
     home, _ = init(root / "home", owner_root=str(root / "owner"))
     dc = Dovecote(home)
     for b in range(boxes):
-        dc.add_project(f"p{b:02d}", str(root / "repos" / f"p{b:02d}"))
+        dc.add_project(ProjectAdd(name=f"p{b:02d}", root=str(root / "repos" / f"p{b:02d}")))
     addrs = [Address("project", f"p{b:02d}") for b in range(boxes)]
     paths = []
     for a in addrs:

@@ -25,6 +25,7 @@ from _common import fmt_s, med, settle, timed, verdict
 from dovecote.addresses import HOME, Address
 from dovecote.api import init
 from dovecote.letters import canonical_line
+from dovecote.verbs import ProjectAdd
 
 SINGLE_TARGET = 3.0
 BATCH_TARGET = 100_000
@@ -63,7 +64,7 @@ def main() -> None:
         home, _ = init(root / "home")
         dc = dovecote.open(home)
         for r in range(args.repeat):
-            dc.add_project(f"batch{r}", str(root / "repos" / f"batch{r}"))
+            dc.add_project(ProjectAdd(name=f"batch{r}", root=str(root / "repos" / f"batch{r}")))
         bare_path = root / "bare.jsonl"
         dc.store.append(HOME, [line(-1, "warm")])  # the handle is warm: its reader and the file exist
         bare_append(bare_path, line(-1, "warm") + b"\n")

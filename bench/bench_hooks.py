@@ -37,6 +37,7 @@ from dovecote.addresses import entity
 from dovecote.api import init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line
+from dovecote.verbs import EntityAdd
 
 TARGET_MS = 200.0
 
@@ -45,8 +46,8 @@ def build(root: Path, messages: int) -> Path:
     """A home whose ``ent_b`` holds ``messages`` messages (a twentieth of them high or urgent)."""
     home, _ = init(root / ".dovecote", owner_root=str(root))
     dc = open_home(home)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
     rnd = random.Random(8)
     lines = []
     for i in range(messages):

@@ -29,6 +29,7 @@ from dovecote.addresses import entity
 from dovecote.api import init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, letter_id
+from dovecote.verbs import EntityAdd, Inbox, Move
 
 PATTERNS = (
     ("seen", "claim", "complete"),
@@ -42,8 +43,8 @@ PATTERNS = (
 def build(root: Path, messages: int = 10_000) -> Path:
     home, _ = init(root / ".dovecote", owner_root=str(root))
     dc = open_home(home)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
     rnd = random.Random(7)
     lines: list[bytes] = []
     for i in range(messages):
@@ -80,19 +81,21 @@ def main() -> None:
         home = build(tmp)
         dc = open_home(home)
         t = time.perf_counter()
-        dc.inbox("ent_b", current=1000)
+        dc.inbox(Inbox(entity_id="ent_b", current_tic=1000))
         cold_lib = time.perf_counter() - t
         repeat = []
         for _ in range(30):
             t = time.perf_counter()
-            orjson.dumps(dc.inbox("ent_b", current=1000))
+            orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
             repeat.append(time.perf_counter() - t)
-        waiting = [r["id"] for r in dc.inbox("ent_b", current=1000)["items"] if r["state"] == "WAIT"]
+        waiting = [r["id"] for r in dc.inbox(Inbox(
+            entity_id="ent_b", current_tic=1000
+        ))["items"] if r["state"] == "WAIT"]
         changed = []
         for item in waiting[:30]:
-            dc.transition("ent_b", item, "claim", current=1000)
+            dc.move(Move(kind="claim", entity_id="ent_b", ref=item, current_tic=1000))
             t = time.perf_counter()
-            orjson.dumps(dc.inbox("ent_b", current=1000))
+            orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
             changed.append(time.perf_counter() - t)
         print("inbox, 10,000 messages + 30,000 transitions")
         print(f"  first read through the library (cold handle): {cold_lib * 1000:.0f} ms")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import dovecote
 from _common import MONTH_SECONDS, build, fmt_s, med, runs, settle, timed, verdict
+from dovecote.verbs import Sweep
 
 TARGET_S = 0.100
 PER_ROUND = 1000
@@ -37,7 +38,7 @@ def main() -> None:
             f"({corpus.bytes / 1e6:.1f} MB), built in {t_build:.1f} s; {args.rounds} rounds of {PER_ROUND:,}"
         )
         dc = dovecote.open(corpus.home)
-        t_full, first = timed(lambda: dc.sweep(distribute=False))
+        t_full, first = timed(lambda: dc.sweep(Sweep(distribute=False)))
         first.letter_ids()
         print(f"  full sweep on the handle: {fmt_s(t_full)} (total {first.total:,}, open {first.open:,})")
         writer = dovecote.open(corpus.home)  # another agent's handle
@@ -58,7 +59,7 @@ def main() -> None:
             settle()
 
             def resweep() -> tuple[dict[str, int], int, list[str], int]:
-                res = dc.sweep(distribute=False)
+                res = dc.sweep(Sweep(distribute=False))
                 return res.counts, res.open, res.letter_ids(), res.total
 
             t, (counts, open_, ids, total) = timed(resweep)
@@ -71,7 +72,7 @@ def main() -> None:
         print(f"  target <= {TARGET_S * 1000:.0f} ms: {verdict(m <= TARGET_S)}")
         print(f"  totals per round: {', '.join(f'{t:,}' for t in totals)}; open: {', '.join(f'{o:,}' for o in opens)}")
 
-        cold = dovecote.open(corpus.home).sweep(distribute=False)
+        cold = dovecote.open(corpus.home).sweep(Sweep(distribute=False))
         same = (cold.counts, cold.open, cold.letter_ids(), cold.total) == (counts, open_, ids, total)
         print(f"  last warm answer equals a cold sweep of the same files: {same}")
 

@@ -37,6 +37,7 @@ from dovecote.addresses import entity
 from dovecote.api import Dovecote, init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, letter_id
+from dovecote.verbs import EntityAdd, Message, Search
 
 TARGET_P50_MS = 20.0
 SYLLABLES = ("ka", "lo", "mi", "ren", "tas", "vor", "qui", "del", "sun", "bra", "tek", "zu", "pan", "ost", "il")
@@ -63,7 +64,7 @@ def build(root: Path, messages: int, entities: int, rng: random.Random) -> tuple
     dc = open_home(home)
     names = [f"ent_{k}" for k in range(entities)]
     for n in names:
-        dc.add_entity(n)
+        dc.add_entity(EntityAdd(entity_id=n))
     vocab = vocabulary(rng, 3000)
     weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
     per_box: dict[str, list[bytes]] = {n: [] for n in names}
@@ -108,7 +109,7 @@ def queries(rng: random.Random, vocab: list[str], names: list[str], n: int) -> l
             q = "nosuchword" + str(k)
         opts: dict[str, object] = {}
         if k % 4 == 1:
-            opts["entity"] = rng.choice(names)
+            opts["entity_id"] = rng.choice(names)
         if k % 5 == 2:
             opts["include_terminal"] = True
         out.append((q, opts))
@@ -136,15 +137,15 @@ def main() -> None:
               f"(built in {time.perf_counter() - t:.1f} s)")
         dc = Dovecote(home)
         t = time.perf_counter()
-        first = dc.search(vocab[0])
+        first = dc.search(Search(query=vocab[0]))
         print(f"  first search, index built from the ledgers: {time.perf_counter() - t:.1f} s "
               f"({first['count']:,} matches for the commonest word)")
-        dc.search(vocab[1])  # the terminal filter settles on the warm handle
+        dc.search(Search(query=vocab[1]))  # the terminal filter settles on the warm handle
         samples: list[float] = []
         counts: list[int] = []
         for q, opts in queries(rng, vocab, names, args.queries):
             t = time.perf_counter()
-            res = dc.search(q, **opts)  # type: ignore[arg-type]
+            res = dc.search(Search(query=q, **opts))
             samples.append(time.perf_counter() - t)
             counts.append(res["count"])
         p50, p95 = pct(samples, 50), pct(samples, 95)
@@ -155,9 +156,11 @@ def main() -> None:
         after: list[float] = []
         before_indexed = dc.warm["search"].stats["indexed"]
         for k in range(20):
-            dc.send(to=names[0], sender=names[1], subject=f"fresh zyxwv{k}", body="appended after the index")
+            dc.send(Message(
+                recipient=names[0], sender=names[1], subject=f"fresh zyxwv{k}", body="appended after the index"
+            ))
             t = time.perf_counter()
-            res = dc.search(f"zyxwv{k}")
+            res = dc.search(Search(query=f"zyxwv{k}"))
             after.append(time.perf_counter() - t)
             assert res["count"] == 1
         stats = dc.warm["search"].stats

@@ -21,6 +21,7 @@ import orjson
 import dovecote
 from _common import build, fmt_s, med, runs, settle, timed, verdict
 from dovecote.api import init
+from dovecote.verbs import Sweep
 
 TARGET = 2.5
 
@@ -31,7 +32,7 @@ def dovecote_sweep(home: Path) -> tuple[Any, tuple[dict[str, int], int, list[str
     The result (and the handle's letters with it) is returned so that, like the
     parse that keeps its objects, it is freed outside the clock.
     """
-    res = dovecote.open(home).sweep(distribute=False)
+    res = dovecote.open(home).sweep(Sweep(distribute=False))
     return res, (res.counts, res.open, res.letter_ids(), res.total)
 
 
@@ -69,7 +70,7 @@ def main() -> None:
             f"({corpus.bytes / 1e6:.1f} MB), built in {t_build:.1f} s; {args.repeat} rounds"
         )
         warm_home, _ = init(root / "warmup")  # load every lazily imported module outside the clock
-        dovecote.open(warm_home).sweep(distribute=False).letter_ids()
+        dovecote.open(warm_home).sweep(Sweep(distribute=False)).letter_ids()
 
         t_dc: list[float] = []
         t_discard: list[float] = []

@@ -27,6 +27,7 @@ from dovecote.home import find_home
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import Where
 from dovecote.store_memory import MemoryStore
+from dovecote.verbs import ProjectAdd
 
 #: While a test runs on the memory store: each home's one store, shared by every
 #: handle the test opens on it (as processes share a home's files). None: files.
@@ -114,7 +115,7 @@ def add_project(
     root = tmp / "repos" / name
     if exists:
         root.mkdir(parents=True, exist_ok=True)
-    dc.add_project(name, str(root), aliases, box_in_repo)
+    dc.add_project(ProjectAdd(name=name, root=str(root), aliases=aliases, box_in_repo=box_in_repo))
     return root
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from dovecote.api import Dovecote
+from dovecote.verbs import EntityAdd, Message
 from helpers import new_home
 
 ENTITY = "ent_builder"
@@ -25,14 +26,14 @@ def mail_home(tmp: Path, *entities: str) -> Dovecote:
     """A fresh home with ``entities`` registered (default: the builder and ops)."""
     dc = new_home(tmp)
     for e in entities or (ENTITY, SENDER):
-        dc.add_entity(e)
+        dc.add_entity(EntityAdd(entity_id=e))
     return dc
 
 
-def send(dc: Dovecote, subject: str, *, to: str = ENTITY, sender: str = SENDER, **fields: Any) -> str:
+def send(dc: Dovecote, subject: str, *, recipient: str = ENTITY, sender: str = SENDER, **fields: Any) -> str:
     """Send one message; return its letter id."""
-    fields.setdefault("current", 100)
-    return dc.send(to=to, sender=sender, subject=subject, body=f"body of {subject}", **fields).id
+    fields.setdefault("current_tic", 100)
+    return dc.send(Message(recipient=recipient, sender=sender, subject=subject, body=f"body of {subject}", **fields)).id
 
 
 def view_root(dc: Dovecote, entity: str = ENTITY) -> Path:

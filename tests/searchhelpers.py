@@ -14,6 +14,7 @@ from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line
+from dovecote.verbs import EntityAdd, Move
 from helpers import new_home
 
 
@@ -26,7 +27,7 @@ def mail_home(tmp: Path, *entities: str) -> Dovecote:
     """A fresh home with these entities registered (default: ent_a, ent_b)."""
     dc = new_home(tmp)
     for e in entities or ("ent_a", "ent_b"):
-        dc.add_entity(e)
+        dc.add_entity(EntityAdd(entity_id=e))
     return dc
 
 
@@ -48,15 +49,15 @@ def put_link(dc: Dovecote, to: str, item: str, kind: str, *, ts: str, prev: str 
 
 def finish(dc: Dovecote, ent: str, item: str, *, current: int | None = None) -> None:
     """WAIT -> ACTIVE -> DONE through the real guarded verbs."""
-    dc.transition(ent, item, "seen", current=current)
-    dc.transition(ent, item, "claim", current=current)
-    dc.transition(ent, item, "complete", current=current)
+    dc.move(Move(kind="seen", entity_id=ent, ref=item, current_tic=current))
+    dc.move(Move(kind="claim", entity_id=ent, ref=item, current_tic=current))
+    dc.move(Move(kind="complete", entity_id=ent, ref=item, current_tic=current))
 
 
 def decline(dc: Dovecote, ent: str, item: str, *, current: int | None = None) -> None:
     """WAIT -> NACK through the real guarded verbs."""
-    dc.transition(ent, item, "seen", current=current)
-    dc.transition(ent, item, "nack", current=current, reason="not ours")
+    dc.move(Move(kind="seen", entity_id=ent, ref=item, current_tic=current))
+    dc.move(Move(kind="nack", entity_id=ent, ref=item, current_tic=current, reason="not ours"))
 
 
 def ids(result: dict[str, Any]) -> list[str]:

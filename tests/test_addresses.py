@@ -8,6 +8,7 @@ import pytest
 
 from dovecote.addresses import HOME, Address, check_name, entity, parse_address, project
 from dovecote.errors import Refusal
+from dovecote.verbs import Box, EntityAdd, ProjectAdd
 from helpers import BAD_NAMES, new_home, snapshot
 
 
@@ -69,7 +70,7 @@ def test_project_add_refuses_and_writes_nothing(tmp_path: Path, bad: str) -> Non
     dc = new_home(tmp_path)
     before = snapshot(tmp_path)
     with pytest.raises(Refusal) as e:
-        dc.add_project(bad, str(tmp_path / "r"))
+        dc.add_project(ProjectAdd(name=bad, root=str(tmp_path / "r")))
     assert e.value.reason == "invalid_name"
     assert snapshot(tmp_path) == before
     assert dc.roster.projects == ()
@@ -80,7 +81,7 @@ def test_alias_is_checked_like_a_name(tmp_path: Path, bad: str) -> None:
     dc = new_home(tmp_path)
     before = snapshot(tmp_path)
     with pytest.raises(Refusal) as e:
-        dc.add_project("repo-a", str(tmp_path / "r"), aliases=("ok", bad))
+        dc.add_project(ProjectAdd(name="repo-a", root=str(tmp_path / "r"), aliases=("ok", bad)))
     assert e.value.reason == "invalid_name"
     assert snapshot(tmp_path) == before
 
@@ -90,7 +91,7 @@ def test_entity_add_refuses_and_writes_nothing(tmp_path: Path, bad: str) -> None
     dc = new_home(tmp_path)
     before = snapshot(tmp_path)
     with pytest.raises(Refusal) as e:
-        dc.add_entity(bad)
+        dc.add_entity(EntityAdd(entity_id=bad))
     assert e.value.reason == "invalid_name"
     assert snapshot(tmp_path) == before
 
@@ -101,7 +102,7 @@ def test_box_read_refuses_a_bad_name_and_touches_nothing(tmp_path: Path, bad: st
     before = snapshot(tmp_path)
     for kind in ("project", "entity"):
         with pytest.raises(Refusal) as e:
-            dc.box(f"{kind}:{bad}")
+            dc.box(Box(address=f"{kind}:{bad}"))
         assert e.value.reason == "invalid_name"
     assert snapshot(tmp_path) == before
 

@@ -18,8 +18,10 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "dovecote"
 
-#: What the CLI may import besides its own modules: the handle and two leaf helpers.
-CLI_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version"})
+#: What the CLI may import besides its own modules: the handle, its typed verb inputs and two leaf helpers.
+CLI_MAY_IMPORT = frozenset(
+    {"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version", "dovecote.verbs"}
+)
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
 CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"})}

@@ -11,14 +11,15 @@ import pytest
 
 from dovecote.errors import StoreError
 from dovecote.home import Layout
+from dovecote.verbs import EntityAdd, Message
 from helpers import new_home, run_cli
 
 
 def inbox_home(tmp: Path) -> Path:
     dc = new_home(tmp)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
-    dc.send(sender="ent_a", to="ent_b", subject="hello", current=1)
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
+    dc.send(Message(sender="ent_a", recipient="ent_b", subject="hello", current_tic=1))
     return dc.layout.root
 
 

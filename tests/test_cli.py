@@ -21,6 +21,7 @@ import dovecote
 from dovecote.api import open_home
 from dovecote.cli.app import app
 from dovecote.letters import canonical_line
+from dovecote.verbs import Box, Sweep
 from helpers import (
     BAD_CLI_NAMES,
     VECTOR,
@@ -282,7 +283,7 @@ def test_sweep_json_matches_the_library(tmp_path: Path) -> None:
     run_cli(tmp_path, "distribute", home=home)
     for flags in ((), ("--all",)):
         out = cli_json(tmp_path, "sweep", "--no-distribute", "--json", *flags, home=home)
-        lib = open_home(home).sweep(distribute=False, include_all=bool(flags)).to_dict()
+        lib = open_home(home).sweep(Sweep(distribute=False, include_all=bool(flags))).to_dict()
         assert out == lib
     assert out["schema"] == "dovecote-sweep-v1" and out["distribution"] is None
     assert out["counts"] == {"wet_ink": 2, "in_flight": 0, "fired_clay": 1, "external": 1}
@@ -311,7 +312,7 @@ def test_box_json_matches_the_library(tmp_path: Path) -> None:
     home = busy(tmp_path)
     run_cli(tmp_path, "distribute", home=home)
     out = cli_json(tmp_path, "box", "project:repo-a", "--all", "--json", home=home)
-    assert out == open_home(home).box("project:repo-a", include_all=True).to_dict()
+    assert out == open_home(home).box(Box(address="project:repo-a", include_all=True)).to_dict()
     assert out["total"] == 3 and out["counts"]["fired_clay"] == 1
     missing = cli_json(tmp_path, "box", "project:nope", "--json", home=home)
     assert (missing["known"], missing["exists"], missing["total"]) == (False, False, 0)
@@ -572,7 +573,7 @@ def test_help_names_no_python_types(path: list[str]) -> None:
 
 
 VERB_OPTIONS = {
-    "claim": set(), "seen": set(), "complete": {"--result-ref"}, "undefer": {"--reason"},
+    "claim": set(), "seen": set(), "complete": {"--result-ref", "--reason"}, "undefer": {"--reason"},
     "nack": {"--reason"}, "defer": {"--until-tic", "--until", "--reason"},
 }
 

@@ -10,6 +10,7 @@ from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
 from dovecote.store import GITATTRIBUTES, GITIGNORE
+from dovecote.verbs import Box, ProjectAdd, Sweep
 from helpers import add_project, box_ids, ledger_ids, lid, new_home, open_home, rep, snapshot
 
 pytestmark = pytest.mark.both_stores
@@ -144,7 +145,7 @@ def test_an_unreachable_in_repo_box_keeps_its_letters_pending_and_is_named(tmp_p
     assert r.appended == 0
     assert r.pending_detail == [{"name": "ghost", "reason": "unreachable", "letters": 1}]
     assert not root.exists(), "distribute must not create an absent repository"
-    s = dc.sweep(distribute=False).to_dict()
+    s = dc.sweep(Sweep(distribute=False)).to_dict()
     assert s["unreachable"] == ["project:ghost"]
     assert s["total"] == 1 and s["letters"][0]["box"] is None  # still counted, from the spool
 
@@ -153,7 +154,7 @@ def test_an_unreachable_in_repo_box_keeps_its_letters_pending_and_is_named(tmp_p
     r2 = dc.distribute()
     assert (r2.appended, r2.pending, r2.to_project) == (1, [], 1)
     assert ledger_ids(root / ".dovecote" / "letters.jsonl") == [lid(letter)]
-    s2 = dc.sweep(distribute=False).to_dict()
+    s2 = dc.sweep(Sweep(distribute=False)).to_dict()
     assert s2["unreachable"] == []
     assert s2["letters"][0]["box"] == "project:ghost"
 
@@ -214,10 +215,10 @@ def test_the_spool_is_never_modified_by_reads(tmp_path: Path) -> None:
     for handle in (dc, open_home(dc.layout.root)):
         handle.distribute()
         handle.sweep()
-        handle.sweep(distribute=False, include_all=True)
+        handle.sweep(Sweep(distribute=False, include_all=True))
         handle.doctor()
         for addr in ("home", "project:repo-a", "project:ghost", "project:nope", "entity:x"):
-            handle.box(addr, include_all=True)
+            handle.box(Box(address=addr, include_all=True))
         handle.verify()
         assert dc.layout.spool.read_bytes() == spool
 
@@ -235,7 +236,7 @@ def test_a_space_padded_spool_line_is_filed_once(tmp_path: Path) -> None:
         assert handle.distribute().appended == 0
     box = dc.layout.project_box("repo-a")
     assert len(ledger_ids(box)) == 2
-    d = open_home(dc.layout.root).sweep(include_all=True).to_dict()
+    d = open_home(dc.layout.root).sweep(Sweep(include_all=True)).to_dict()
     assert d["total"] == 2
     assert {r["what"] for r in d["letters"]} == {"padded", "windows"}
     assert {r["box"] for r in d["letters"]} == {"project:repo-a"}
@@ -278,9 +279,9 @@ def test_a_deeper_project_added_later_does_not_file_a_letter_twice(tmp_path: Pat
     dc.report([letter])
     assert dc.distribute().appended == 1
     assert box_ids(dc, Address("project", "outer")) == [lid(letter)]
-    total = dc.sweep(distribute=False).total
+    total = dc.sweep(Sweep(distribute=False)).total
     # the roster gains a deeper project: today's law would now file the letter there
-    dc.add_project("inner", str(outer / "inner"), (), False)
+    dc.add_project(ProjectAdd(name="inner", root=str(outer / "inner"), aliases=(), box_in_repo=False))
     for handle in (dc, open_home(dc.layout.root)):  # the warm path and a cold one
         r = handle.distribute()
         assert r.appended == 0

@@ -11,6 +11,7 @@ import pytest
 
 from dovecote.errors import Refusal
 from dovecote.ops.hooks import decide
+from dovecote.verbs import EntityAdd
 from helpers import DOVECOTE_BIN, cli_env, ledger_lines, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
 
@@ -213,7 +214,7 @@ def test_the_entity_comes_from_the_environment_or_the_roster(tmp_path: Path) -> 
     home = dc.layout.root
     r = run_cli(tmp_path, "hook", "session-start", home=home, stdin=orjson.dumps(SESSION_START))
     assert r.stdout.decode() == f"[INBOX: {ENTITY}] Empty.\n"
-    dc.add_entity("ent_other")
+    dc.add_entity(EntityAdd(entity_id="ent_other"))
     r = run_cli(tmp_path, "hook", "session-start", stdin=orjson.dumps(SESSION_START),
                 env=cli_env(tmp_path, home, DOVECOTE_ENTITY="ent_other"))
     assert r.stdout.decode() == "[INBOX: ent_other] Empty.\n"

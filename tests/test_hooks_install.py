@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from dovecote.api import Dovecote
 from dovecote.ops.hooks_config import EVENTS, is_ours, merged
+from dovecote.verbs import EntityAdd
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
 from mailhelpers import ENTITY, mail_home, send
 from test_readme_tour import README, tour_block
@@ -90,7 +91,7 @@ def test_other_settings_are_kept_and_the_old_file_is_backed_up(tmp_path: Path) -
     stops = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
     assert stops[0] == "notify-send done" and stops[1].endswith(f"hook stop --entity {ENTITY}") and len(stops) == 2
     # installing for another entity replaces ours in place, never adds a second
-    dc.add_entity("ent_two")
+    dc.add_entity(EntityAdd(entity_id="ent_two"))
     cli_json(tmp_path, "hooks", "install", "--agent", "claude-code", "--entity", "ent_two",
              "--project-dir", str(project), "--json", home=dc.layout.root)
     stops = [h["command"] for g in json.loads(path.read_text())["hooks"]["Stop"] for h in g["hooks"]]

@@ -30,6 +30,7 @@ from dovecote.cli.app import app
 from dovecote.cli.boundary import MAX_INT, check_value
 from dovecote.errors import Refusal
 from dovecote.timeutil import parse_time
+from dovecote.verbs import EntityAdd, Message, ProjectAdd
 from helpers import DOVECOTE_BIN, cli_env
 
 SURROGATE = "\udcff"  # what Python makes of the argv byte 0xff
@@ -62,10 +63,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     home = tmp / "h"
     init(home, str(tmp))
     dc = open_home(home)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
-    dc.add_project("pa", str(tmp / "pa"))
-    item = dc.send(sender="ent_a", to="ent_b", subject="s", current=1).id
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
+    dc.add_project(ProjectAdd(name="pa", root=str(tmp / "pa")))
+    item = dc.send(Message(sender="ent_a", recipient="ent_b", subject="s", current_tic=1)).id
     afile = tmp / "afile"
     afile.write_text("x\n")
     return {"tmp": tmp, "home": home, "item": item, "afile": afile}

@@ -19,6 +19,7 @@ from dovecote.api import Actor, Dovecote, init
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
+from dovecote.verbs import EntityAdd, Inbox, Message, Move
 from helpers import open_home
 
 pytestmark = pytest.mark.both_stores
@@ -29,13 +30,13 @@ DOVECOTE = Path(sys.executable).parent / "dovecote"
 def home(tmp_path: Path) -> Dovecote:
     h, _ = init(tmp_path / ".dovecote", owner_root=str(tmp_path))
     dc = open_home(h)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
     return dc
 
 
 def send(dc: Dovecote, subject: str, **kw: Any) -> str:
-    return dc.send(sender="ent_a", to="ent_b", subject=subject, **kw).id
+    return dc.send(Message(sender="ent_a", recipient="ent_b", subject=subject, **kw)).id
 
 
 def by_id(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -49,54 +50,54 @@ def test_counts_cover_every_state(tmp_path: Path) -> None:
     d = send(dc, "deferred")
     done = send(dc, "done")
     n = send(dc, "nacked")
-    dc.transition("ent_b", a, "claim")
-    dc.transition("ent_b", d, "defer", until_tic=50, current=10)
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=a))
+    dc.move(Move(kind="defer", entity_id="ent_b", ref=d, until_tic=50, current_tic=10))
     for item in (done, n):
-        dc.transition("ent_b", item, "seen")
-    dc.transition("ent_b", done, "claim")
-    dc.transition("ent_b", done, "complete")
-    dc.transition("ent_b", n, "nack", reason="not mine")
-    dc.draft(sender="ent_b", to="ent_a", subject="later")
-    view = dc.inbox("ent_b", current=20)
+        dc.move(Move(kind="seen", entity_id="ent_b", ref=item))
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=done))
+    dc.move(Move(kind="complete", entity_id="ent_b", ref=done))
+    dc.move(Move(kind="nack", entity_id="ent_b", ref=n, reason="not mine"))
+    dc.draft(Message(sender="ent_b", recipient="ent_a", subject="later"))
+    view = dc.inbox(Inbox(entity_id="ent_b", current_tic=20))
     assert view["counts"] == {"inbound": 1, "processing": 1, "deferred": 1, "outbound": 1, "archive": 2, "loose": 0}
     assert set(by_id(view)) == {w, a, d}  # terminal items are counted, not listed
-    assert set(by_id(dc.inbox("ent_b", current=20, include_terminal=True))) == {w, a, d, done, n}
+    assert set(by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=20, include_terminal=True)))) == {w, a, d, done, n}
 
 
 def test_flags_at_a_tic(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    stale = send(dc, "old", current=100)
-    fresh = send(dc, "new", current=104)
-    overdue = send(dc, "remind me", current=104, reminder_tic=104)
-    soon = send(dc, "expiring", current=104, expires_tic=107)
-    gone = send(dc, "expired", current=104, expires_tic=105)
-    rows = by_id(dc.inbox("ent_b", current=106))
+    stale = send(dc, "old", current_tic=100)
+    fresh = send(dc, "new", current_tic=104)
+    overdue = send(dc, "remind me", current_tic=104, reminder_tic=104)
+    soon = send(dc, "expiring", current_tic=104, expires_at_tic=107)
+    gone = send(dc, "expired", current_tic=104, expires_at_tic=105)
+    rows = by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=106)))
     assert rows[stale]["flags"] == ["STALE"]  # 6 tics in WAIT > 5
     assert rows[stale]["age_tics"] == 6 and rows[stale]["in_state_tics"] == 6
     assert rows[fresh]["flags"] == []
     assert rows[overdue]["flags"] == ["OVERDUE REMINDER"]
     assert rows[soon]["flags"] == ["EXPIRING SOON"]
     assert rows[gone]["flags"] == ["EXPIRED"]
-    assert by_id(dc.inbox("ent_b", current=105))[stale]["flags"] == []  # exactly 5 is not stale
+    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=105)))[stale]["flags"] == []  # exactly 5 is not stale
 
 
 def test_the_stale_threshold_is_configurable(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    item = send(dc, "x", current=100)
+    item = send(dc, "x", current_tic=100)
     limits = dataclasses.replace(dc.roster.limits, stale_tics=2)
     dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, limits=limits)))
     dc = open_home(dc.layout.root)
-    assert by_id(dc.inbox("ent_b", current=103))[item]["flags"] == ["STALE"]
+    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=103)))[item]["flags"] == ["STALE"]
 
 
 def test_without_a_tic_staleness_falls_back_to_hours(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x")
     now = datetime.now(UTC)
-    row = by_id(dc.inbox("ent_b", now=now + timedelta(hours=25)))[item]
+    row = by_id(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=25)))[item]
     assert row["age_tics"] is None and row["age_hours"] == 25
     assert row["flags"] == ["STALE"]
-    assert by_id(dc.inbox("ent_b", now=now + timedelta(hours=23)))[item]["flags"] == []
+    assert by_id(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=23)))[item]["flags"] == []
 
 
 def test_the_tic_comes_from_the_roster_source(tmp_path: Path) -> None:
@@ -112,30 +113,30 @@ def test_the_tic_comes_from_the_roster_source(tmp_path: Path) -> None:
         roster_mod.dump(dataclasses.replace(dc.roster, tic_source="audit-logs/tics"))
     )
     dc = open_home(dc.layout.root)
-    view = dc.inbox("ent_b")
+    view = dc.inbox(Inbox(entity_id="ent_b"))
     assert view["clock"] == {"tic": 112, "source": "roster"}
-    assert dc.inbox("ent_b", current=7)["clock"] == {"tic": 7, "source": "flag"}
+    assert dc.inbox(Inbox(entity_id="ent_b", current_tic=7))["clock"] == {"tic": 7, "source": "flag"}
 
 
 def test_items_are_ordered_by_priority_then_age(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    low_old = send(dc, "a", priority="low", current=1)
-    norm_new = send(dc, "b", priority="normal", current=9)
-    norm_old = send(dc, "c", priority="normal", current=3)
-    urgent = send(dc, "d", priority="urgent", current=8)
-    high = send(dc, "e", priority="high", current=5)
-    order = [r["id"] for r in dc.inbox("ent_b", current=10)["items"]]
+    low_old = send(dc, "a", priority="low", current_tic=1)
+    norm_new = send(dc, "b", priority="normal", current_tic=9)
+    norm_old = send(dc, "c", priority="normal", current_tic=3)
+    urgent = send(dc, "d", priority="urgent", current_tic=8)
+    high = send(dc, "e", priority="high", current_tic=5)
+    order = [r["id"] for r in dc.inbox(Inbox(entity_id="ent_b", current_tic=10))["items"]]
     assert order == [urgent, high, norm_old, norm_new, low_old]
 
 
 def test_text_injection_and_status_renderings(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    assert render_injection(dc.inbox("ent_b", current=1)) == "[INBOX: ent_b] Empty.\n"
-    hi = send(dc, "server down", priority="high", current=100)
-    act = send(dc, "write notes", current=101)
-    dc.transition("ent_b", act, "claim", current=102)
-    send(dc, "fyi", current=104, reminder_tic=104)
-    view = dc.inbox("ent_b", current=107)
+    assert render_injection(dc.inbox(Inbox(entity_id="ent_b", current_tic=1))) == "[INBOX: ent_b] Empty.\n"
+    hi = send(dc, "server down", priority="high", current_tic=100)
+    act = send(dc, "write notes", current_tic=101)
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=act, current_tic=102))
+    send(dc, "fyi", current_tic=104, reminder_tic=104)
+    view = dc.inbox(Inbox(entity_id="ent_b", current_tic=107))
     assert render_injection(view) == (
         "[INBOX: ent_b] 2 new, 1 active, 0 deferred.\n"
         "  - [HIGH] server down (from: ent_a, tic 100)\n"
@@ -168,19 +169,19 @@ def test_loose_files_in_the_view_are_counted(tmp_path: Path) -> None:
     (inbound / "notes.md").write_text("hand drop")
     (inbound / "WAIT_0123456789ab").mkdir()  # a view-written name is not loose
     (inbound / ".hidden").write_text("x")
-    assert dc.inbox("ent_b")["counts"]["loose"] == 1
+    assert dc.inbox(Inbox(entity_id="ent_b"))["counts"]["loose"] == 1
 
 
 def test_direction_selects_the_lists(tmp_path: Path) -> None:
     dc = home(tmp_path)
     send(dc, "in")
-    dc.draft(sender="ent_b", to="ent_a", subject="out")
-    assert "outbound" not in dc.inbox("ent_b") and "items" in dc.inbox("ent_b")
-    assert "items" not in dc.inbox("ent_b", direction="outbound")
-    both = dc.inbox("ent_b", direction="both")
+    dc.draft(Message(sender="ent_b", recipient="ent_a", subject="out"))
+    assert "outbound" not in dc.inbox(Inbox(entity_id="ent_b")) and "items" in dc.inbox(Inbox(entity_id="ent_b"))
+    assert "items" not in dc.inbox(Inbox(entity_id="ent_b", direction="outbound"))
+    both = dc.inbox(Inbox(entity_id="ent_b", direction="both"))
     assert len(both["items"]) == 1 and len(both["outbound"]) == 1
     with pytest.raises(Refusal, match="invalid_field"):
-        dc.inbox("ent_b", direction="sideways")
+        dc.inbox(Inbox(entity_id="ent_b", direction="sideways"))
 
 
 def test_default_entity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,21 +192,21 @@ def test_default_entity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert dc.inbox(actor=Actor(entity="ent_a"))["entity"] == "ent_a"
     assert open_home(dc.layout.root, actor=Actor(entity="ent_a")).inbox()["entity"] == "ent_a"
     with pytest.raises(Refusal, match="unknown_entity"):
-        dc.inbox("ent_zz")
+        dc.inbox(Inbox(entity_id="ent_zz"))
 
 
 def test_a_warm_handle_answers_like_a_cold_one(tmp_path: Path) -> None:
     dc = home(tmp_path)
     for i in range(20):
-        send(dc, f"m{i}", current=i)
+        send(dc, f"m{i}", current_tic=i)
     now = datetime.now(UTC)
-    first = dc.inbox("ent_b", current=30, now=now)
+    first = dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
     items = [r["id"] for r in first["items"]]
-    dc.transition("ent_b", items[3], "claim")
-    dc.transition("ent_b", items[5], "defer", until_tic=40, current=30)
-    send(dc, "late", current=29)
-    warm = dc.inbox("ent_b", current=30, now=now)
-    cold = open_home(dc.layout.root).inbox("ent_b", current=30, now=now)
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=items[3]))
+    dc.move(Move(kind="defer", entity_id="ent_b", ref=items[5], until_tic=40, current_tic=30))
+    send(dc, "late", current_tic=29)
+    warm = dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
+    cold = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
     assert orjson.dumps(warm) == orjson.dumps(cold)
     assert warm != first
 
@@ -220,7 +221,7 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 @pytest.mark.parametrize("fmt", ["json", "text", "injection"])
 def test_the_cold_call_cache_is_exact_and_invalidated_by_any_new_letter(tmp_path: Path, fmt: str) -> None:
     dc = home(tmp_path)
-    send(dc, "one", current=1)
+    send(dc, "one", current_tic=1)
     args = ("inbox", "ent_b", "--format", fmt, "--current-tic", "9")
     first = run(tmp_path, *args)
     assert first.returncode == 0, first.stderr
@@ -229,7 +230,7 @@ def test_the_cold_call_cache_is_exact_and_invalidated_by_any_new_letter(tmp_path
     second = run(tmp_path, *args)
     assert second.stdout == first.stdout
     # a new letter changes the ledger's size: the cached rendering must not be served
-    send(dc, "two", current=2)
+    send(dc, "two", current_tic=2)
     third = run(tmp_path, *args)
     assert third.stdout != first.stdout and b"two" in third.stdout
     # the fast path must print exactly what the full path prints
@@ -238,12 +239,14 @@ def test_the_cold_call_cache_is_exact_and_invalidated_by_any_new_letter(tmp_path
     shutil.rmtree(dc.layout.cache)
     assert run(tmp_path, *args).stdout == third.stdout
     if fmt == "json":
-        assert orjson.loads(third.stdout) == orjson.loads(orjson.dumps(dc.inbox("ent_b", current=9)))
+        assert orjson.loads(third.stdout) == orjson.loads(orjson.dumps(dc.inbox(Inbox(
+            entity_id="ent_b", current_tic=9
+        ))))
 
 
 def test_the_cache_never_serves_a_stale_roster_or_tic(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    send(dc, "one", current=1)
+    send(dc, "one", current_tic=1)
     tics = tmp_path / "tics"
     tics.mkdir()
     (tics / "a.jsonl").write_text('{"type":"tic","tic":5}\n')
@@ -299,18 +302,22 @@ def test_cli_lifecycle_round_trip(tmp_path: Path) -> None:
 def test_stale_in_hours_means_more_than_the_threshold_to_the_second_even_on_a_warm_handle(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x")
-    created = datetime.fromisoformat(dc.inbox("ent_b")["items"][0]["created_at"].replace("Z", "+00:00"))
-    before = dc.inbox("ent_b", now=created + timedelta(hours=24))
+    created = datetime.fromisoformat(dc.inbox(Inbox(
+        entity_id="ent_b"
+    ))["items"][0]["created_at"].replace("Z", "+00:00"))
+    before = dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24))
     assert by_id(before)[item]["flags"] == []  # exactly 24 h is not more than 24 h
-    after = dc.inbox("ent_b", now=created + timedelta(hours=24, seconds=1))  # same warm handle
+    after = dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24, seconds=1))  # same warm handle
     assert by_id(after)[item]["flags"] == ["STALE"]
     assert by_id(after)[item]["in_state_hours"] == 24
 
 
 def test_the_expiring_soon_window_is_the_roster_setting(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    item = send(dc, "x", current=105, expires_tic=110)
-    assert by_id(dc.inbox("ent_b", current=106))[item]["flags"] == []  # 4 tics left > 2
+    item = send(dc, "x", current_tic=105, expires_at_tic=110)
+    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=106)))[item]["flags"] == []  # 4 tics left > 2
     limits = dataclasses.replace(dc.roster.limits, expiring_tics=4)
     dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, limits=limits)))
-    assert by_id(open_home(dc.layout.root).inbox("ent_b", current=106))[item]["flags"] == ["EXPIRING SOON"]
+    assert by_id(open_home(dc.layout.root).inbox(Inbox(
+        entity_id="ent_b", current_tic=106
+    )))[item]["flags"] == ["EXPIRING SOON"]

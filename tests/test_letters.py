@@ -19,6 +19,7 @@ from dovecote.letters import (
     letter_id,
     make_letter,
 )
+from dovecote.verbs import Sweep
 from helpers import VECTOR, VECTOR_ID, VECTOR_LINE, lid, new_home, rep
 
 # -- the id vector --------------------------------------------------------------
@@ -247,7 +248,7 @@ def test_odd_lines_never_break_a_sweep(tmp_path: Path) -> None:
     with open(dc.layout.spool, "ab") as f:
         for line in (*ODD_LINES, _nested(5000)):
             f.write(line + b"\n")
-    d = dc.sweep(include_all=True).to_dict()
+    d = dc.sweep(Sweep(include_all=True)).to_dict()
     # every line is either a letter or a reported defect, and nothing crashes
     assert d["total"] + len(d["malformed"]) == 4
     assert d["total"] >= 1

@@ -15,6 +15,7 @@ from dovecote import roster as roster_mod
 from dovecote.addresses import entity
 from dovecote.api import Dovecote, init
 from dovecote.errors import Refusal
+from dovecote.verbs import EntityAdd, Inbox, Message, Move, OutboxSend
 from helpers import box_bytes, open_home
 
 pytestmark = pytest.mark.both_stores
@@ -24,7 +25,7 @@ def home(tmp_path: Path, *entities: str) -> Dovecote:
     h, _ = init(tmp_path / ".dovecote", owner_root=str(tmp_path))
     dc = open_home(h)
     for e in entities or ("ent_a", "ent_b"):
-        dc.add_entity(e)
+        dc.add_entity(EntityAdd(entity_id=e))
     return dc
 
 
@@ -38,21 +39,21 @@ def lines(dc: Dovecote, who: str) -> list[dict[str, Any]]:
 
 def send(dc: Dovecote, **kw: Any) -> str:
     kw.setdefault("sender", "ent_a")
-    kw.setdefault("to", "ent_b")
+    kw.setdefault("recipient", "ent_b")
     kw.setdefault("subject", "hello")
-    return dc.send(**kw).id
+    return dc.send(Message(**kw)).id
 
 
 def state(dc: Dovecote, who: str, item: str, tic: int | None = None) -> str:
-    view = dc.inbox(who, current=tic, include_terminal=True)
+    view = dc.inbox(Inbox(entity_id=who, current_tic=tic, include_terminal=True))
     (row,) = [r for r in view["items"] if r["id"] == item]
     return str(row["state"])
 
 
 def test_send_writes_every_envelope_block(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    mid = send(dc, body="the body", priority="high", category="query", trust="operator",
-               expires_tic=120, reminder_tic=110, current=100)
+    mid = send(dc, body="the body", priority="high", category="query", trust_level="operator",
+               expires_at_tic=120, reminder_tic=110, current_tic=100)
     (msg,) = lines(dc, "ent_b")
     assert msg["kind"] == "message" and msg["envelope_version"] == "1.0"
     for block in ("sender", "recipient", "routing", "content", "lifecycle", "provenance"):
@@ -71,14 +72,14 @@ def test_send_writes_every_envelope_block(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("override", "reason"),
     [
-        ({"to": "ent_nobody"}, "unknown_recipient"),
-        ({"to": "../etc"}, "invalid_name"),
+        ({"recipient": "ent_nobody"}, "unknown_recipient"),
+        ({"recipient": "../etc"}, "invalid_name"),
         ({"sender": "a/b"}, "invalid_name"),
         ({"priority": "asap"}, "invalid_field"),
         ({"category": "gossip"}, "invalid_field"),
-        ({"trust": "friend"}, "invalid_field"),
+        ({"trust_level": "friend"}, "invalid_field"),
         ({"subject": "  "}, "missing_field"),
-        ({"expires_tic": -1}, "invalid_field"),
+        ({"expires_at_tic": -1}, "invalid_field"),
         ({"reply_to": "ffffffffffff"}, "unknown_letter"),
     ],
 )
@@ -127,8 +128,8 @@ def test_artifacts_are_content_addressed(tmp_path: Path) -> None:
 
 def test_replies_inherit_the_thread(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    q = send(dc, category="query", thread="thread_release")
-    r = dc.send(sender="ent_b", to="ent_a", subject="re", category="response", reply_to=q[:6])
+    q = send(dc, category="query", thread_id="thread_release")
+    r = dc.send(Message(sender="ent_b", recipient="ent_a", subject="re", category="response", reply_to=q[:6]))
     (reply,) = [m for m in lines(dc, "ent_a") if m["kind"] == "message"]
     assert reply["routing"]["thread_id"] == "thread_release"
     assert reply["routing"]["reply_to"] == q  # the prefix was resolved to the full id
@@ -139,22 +140,22 @@ def test_the_happy_path_and_every_rail(tmp_path: Path) -> None:
     dc = home(tmp_path)
     q = send(dc, category="query")
     with pytest.raises(Refusal, match="illegal_transition"):
-        dc.transition("ent_b", q, "complete")  # WAIT -> DONE is illegal
-    assert dc.transition("ent_b", q, "claim").to_state == "ACTIVE"
+        dc.move(Move(kind="complete", entity_id="ent_b", ref=q))  # WAIT -> DONE is illegal
+    assert dc.move(Move(kind="claim", entity_id="ent_b", ref=q)).to_state == "ACTIVE"
     with pytest.raises(Refusal, match="already_claimed"):
-        dc.transition("ent_b", q, "claim")
+        dc.move(Move(kind="claim", entity_id="ent_b", ref=q))
     with pytest.raises(Refusal, match="not_seen"):
-        dc.transition("ent_b", q, "complete")
-    dc.transition("ent_b", q, "seen")
+        dc.move(Move(kind="complete", entity_id="ent_b", ref=q))
+    dc.move(Move(kind="seen", entity_id="ent_b", ref=q))
     with pytest.raises(Refusal, match="response_required"):
-        dc.transition("ent_b", q, "complete")
-    dc.send(sender="ent_b", to="ent_a", subject="answer", category="response", reply_to=q)
-    t = dc.transition("ent_b", q, "complete", result_ref="sha256:abc")
+        dc.move(Move(kind="complete", entity_id="ent_b", ref=q))
+    dc.send(Message(sender="ent_b", recipient="ent_a", subject="answer", category="response", reply_to=q))
+    t = dc.move(Move(kind="complete", entity_id="ent_b", ref=q, result_ref="sha256:abc"))
     assert (t.from_state, t.to_state) == ("ACTIVE", "DONE")
     assert state(dc, "ent_b", q) == "DONE"
     for verb in ("claim", "seen", "defer", "nack", "undefer"):
         with pytest.raises(Refusal, match="illegal_transition"):
-            dc.transition("ent_b", q, verb, until_tic=999)
+            dc.move(Move(kind=verb, entity_id="ent_b", ref=q, **({"until_tic": 999} if verb == "defer" else {})))
 
 
 def test_a_notification_needs_no_response_and_no_response_expected_overrides(tmp_path: Path) -> None:
@@ -162,9 +163,9 @@ def test_a_notification_needs_no_response_and_no_response_expected_overrides(tmp
     n = send(dc, category="notification")
     d = send(dc, subject="do it", category="directive", response_expected=False)
     for item in (n, d):
-        dc.transition("ent_b", item, "seen")
-        dc.transition("ent_b", item, "claim")
-        assert dc.transition("ent_b", item, "complete").to_state == "DONE"
+        dc.move(Move(kind="seen", entity_id="ent_b", ref=item))
+        dc.move(Move(kind="claim", entity_id="ent_b", ref=item))
+        assert dc.move(Move(kind="complete", entity_id="ent_b", ref=item)).to_state == "DONE"
 
 
 def test_a_refused_transition_appends_nothing(tmp_path: Path) -> None:
@@ -173,70 +174,72 @@ def test_a_refused_transition_appends_nothing(tmp_path: Path) -> None:
     before = ledger_bytes(dc, "ent_b")
     for verb, kw in (("complete", {}), ("nack", {}), ("defer", {}), ("undefer", {})):
         with pytest.raises(Refusal):
-            dc.transition("ent_b", q, verb, **kw)
+            dc.move(Move(kind=verb, entity_id="ent_b", ref=q, **kw))
     with pytest.raises(Refusal, match="unknown_letter"):
-        dc.transition("ent_b", "0123456789ab", "claim")
+        dc.move(Move(kind="claim", entity_id="ent_b", ref="0123456789ab"))
     with pytest.raises(Refusal, match="unknown_entity"):
-        dc.transition("ent_zed", q, "claim")
+        dc.move(Move(kind="claim", entity_id="ent_zed", ref=q))
     with pytest.raises(Refusal, match="invalid_field"):
-        dc.transition("ent_b", q, "defer", until="tomorrow")
+        dc.move(Move(kind="defer", entity_id="ent_b", ref=q, until="tomorrow"))
     with pytest.raises(Refusal, match="invalid_field"):
-        dc.transition("ent_b", q, "defer", until_tic=5, current=10)  # a due in the past
+        dc.move(Move(kind="defer", entity_id="ent_b", ref=q, until_tic=5, current_tic=10))  # a due in the past
     assert ledger_bytes(dc, "ent_b") == before
 
 
 def test_defer_resurfaces_at_its_tic_without_a_letter(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    q = send(dc, current=100)
-    dc.transition("ent_b", q, "defer", until_tic=110, current=101)
+    q = send(dc, current_tic=100)
+    dc.move(Move(kind="defer", entity_id="ent_b", ref=q, until_tic=110, current_tic=101))
     n = len(ledger_bytes(dc, "ent_b").splitlines())
     assert state(dc, "ent_b", q, tic=109) == "DEFER"
     assert state(dc, "ent_b", q, tic=110) == "WAIT"
     assert len(ledger_bytes(dc, "ent_b").splitlines()) == n  # derived, nothing written
-    assert dc.transition("ent_b", q, "claim", current=111).from_state == "WAIT"
+    assert dc.move(Move(kind="claim", entity_id="ent_b", ref=q, current_tic=111)).from_state == "WAIT"
     assert state(dc, "ent_b", q, tic=111) == "ACTIVE"
 
 
 def test_undefer_before_the_due(tmp_path: Path) -> None:
     dc = home(tmp_path)
     q = send(dc)
-    dc.transition("ent_b", q, "defer", until="2099-01-01T00:00:00Z")
+    dc.move(Move(kind="defer", entity_id="ent_b", ref=q, until="2099-01-01T00:00:00Z"))
     assert state(dc, "ent_b", q) == "DEFER"
-    assert dc.transition("ent_b", q, "undefer").to_state == "WAIT"
+    assert dc.move(Move(kind="undefer", entity_id="ent_b", ref=q)).to_state == "WAIT"
 
 
 def test_a_message_sent_with_defer_until_arrives_deferred(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    q = send(dc, defer_until_tic=50, current=40)
+    q = send(dc, defer_until_tic=50, current_tic=40)
     assert state(dc, "ent_b", q, tic=45) == "DEFER"
     assert state(dc, "ent_b", q, tic=50) == "WAIT"
 
 
 def test_drafts_and_the_outbox(tmp_path: Path) -> None:
     dc = home(tmp_path, "ent_a", "ent_b", "ent_c")
-    d1 = dc.draft(sender="ent_a", to="ent_b", subject="first").id
-    d2 = dc.draft(sender="ent_a", to="ent_c", subject="second").id
+    d1 = dc.draft(Message(sender="ent_a", recipient="ent_b", subject="first")).id
+    d2 = dc.draft(Message(sender="ent_a", recipient="ent_c", subject="second")).id
     assert ledger_bytes(dc, "ent_b") == b""  # a draft is not delivered
-    assert [o["id"] for o in dc.inbox("ent_a", direction="outbound")["outbound"]] == [d1, d2]
+    assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d1, d2]
     # the roster loses ent_c before delivery: that draft is kept and reported
     kept = tuple(e for e in dc.roster.entities if e.id != "ent_c")
     dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, entities=kept)))
     dc = open_home(dc.layout.root)
-    out = dc.outbox_send("ent_a")
+    out = dc.outbox_send(OutboxSend(sender="ent_a"))
     assert [(o["draft"], o["delivered"]) for o in out] == [(d1, True), (d2, False)]
     assert out[1]["reason"] == "unknown_recipient"
     (msg,) = lines(dc, "ent_b")
     assert msg["kind"] == "message" and msg["content"]["subject"] == "first"
-    assert dc.outbox_send("ent_a") == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
+    assert dc.outbox_send(OutboxSend(
+        sender="ent_a"
+    )) == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
                                          "reason": "unknown_recipient"}]
     assert len(lines(dc, "ent_b")) == 1  # delivered once
-    assert [o["id"] for o in dc.inbox("ent_a", direction="outbound")["outbound"]] == [d2]
+    assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d2]
 
 
 def _claim(home_path: str, item: str, who: str, q: mp.Queue) -> None:  # type: ignore[type-arg]
     dc = open_home(home_path)
     try:
-        dc.transition("ent_b", item, "claim", actor=who)
+        dc.move(Move(kind="claim", entity_id="ent_b", ref=item), actor=who)
         q.put((who, "ok"))
     except Refusal as r:
         q.put((who, r.reason))
@@ -248,12 +251,12 @@ def test_threads_on_their_own_handles_claiming_one_item_exactly_one_wins(tmp_pat
     item = send(dc, subject="race")
     handles = [open_home(dc.layout.root) for _ in range(4)]
     for h in handles:
-        h.inbox("ent_b")  # each warm, each about to be out of date
+        h.inbox(Inbox(entity_id="ent_b"))  # each warm, each about to be out of date
     results: list[str] = []
 
     def claim(h: Dovecote, who: str) -> None:
         try:
-            h.transition("ent_b", item, "claim", actor=who)
+            h.move(Move(kind="claim", entity_id="ent_b", ref=item), actor=who)
             results.append("ok")
         except Refusal as r:
             results.append(r.reason)
@@ -271,10 +274,10 @@ def test_a_warm_handle_decides_from_the_box_under_its_lock_not_from_its_fold(tmp
     dc = home(tmp_path)
     item = send(dc, subject="one")
     warm = open_home(dc.layout.root)
-    assert warm.inbox("ent_b")["items"][0]["state"] == "WAIT"
-    open_home(dc.layout.root).transition("ent_b", item, "claim", actor="ent_other")
+    assert warm.inbox(Inbox(entity_id="ent_b"))["items"][0]["state"] == "WAIT"
+    open_home(dc.layout.root).move(Move(kind="claim", entity_id="ent_b", ref=item), actor="ent_other")
     with pytest.raises(Refusal) as e:
-        warm.transition("ent_b", item, "claim", actor="ent_w")
+        warm.move(Move(kind="claim", entity_id="ent_b", ref=item), actor="ent_w")
     assert e.value.reason == "already_claimed"
 
 
@@ -304,25 +307,25 @@ def test_a_git_merged_fork_resolves_to_one_state_and_reports_the_loser(tmp_path:
     path = dc.store.path(entity("ent_b"))
     assert path is not None
     base = path.read_bytes()
-    dc.transition("ent_b", q, "claim", actor="ent_x")
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=q), actor="ent_x")
     ours = path.read_bytes()
     path.write_bytes(base)  # the other machine's history
     dc2 = open_home(dc.layout.root)
-    dc2.transition("ent_b", q, "seen", actor="ent_y")
-    dc2.transition("ent_b", q, "nack", actor="ent_y")
+    dc2.move(Move(kind="seen", entity_id="ent_b", ref=q), actor="ent_y")
+    dc2.move(Move(kind="nack", entity_id="ent_b", ref=q), actor="ent_y")
     theirs = path.read_bytes()
     from dovecote.ops.merge import union
 
     for merged in (union(ours, theirs), union(theirs, ours)):
         path.write_bytes(merged)
-        view = open_home(dc.layout.root).inbox("ent_b", include_terminal=True)
+        view = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))
         (row,) = view["items"]
         assert row["conflicts"] >= 1
         states = row["state"]
     assert states in ("ACTIVE", "NACK")
     # both merge orders agree
     path.write_bytes(union(ours, theirs))
-    a = open_home(dc.layout.root).inbox("ent_b", include_terminal=True)["items"][0]["state"]
+    a = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))["items"][0]["state"]
     path.write_bytes(union(theirs, ours))
-    b = open_home(dc.layout.root).inbox("ent_b", include_terminal=True)["items"][0]["state"]
+    b = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))["items"][0]["state"]
     assert a == b

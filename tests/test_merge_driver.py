@@ -25,6 +25,7 @@ from dovecote.api import Dovecote, init
 from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
 from dovecote.ops.merge import merge_files, union
+from dovecote.verbs import ProjectAdd
 
 DOVECOTE = Path(sys.executable).parent / "dovecote"
 MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>")
@@ -168,7 +169,7 @@ def test_in_repo_box_born_by_the_store_merges_cleanly(git: Git, tmp_path: Path) 
     for clone, name in ((b, "b"), (c, "c")):
         home, _ = init(tmp_path / f"home-{name}")
         dc = Dovecote(home)
-        dc.add_project("alpha", str(clone), box_in_repo=True)
+        dc.add_project(ProjectAdd(name="alpha", root=str(clone), box_in_repo=True))
         lines = [_letter(f"{name}{n}", agent=f"agent-{name}") for n in range(3)] + [_letter("shared")]
         dc.store.append(Address("project", "alpha"), lines)
         sent += lines

@@ -22,7 +22,7 @@ def refused(dc: Dovecote, objs: list[Any], *, agent: str | None = "tester") -> R
     """Assert ``report`` refuses and leaves the spool byte for byte as it was."""
     before = dc.layout.spool.read_bytes() if dc.layout.spool.exists() else None
     with pytest.raises(Refusal) as e:
-        dc.report(objs, agent=agent)
+        dc.report(objs, actor=agent)
     after = dc.layout.spool.read_bytes() if dc.layout.spool.exists() else None
     assert after == before
     return e.value
@@ -45,7 +45,7 @@ def test_a_report_lands_in_the_spool_as_its_canonical_line(dc: Dovecote) -> None
 
 
 def test_ts_and_agent_are_filled_in_when_absent(dc: Dovecote) -> None:
-    [(i, _)] = dc.report([{"tool": "seek", "class": "bug", "what": "w"}], agent="alice")
+    [(i, _)] = dc.report([{"tool": "seek", "class": "bug", "what": "w"}], actor="alice")
     line = dc.layout.spool.read_bytes().rstrip(b"\n")
     d = orjson.loads(line)
     assert d["agent"] == "alice"
@@ -54,7 +54,7 @@ def test_ts_and_agent_are_filled_in_when_absent(dc: Dovecote) -> None:
 
 
 def test_the_letters_own_agent_wins_over_the_default(dc: Dovecote) -> None:
-    [(i, _)] = dc.report([dict(VECTOR)], agent="someone-else")
+    [(i, _)] = dc.report([dict(VECTOR)], actor="someone-else")
     assert i == ID
 
 

@@ -16,6 +16,7 @@ from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
+from dovecote.verbs import Inbox, Message, Move, OutboxSend
 from helpers import run_cli
 from mailhelpers import mail_home
 
@@ -25,74 +26,80 @@ A, B, C = "ent_a", "ent_b", "ent_c"  # A asks, B must answer, C is a third party
 def asked(tmp: Path, **fields: object) -> tuple[Dovecote, str]:
     """A sent B a query; B has read and claimed it."""
     dc = mail_home(tmp, A, B, C)
-    q = dc.send(sender=A, to=B, subject="which port?", category="query", **fields).id
-    dc.transition(B, q, "seen")
-    dc.transition(B, q, "claim")
+    q = dc.send(Message(sender=A, recipient=B, subject="which port?", category="query", **fields)).id
+    dc.move(Move(kind="seen", entity_id=B, ref=q))
+    dc.move(Move(kind="claim", entity_id=B, ref=q))
     return dc, q
 
 
 def refused(dc: Dovecote, q: str) -> str:
     with pytest.raises(Refusal) as e:
-        dc.transition(B, q, "complete")
+        dc.move(Move(kind="complete", entity_id=B, ref=q))
     assert e.value.reason == "response_required"
     return e.value.detail
 
 
 def completes(dc: Dovecote, q: str) -> None:
-    assert dc.transition(B, q, "complete").to_state == "DONE"
+    assert dc.move(Move(kind="complete", entity_id=B, ref=q)).to_state == "DONE"
 
 
 def test_a_note_to_self_is_not_a_response(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    dc.send(sender=B, to=B, subject="note: answer A about the port", category="response", reply_to=q)
+    dc.send(Message(sender=B, recipient=B, subject="note: answer A about the port", category="response", reply_to=q))
     assert f"sent to {A}" in refused(dc, q)
 
 
 def test_an_fyi_to_a_third_party_is_not_a_response(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    dc.send(sender=B, to=C, subject="fyi: A asked about the port", category="response", reply_to=q)
-    dc.send(sender=B, to=C, subject="fyi again", category="notification", reply_to=q)
+    dc.send(Message(sender=B, recipient=C, subject="fyi: A asked about the port", category="response", reply_to=q))
+    dc.send(Message(sender=B, recipient=C, subject="fyi again", category="notification", reply_to=q))
     refused(dc, q)
-    dc.send(sender=B, to=A, subject="8080", category="response", reply_to=q)
+    dc.send(Message(sender=B, recipient=A, subject="8080", category="response", reply_to=q))
     completes(dc, q)
 
 
 def test_a_draft_counts_only_once_it_is_sent(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    dc.draft(sender=B, to=A, subject="8080", category="response", reply_to=q)
+    dc.draft(Message(sender=B, recipient=A, subject="8080", category="response", reply_to=q))
     refused(dc, q)
-    (out,) = dc.outbox_send(B)
+    (out,) = dc.outbox_send(OutboxSend(sender=B))
     assert out["delivered"]
     completes(dc, q)
 
 
 def test_a_reply_in_the_thread_counts_and_one_that_leaves_it_does_not(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    dc.send(sender=B, to=A, subject="elsewhere", category="notification", reply_to=q, thread="thread_other")
+    dc.send(Message(
+        sender=B, recipient=A, subject="elsewhere", category="notification", reply_to=q, thread_id="thread_other"
+    ))
     refused(dc, q)  # names the item, but is neither a response nor in its thread
-    dc.send(sender=B, to=A, subject="8080, see the thread", category="notification", reply_to=q)  # inherits it
+    dc.send(Message(
+        sender=B, recipient=A, subject="8080, see the thread", category="notification", reply_to=q
+    ))  # inherits it
     completes(dc, q)
 
 
 def test_a_response_that_does_not_name_the_item_does_not_count(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    thread = dc.inbox(B)["items"][0]["thread_id"]
-    dc.send(sender=B, to=A, subject="in the thread, answering nothing", category="response", thread=thread)
+    thread = dc.inbox(Inbox(entity_id=B))["items"][0]["thread_id"]
+    dc.send(Message(
+        sender=B, recipient=A, subject="in the thread, answering nothing", category="response", thread_id=thread
+    ))
     refused(dc, q)
 
 
 def test_reply_to_an_entity_redirects_where_the_response_must_go(tmp_path: Path) -> None:
     dc, q = asked(tmp_path, reply_to=f"entity:{C}")
-    dc.send(sender=B, to=A, subject="8080", category="response", reply_to=q)
+    dc.send(Message(sender=B, recipient=A, subject="8080", category="response", reply_to=q))
     assert f"sent to {C}" in refused(dc, q)  # the sender asked for the answer to go to C
-    dc.send(sender=B, to=C, subject="8080", category="response", reply_to=q)
+    dc.send(Message(sender=B, recipient=C, subject="8080", category="response", reply_to=q))
     completes(dc, q)
 
 
 def test_a_redirect_to_an_unknown_entity_is_refused(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     with pytest.raises(Refusal, match="unknown_recipient"):
-        dc.send(sender=A, to=B, subject="q", category="query", reply_to="entity:ent_nobody")
+        dc.send(Message(sender=A, recipient=B, subject="q", category="query", reply_to="entity:ent_nobody"))
 
 
 def test_an_item_from_an_unregistered_sender_has_no_one_to_answer(tmp_path: Path) -> None:
@@ -102,9 +109,9 @@ def test_an_item_from_an_unregistered_sender_has_no_one_to_answer(tmp_path: Path
                            "routing": {"category": "query", "thread_id": "thread_f"},
                            "content": {"subject": "from outside"}})
     ((q, _),) = dc.store.append(entity(B), [line])
-    dc.transition(B, q, "seen")
-    dc.transition(B, q, "claim")
-    dc.send(sender=B, to=B, subject="note", category="response", reply_to=q)  # the old rail took this
+    dc.move(Move(kind="seen", entity_id=B, ref=q))
+    dc.move(Move(kind="claim", entity_id=B, ref=q))
+    dc.send(Message(sender=B, recipient=B, subject="note", category="response", reply_to=q))  # the old rail took this
     assert "sent to ent_gone" in refused(dc, q)
 
 

@@ -12,6 +12,7 @@ from dovecote import roster
 from dovecote.api import Dovecote, init, open_home
 from dovecote.errors import Refusal
 from dovecote.roster import Entity, Limits, Project, Roster
+from dovecote.verbs import Box, EntityAdd, ProjectAdd, Sweep
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 from helpers import add_project, lid, new_home, rep, rewrite_roster, run_cli
 
@@ -117,22 +118,22 @@ def test_duplicate_project_is_refused_case_insensitively(tmp_path: Path) -> None
     before = dc.layout.config.read_bytes()
     for name in ("repo-a", "REPO-A"):
         with pytest.raises(Refusal) as e:
-            dc.add_project(name, str(tmp_path / "elsewhere"))
+            dc.add_project(ProjectAdd(name=name, root=str(tmp_path / "elsewhere")))
         assert e.value.reason == "duplicate_project"
     assert dc.layout.config.read_bytes() == before
 
 
 def test_duplicate_entity_is_refused(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
-    dc.add_entity("ent_ops", "operator")
+    dc.add_entity(EntityAdd(entity_id="ent_ops", role="operator"))
     with pytest.raises(Refusal) as e:
-        dc.add_entity("ent_ops")
+        dc.add_entity(EntityAdd(entity_id="ent_ops"))
     assert e.value.reason == "duplicate_entity"
 
 
 def test_add_project_persists_and_normalizes(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
-    p = dc.add_project("repo-a", str(tmp_path / "r") + "/", aliases=("ra",), box_in_repo=True)
+    p = dc.add_project(ProjectAdd(name="repo-a", root=str(tmp_path / "r") + "/", aliases=("ra",), box_in_repo=True))
     assert p.root == str(tmp_path / "r")
     reread = roster.load(dc.layout.config)
     assert reread.projects == (p,)
@@ -153,7 +154,7 @@ def test_the_roster_marker_list_is_the_one_sweep_uses(tmp_path: Path) -> None:
     dc.report([browser, seek])
 
     def fates(handle: Dovecote) -> dict[str, str]:
-        rows = handle.sweep(include_all=True).to_dict()["letters"]
+        rows = handle.sweep(Sweep(include_all=True)).to_dict()["letters"]
         return {r["id"]: r["fate"] for r in rows}
 
     # default markers: playwright is foreign, seek is ours
@@ -163,10 +164,10 @@ def test_the_roster_marker_list_is_the_one_sweep_uses(tmp_path: Path) -> None:
     assert fates(dc2) == {lid(browser): "wet_ink", lid(seek): "external"}
     assert dc2.sweep().to_dict()["counts"]["external"] == 1
     # one list for every surface: reading a single box uses it too
-    assert dc2.box("project:repo-a").to_dict()["counts"] == {
+    assert dc2.box(Box(address="project:repo-a")).to_dict()["counts"] == {
         "wet_ink": 1, "in_flight": 0, "fired_clay": 0, "external": 1,
     }
-    assert [r["id"] for r in dc2.box("project:repo-a").to_dict()["letters"]] == [lid(browser)]
+    assert [r["id"] for r in dc2.box(Box(address="project:repo-a")).to_dict()["letters"]] == [lid(browser)]
 
 
 @pytest.mark.parametrize("given", [".", "./", "sub/..", "~"])
@@ -196,7 +197,7 @@ def test_project_names_that_would_be_unreachable_or_silently_ambiguous_are_refus
         ("api-gateway", (), "duplicate_project"),
     ):
         with pytest.raises(Refusal) as e:
-            dc.add_project(name, str(tmp_path / "r"), aliases)
+            dc.add_project(ProjectAdd(name=name, root=str(tmp_path / "r"), aliases=aliases))
         assert e.value.reason == reason, name
     assert dc.layout.config.read_bytes() == before
     add_project(dc, tmp_path, "api-server", aliases=("api",))  # a shared alias stays allowed: it abstains
@@ -204,7 +205,7 @@ def test_project_names_that_would_be_unreachable_or_silently_ambiguous_are_refus
 
 def test_a_root_given_with_dot_segments_is_stored_as_what_it_means(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
-    p = dc.add_project("beacon", str(tmp_path / "a" / ".." / "beacon"))
+    p = dc.add_project(ProjectAdd(name="beacon", root=str(tmp_path / "a" / ".." / "beacon")))
     assert p.root == str(tmp_path / "beacon")
     assert dc.roster.project("beacon").root == str(tmp_path / "beacon")  # type: ignore[union-attr]
 
@@ -223,12 +224,12 @@ def test_a_second_project_at_the_same_root_is_refused(
     before = dc.layout.config.read_bytes()
     for spelled in (str(root), str(root) + "/", str(root / "sub" / "..")):
         with pytest.raises(Refusal) as e:
-            dc.add_project("repo-b", spelled, box_in_repo=second_in_repo)
+            dc.add_project(ProjectAdd(name="repo-b", root=spelled, box_in_repo=second_in_repo))
         assert e.value.reason == "duplicate_root", spelled
         assert "repo-a" in e.value.detail
     assert dc.layout.config.read_bytes() == before
     add_project(dc, tmp_path, "repo-a-sub")  # a nested root is another box: allowed
-    dc.add_project("deeper", str(root / "pkg"), box_in_repo=True)
+    dc.add_project(ProjectAdd(name="deeper", root=str(root / "pkg"), box_in_repo=True))
 
 
 def test_a_hand_edited_roster_with_one_root_twice_does_not_load(tmp_path: Path) -> None:
@@ -246,7 +247,7 @@ def test_a_blank_or_baseless_root_is_refused(tmp_path: Path, given: str) -> None
     dc = new_home(tmp_path)
     before = dc.layout.config.read_bytes()
     with pytest.raises(Refusal) as e:
-        dc.add_project("repo-a", given)
+        dc.add_project(ProjectAdd(name="repo-a", root=given))
     assert e.value.reason == "invalid_field"
     assert dc.layout.config.read_bytes() == before
 
@@ -266,4 +267,4 @@ def test_project_add_with_a_blank_root_on_the_command_line(tmp_path: Path) -> No
 def test_an_explicit_slash_root_is_still_a_choice(tmp_path: Path) -> None:
     # "/" typed on purpose is kept (routing treats it as containing every path); only a blank is refused
     dc = new_home(tmp_path)
-    assert dc.add_project("everything", "/").root == "/"
+    assert dc.add_project(ProjectAdd(name="everything", root="/")).root == "/"

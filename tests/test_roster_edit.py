@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dovecote import roster
 from dovecote.api import open_home
 from dovecote.errors import Refusal
+from dovecote.verbs import EntityAdd, EntityRemove, ProjectAdd, ProjectRemove
 from helpers import DOVECOTE_BIN, cli_env, new_home, run_cli
 
 HAND_EDITED = """\
@@ -74,9 +75,9 @@ def _add_after_barrier(home: str, n: int, barrier: multiprocessing.synchronize.B
     dc = open_home(home)  # the handle has read the roster before any of the others wrote
     barrier.wait()
     if n % 2:
-        dc.add_project(f"proj-{n}", f"/srv/code/proj-{n}")
+        dc.add_project(ProjectAdd(name=f"proj-{n}", root=f"/srv/code/proj-{n}"))
     else:
-        dc.add_entity(f"ent_{n}")
+        dc.add_entity(EntityAdd(entity_id=f"ent_{n}"))
 
 
 def test_parallel_edits_from_stale_handles_all_land(tmp_path: Path) -> None:
@@ -173,9 +174,9 @@ def test_a_file_without_a_final_newline_still_takes_an_edit(tmp_path: Path) -> N
 def test_an_inline_array_stays_inline(tmp_path: Path) -> None:
     home = _hand_home(tmp_path, 'entities = []  # none yet\n[owner]\nroots = ["/home/me"]\n')
     dc = open_home(home)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b", "builder")
-    dc.remove_entity("ent_a")
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b", role="builder"))
+    dc.remove_entity(EntityRemove(entity_id="ent_a"))
     after = (home / "config.toml").read_text()
     assert after.startswith("entities = [") and after.rstrip().endswith('roots = ["/home/me"]')
     assert "# none yet" in after
@@ -217,16 +218,16 @@ def test_edits_keep_every_comment_and_match_the_rules(edits: list[tuple[str, str
             try:
                 if verb == "add_project":
                     expect = roster.with_project(model, roster.Project(name, f"/srv/{name}"))
-                    dc.add_project(name, f"/srv/{name}")
+                    dc.add_project(ProjectAdd(name=name, root=f"/srv/{name}"))
                 elif verb == "add_entity":
                     expect = roster.with_entity(model, roster.Entity(name))
-                    dc.add_entity(name)
+                    dc.add_entity(EntityAdd(entity_id=name))
                 elif verb == "remove_project":
                     expect = roster.without_project(model, name)[0]
-                    dc.remove_project(name)
+                    dc.remove_project(ProjectRemove(name=name))
                 else:
                     expect = roster.without_entity(model, name)[0]
-                    dc.remove_entity(name)
+                    dc.remove_entity(EntityRemove(entity_id=name))
             except Refusal as e:
                 assert e.reason in {"duplicate_project", "duplicate_entity", "unknown_project", "unknown_entity"}
                 continue
@@ -271,10 +272,12 @@ def test_an_edit_that_would_not_mean_what_the_rules_decided_writes_nothing(
 
     monkeypatch.setattr(roster_edit, "append_table", skewed)
     with pytest.raises(Refusal) as e:
-        open_home(home).add_project("comet", "/srv/comet")
+        open_home(home).add_project(ProjectAdd(name="comet", root="/srv/comet"))
     assert e.value.reason == "invalid_config"
     monkeypatch.setattr(roster_edit, "append_table", lambda doc, key, fields: real(doc, key, {**fields, "x": 1}))
     with pytest.raises(Refusal) as e:
-        open_home(home).add_entity("ent_new")  # an unknown key: the edited text does not even parse
+        open_home(home).add_entity(EntityAdd(
+            entity_id="ent_new"
+        ))  # an unknown key: the edited text does not even parse
     assert e.value.reason == "invalid_config"
     assert (home / "config.toml").read_text() == HAND_EDITED

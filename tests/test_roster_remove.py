@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from dovecote.errors import Refusal
+from dovecote.verbs import Box, EntityAdd, EntityRemove, ProjectRemove
 from helpers import add_project, new_home, rep, run_cli
 from mailhelpers import mail_home, send
 
@@ -19,7 +20,7 @@ def test_a_project_with_letters_in_its_box_is_not_removed(tmp_path: Path) -> Non
     dc.distribute()
     before = dc.layout.config.read_bytes()
     with pytest.raises(Refusal) as e:
-        dc.remove_project("repo-a")
+        dc.remove_project(ProjectRemove(name="repo-a"))
     assert e.value.reason == "in_use"
     assert "2 letter(s)" in e.value.detail
     assert e.value.extra["in_box"] == 2
@@ -31,7 +32,7 @@ def test_letters_still_in_the_spool_for_a_project_keep_it(tmp_path: Path) -> Non
     root = add_project(dc, tmp_path, "repo-a", aliases=("ra",))
     dc.report([rep("name"), rep("alias", repo="ra"), rep("path", repo=str(root / "src")), rep("home", repo="")])
     with pytest.raises(Refusal) as e:
-        dc.remove_project("REPO-A")  # names match case-insensitively
+        dc.remove_project(ProjectRemove(name="REPO-A"))  # names match case-insensitively
     assert e.value.reason == "in_use"
     assert (e.value.extra["in_box"], e.value.extra["pending"]) == (0, 3)
     assert "3 more wait in the spool" in e.value.detail
@@ -50,13 +51,13 @@ def test_force_removes_the_entry_and_keeps_the_ledger(tmp_path: Path) -> None:
     assert ledger.read_bytes() == kept  # never deleted, never rewritten
     fresh = type(dc)(dc.layout.root)
     assert fresh.roster.project("repo-a") is None
-    assert fresh.box("project:repo-a").to_dict()["known"] is False
+    assert fresh.box(Box(address="project:repo-a")).to_dict()["known"] is False
     swept = fresh.sweep().to_dict()  # the letter came through the spool: still counted, pending and named
     assert (swept["total"], swept["distribution"]["pending"]) == (1, ["repo-a"])
     assert ledger.read_bytes() == kept  # and it is not re-routed anywhere (never home)
     # adding the project again reads its letters again
     add_project(fresh, tmp_path, "repo-a")
-    assert fresh.box("project:repo-a").to_dict()["total"] == 1
+    assert fresh.box(Box(address="project:repo-a")).to_dict()["total"] == 1
 
 
 def test_an_idle_project_is_removed_and_its_letters_then_wait_named(tmp_path: Path) -> None:
@@ -90,8 +91,8 @@ def test_an_entity_with_mail_is_not_removed_unless_forced(tmp_path: Path) -> Non
 
 def test_an_entity_without_mail_is_removed(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
-    dc.add_entity("ent_idle")
-    use = dc.remove_entity("ent_idle")
+    dc.add_entity(EntityAdd(entity_id="ent_idle"))
+    use = dc.remove_entity(EntityRemove(entity_id="ent_idle"))
     assert use.letters == 0 and dc.roster.entities == ()
 
 

@@ -16,6 +16,7 @@ from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.ops import search as search_mod
 from dovecote.ops import search_index
+from dovecote.verbs import Message, Move, Search
 from helpers import rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
 
@@ -36,7 +37,7 @@ def stats(dc: Dovecote) -> dict[str, int]:
 def test_the_json_shape_and_a_subject_match(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "quarterly kestrel review", body="numbers inside", sender="ent_b")
-    out = dc.search("kestrel")
+    out = dc.search(Search(query="kestrel"))
     assert list(out) == ["query", "count", "limit", "truncated", "matches"]
     assert out["query"] == "kestrel" and out["count"] == 1 and out["truncated"] is False
     (m,) = out["matches"]
@@ -51,19 +52,19 @@ def test_the_json_shape_and_a_subject_match(tmp_path: Path) -> None:
 def test_inline_body_is_searched(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "hello", body="the pelican landed on the roof")
-    assert ids(dc.search("pelican")) == [mid]
-    assert "**pelican**" in dc.search("pelican")["matches"][0]["snippet"]
-    assert dc.search("albatross")["count"] == 0
+    assert ids(dc.search(Search(query="pelican"))) == [mid]
+    assert "**pelican**" in dc.search(Search(query="pelican"))["matches"][0]["snippet"]
+    assert dc.search(Search(query="albatross"))["count"] == 0
 
 
 def test_body_stored_as_an_artifact_is_searched(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     dc = rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, body_inline_max=64))
     body = "filler words " * 20 + "the marmoset escaped"
-    sent = dc.send(to="ent_a", sender="ent_b", subject="long one", body=body)
+    sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="long one", body=body))
     letter = dc.store.read(entity("ent_a")).index[sent.id].data()
     assert letter["content"]["body"] == "" and letter["content"]["body_ref"].startswith("sha256:")
-    assert ids(dc.search("marmoset")) == [sent.id]
+    assert ids(dc.search(Search(query="marmoset"))) == [sent.id]
 
 
 def test_text_artifacts_are_searched_binary_ones_only_by_name(tmp_path: Path) -> None:
@@ -72,17 +73,21 @@ def test_text_artifacts_are_searched_binary_ones_only_by_name(tmp_path: Path) ->
     text.write_text("the narwhal report, in full\n")
     binary = tmp_path / "photo.raw"
     binary.write_bytes(b"\xff\xfe\x00narwhal\x00" * 10)
-    a = dc.send(to="ent_a", sender="ent_b", subject="see attached", artifact_paths=[text]).id
-    b = dc.send(to="ent_a", sender="ent_b", subject="a picture", artifact_paths=[binary]).id
-    assert ids(dc.search("narwhal")) == [a]  # the binary blob's bytes are not text
-    assert ids(dc.search("photo")) == [b]  # its name is
-    assert ids(dc.search("notes")) == [a]
+    a = dc.send(Message(
+        recipient="ent_a", sender="ent_b", subject="see attached", artifact_paths=[str(p) for p in [text]]
+    )).id
+    b = dc.send(Message(
+        recipient="ent_a", sender="ent_b", subject="a picture", artifact_paths=[str(p) for p in [binary]]
+    )).id
+    assert ids(dc.search(Search(query="narwhal"))) == [a]  # the binary blob's bytes are not text
+    assert ids(dc.search(Search(query="photo"))) == [b]  # its name is
+    assert ids(dc.search(Search(query="notes"))) == [a]
 
 
 def test_outbound_drafts_are_not_searched(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    dc.draft(to="ent_b", sender="ent_a", subject="unsent gazelle")
-    assert dc.search("gazelle")["count"] == 0
+    dc.draft(Message(recipient="ent_b", sender="ent_a", subject="unsent gazelle"))
+    assert dc.search(Search(query="gazelle"))["count"] == 0
 
 
 @pytest.mark.parametrize(
@@ -93,15 +98,15 @@ def test_a_json_key_name_matches_only_text_holding_that_word(tmp_path: Path, key
     for n in range(3):
         put_message(dc, "ent_a", f"plain note {n}", body="nothing special here", ts=T(hour=10 + n))
     holder = put_message(dc, "ent_b", "about the envelope", body=f"the {key} word, once", ts=T(hour=9))
-    out = dc.search(key)
+    out = dc.search(Search(query=key))
     assert ids(out) == [holder] and out["count"] == 1
 
 
 def test_diacritics_and_case_are_folded(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "Meeting at the Café")
-    assert ids(dc.search("cafe")) == [mid]
-    assert ids(dc.search("CAFÉ")) == [mid]
+    assert ids(dc.search(Search(query="cafe"))) == [mid]
+    assert ids(dc.search(Search(query="CAFÉ"))) == [mid]
 
 
 # -- the query is plain words --------------------------------------------------------
@@ -142,17 +147,17 @@ def test_fts_operators_in_user_input_are_plain_words(
     words_home: tuple[Dovecote, dict[str, str]], query: str, expected: list[str]
 ) -> None:
     dc, docs = words_home
-    assert ids(dc.search(query)) == [docs[k] for k in expected]
+    assert ids(dc.search(Search(query=query))) == [docs[k] for k in expected]
 
 
 @pytest.mark.parametrize("query", ["", "   ", '"', "*", "-", "NEAR(", '" * - ()'])
 def test_a_query_without_a_word_is_refused(words_home: tuple[Dovecote, dict[str, str]], query: str) -> None:
     dc, _ = words_home
     if query.strip() == "NEAR(":
-        assert dc.search(query)["count"] == 1  # NEAR is a word: the message that holds it
+        assert dc.search(Search(query=query))["count"] == 1  # NEAR is a word: the message that holds it
         return
     with pytest.raises(Refusal) as e:
-        dc.search(query)
+        dc.search(Search(query=query))
     assert e.value.reason == "missing_field"
 
 
@@ -172,23 +177,23 @@ def test_newest_first_by_letter_ts_across_boxes(tmp_path: Path) -> None:
     mid_b = put_message(dc, "ent_b", "heron middle", ts=T(day=5))
     offset = put_message(dc, "ent_b", "heron offset", ts="2026-07-07T12:00:00+02:00")  # 10:00Z on the 7th
     sub = put_message(dc, "ent_b", "heron subsecond", ts="2026-07-05T10:00:00.500Z")
-    assert ids(dc.search("heron")) == [late_a, offset, sub, mid_b, early_a]
+    assert ids(dc.search(Search(query="heron"))) == [late_a, offset, sub, mid_b, early_a]
 
 
 def test_equal_times_are_ordered_by_id_and_stable_across_rebuilds(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     same = [put_message(dc, "ent_a", f"ibis {n}", ts=T()) for n in range(6)]
-    first = ids(dc.search("ibis"))
+    first = ids(dc.search(Search(query="ibis")))
     assert first == sorted(same, key=lambda i: int(i[:5], 16), reverse=True)
     os.unlink(index_path(dc))
-    assert ids(dc.search("ibis")) == first
+    assert ids(dc.search(Search(query="ibis"))) == first
 
 
 def test_colliding_rowids_take_the_next_free_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_index, "ts_key", lambda ts, lid: 1_000_000)
     dc = mail_home(tmp_path)
     made = {put_message(dc, "ent_a", f"crane {n}", ts=T(hour=n)) for n in range(4)}
-    out = dc.search("crane")
+    out = dc.search(Search(query="crane"))
     assert out["count"] == 4 and set(ids(out)) == made
 
 
@@ -197,15 +202,15 @@ def test_entity_filter(tmp_path: Path) -> None:
     a = put_message(dc, "ent_a", "osprey one", ts=T(hour=1))
     b = put_message(dc, "ent_b", "osprey two", ts=T(hour=2))
     c = put_message(dc, "ent.c-1", "osprey three", ts=T(hour=3))
-    assert ids(dc.search("osprey")) == [c, b, a]
-    assert ids(dc.search("osprey", entity="ent_a")) == [a]
-    assert ids(dc.search("osprey", entity="ent.c-1")) == [c]
-    assert dc.search("osprey", entity="ent_b")["count"] == 1
+    assert ids(dc.search(Search(query="osprey"))) == [c, b, a]
+    assert ids(dc.search(Search(query="osprey", entity_id="ent_a"))) == [a]
+    assert ids(dc.search(Search(query="osprey", entity_id="ent.c-1"))) == [c]
+    assert dc.search(Search(query="osprey", entity_id="ent_b"))["count"] == 1
     with pytest.raises(Refusal) as e:
-        dc.search("osprey", entity="ent_nobody")
+        dc.search(Search(query="osprey", entity_id="ent_nobody"))
     assert e.value.reason == "unknown_entity"
     with pytest.raises(Refusal) as e:
-        dc.search("osprey", entity="../etc")
+        dc.search(Search(query="osprey", entity_id="../etc"))
     assert e.value.reason == "invalid_name"
 
 
@@ -213,11 +218,11 @@ def test_an_entity_gone_from_the_roster_is_no_longer_searched(tmp_path: Path) ->
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "puffin a")
     b = put_message(dc, "ent_b", "puffin b")
-    assert dc.search("puffin")["count"] == 2
+    assert dc.search(Search(query="puffin"))["count"] == 2
     kept = tuple(e for e in dc.roster.entities if e.id == "ent_b")
     dc2 = rewrite_roster(dc, entities=kept)
-    assert ids(dc2.search("puffin")) == [b]
-    assert ids(dc.search("puffin", entity="ent_a"))  # the old handle still has its roster
+    assert ids(dc2.search(Search(query="puffin"))) == [b]
+    assert ids(dc.search(Search(query="puffin", entity_id="ent_a")))  # the old handle still has its roster
 
 
 def test_terminal_items_are_excluded_unless_asked(tmp_path: Path) -> None:
@@ -229,12 +234,12 @@ def test_terminal_items_are_excluded_unless_asked(tmp_path: Path) -> None:
     waiting = put_message(dc, "ent_a", "stork waiting", ts=T(hour=5))
     finish(dc, "ent_a", done)
     decline(dc, "ent_a", nacked)
-    dc.transition("ent_a", active, "claim")
-    dc.transition("ent_a", deferred, "defer", until="2099-01-01T00:00:00Z")
-    out = dc.search("stork")
+    dc.move(Move(kind="claim", entity_id="ent_a", ref=active))
+    dc.move(Move(kind="defer", entity_id="ent_a", ref=deferred, until="2099-01-01T00:00:00Z"))
+    out = dc.search(Search(query="stork"))
     assert ids(out) == [waiting, deferred, active] and out["count"] == 3
     assert [m["state"] for m in out["matches"]] == ["WAIT", "DEFER", "ACTIVE"]
-    every = dc.search("stork", include_terminal=True)
+    every = dc.search(Search(query="stork", include_terminal=True))
     assert ids(every) == [waiting, deferred, active, nacked, done] and every["count"] == 5
     assert [m["state"] for m in every["matches"]] == ["WAIT", "DEFER", "ACTIVE", "NACK", "DONE"]
 
@@ -243,25 +248,25 @@ def test_an_item_finished_after_the_index_was_built_drops_out(tmp_path: Path) ->
     dc = mail_home(tmp_path)
     a = put_message(dc, "ent_a", "swift a", ts=T(hour=1))
     b = put_message(dc, "ent_a", "swift b", ts=T(hour=2))
-    assert ids(dc.search("swift")) == [b, a]
+    assert ids(dc.search(Search(query="swift"))) == [b, a]
     other = Dovecote(dc.layout.root)  # another handle finishes it
     finish(other, "ent_a", b)
-    assert ids(dc.search("swift")) == [a]
-    assert ids(dc.search("swift", include_terminal=True)) == [b, a]
+    assert ids(dc.search(Search(query="swift"))) == [a]
+    assert ids(dc.search(Search(query="swift", include_terminal=True))) == [b, a]
     # a message and its completion arriving together, after a search with the filter off
     c = put_message(dc, "ent_a", "swift c", ts=T(hour=3))
-    assert ids(dc.search("swift", include_terminal=True)) == [c, b, a]
+    assert ids(dc.search(Search(query="swift", include_terminal=True))) == [c, b, a]
     finish(other, "ent_a", c)
     d = put_message(dc, "ent_a", "swift d", ts=T(hour=4))
     finish(other, "ent_a", d)
-    assert ids(dc.search("swift")) == [a]
+    assert ids(dc.search(Search(query="swift"))) == [a]
 
 
 def test_states_are_never_stored_in_the_index(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "wren")
     finish(dc, "ent_a", mid)
-    dc.search("wren")
+    dc.search(Search(query="wren"))
     conn = sqlite3.connect(index_path(dc))
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -279,12 +284,12 @@ def test_states_are_never_stored_in_the_index(tmp_path: Path) -> None:
 def test_limit_and_truncation(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     made = [put_message(dc, "ent_a", f"tern {n}", ts=T(hour=n)) for n in range(7)]
-    out = dc.search("tern", limit=3)
+    out = dc.search(Search(query="tern", limit=3))
     assert ids(out) == made[::-1][:3] and out["count"] == 7 and out["truncated"] is True and out["limit"] == 3
-    assert dc.search("tern", limit=7)["truncated"] is False
+    assert dc.search(Search(query="tern", limit=7))["truncated"] is False
     for bad in (0, -1):
         with pytest.raises(Refusal) as e:
-            dc.search("tern", limit=bad)
+            dc.search(Search(query="tern", limit=bad))
         assert e.value.reason == "invalid_field"
 
 
@@ -295,10 +300,10 @@ def test_the_index_lives_in_the_cache_folder_and_on_the_warm_handle(tmp_path: Pa
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "loon")
     assert not index_path(dc).exists()
-    dc.search("loon")
+    dc.search(Search(query="loon"))
     assert index_path(dc).is_file()
     conn = dc.warm["search"].conn
-    dc.search("loon")
+    dc.search(Search(query="loon"))
     assert dc.warm["search"].conn is conn
 
 
@@ -306,17 +311,19 @@ def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None
     dc = mail_home(tmp_path)
     for n in range(5):
         put_message(dc, "ent_a" if n % 2 else "ent_b", f"plover {n}", body=f"shore {n}", ts=T(hour=n))
-    finish(dc, "ent_b", ids(dc.search("plover", entity="ent_b"))[0])
-    before = dc.search("plover"), dc.search("shore", include_terminal=True)
+    finish(dc, "ent_b", ids(dc.search(Search(query="plover", entity_id="ent_b")))[0])
+    before = dc.search(Search(query="plover")), dc.search(Search(query="shore", include_terminal=True))
     assert stats(dc)["rebuilds"] == 1
     for f in index_path(dc).parent.iterdir():
         f.unlink()
-    after_warm = dc.search("plover"), dc.search("shore", include_terminal=True)  # same handle
+    after_warm = dc.search(Search(
+        query="plover"
+    )), dc.search(Search(query="shore", include_terminal=True))  # same handle
     assert after_warm == before and stats(dc)["rebuilds"] == 2
     for f in index_path(dc).parent.iterdir():
         f.unlink()
     cold = Dovecote(dc.layout.root)
-    assert (cold.search("plover"), cold.search("shore", include_terminal=True)) == before
+    assert (cold.search(Search(query="plover")), cold.search(Search(query="shore", include_terminal=True))) == before
     assert stats(cold)["rebuilds"] == 1 and stats(cold)["indexed"] == 5
 
 
@@ -324,46 +331,46 @@ def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path, garbage: bytes) -> None:
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "gannet")
-    before = dc.search("gannet")
+    before = dc.search(Search(query="gannet"))
     for f in index_path(dc).parent.iterdir():
         f.unlink()
     index_path(dc).write_bytes(garbage)
     cold = Dovecote(dc.layout.root)
-    assert cold.search("gannet") == before and ids(before) == [mid]
+    assert cold.search(Search(query="gannet")) == before and ids(before) == [mid]
 
 
 def test_an_index_of_another_schema_is_rebuilt(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "shag")
-    before = dc.search("shag")
+    before = dc.search(Search(query="shag"))
     conn = sqlite3.connect(index_path(dc))
     conn.execute("UPDATE meta SET value = 'dovecote-search-v0' WHERE key = 'schema'")
     conn.commit()
     conn.close()
     cold = Dovecote(dc.layout.root)
-    assert cold.search("shag") == before and stats(cold)["rebuilds"] == 1
+    assert cold.search(Search(query="shag")) == before and stats(cold)["rebuilds"] == 1
 
 
 def test_an_appended_message_is_indexed_alone_without_a_rebuild(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     for n in range(4):
         put_message(dc, "ent_a", f"curlew {n}", ts=T(hour=n))
-    dc.search("curlew")
+    dc.search(Search(query="curlew"))
     s0 = stats(dc)
     assert s0["indexed"] == 4
     writer = Dovecote(dc.layout.root)
-    new = writer.send(to="ent_a", sender="ent_b", subject="curlew arrives", body="godwit too").id
-    out = dc.search("godwit")
+    new = writer.send(Message(recipient="ent_a", sender="ent_b", subject="curlew arrives", body="godwit too")).id
+    out = dc.search(Search(query="godwit"))
     assert ids(out) == [new]
     s1 = stats(dc)
     assert s1["indexed"] - s0["indexed"] == 1  # only the new letter
     assert s1["rebuilds"] == s0["rebuilds"] and s1["box_rebuilds"] == 0
     # a brand-new handle on the existing index file: nothing to rebuild, one letter to add
     cold = Dovecote(dc.layout.root)
-    assert cold.search("curlew")["count"] == 5
+    assert cold.search(Search(query="curlew"))["count"] == 5
     assert stats(cold) == {"rebuilds": 0, "box_rebuilds": 0, "indexed": 0}
-    writer.send(to="ent_b", sender="ent_a", subject="dunlin")
-    assert cold.search("dunlin")["count"] == 1
+    writer.send(Message(recipient="ent_b", sender="ent_a", subject="dunlin"))
+    assert cold.search(Search(query="dunlin"))["count"] == 1
     assert stats(cold) == {"rebuilds": 0, "box_rebuilds": 0, "indexed": 1}
 
 
@@ -372,31 +379,31 @@ def test_a_replaced_ledger_is_indexed_again(tmp_path: Path) -> None:
     keep = put_message(dc, "ent_a", "avocet kept", ts=T(hour=1))
     put_message(dc, "ent_a", "avocet dropped", ts=T(hour=2))
     other = put_message(dc, "ent_b", "avocet elsewhere", ts=T(hour=3))
-    assert dc.search("avocet")["count"] == 3
+    assert dc.search(Search(query="avocet"))["count"] == 3
     path = dc.store.path(entity("ent_a"))
     assert path is not None
     first_line = path.read_bytes().split(b"\n")[0] + b"\n"
     tmp = path.with_name("replacement.tmp")
     tmp.write_bytes(first_line)
     os.replace(tmp, path)  # another inode (e.g. a git checkout)
-    out = dc.search("avocet")
+    out = dc.search(Search(query="avocet"))
     assert ids(out) == [other, keep]
     assert stats(dc)["box_rebuilds"] == 1 and stats(dc)["rebuilds"] == 1
     cold = Dovecote(dc.layout.root)
-    assert cold.search("avocet") == out
+    assert cold.search(Search(query="avocet")) == out
 
 
 def test_a_ledger_shrunk_in_place_is_indexed_again(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     keep = put_message(dc, "ent_a", "sanderling kept", ts=T(hour=1))
     put_message(dc, "ent_a", "sanderling dropped", ts=T(hour=2))
-    dc.search("sanderling")
+    dc.search(Search(query="sanderling"))
     path = dc.store.path(entity("ent_a"))
     assert path is not None
     first = len(path.read_bytes().split(b"\n")[0]) + 1
     os.truncate(path, first)  # same inode, shorter
     cold = Dovecote(dc.layout.root)
-    assert ids(cold.search("sanderling")) == [keep]
+    assert ids(cold.search(Search(query="sanderling"))) == [keep]
     assert stats(cold)["box_rebuilds"] == 1
 
 
@@ -404,7 +411,7 @@ def test_search_writes_nothing_but_its_cache(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "merlin")
     before = snapshot(dc.layout.root)
-    dc.search("merlin")
+    dc.search(Search(query="merlin"))
     after = snapshot(dc.layout.root)
     assert {k: v for k, v in after.items() if not k.startswith("cache/")} == before
 
@@ -477,29 +484,29 @@ def test_a_same_size_rewrite_in_place_is_indexed_again_by_a_cold_process(tmp_pat
     dc = mail_home(tmp_path)
     keep = put_message(dc, "ent_a", "curlew kept", ts=T(hour=1))
     put_message(dc, "ent_a", "curlew plover", ts=T(hour=2))
-    assert dc.search("plover")["count"] == 1
+    assert dc.search(Search(query="plover"))["count"] == 1
     path = dc.store.path(entity("ent_a"))
     assert path is not None
     _same_size_edit(path, b"plover", b"dunlin")
     cold = Dovecote(dc.layout.root)
-    assert cold.search("plover")["count"] == 0, "answered from a stale index"
-    edited = cold.search("dunlin")
+    assert cold.search(Search(query="plover"))["count"] == 0, "answered from a stale index"
+    edited = cold.search(Search(query="dunlin"))
     assert edited["count"] == 1 and edited["matches"][0]["id"] != keep
     assert stats(cold)["box_rebuilds"] == 1
     r = run_cli(tmp_path, "search", "plover", "--json", home=dc.layout.root)
     assert orjson.loads(r.stdout)["count"] == 0
-    assert Dovecote(dc.layout.root).search("curlew") == cold.search("curlew")
+    assert Dovecote(dc.layout.root).search(Search(query="curlew")) == cold.search(Search(query="curlew"))
 
 
 def test_a_same_size_rewrite_in_place_is_noticed_by_a_warm_handle(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "godwit kept", ts=T(hour=1))
     put_message(dc, "ent_a", "godwit plover", ts=T(hour=2))
-    assert dc.search("plover")["count"] == 1
+    assert dc.search(Search(query="plover"))["count"] == 1
     path = dc.store.path(entity("ent_a"))
     assert path is not None
     time.sleep(0.05)  # a later edit: its mtime differs from the last read's (ledger.py names the same-tick blind spot)
     _same_size_edit(path, b"plover", b"dunlin")
-    assert dc.search("plover")["count"] == 0
-    assert dc.search("dunlin")["count"] == 1
-    assert dc.search("godwit") == Dovecote(dc.layout.root).search("godwit")
+    assert dc.search(Search(query="plover"))["count"] == 0
+    assert dc.search(Search(query="dunlin"))["count"] == 1
+    assert dc.search(Search(query="godwit")) == Dovecote(dc.layout.root).search(Search(query="godwit"))

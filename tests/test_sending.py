@@ -29,6 +29,7 @@ from dovecote.addresses import entity
 from dovecote.api import Dovecote, open_home
 from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.ledger import LockedLedger
+from dovecote.verbs import Message, OutboxSend
 from helpers import cli_env, run_cli
 from mailhelpers import mail_home
 
@@ -80,8 +81,8 @@ def test_a_keyed_message_id_is_a_function_of_sender_recipient_and_key() -> None:
 
 def test_two_identical_sends_are_two_messages_with_sortable_ids(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
-    first = dc.send(sender=A, to=B, subject="same", body="same")
-    second = dc.send(sender=A, to=B, subject="same", body="same")
+    first = dc.send(Message(sender=A, recipient=B, subject="same", body="same"))
+    second = dc.send(Message(sender=A, recipient=B, subject="same", body="same"))
     assert first.appended and second.appended and first.id != second.id
     msgs = letters(dc, B, "message")
     assert len(msgs) == 2 and [m["message_id"] for m in msgs] == [first.message_id, second.message_id]
@@ -90,8 +91,8 @@ def test_two_identical_sends_are_two_messages_with_sortable_ids(tmp_path: Path) 
     assert first.message_id < second.message_id  # uuid7: sortable by creation time
     assert msgs[0]["routing"]["thread_id"] != msgs[1]["routing"]["thread_id"]  # each starts its own thread
     assert len(letters(dc, A, "sent")) == 2
-    d1 = dc.draft(sender=A, to=B, subject="same")
-    d2 = dc.draft(sender=A, to=B, subject="same")
+    d1 = dc.draft(Message(sender=A, recipient=B, subject="same"))
+    d2 = dc.draft(Message(sender=A, recipient=B, subject="same"))
     assert d1.appended and d2.appended and d1.id != d2.id  # drafts too
 
 
@@ -108,32 +109,34 @@ def test_a_keyed_send_is_one_message_however_often_it_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dc = mail_home(tmp_path, A, B, C)
-    first = dc.send(sender=A, to=B, subject="once", idempotency_key="job-7", current=100)
+    first = dc.send(Message(sender=A, recipient=B, subject="once", idempotency_key="job-7", current_tic=100))
     later = datetime(2031, 1, 1, tzinfo=UTC)
-    again = dc.send(sender=A, to=B, subject="once", idempotency_key="job-7", current=101, now=later)  # another tic
+    again = dc.send(Message(
+        sender=A, recipient=B, subject="once", idempotency_key="job-7", current_tic=101
+    ), now=later)  # another tic
     assert (again.id, again.appended, again.sent_record) == (first.id, False, first.sent_record)
     (msg,) = letters(dc, B, "message")
     assert msg["idempotency_key"] == "job-7" and msg["message_id"].startswith("msg_key_")
     assert len(letters(dc, A, "sent")) == 1
     # a key is scoped to (sender, recipient): the same key to another recipient is another message
-    other = dc.send(sender=A, to=C, subject="once", idempotency_key="job-7")
+    other = dc.send(Message(sender=A, recipient=C, subject="once", idempotency_key="job-7"))
     assert other.appended and other.message_id != first.message_id
 
 
 def test_a_key_reused_for_another_message_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
-    dc.send(sender=A, to=B, subject="deploy", idempotency_key="k1")
-    dc.draft(sender=A, to=B, subject="deploy", idempotency_key="k2")
+    dc.send(Message(sender=A, recipient=B, subject="deploy", idempotency_key="k1"))
+    dc.draft(Message(sender=A, recipient=B, subject="deploy", idempotency_key="k2"))
     before = {w: dc.store.path(entity(w)).read_bytes() for w in (A, B)}  # type: ignore[union-attr]
     with pytest.raises(Refusal) as e:
-        dc.send(sender=A, to=B, subject="rollback", idempotency_key="k1")
+        dc.send(Message(sender=A, recipient=B, subject="rollback", idempotency_key="k1"))
     assert e.value.reason == "idempotency_conflict" and "content" in e.value.detail
     with pytest.raises(Refusal, match="idempotency_conflict"):
-        dc.draft(sender=A, to=B, subject="rollback", idempotency_key="k2")
-    assert dc.draft(sender=A, to=B, subject="deploy", idempotency_key="k2").appended is False
+        dc.draft(Message(sender=A, recipient=B, subject="rollback", idempotency_key="k2"))
+    assert dc.draft(Message(sender=A, recipient=B, subject="deploy", idempotency_key="k2")).appended is False
     assert {w: dc.store.path(entity(w)).read_bytes() for w in (A, B)} == before  # type: ignore[union-attr]
     with pytest.raises(Refusal, match="invalid_field"):
-        dc.send(sender=A, to=B, subject="deploy", idempotency_key=" ")
+        dc.send(Message(sender=A, recipient=B, subject="deploy", idempotency_key=" "))
 
 
 def test_a_failed_sent_record_says_what_was_delivered_and_the_keyed_retry_completes_it(
@@ -143,7 +146,7 @@ def test_a_failed_sent_record_says_what_was_delivered_and_the_keyed_retry_comple
     with monkeypatch.context() as m:
         fail_appends_to(m, dc, A)
         with pytest.raises(PartialWrite) as e:
-            dc.send(sender=A, to=B, subject="half", idempotency_key="k")
+            dc.send(Message(sender=A, recipient=B, subject="half", idempotency_key="k"))
     (msg,) = open_home(dc.layout.root).store.read(entity(B)).letters
     mid = msg.id
     assert str(e.value).startswith(f"delivered {mid} to entity:{B}; the sent record was not written")
@@ -151,14 +154,14 @@ def test_a_failed_sent_record_says_what_was_delivered_and_the_keyed_retry_comple
     assert e.value.details["delivered"] == [{"draft": None, "from": A, "to": B, "delivered": True, "message": mid,
                                              "sent_record": None}]
     assert letters(dc, A, "sent") == []
-    retry = dc.send(sender=A, to=B, subject="half", idempotency_key="k")
+    retry = dc.send(Message(sender=A, recipient=B, subject="half", idempotency_key="k"))
     assert (retry.id, retry.appended) == (mid, False) and retry.sent_record is not None
     assert len(letters(dc, B, "message")) == 1 and len(letters(dc, A, "sent")) == 1
     # without a key the error says the message is delivered and a second send is a second message
     with monkeypatch.context() as m:
         fail_appends_to(m, dc, A)
         with pytest.raises(PartialWrite, match="sending it again would deliver a second one"):
-            dc.send(sender=A, to=B, subject="unkeyed")
+            dc.send(Message(sender=A, recipient=B, subject="unkeyed"))
 
 
 def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(tmp_path: Path) -> None:
@@ -168,10 +171,10 @@ def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(t
     path.parent.mkdir(parents=True, exist_ok=True)
     path.mkdir()  # the ledger cannot be opened (root ignores permission bits, not this)
     with pytest.raises(StoreError, match=r"cannot open .*; nothing was delivered"):
-        dc.send(sender=A, to=B, subject="nowhere to record")
-    dc.draft(sender=B, to=A, subject="other way")  # B's outbox, A's box is the broken one
+        dc.send(Message(sender=A, recipient=B, subject="nowhere to record"))
+    dc.draft(Message(sender=B, recipient=A, subject="other way"))  # B's outbox, A's box is the broken one
     with pytest.raises(PartialWrite, match="was not delivered"):
-        dc.outbox_send(B)
+        dc.outbox_send(OutboxSend(sender=B))
     assert letters(dc, B, "message") == [] and letters(dc, B, "sent") == []
 
 
@@ -179,7 +182,7 @@ def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dc = mail_home(tmp_path, A, B)
-    drafts = [dc.draft(sender=A, to=B, subject=f"d{i}").id for i in range(3)]
+    drafts = [dc.draft(Message(sender=A, recipient=B, subject=f"d{i}")).id for i in range(3)]
     real = LockedLedger.append
     calls = {"n": 0}
     path_a = dc.store.path(entity(A))
@@ -194,30 +197,30 @@ def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     with monkeypatch.context() as m:
         m.setattr(LockedLedger, "append", append)
         with pytest.raises(PartialWrite) as e:
-            dc.outbox_send(A)
+            dc.outbox_send(OutboxSend(sender=A))
     msg = str(e.value)
     assert msg.startswith("delivered ") and "the sent record was not written" in msg
     assert f"before it this run delivered {drafts[0]}" in msg
     assert [d["draft"] for d in e.value.details["delivered"]] == drafts[:2]  # type: ignore[union-attr]
     assert e.value.details["failed"] == drafts[1]
-    out = dc.outbox_send(A)
+    out = dc.outbox_send(OutboxSend(sender=A))
     assert [o["draft"] for o in out] == drafts[1:]
     delivered = Counter(m["content"]["subject"] for m in letters(dc, B, "message"))
     assert delivered == {"d0": 1, "d1": 1, "d2": 1}
     assert sorted(s["ref"] for s in letters(dc, A, "sent")) == sorted(drafts)
-    assert dc.outbox_send(A) == []
+    assert dc.outbox_send(OutboxSend(sender=A)) == []
 
 
 def test_a_delivered_draft_is_the_draft_itself(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
-    d = dc.draft(sender=A, to=B, subject="as drafted", idempotency_key="kd")
-    ((out,),) = [dc.outbox_send(A)]
+    d = dc.draft(Message(sender=A, recipient=B, subject="as drafted", idempotency_key="kd"))
+    ((out,),) = [dc.outbox_send(OutboxSend(sender=A))]
     (draft,) = letters(dc, A, "draft")
     (msg,) = letters(dc, B, "message")
     assert msg == {**draft, "kind": "message"}  # no fresh ts or id at delivery
     assert out["message"] != d.id and msg["message_id"] == draft["message_id"]
     # a keyed send of the same key after the draft went out is that message, not a second
-    again = dc.send(sender=A, to=B, subject="as drafted", idempotency_key="kd")
+    again = dc.send(Message(sender=A, recipient=B, subject="as drafted", idempotency_key="kd"))
     assert again.appended is False and again.id == out["message"]
 
 
@@ -250,7 +253,7 @@ def _kill_until_done(cmd: list[str], env: dict[str, str], watch: list[Path], rng
 def test_sigkilled_outbox_runs_deliver_each_draft_exactly_once(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B, C)
     n = 200
-    drafts = [dc.draft(sender=A, to=(B, C)[i % 2], subject=f"draft {i}").id for i in range(n)]
+    drafts = [dc.draft(Message(sender=A, recipient=(B, C)[i % 2], subject=f"draft {i}")).id for i in range(n)]
     env = cli_env(tmp_path, dc.layout.root)
     cmd = [str(Path(sys.executable).parent / "dovecote"), "outbox", "send", "--from", A]
     watch = [p for p in (dc.store.path(entity(B)), dc.store.path(entity(C))) if p is not None]
@@ -259,7 +262,7 @@ def test_sigkilled_outbox_runs_deliver_each_draft_exactly_once(tmp_path: Path) -
     assert delivered == {f"draft {i}": 1 for i in range(n)}
     sent = Counter(s["ref"] for s in letters(dc, A, "sent"))
     assert sent == dict.fromkeys(drafts, 1)
-    assert open_home(dc.layout.root).outbox_send(A) == []
+    assert open_home(dc.layout.root).outbox_send(OutboxSend(sender=A)) == []
 
 
 #: A child that SIGKILLs itself right after its Nth append (0: never): a crash at
@@ -281,11 +284,12 @@ def append(self, lines):
     return out
 LockedLedger.append = append
 dc = open_home(home, clock=lambda: datetime(2030, 1, 1, 0, 0, run, tzinfo=UTC))
+from dovecote.verbs import Message, OutboxSend
 if what == "outbox":
-    dc.outbox_send("ent_a")
+    dc.outbox_send(OutboxSend(sender="ent_a"))
 else:
     for i in range(n):
-        dc.send(sender="ent_a", to="ent_b", subject=f"job {i}", idempotency_key=f"job-{i}")
+        dc.send(Message(sender="ent_a", recipient="ent_b", subject=f"job {i}", idempotency_key=f"job-{i}"))
 """
 
 
@@ -304,7 +308,7 @@ def _crash_and_retry(dc: Dovecote, tmp: Path, what: str, n: int, rng: random.Ran
 def test_an_outbox_killed_between_delivery_and_record_delivers_each_draft_once(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B, C)
     n = 120
-    drafts = [dc.draft(sender=A, to=(B, C)[i % 2], subject=f"draft {i}").id for i in range(n)]
+    drafts = [dc.draft(Message(sender=A, recipient=(B, C)[i % 2], subject=f"draft {i}")).id for i in range(n)]
     assert _crash_and_retry(dc, tmp_path, "outbox", n, random.Random(10), crashes=10) == 10
     delivered = Counter(m["content"]["subject"] for who in (B, C) for m in letters(dc, who, "message"))
     assert delivered == {f"draft {i}": 1 for i in range(n)}

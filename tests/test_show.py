@@ -7,20 +7,25 @@ from pathlib import Path
 import orjson
 
 from dovecote.roster import Limits
+from dovecote.verbs import EntityAdd, Message, Move
 from helpers import new_home, rewrite_roster, run_cli
 
 
 def mail_home(tmp: Path) -> tuple[Path, str, str]:
     dc = new_home(tmp)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
-    item = dc.send(sender="ent_a", to="ent_b", subject="deploy?\nnow", body="line 1\nline 2\x1b[31m",
-                   category="query", thread="t1", current=1).id
-    other = dc.send(sender="ent_a", to="ent_b", subject="also", thread="t1", current=2).id
-    dc.send(sender="ent_a", to="ent_b", subject="unrelated", current=2)
-    dc.transition("ent_b", item, "seen", current=2)
-    dc.transition("ent_b", item, "claim", current=2)
-    dc.send(sender="ent_b", to="ent_a", subject="yes", category="response", reply_to=item, current=3)
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
+    item = dc.send(Message(
+        sender="ent_a", recipient="ent_b", subject="deploy?\nnow", body="line 1\nline 2\x1b[31m", category="query",
+        thread_id="t1", current_tic=1,
+    )).id
+    other = dc.send(Message(sender="ent_a", recipient="ent_b", subject="also", thread_id="t1", current_tic=2)).id
+    dc.send(Message(sender="ent_a", recipient="ent_b", subject="unrelated", current_tic=2))
+    dc.move(Move(kind="seen", entity_id="ent_b", ref=item, current_tic=2))
+    dc.move(Move(kind="claim", entity_id="ent_b", ref=item, current_tic=2))
+    dc.send(Message(
+        sender="ent_b", recipient="ent_a", subject="yes", category="response", reply_to=item, current_tic=3
+    ))
     return dc.layout.root, item, other
 
 
@@ -54,10 +59,10 @@ def test_show_text_is_one_line_per_field(tmp_path: Path) -> None:
 def test_show_reads_a_large_body_from_the_artifact_store(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     dc = rewrite_roster(dc, limits=Limits(body_inline_max=10))
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
     body = "big body " * 20
-    item = dc.send(sender="ent_a", to="ent_b", subject="s", body=body).id
+    item = dc.send(Message(sender="ent_a", recipient="ent_b", subject="s", body=body)).id
     d = orjson.loads(run_cli(tmp_path, "show", "ent_b", item, "--json", home=dc.layout.root).stdout)
     assert d["body"] == body and d["body_ref"]
 

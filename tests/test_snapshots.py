@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from dovecote.api import Dovecote
+from dovecote.verbs import Box, ImportInboxTree, Inbox, Move, Organize, Search, Show, StaleCheck, Sweep, View
 from helpers import add_project, lid, rep
 from mailhelpers import ENTITY, cgg_tree, mail_home, send
 
@@ -59,35 +60,40 @@ def home(tmp: Path) -> Dovecote:
     dc.report([rep("on it", ts="2026-07-05T12:00:00Z", klass="friction", answers=[lid(first)])])
     item = send(dc, "rebuild the index zebra")
     send(dc, "second zebra item", priority="high")
-    dc.transition(ENTITY, item, "claim", current=101)
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=item, current_tic=101))
     dc.distribute()
     return dc
 
 
 def more_letters(dc: Dovecote) -> None:
     """Letters that change every answer: a receipt, a new report, new mail, a transition."""
-    rows = dc.sweep(distribute=False, include_all=True).letters()
+    rows = dc.sweep(Sweep(distribute=False, include_all=True)).letters()
     first = next(r["id"] for r in rows if r["what"] == "first")
     dc.report([
         rep("done", ts="2026-07-05T13:00:00Z", klass="triage", tool="triage", answers=[first], disposition="fixed"),
         rep("third", ts="2026-07-05T14:00:00Z"),
     ])
-    item = send(dc, "third zebra item", current=102)
-    dc.transition(ENTITY, item, "claim", current=103)
+    item = send(dc, "third zebra item", current_tic=102)
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=item, current_tic=103))
     dc.distribute()
 
 
 # Each method once, as a face would call it on a warm handle.
 CALLS: dict[str, Callable[[Dovecote], Any]] = {
-    "sweep": lambda dc: dc.sweep(distribute=False, include_all=True),
-    "box": lambda dc: dc.box("project:repo-a", include_all=True),
+    "sweep": lambda dc: dc.sweep(Sweep(distribute=False, include_all=True)),
+    "box": lambda dc: dc.box(Box(address="project:repo-a", include_all=True)),
     "doctor": lambda dc: dc.doctor(now=NOW),
-    "inbox": lambda dc: dc.inbox(ENTITY, now=NOW, current=104, direction="both", include_terminal=True),
-    "search": lambda dc: dc.search("zebra", include_terminal=True, now=NOW),
-    "stale_check": lambda dc: dc.stale_check(current=104, now=NOW),
-    "organize": lambda dc: dc.organize(ENTITY, current=104, now=NOW),
-    "show": lambda dc: dc.show(ENTITY, next(i["id"] for i in dc.inbox(ENTITY, current=104)["items"]), current=104),
-    "view": lambda dc: dc.view(ENTITY, current=104, now=NOW),
+    "inbox": lambda dc: dc.inbox(Inbox(
+        entity_id=ENTITY, current_tic=104, direction="both", include_terminal=True
+    ), now=NOW),
+    "search": lambda dc: dc.search(Search(query="zebra", include_terminal=True), now=NOW),
+    "stale_check": lambda dc: dc.stale_check(StaleCheck(current_tic=104), now=NOW),
+    "organize": lambda dc: dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW),
+    "show": lambda dc: dc.show(
+        Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104))["items"]),
+             current_tic=104)
+    ),
+    "view": lambda dc: dc.view(View(entity_id=ENTITY, current_tic=104), now=NOW),
 }
 
 #: The calls whose answer the letters of ``more_letters`` change (the rest answer about other things).
@@ -121,36 +127,37 @@ def test_changing_a_result_never_changes_the_next_answer(tmp_path: Path, name: s
 def test_a_sweep_total_stays_what_it_was_after_a_later_sweep(tmp_path: Path) -> None:
     """The reported bug: ``r1.total`` changed after a later ``sweep()``."""
     dc = home(tmp_path)
-    r1 = dc.sweep(distribute=False)
+    r1 = dc.sweep(Sweep(distribute=False))
     total, counts, letters = r1.total, r1.counts, r1.letters()
     more_letters(dc)
-    r2 = dc.sweep(distribute=False)
+    r2 = dc.sweep(Sweep(distribute=False))
     assert r2.total == total + 2
     assert (r1.total, r1.counts, r1.letters()) == (total, counts, letters)
-    assert plain(r2) == plain(Dovecote(dc.layout.root).sweep(distribute=False))
+    assert plain(r2) == plain(Dovecote(dc.layout.root).sweep(Sweep(distribute=False)))
 
 
 def test_changing_an_inbox_item_never_changes_the_next_inbox(tmp_path: Path) -> None:
     """The reported bug: mutating ``dc.inbox(...)["items"][0]`` changed the next answer."""
     dc = home(tmp_path)
-    first = dc.inbox(ENTITY, now=NOW, current=104)
+    first = dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW)
     expected = copy.deepcopy(first)
     first["items"][0]["subject"] = "changed"
     first["items"][0]["flags"].append("changed")
     first["counts"]["inbound"] = 99
-    assert dc.inbox(ENTITY, now=NOW, current=104) == expected
+    assert dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW) == expected
 
 
 def test_an_import_result_is_a_snapshot(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     root = tmp_path / "mbox"
     cgg_tree(root / ENTITY)
-    first = dc.import_inbox_tree(root, current=110)
+    first = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     before = copy.deepcopy(plain(first))
     assert before["entities"][ENTITY]
-    send(dc, "after the import", current=111)
-    again = dc.import_inbox_tree(root, current=111)
+    send(dc, "after the import", current_tic=111)
+    again = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=111))
     assert plain(first) == before
     scribble(again)
-    assert plain(dc.import_inbox_tree(root, current=111)) == plain(Dovecote(dc.layout.root).import_inbox_tree(
-        root, current=111))
+    assert plain(dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), current_tic=111
+    ))) == plain(Dovecote(dc.layout.root).import_inbox_tree(ImportInboxTree(path=str(root), current_tic=111)))

@@ -16,6 +16,7 @@ from dovecote.addresses import HOME, entity
 from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
 from dovecote.ops.stale import SIGNAL_KIND, signal_letter
+from dovecote.verbs import Box, Inbox, Message, Move, StaleCheck, Sweep
 from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 from helpers import ledger_lines, rep, rewrite_roster, run_cli, snapshot
 from searchhelpers import finish, mail_home, put_link, put_message
@@ -45,14 +46,14 @@ def tic_home(tmp: Path) -> tuple[Dovecote, dict[str, str]]:
     dc = mail_home(tmp, "ent_a", "ent_b", "ent_c")
 
     def send(subject: str, tic: int, to: str = "ent_a") -> str:
-        return dc.send(to=to, sender="ent_x", subject=subject, current=tic).id
+        return dc.send(Message(recipient=to, sender="ent_x", subject=subject, current_tic=tic)).id
 
     m = {f"m{n}": send(f"item {n}", tic) for n, tic in ((1, 10), (2, 16), (3, 10), (4, 10), (5, 10), (6, 10), (7, 10),
                                                         (8, 14), (9, 15))}
-    dc.transition("ent_a", m["m3"], "claim", current=13)
-    dc.transition("ent_a", m["m4"], "claim", current=15)
-    dc.transition("ent_a", m["m5"], "defer", current=11, until_tic=12)
-    dc.transition("ent_a", m["m6"], "defer", current=11, until_tic=50)
+    dc.move(Move(kind="claim", entity_id="ent_a", ref=m["m3"], current_tic=13))
+    dc.move(Move(kind="claim", entity_id="ent_a", ref=m["m4"], current_tic=15))
+    dc.move(Move(kind="defer", entity_id="ent_a", ref=m["m5"], current_tic=11, until_tic=12))
+    dc.move(Move(kind="defer", entity_id="ent_a", ref=m["m6"], current_tic=11, until_tic=50))
     finish(dc, "ent_a", m["m7"], current=11)
     m["b1"] = send("fresh for b", 19, to="ent_b")
     return dc, m
@@ -60,7 +61,7 @@ def tic_home(tmp: Path) -> tuple[Dovecote, dict[str, str]]:
 
 def test_counts_at_a_given_tic_match_the_hand_computed_ones(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(current=20, now=NOW)
+    out = dc.stale_check(StaleCheck(current_tic=20), now=NOW)
     assert list(out) == RESULT_KEYS
     assert out["tic"] == 20 and out["clock_source"] == "flag"
     assert out["entities_checked"] == 3 and out["entities_with_debt"] == 1
@@ -81,7 +82,7 @@ def test_counts_at_a_given_tic_match_the_hand_computed_ones(tmp_path: Path) -> N
 
 def test_the_same_items_at_a_later_tic(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(current=26, now=NOW)
+    out = dc.stale_check(StaleCheck(current_tic=26), now=NOW)
     # at 26: m1 16, m5 14, m3 13, m8 12, then m4 11, m9 11, m2 10 and b1 7 join; m6 is still deferred
     (a, b) = out["details"]
     assert a["entity"] == "ent_a" and a["count"] == 7
@@ -96,16 +97,16 @@ def test_the_same_items_at_a_later_tic(tmp_path: Path) -> None:
 def test_the_threshold_comes_from_the_roster(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
     dc = rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, stale_tics=7))
-    (d,) = dc.stale_check(current=20, now=NOW)["details"]
+    (d,) = dc.stale_check(StaleCheck(current_tic=20), now=NOW)["details"]
     assert d["ids"] == [m["m1"], m["m5"]] and d["by_state"] == {"WAIT": 2, "ACTIVE": 0}
 
 
 def test_a_defer_past_its_due_reads_as_wait_and_a_pending_one_never_stales(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    (d,) = dc.stale_check(current=1000, now=NOW)["details"][:1]
+    (d,) = dc.stale_check(StaleCheck(current_tic=1000), now=NOW)["details"][:1]
     assert m["m6"] in d["ids"]  # due 50 passed long ago: WAIT since 50
     assert m["m7"] not in d["ids"]  # DONE
-    undue = dc.stale_check(current=49, now=NOW)["details"][0]
+    undue = dc.stale_check(StaleCheck(current_tic=49), now=NOW)["details"][0]
     assert m["m6"] not in undue["ids"]
 
 
@@ -164,8 +165,8 @@ def test_hours_threshold_from_the_roster(tmp_path: Path) -> None:
 
 def test_an_item_without_a_tic_falls_back_to_hours_when_a_tic_is_known(tmp_path: Path) -> None:
     dc, h = hours_home(tmp_path)
-    tic_item = dc.send(to="ent_a", sender="ent_x", subject="counted in tics", current=1).id
-    out = dc.stale_check(current=10, now=NOW)
+    tic_item = dc.send(Message(recipient="ent_a", sender="ent_x", subject="counted in tics", current_tic=1)).id
+    out = dc.stale_check(StaleCheck(current_tic=10), now=NOW)
     (d,) = out["details"]
     assert d["ids"] == [tic_item, h["h1"], h["h4"], h["h3"]]  # tic-aged first, then hour-aged
     assert d["oldest"] == {"id": tic_item, "subject": "counted in tics", "state": "WAIT", "in_state_tics": 9}
@@ -185,7 +186,7 @@ def test_an_unreadable_box_is_named_not_counted_as_clean(tmp_path: Path) -> None
     assert path is not None
     path.mkdir(parents=True)  # a folder where the ledger file should be
     fresh = Dovecote(dc.layout.root)
-    out = fresh.stale_check(current=20, now=NOW)
+    out = fresh.stale_check(StaleCheck(current_tic=20), now=NOW)
     assert out["unreachable"] == ["entity:ent_c"] and out["entities_checked"] == 2
 
 
@@ -201,13 +202,13 @@ def signals(dc: Dovecote) -> list[dict[str, Any]]:
 def test_without_the_flag_nothing_is_written(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
     before = snapshot(dc.layout.root)
-    dc.stale_check(current=20, now=NOW)
+    dc.stale_check(StaleCheck(current_tic=20), now=NOW)
     assert snapshot(dc.layout.root) == before
 
 
 def test_a_signal_letter_per_entity_with_debt(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(current=26, now=NOW, emit_signals=True)
+    out = dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=NOW)
     assert out["signals_emitted"] == 2
     sigs = signals(dc)
     assert [s["entity"] for s in sigs] == ["ent_a", "ent_b"]
@@ -222,22 +223,22 @@ def test_a_signal_letter_per_entity_with_debt(tmp_path: Path) -> None:
 
 def test_two_runs_on_one_day_emit_once_even_with_other_counts(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
-    first = dc.stale_check(current=20, now=NOW, emit_signals=True)
+    first = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW)
     assert first["signals_emitted"] == 1
-    dc.send(to="ent_a", sender="ent_x", subject="one more", current=1)  # the count changes
+    dc.send(Message(recipient="ent_a", sender="ent_x", subject="one more", current_tic=1))  # the count changes
     later = NOW + timedelta(hours=11)
-    second = Dovecote(dc.layout.root).stale_check(current=20, now=later, emit_signals=True)
+    second = Dovecote(dc.layout.root).stale_check(StaleCheck(current_tic=20, emit_signals=True), now=later)
     assert second["details"][0]["count"] == 5 and second["signals_emitted"] == 0
     assert second["details"][0]["signal"] == {"id": first["details"][0]["signal"]["id"], "emitted": False}
     assert len(signals(dc)) == 1
-    tomorrow = dc.stale_check(current=20, now=NOW + timedelta(days=1), emit_signals=True)
+    tomorrow = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW + timedelta(days=1))
     assert tomorrow["signals_emitted"] == 1
     assert [s["day"] for s in signals(dc)] == ["2026-07-05", "2026-07-06"]
 
 
 def test_an_exact_replay_dedups_by_content(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
-    out = dc.stale_check(current=20, now=NOW, emit_signals=True)
+    out = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW)
     line = canonical_line(signal_letter(out["details"][0], "2026-07-05", "2026-07-05T12:00:00Z"))
     ((lid, appended),) = dc.store.append(HOME, [line])
     assert not appended and lid == out["details"][0]["signal"]["id"]
@@ -262,9 +263,10 @@ def test_concurrent_runs_in_two_processes_emit_once(tmp_path: Path) -> None:
         "st.signals_on = slow\n"
         "dc = open_home(sys.argv[1])\n"
         "now = datetime(2026, 7, 5, 12, 0, int(sys.argv[3]), tzinfo=UTC)\n"
-        "dc.stale_check(current=26, now=now)\n"  # fold before the race
+        "from dovecote.verbs import StaleCheck\n"
+        "dc.stale_check(StaleCheck(current_tic=26), now=now)\n"  # fold before the race
         "while not os.path.exists(sys.argv[2]): time.sleep(0.001)\n"
-        "print(dc.stale_check(current=26, now=now, emit_signals=True)['signals_emitted'])\n"
+        "print(dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=now)['signals_emitted'])\n"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(dc.layout.root), str(go), str(n)], stdout=subprocess.PIPE)
@@ -283,14 +285,14 @@ def test_the_field_report_sweep_ignores_signal_letters(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
     dc.report([rep("one real report", repo=None)])
     dc.distribute()
-    dc.stale_check(current=26, now=NOW, emit_signals=True)
+    dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=NOW)
     assert len(signals(dc)) == 2
-    sweep = dc.sweep(distribute=False, include_all=True).to_dict()
+    sweep = dc.sweep(Sweep(distribute=False, include_all=True)).to_dict()
     assert sweep["total"] == 1 and sweep["open"] == 1
     assert [row["what"] for row in sweep["letters"]] == ["one real report"]
-    home = dc.box("home", include_all=True).to_dict()
+    home = dc.box(Box(address="home", include_all=True)).to_dict()
     assert home["total"] == 1
-    cold = Dovecote(dc.layout.root).sweep(distribute=False, include_all=True).to_dict()
+    cold = Dovecote(dc.layout.root).sweep(Sweep(distribute=False, include_all=True)).to_dict()
     assert cold["total"] == 1
 
 
@@ -334,10 +336,12 @@ def test_signal_is_not_a_report_kind() -> None:
 
 def test_stale_check_and_the_inbox_flag_agree_to_the_second(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    item = dc.send(to="ent_a", sender="ent_b", subject="quiet").id
-    created = datetime.fromisoformat(dc.inbox("ent_a")["items"][0]["created_at"].replace("Z", "+00:00"))
+    item = dc.send(Message(recipient="ent_a", sender="ent_b", subject="quiet")).id
+    created = datetime.fromisoformat(dc.inbox(Inbox(
+        entity_id="ent_a"
+    ))["items"][0]["created_at"].replace("Z", "+00:00"))
     for delta, stale in ((timedelta(hours=24), False), (timedelta(hours=24, seconds=1), True)):
         now = created + delta
-        flagged = "STALE" in dc.inbox("ent_a", now=now)["items"][0]["flags"]
+        flagged = "STALE" in dc.inbox(Inbox(entity_id="ent_a"), now=now)["items"][0]["flags"]
         listed = [i for d in dc.stale_check(now=now)["details"] for i in d["ids"]]
         assert flagged is stale and (item in listed) is stale, delta

@@ -27,6 +27,7 @@ from dovecote.home import Layout
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import Cursor, FileStore, Mark, Store, Where
 from dovecote.store_memory import MemoryStore
+from dovecote.verbs import EntityAdd, Inbox, Message, Sweep
 from helpers import add_project, new_home
 
 KINDS = ("file", "memory")
@@ -289,18 +290,18 @@ def test_torn_and_malformed_lines_are_reported_and_the_next_append_starts_fresh(
 
 def test_a_handle_over_the_memory_store_writes_no_ledger(tmp_path: Path) -> None:
     owner = new_home(tmp_path)
-    owner.add_entity("ent_a")
-    owner.add_entity("ent_b")
+    owner.add_entity(EntityAdd(entity_id="ent_a"))
+    owner.add_entity(EntityAdd(entity_id="ent_b"))
     store = MemoryStore()
     dc = Dovecote(owner.layout.root, store=store)
-    sent = dc.send(to="ent_a", sender="ent_b", subject="hello", body="hi", current=1)
+    sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="hello", body="hi", current_tic=1))
     dc.report([{"ts": "2026-07-05T10:00:00Z", "agent": "probe", "tool": "t", "class": "bug", "what": "w"}])
-    assert dc.inbox("ent_a")["items"][0]["id"] == sent.id
+    assert dc.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
     assert not dc.layout.boxes.exists() and not dc.layout.spool.exists()
     cold = Dovecote(owner.layout.root, store=store)  # a second handle on the same store sees it all
-    assert cold.inbox("ent_a")["items"][0]["id"] == sent.id
-    assert cold.sweep(distribute=False).to_dict()["total"] == 1
-    assert Dovecote(owner.layout.root).inbox("ent_a")["items"] == [], "the files never saw it"
+    assert cold.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+    assert cold.sweep(Sweep(distribute=False)).to_dict()["total"] == 1
+    assert Dovecote(owner.layout.root).inbox(Inbox(entity_id="ent_a"))["items"] == [], "the files never saw it"
 
 
 # -- marks: cursors that outlive the process ---------------------------------------

@@ -15,6 +15,7 @@ from dovecote.derive.inbox import Clock, InboxBook, inbox_audit
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.letters import Letter, canonical_line, decode_line, make_letter
 from dovecote.roster import Limits
+from dovecote.verbs import Inbox, Message, Move
 from helpers import open_home
 from mailhelpers import ENTITY, mail_home, send
 
@@ -28,14 +29,14 @@ def _busy_box(tmp: Path) -> list[Letter]:
     dc = mail_home(tmp)
     wait, active, deferred, done, nacked = (send(dc, s, priority=p) for s, p in (
         ("waiting", "urgent"), ("active", "high"), ("deferred", "normal"), ("done", "low"), ("nacked", "normal")))
-    dc.transition(ENTITY, active, "claim")
-    dc.transition(ENTITY, deferred, "defer", until_tic=200)
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=active))
+    dc.move(Move(kind="defer", entity_id=ENTITY, ref=deferred, until_tic=200))
     for item in (done, nacked):
-        dc.transition(ENTITY, item, "seen")
-    dc.transition(ENTITY, done, "claim")
-    dc.transition(ENTITY, done, "complete")
-    dc.transition(ENTITY, nacked, "nack")
-    dc.draft(sender=ENTITY, to="ent_ops", subject="draft")
+        dc.move(Move(kind="seen", entity_id=ENTITY, ref=item))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=done))
+    dc.move(Move(kind="complete", entity_id=ENTITY, ref=done))
+    dc.move(Move(kind="nack", entity_id=ENTITY, ref=nacked))
+    dc.draft(Message(sender=ENTITY, recipient="ent_ops", subject="draft"))
     assert wait
     return list(dc.store.read(entity(ENTITY)).letters)
 
@@ -95,5 +96,5 @@ def test_what_a_session_was_told_survives_deleting_every_cache(tmp_path: Path) -
     cold = open_home(dc.layout.root)
     assert cold.hook("prompt", ENTITY, {"session_id": "s1"}).stdout == ""  # told already, by the ledger
     assert cold.hook("prompt", ENTITY, {"session_id": "s2"}).stdout != ""  # another session was not
-    item = cold.inbox(ENTITY)["items"][0]
+    item = cold.inbox(Inbox(entity_id=ENTITY))["items"][0]
     assert item["seen"] is False and item["state"] == "WAIT"  # being told is not reading

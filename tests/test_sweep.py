@@ -11,6 +11,7 @@ from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
+from dovecote.verbs import Box, EntityAdd, Move, StaleCheck, Sweep
 from helpers import add_project, lid, new_home, open_home, rep, run_cli
 
 pytestmark = pytest.mark.both_stores
@@ -62,7 +63,7 @@ def test_the_json_shape(tmp_path: Path) -> None:
 
 def test_counts_and_fates(tmp_path: Path) -> None:
     dc, lt = corpus(tmp_path)
-    d = dc.sweep(include_all=True).to_dict()
+    d = dc.sweep(Sweep(include_all=True)).to_dict()
     assert d["counts"] == {"wet_ink": 3, "in_flight": 1, "fired_clay": 1, "external": 1}
     # wet: the plain one, the misdelivery, and the non-receipt that picked a letter up
     assert d["open"] == 4
@@ -83,7 +84,7 @@ def test_counts_and_fates(tmp_path: Path) -> None:
 
 def test_a_row_carries_the_letter_and_its_references(tmp_path: Path) -> None:
     dc, lt = corpus(tmp_path)
-    rows = {r["id"]: r for r in dc.sweep(include_all=True).to_dict()["letters"]}
+    rows = {r["id"]: r for r in dc.sweep(Sweep(include_all=True)).to_dict()["letters"]}
     picked = rows[lid(lt["picked"])]
     assert picked == {
         "id": lid(lt["picked"]),
@@ -113,7 +114,7 @@ def test_letters_are_open_only_oldest_first_by_default(tmp_path: Path) -> None:
 
 def test_all_lists_every_letter_oldest_first(tmp_path: Path) -> None:
     dc, lt = corpus(tmp_path)
-    d = dc.sweep(include_all=True).to_dict()
+    d = dc.sweep(Sweep(include_all=True)).to_dict()
     order = ("ext", "fixed", "picked", "wet", "mis", "pick", "rcpt")
     assert [r["id"] for r in d["letters"]] == [lid(lt[k]) for k in order]
     # counts do not depend on the listing
@@ -124,7 +125,7 @@ def test_all_lists_every_letter_oldest_first(tmp_path: Path) -> None:
 
 def test_no_distribute_leaves_distribution_null_and_still_counts_the_spool(tmp_path: Path) -> None:
     dc, _ = corpus(tmp_path)
-    d = dc.sweep(distribute=False).to_dict()
+    d = dc.sweep(Sweep(distribute=False)).to_dict()
     assert d["distribution"] is None
     assert d["total"] == 7
     assert all(r["box"] is None for r in d["letters"])
@@ -138,7 +139,7 @@ def test_each_letter_counts_once_wherever_it_is(tmp_path: Path) -> None:
     line = canonical_line(lt["wet"])
     dc.store.append(HOME, [line])
     dc.store.append(Address("project", "repo-b"), [line])
-    d = open_home(dc.layout.root).sweep(include_all=True).to_dict()
+    d = open_home(dc.layout.root).sweep(Sweep(include_all=True)).to_dict()
     assert d["total"] == 7
     assert [r["id"] for r in d["letters"]].count(lid(lt["wet"])) == 1
     # its box is named deterministically: the first by label
@@ -157,7 +158,7 @@ def test_malformed_and_torn_lines_are_reported_with_path_and_line(tmp_path: Path
         f.write(b'{"tool":"seek","cla')
     n_box = box.read_bytes().count(b"\n")
     n_spool = dc.layout.spool.read_bytes().count(b"\n")
-    d = open_home(dc.layout.root).sweep(distribute=False).to_dict()
+    d = open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()
     assert d["total"] == 7, "defects are never letters and never fatal"
     assert sorted((m["path"], m["line"], m["kind"]) for m in d["malformed"]) == sorted([
         (str(box), n_box - 1, "malformed"),
@@ -167,7 +168,7 @@ def test_malformed_and_torn_lines_are_reported_with_path_and_line(tmp_path: Path
     # the next append starts on a fresh line; the fragment becomes a malformed line
     dc2 = open_home(dc.layout.root)
     dc2.report([rep("after the tear")])
-    d2 = dc2.sweep(distribute=False).to_dict()
+    d2 = dc2.sweep(Sweep(distribute=False)).to_dict()
     assert d2["total"] == 8
     spool_defects = [(m["line"], m["kind"]) for m in d2["malformed"] if m["path"] == str(dc.layout.spool)]
     assert spool_defects == [(n_spool + 1, "malformed")]
@@ -179,8 +180,8 @@ def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, dis
     dc, lt = corpus(tmp_path)
     dc.distribute()
     warm = dc
-    warm.sweep(distribute=distribute)
-    warm.sweep(distribute=distribute, include_all=True)
+    warm.sweep(Sweep(distribute=distribute))
+    warm.sweep(Sweep(distribute=distribute, include_all=True))
     # more letters arrive through another handle: new open letters, a pickup, a receipt
     other = open_home(dc.layout.root)
     other.report([
@@ -192,14 +193,16 @@ def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, dis
     ])
     with open(dc.layout.home_box(), "ab") as f:
         f.write(b"garbage\n")
-    first = warm.sweep(distribute=distribute).to_dict()
+    first = warm.sweep(Sweep(distribute=distribute)).to_dict()
     if distribute:  # the warm handle files the new letters itself; the pending one stays named
         assert first["distribution"]["appended"] == 4
         assert first["distribution"]["pending"] == ["zephyr"]
     for include_all in (False, True):
         # (a distributing sweep appends 0 from here on, warm or cold, so the receipts compare too)
-        a = orjson.dumps(warm.sweep(distribute=distribute, include_all=include_all).to_dict())
-        b = orjson.dumps(open_home(dc.layout.root).sweep(distribute=distribute, include_all=include_all).to_dict())
+        a = orjson.dumps(warm.sweep(Sweep(distribute=distribute, include_all=include_all)).to_dict())
+        b = orjson.dumps(open_home(dc.layout.root).sweep(Sweep(
+            distribute=distribute, include_all=include_all
+        )).to_dict())
         assert a == b
     final = orjson.loads(a)
     assert final["total"] == 12
@@ -210,15 +213,15 @@ def test_a_warm_sweep_after_more_appends_equals_a_cold_sweep(tmp_path: Path, dis
 def test_a_warm_sweep_notices_a_replaced_ledger(tmp_path: Path) -> None:
     dc, _ = corpus(tmp_path)
     dc.distribute()
-    dc.sweep(distribute=False)
+    dc.sweep(Sweep(distribute=False))
     box = dc.layout.project_box("repo-a")
     # a git checkout replaces the file: the warm handle must not keep what it no longer holds
     kept = box.read_bytes().split(b"\n")[0] + b"\n"
     tmp = box.with_name("new")
     tmp.write_bytes(kept)
     tmp.replace(box)
-    a = orjson.dumps(dc.sweep(distribute=False, include_all=True).to_dict())
-    b = orjson.dumps(open_home(dc.layout.root).sweep(distribute=False, include_all=True).to_dict())
+    a = orjson.dumps(dc.sweep(Sweep(distribute=False, include_all=True)).to_dict())
+    b = orjson.dumps(open_home(dc.layout.root).sweep(Sweep(distribute=False, include_all=True)).to_dict())
     assert a == b
 
 
@@ -236,13 +239,13 @@ def test_progress_names_every_source(tmp_path: Path) -> None:
 def test_box_reads_one_box_only(tmp_path: Path) -> None:
     dc, lt = corpus(tmp_path)
     dc.distribute()
-    d = dc.box("project:repo-a", include_all=True).to_dict()
+    d = dc.box(Box(address="project:repo-a", include_all=True)).to_dict()
     assert d["box"] == "project:repo-a" and d["exists"] and d["known"]
     assert sorted(r["id"] for r in d["letters"]) == sorted(lid(lt[k]) for k in ("wet", "fixed", "ext"))
     # scoped: the receipt for "fixed" lives in home, so within this box "fixed" is still wet
     assert d["counts"] == {"wet_ink": 2, "in_flight": 0, "fired_clay": 0, "external": 1}
     assert d["total"] == 3 and d["open"] == 2 and d["receipts"] == 0
-    home = dc.box("home").to_dict()
+    home = dc.box(Box(address="home")).to_dict()
     assert home["total"] == 3 and home["receipts"] == 1
     assert all(r["box"] == "home" for r in home["letters"])
 
@@ -250,26 +253,26 @@ def test_box_reads_one_box_only(tmp_path: Path) -> None:
 def test_a_missing_box_reads_zero(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     add_project(dc, tmp_path, "repo-a")
-    d = dc.box("project:repo-a").to_dict()
+    d = dc.box(Box(address="project:repo-a")).to_dict()
     assert (d["exists"], d["known"], d["total"], d["open"], d["letters"]) == (False, True, 0, 0, [])
     assert d["counts"] == dict.fromkeys(COUNT_KEYS, 0)
-    assert dc.box("home").to_dict()["total"] == 0
+    assert dc.box(Box(address="home")).to_dict()["total"] == 0
 
 
 def test_an_unknown_project_reads_zero_and_says_so(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
-    d = dc.box("project:nope").to_dict()
+    d = dc.box(Box(address="project:nope")).to_dict()
     assert (d["exists"], d["known"], d["total"]) == (False, False, 0)
-    e = dc.box("entity:nobody").to_dict()
+    e = dc.box(Box(address="entity:nobody")).to_dict()
     assert (e["known"], e["total"]) == (False, 0)
-    dc.add_entity("ops")
-    assert dc.box("entity:ops").to_dict()["known"] is True
+    dc.add_entity(EntityAdd(entity_id="ops"))
+    assert dc.box(Box(address="entity:ops")).to_dict()["known"] is True
 
 
 def test_an_unreachable_in_repo_box_reads_zero(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     root = add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)
-    d = dc.box("project:ghost").to_dict()
+    d = dc.box(Box(address="project:ghost")).to_dict()
     assert (d["exists"], d["known"], d["total"]) == (False, True, 0)
     assert not root.exists()
 
@@ -278,7 +281,7 @@ def test_an_unreachable_in_repo_box_reads_zero(tmp_path: Path) -> None:
 def test_box_refuses_an_invalid_address(tmp_path: Path, bad: str) -> None:
     dc = new_home(tmp_path)
     with pytest.raises(Refusal) as e:
-        dc.box(bad)
+        dc.box(Box(address=bad))
     assert e.value.reason == "invalid_address"
 
 
@@ -295,7 +298,9 @@ def test_a_warm_handle_follows_roster_changes(tmp_path: Path) -> None:
     row = next(r for r in warm["letters"] if r["id"] == lid(z))
     assert row["box"] == "project:zephyr"
     cold = open_home(dc.layout.root)
-    assert orjson.dumps(dc.sweep(include_all=True).to_dict()) == orjson.dumps(cold.sweep(include_all=True).to_dict())
+    assert orjson.dumps(dc.sweep(Sweep(
+        include_all=True
+    )).to_dict()) == orjson.dumps(cold.sweep(Sweep(include_all=True)).to_dict())
 
 
 def test_a_warm_handle_files_into_an_in_repo_box_once_it_appears(tmp_path: Path) -> None:
@@ -323,7 +328,7 @@ def test_an_unreadable_box_is_named_not_skipped(tmp_path: Path) -> None:
     broken.unlink()
     broken.mkdir()  # a real read error, whoever runs the test
     (broken / "x").write_bytes(b"x" * 100)
-    d = open_home(dc.layout.root).sweep(distribute=False).to_dict()
+    d = open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()
     assert d["unreachable"] == ["project:repo-b"]
     # its letter is still counted from the spool, never guessed away
     assert d["total"] == 7
@@ -334,9 +339,9 @@ def test_box_labels_a_project_as_the_roster_spells_it(tmp_path: Path) -> None:
     add_project(dc, tmp_path, "Beacon")
     dc.report([rep("x", repo="beacon")])
     dc.distribute()
-    view = dc.box("project:beacon").to_dict()
+    view = dc.box(Box(address="project:beacon")).to_dict()
     assert view["box"] == "project:Beacon" and view["known"] and view["total"] == 1
-    assert dc.sweep(distribute=False).to_dict()["letters"][0]["box"] == view["box"]
+    assert dc.sweep(Sweep(distribute=False)).to_dict()["letters"][0]["box"] == view["box"]
 
 
 def test_box_counts_every_letter_it_holds_by_kind(tmp_path: Path) -> None:
@@ -344,24 +349,24 @@ def test_box_counts_every_letter_it_holds_by_kind(tmp_path: Path) -> None:
     from mailhelpers import mail_home, send
 
     dc = mail_home(tmp_path)
-    first = send(dc, "first", current=1)
-    send(dc, "second", current=1)
-    dc.transition("ent_builder", first, "seen", current=2)
-    dc.transition("ent_builder", first, "claim", current=2)
-    assert dc.stale_check(current=500, emit_signals=True)["signals_emitted"] == 1
+    first = send(dc, "first", current_tic=1)
+    send(dc, "second", current_tic=1)
+    dc.move(Move(kind="seen", entity_id="ent_builder", ref=first, current_tic=2))
+    dc.move(Move(kind="claim", entity_id="ent_builder", ref=first, current_tic=2))
+    assert dc.stale_check(StaleCheck(current_tic=500, emit_signals=True))["signals_emitted"] == 1
     dc.report([rep("a report", repo="all")])
     dc.distribute()
     for handle in (dc, open_home(dc.layout.root)):
-        e = handle.box("entity:ent_builder").to_dict()
+        e = handle.box(Box(address="entity:ent_builder")).to_dict()
         assert e["held"] == 4 and e["by_kind"] == {"claim": 1, "message": 2, "seen": 1}
         assert (e["total"], e["open"], e["counts"]) == (0, 0, dict.fromkeys(COUNT_KEYS, 0))  # no field reports
-        h = handle.box("home").to_dict()
+        h = handle.box(Box(address="home")).to_dict()
         assert h["held"] == 2 and h["by_kind"] == {"report": 1, "signal": 1}
         assert (h["total"], h["open"]) == (1, 1)
     assert list(e)[:5] == ["box", "exists", "known", "held", "by_kind"]
-    assert dc.box("entity:ent_ops").to_dict()["by_kind"] == {"sent": 2}  # the sender keeps a copy
-    dc.add_entity("ent_idle")
-    empty = dc.box("entity:ent_idle").to_dict()
+    assert dc.box(Box(address="entity:ent_ops")).to_dict()["by_kind"] == {"sent": 2}  # the sender keeps a copy
+    dc.add_entity(EntityAdd(entity_id="ent_idle"))
+    empty = dc.box(Box(address="entity:ent_idle")).to_dict()
     assert (empty["held"], empty["by_kind"]) == (0, {})
 
 
@@ -382,6 +387,6 @@ def test_box_text_counts_every_letter_with_the_right_plural(tmp_path: Path) -> N
     assert "entity:ent_builder: 2 letters (message 2)" in out
     out = run_cli(tmp_path, "box", "home", home=home).stdout.decode()
     assert "home: 2 letters (receipt 1, report 1)" in out and "fates: 2 field reports, 1 open" in out
-    dc.add_entity("ent_idle")
+    dc.add_entity(EntityAdd(entity_id="ent_idle"))
     idle = run_cli(tmp_path, "box", "entity:ent_idle", home=home).stdout.decode()
     assert "entity:ent_idle (no such box: reads zero): 0 letters\n" in idle

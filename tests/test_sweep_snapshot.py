@@ -26,6 +26,7 @@ from dovecote.ops import sweepcache
 from dovecote.ops.sweep import sweep as sweep_op
 from dovecote.ops.sweeprows import indented_chunks, make_rows
 from dovecote.timeutil import order_key
+from dovecote.verbs import Sweep
 from helpers import add_project, lid, new_home, rep, run_cli
 
 SNAP = ("cache", "sweep", sweepcache.NAME)
@@ -139,7 +140,7 @@ def test_a_cold_process_with_snapshots_answers_as_one_without(tmp_path: Path) ->
 
 def test_only_the_new_letters_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dc, _ = home_of_every_fate(tmp_path)
-    open_home(dc.layout.root).sweep(distribute=False).to_dict()  # folded from nothing: snapshot written
+    open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()  # folded from nothing: snapshot written
     snap = sweepcache.load(dc, sweepcache.fold_key(dc, ["spool", *dc.report_boxes()]))
     assert snap is not None
     sizes = {s.label: s.cp.offset for s in snap.sources}
@@ -148,12 +149,12 @@ def test_only_the_new_letters_are_read(tmp_path: Path, monkeypatch: pytest.Monke
     real = sweepcache.Resumed.feed
     monkeypatch.setattr(sweepcache.Resumed, "feed", lambda self, box, ls: (fed.append(len(ls)), real(self, box, ls)))
     open_home(dc.layout.root).report([rep("one", ts=T(21), repo="all"), rep("two", ts=T(22), repo="all")])
-    d = open_home(dc.layout.root).sweep(distribute=False).to_dict()
+    d = open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()
     assert sum(fed) == 2  # the two new spool letters, nothing else
     assert len(fed) == 1 + len(dc.report_boxes())
     monkeypatch.undo()
     shutil.rmtree(dc.layout.cache)
-    assert orjson.dumps(d) == orjson.dumps(open_home(dc.layout.root).sweep(distribute=False).to_dict())
+    assert orjson.dumps(d) == orjson.dumps(open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict())
 
 
 def test_a_same_size_rewrite_in_place_invalidates_the_snapshot(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dovecote.cli.texts import inbox_text as render_text
 from dovecote.envelope import SUBJECT_MAX, build_message
 from dovecote.errors import Refusal
 from dovecote.textsafe import ELLIPSIS, one_line, subject_line
+from dovecote.verbs import Message, ProjectAdd
 from helpers import rep, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
 
@@ -150,7 +151,7 @@ def test_a_subject_over_the_limit_is_refused_too_large_and_nothing_is_written(tm
         send(dc, "y" * (SUBJECT_MAX + 1))
     assert r.value.reason == "too_large"
     with pytest.raises(Refusal) as r:
-        dc.draft(sender=ENTITY, to=SENDER, subject="z" * (SUBJECT_MAX + 1))
+        dc.draft(Message(sender=ENTITY, recipient=SENDER, subject="z" * (SUBJECT_MAX + 1)))
     assert r.value.reason == "too_large"
     assert box.read_bytes() == before
     cli = run_cli(tmp_path, "send", "--to", ENTITY, "--from", SENDER, "--subject", "q" * (SUBJECT_MAX + 1),
@@ -229,7 +230,7 @@ def test_a_path_that_looks_like_rich_markup_is_shown_not_parsed(tmp_path: Path) 
     dc = mail_home(tmp_path)
     root = tmp_path / "r[" / "x]"  # the root reads "...r[/x]": a closing tag to Rich
     root.mkdir(parents=True)
-    dc.add_project("zz", str(root))
+    dc.add_project(ProjectAdd(name="zz", root=str(root)))
     r = run_cli(tmp_path, "project", "list", home=dc.layout.root)
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
     assert "r[/x]" in r.stdout.decode()

@@ -14,6 +14,7 @@ from dovecote.derive.fates import fold
 from dovecote.derive.lifecycle import Link, State, replay
 from dovecote.letters import canonical_line, letter_id, make_letter
 from dovecote.timeutil import NO_TIME, format_ts, order_key, parse_time
+from dovecote.verbs import Inbox, Move
 from helpers import run_cli
 from mailhelpers import ENTITY, mail_home, send, skill_envelope, write_json
 
@@ -96,7 +97,7 @@ def test_a_fork_is_decided_by_the_earlier_instant_not_the_smaller_text() -> None
 def test_inbox_items_of_one_priority_are_ordered_by_the_instant_they_were_created(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     box = dc.store.path(entity(ENTITY))
-    send(dc, "first, to create the box", current=None)
+    send(dc, "first, to create the box", current_tic=None)
     made = {"late": "2026-01-01T10:00:00.500Z", "early": "2026-01-01T11:00:00+02:00", "mid": "2026-01-01T09:30:00"}
     ids = {}
     with box.open("ab") as f:
@@ -106,7 +107,7 @@ def test_inbox_items_of_one_priority_are_ordered_by_the_instant_they_were_create
             line = canonical_line(env)
             ids[name] = letter_id(line)
             f.write(line + b"\n")
-    order = [i["id"] for i in dc.inbox(ENTITY)["items"] if i["id"] in ids.values()]
+    order = [i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if i["id"] in ids.values()]
     assert order == [ids["early"], ids["mid"], ids["late"]]
 
 
@@ -167,6 +168,6 @@ def test_a_zoneless_time_in_a_hand_written_link_crashes_no_read(tmp_path: Path) 
 def test_a_zoneless_until_is_utc_at_write_time_too(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     iid = send(dc, "later")
-    dc.transition(ENTITY, iid, "defer", until="2099-01-01T00:00:00")
-    row = next(i for i in dc.inbox(ENTITY, current=100)["items"] if i["id"] == iid)
+    dc.move(Move(kind="defer", entity_id=ENTITY, ref=iid, until="2099-01-01T00:00:00"))
+    row = next(i for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=100))["items"] if i["id"] == iid)
     assert (row["state"], row["due_time"]) == ("DEFER", "2099-01-01T00:00:00Z")

@@ -15,6 +15,7 @@ from dovecote.api import Dovecote
 from dovecote.derive.lifecycle import State, steps_between
 from dovecote.envelope import DROP_SENDER
 from dovecote.errors import Refusal
+from dovecote.verbs import ImportInboxTree, Inbox, Move, View
 from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (
     ENTITY,
@@ -47,7 +48,9 @@ def ledger_bytes(dc: Dovecote, entity: str = ENTITY) -> bytes:
 
 def states(dc: Dovecote, current: int = 110) -> dict[str, str]:
     """Item id -> state, as every face reads it."""
-    return {i["id"]: i["state"] for i in dc.inbox(ENTITY, current=current, include_terminal=True)["items"]}
+    return {i["id"]: i["state"] for i in dc.inbox(Inbox(
+        entity_id=ENTITY, current_tic=current, include_terminal=True
+    ))["items"]}
 
 
 def links_of(dc: Dovecote, iid: str) -> list[dict[str, Any]]:
@@ -85,7 +88,7 @@ def test_routes_follow_the_table_and_never_pass_through_a_defer() -> None:
 
 def test_a_tree_of_every_form_in_every_state_is_adopted(tmp_path: Path, dc: Dovecote) -> None:
     root, p = tree(tmp_path)
-    result = dc.import_inbox_tree(root, current=110)
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     out = result.to_dict()["entities"][ENTITY]
     ids = {k: by_path(result)[f"{ENTITY}/{v.relative_to(root / ENTITY).as_posix()}"] for k, v in p.items()
            if not k.startswith("_")}
@@ -108,7 +111,7 @@ def test_a_tree_of_every_form_in_every_state_is_adopted(tmp_path: Path, dc: Dove
     assert out["adopted_as_wait"] == [
         {"path": f"{ENTITY}/deferred/someday.md", "id": ids["bare_defer"], "detail": "DEFER without a due tic"},
     ]
-    rows = {r["id"]: r for r in dc.inbox(ENTITY, current=110, include_terminal=True)["items"]}
+    rows = {r["id"]: r for r in dc.inbox(Inbox(entity_id=ENTITY, current_tic=110, include_terminal=True))["items"]}
     assert rows[ids["flat_defer"]]["due_tic"] == 130 and rows[ids["dir_defer"]]["due_tic"] == 140
     assert rows[ids["dir_wait"]]["source_tic"] == 104  # read from provenance
     assert [x["kind"] for x in links_of(dc, ids["flat_done"])] == ["seen", "claim", "complete"]
@@ -122,7 +125,7 @@ def test_a_tree_of_every_form_in_every_state_is_adopted(tmp_path: Path, dc: Dove
 
 def test_a_foreign_envelope_keeps_every_key_but_the_volatile_ones(tmp_path: Path, dc: Dovecote) -> None:
     root, p = tree(tmp_path)
-    dc.import_inbox_tree(root, current=110)
+    dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     original = orjson.loads(p["flat_done"].read_bytes())
     (letter,) = [x for x in ledger(dc) if x.get("message_id") == "aa11bb22"]
     assert letter["kind"] == "message" and letter["agent"] == SENDER
@@ -140,7 +143,7 @@ def test_a_foreign_envelope_keeps_every_key_but_the_volatile_ones(tmp_path: Path
 
 def test_a_bare_drop_is_synthesized_from_content(tmp_path: Path, dc: Dovecote) -> None:
     root, _ = tree(tmp_path)
-    result = dc.import_inbox_tree(root, current=110)
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     iid = by_path(result)[f"{ENTITY}/inbound/notes-tic-107.md"]
     (letter,) = [x for x in ledger(dc) if x.get("kind") == "message" and x["content"]["subject"] == "notes tic 107"]
     assert letter["agent"] == DROP_SENDER and letter["sender"]["entity_id"] == DROP_SENDER
@@ -155,9 +158,9 @@ def test_a_bare_drop_is_synthesized_from_content(tmp_path: Path, dc: Dovecote) -
 
 def test_reimporting_the_same_tree_appends_nothing(tmp_path: Path, dc: Dovecote) -> None:
     root, _ = tree(tmp_path)
-    dc.import_inbox_tree(root, current=110)
+    dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     before = ledger_bytes(dc)
-    again = dc.import_inbox_tree(root, current=110).to_dict()["entities"][ENTITY]
+    again = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110)).to_dict()["entities"][ENTITY]
     assert ledger_bytes(dc) == before
     assert (again["letters_added"], again["links_added"], again["already_present"]) == (0, 0, 15)
     assert again["refused"] == []
@@ -165,13 +168,15 @@ def test_reimporting_the_same_tree_appends_nothing(tmp_path: Path, dc: Dovecote)
 
 def test_a_bare_drops_id_does_not_depend_on_its_path(tmp_path: Path, dc: Dovecote) -> None:
     root, p = tree(tmp_path)
-    first = by_path(dc.import_inbox_tree(root, current=110))[f"{ENTITY}/inbound/notes-tic-107.md"]
+    first = by_path(dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), current_tic=110
+    )))[f"{ENTITY}/inbound/notes-tic-107.md"]
     # copied into processing, under the skill's ACTIVE_ prefix, with a new mtime
     copy = root / ENTITY / "processing" / "ACTIVE_notes-tic-107.md"
     shutil.copyfile(p["bare_wait"], copy)
     os.utime(copy, (1_000_000_000, 1_000_000_000))
     before = len(ledger(dc))
-    result = dc.import_inbox_tree(root, current=110)
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
     assert by_path(result)[f"{ENTITY}/processing/ACTIVE_notes-tic-107.md"] == first
     out = result.to_dict()["entities"][ENTITY]
     assert out["letters_added"] == 0 and out["links_added"] == 1  # the same item, claimed
@@ -181,14 +186,14 @@ def test_a_bare_drops_id_does_not_depend_on_its_path(tmp_path: Path, dc: Dovecot
     other = mail_home(tmp_path / "elsewhere")
     moved = tmp_path / "moved" / "mailboxes"
     shutil.copytree(root, moved)
-    assert by_path(other.import_inbox_tree(moved, current=110)) == by_path(result)
+    assert by_path(other.import_inbox_tree(ImportInboxTree(path=str(moved), current_tic=110))) == by_path(result)
 
 
 def test_a_defer_past_its_due_reads_as_wait(tmp_path: Path, dc: Dovecote) -> None:
     mbox = tmp_path / "box"
     write_json(mbox / "deferred" / "DEFER_low_notification_t100_0a0b0c0d.json",
                skill_envelope("0a0b0c0d", "due already", state="DEFER", reminder_tic=108))
-    result = dc.import_inbox_tree(mbox, ENTITY, current=110)
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(mbox), entity_id=ENTITY, current_tic=110))
     (iid,) = by_path(result).values()
     assert states(dc)[iid] == "WAIT" and links_of(dc, iid) == []
     assert result.to_dict()["entities"][ENTITY]["adopted_as_wait"] == []
@@ -199,8 +204,8 @@ def test_a_defer_past_its_due_reads_as_wait(tmp_path: Path, dc: Dovecote) -> Non
 
 def test_hand_moves_in_a_view_are_adopted_when_legal_and_reported_when_not(dc: Dovecote) -> None:
     a, b, c = send(dc, "a"), send(dc, "b"), send(dc, "c")
-    dc.transition(ENTITY, c, "claim", current=101)
-    dc.view(ENTITY, current=101)
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=c, current_tic=101))
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "inbound" / f"WAIT_{a}").rename(root / "processing" / f"ACTIVE_{a}")
     (root / "archive").mkdir()
@@ -208,7 +213,9 @@ def test_hand_moves_in_a_view_are_adopted_when_legal_and_reported_when_not(dc: D
     (root / "processing" / f"ACTIVE_{c}").rename(root / "inbound" / f"WAIT_{c}")
     letters_before = [x for x in ledger(dc) if x.get("kind") == "message"]
     c_links = links_of(dc, c)
-    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert [x for x in ledger(dc) if x.get("kind") == "message"] == letters_before  # never a second letter
     assert out["letters_added"] == 0 and out["links_added"] == 1
     assert [x["kind"] for x in links_of(dc, a)] == ["claim"]
@@ -218,12 +225,12 @@ def test_hand_moves_in_a_view_are_adopted_when_legal_and_reported_when_not(dc: D
     ]
     assert links_of(dc, c) == c_links  # nothing appended for an illegal move
     assert states(dc, 101) == {a: "ACTIVE", b: "WAIT", c: "ACTIVE"}
-    again = dc.view(ENTITY, current=101).entities[0]
+    again = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert sorted(r["id"] for r in again.refused) == sorted([b, c])  # the view says so too, and puts them back
     assert env_stamp(root / "processing" / f"ACTIVE_{a}") == "ACTIVE"
     assert f"WAIT_{b}" in entries(root, "inbound") and f"ACTIVE_{c}" in entries(root, "processing")
     before = ledger_bytes(dc)
-    dc.import_inbox_tree(root, ENTITY, current=101)
+    dc.import_inbox_tree(ImportInboxTree(path=str(root), entity_id=ENTITY, current_tic=101))
     assert ledger_bytes(dc) == before
 
 
@@ -235,16 +242,18 @@ def directive(dc: Dovecote, subject: str) -> str:
 def test_a_known_items_move_obeys_the_rails_of_its_verb(dc: Dovecote) -> None:
     unseen, unanswered, ready = directive(dc, "never seen"), directive(dc, "no response yet"), send(dc, "ready")
     for iid in (unseen, unanswered, ready):
-        dc.transition(ENTITY, iid, "claim", current=101)
+        dc.move(Move(kind="claim", entity_id=ENTITY, ref=iid, current_tic=101))
     for iid in (unanswered, ready):
-        dc.transition(ENTITY, iid, "seen", current=101)
-    dc.view(ENTITY, current=101)
+        dc.move(Move(kind="seen", entity_id=ENTITY, ref=iid, current_tic=101))
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "archive").mkdir()
     for iid in (unseen, unanswered, ready):
         (root / "processing" / f"ACTIVE_{iid}").rename(root / "archive" / f"DONE_{iid}")
     before = {iid: links_of(dc, iid) for iid in (unseen, unanswered)}
-    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert sorted((r["path"], r["reason"]) for r in out["refused"]) == sorted([
         (f"archive/DONE_{unseen}", "not_seen"), (f"archive/DONE_{unanswered}", "response_required"),
     ])
@@ -255,12 +264,14 @@ def test_a_known_items_move_obeys_the_rails_of_its_verb(dc: Dovecote) -> None:
 
 def test_the_issue_example_a_never_seen_directive_moved_to_archive(dc: Dovecote) -> None:
     iid = directive(dc, "do the thing")
-    dc.view(ENTITY, current=101)
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "archive").mkdir()
     (root / "inbound" / f"WAIT_{iid}").rename(root / "archive" / f"DONE_{iid}")
     before = ledger_bytes(dc)
-    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert [r["reason"] for r in out["refused"]] == ["illegal_transition"]
     assert "claim then complete" in out["refused"][0]["detail"]
     assert ledger_bytes(dc) == before and states(dc, 101) == {iid: "WAIT"}
@@ -270,11 +281,13 @@ def test_a_move_of_an_item_imported_before_obeys_the_table(tmp_path: Path, dc: D
     mbox = tmp_path / "box"
     flat = write_json(mbox / "inbound" / "WAIT_normal_directive_t105_1a2b3c4d.json",
                       skill_envelope("1a2b3c4d", "from the other tool"))
-    (iid,) = by_path(dc.import_inbox_tree(mbox, ENTITY, current=110)).values()
+    (iid,) = by_path(dc.import_inbox_tree(ImportInboxTree(path=str(mbox), entity_id=ENTITY, current_tic=110))).values()
     (mbox / "archive").mkdir()
     flat.rename(mbox / "archive" / "DONE_normal_directive_t105_1a2b3c4d.json")
     before = ledger_bytes(dc)
-    out = dc.import_inbox_tree(mbox, ENTITY, current=110).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(mbox), entity_id=ENTITY, current_tic=110
+    )).to_dict()["entities"][ENTITY]
     assert [r["reason"] for r in out["refused"]] == ["illegal_transition"] and ledger_bytes(dc) == before
     assert [n["reason"] for n in out["notes"]] == ["state_disagrees"]  # its lifecycle.state still says WAIT
     assert states(dc) == {iid: "WAIT"}
@@ -282,16 +295,18 @@ def test_a_move_of_an_item_imported_before_obeys_the_table(tmp_path: Path, dc: D
 
 def test_mv_into_a_missing_archive_folder_invents_no_item(dc: Dovecote) -> None:
     iid = send(dc, "moved by mv")
-    dc.view(ENTITY, current=101)
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "inbound" / f"WAIT_{iid}").rename(root / "archive")  # archive/ did not exist: the entry *is* archive/
     before = ledger_bytes(dc)
-    out = dc.import_inbox_tree(root, ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert [(i["path"], i["id"]) for i in out["items"]] == [("archive", iid)]  # no item made of its README
     assert [n["reason"] for n in out["notes"]] == ["folder_is_entry"]
     assert [r["reason"] for r in out["refused"]] == ["illegal_transition"] and ledger_bytes(dc) == before
     with pytest.raises(Refusal) as e:
-        dc.view(ENTITY, current=101)
+        dc.view(View(entity_id=ENTITY, current_tic=101))
     assert e.value.reason == "unsafe_path" and "itself an item folder" in e.value.detail
     assert (root / "archive" / "README.md").is_file()  # the person's folder is left as it is
 
@@ -327,20 +342,24 @@ def env_stamp(entry: Path) -> str:
 def test_a_fresh_view_imports_as_nothing_new(dc: Dovecote) -> None:
     a = send(dc, "a")
     send(dc, "b")
-    dc.transition(ENTITY, a, "claim", current=101)
-    dc.view(ENTITY, current=101)
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=a, current_tic=101))
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     before = ledger_bytes(dc)
-    out = dc.import_inbox_tree(view_root(dc), ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(view_root(dc)), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert (out["letters_added"], out["links_added"], out["already_present"]) == (0, 0, 2)
     assert ledger_bytes(dc) == before
 
 
 def test_a_stale_view_entry_is_not_a_hand_move(dc: Dovecote) -> None:
     a = send(dc, "a")
-    dc.view(ENTITY, current=101)
-    dc.transition(ENTITY, a, "claim", current=101)  # the view still shows inbound/WAIT_a
+    dc.view(View(entity_id=ENTITY, current_tic=101))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=a, current_tic=101))  # the view still shows inbound/WAIT_a
     before = ledger_bytes(dc)
-    out = dc.import_inbox_tree(view_root(dc), ENTITY, current=101).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(view_root(dc)), entity_id=ENTITY, current_tic=101
+    )).to_dict()["entities"][ENTITY]
     assert out["refused"] == [] and ledger_bytes(dc) == before
 
 
@@ -348,7 +367,9 @@ def test_a_view_envelope_of_an_unknown_letter_is_refused(tmp_path: Path, dc: Dov
     env = skill_envelope("x", "copied from another home")
     env["dovecote"] = {"letter_id": "0123456789ab", "state": "WAIT"}
     write_json(tmp_path / "box" / "processing" / "ACTIVE_0123456789ab" / "envelope.json", env)
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY
+    )).to_dict()["entities"][ENTITY]
     assert [r["reason"] for r in out["refused"]] == ["unknown_letter"]
     assert ledger(dc) == []
 
@@ -358,9 +379,9 @@ def test_a_view_envelope_of_an_unknown_letter_is_refused(tmp_path: Path, dc: Dov
 
 def test_a_known_message_id_maps_to_the_existing_item(tmp_path: Path, dc: Dovecote) -> None:
     write_json(tmp_path / "one" / "inbound" / "m.json", skill_envelope("msg_same", "first words"))
-    (iid,) = by_path(dc.import_inbox_tree(tmp_path / "one", ENTITY)).values()
+    (iid,) = by_path(dc.import_inbox_tree(ImportInboxTree(path=str(tmp_path / "one"), entity_id=ENTITY))).values()
     write_json(tmp_path / "two" / "processing" / "m.json", skill_envelope("msg_same", "edited words", state=None))
-    result = dc.import_inbox_tree(tmp_path / "two", ENTITY)
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(tmp_path / "two"), entity_id=ENTITY))
     assert list(by_path(result).values()) == [iid]
     assert len([x for x in ledger(dc) if x.get("kind") == "message"]) == 1
     assert states(dc)[iid] == "ACTIVE"
@@ -372,7 +393,9 @@ def test_a_crashed_flat_move_makes_one_item(tmp_path: Path, dc: Dovecote) -> Non
                skill_envelope("1a2b3c4d", "twice", state="WAIT"))
     write_json(tmp_path / "box" / "processing" / "ACTIVE_normal_directive_t105_1a2b3c4d.json",
                skill_envelope("1a2b3c4d", "twice", state="ACTIVE"))
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY, current=110).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY, current_tic=110
+    )).to_dict()["entities"][ENTITY]
     assert out["letters_added"] == 1 and out["links_added"] == 1
     assert list(states(dc).values()) == ["ACTIVE"]
 
@@ -380,7 +403,9 @@ def test_a_crashed_flat_move_makes_one_item(tmp_path: Path, dc: Dovecote) -> Non
 def test_unreadable_json_is_a_bare_drop_and_says_so(tmp_path: Path, dc: Dovecote) -> None:
     (tmp_path / "box" / "inbound").mkdir(parents=True)
     (tmp_path / "box" / "inbound" / "broken.json").write_text("{not json")
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY
+    )).to_dict()["entities"][ENTITY]
     assert out["notes"] == [{"path": "inbound/broken.json", "reason": "unreadable_json",
                              "detail": "not a JSON object; adopted as a bare drop"}]
     assert out["items"][0]["form"] == "bare" and out["letters_added"] == 1
@@ -393,7 +418,9 @@ def test_ref_folders_made_by_organize_are_reference_not_items(tmp_path: Path, dc
     (inbound / "REF_docs").mkdir(parents=True)
     (inbound / "REF_docs" / "notes.md").write_text("grouped by organize --apply")
     (inbound / "loose.md").write_text("still loose")
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY
+    )).to_dict()["entities"][ENTITY]
     assert [s["reason"] for s in out["skipped"]] == ["reference"]
     assert out["letters_added"] == 1
     (letter,) = ledger(dc)
@@ -405,7 +432,9 @@ def test_symbolic_links_are_never_followed(tmp_path: Path, dc: Dovecote) -> None
     secret.write_text("do not import me\n")
     (tmp_path / "box" / "inbound").mkdir(parents=True)
     (tmp_path / "box" / "inbound" / "link.txt").symlink_to(secret)
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY
+    )).to_dict()["entities"][ENTITY]
     assert [(r["path"], r["reason"]) for r in out["refused"]] == [("inbound/link.txt", "invalid_field")]
     assert ledger(dc) == [] and not dc.layout.artifacts.exists()
 
@@ -416,7 +445,7 @@ def test_a_root_imports_known_entities_and_skips_the_rest(tmp_path: Path, dc: Do
     (root / "ent_bad name" / "inbound").mkdir(parents=True)
     (root / "not_an_entity" / "inbound").mkdir(parents=True)
     roster = dc.layout.config.read_bytes()
-    result = dc.import_inbox_tree(root, current=110).to_dict()
+    result = dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110)).to_dict()
     assert list(result["entities"]) == [ENTITY]
     assert [(s["name"], s["reason"]) for s in result["skipped_entities"]] == [
         ("ent_bad name", "invalid_name"), ("ent_stranger", "unknown_entity"),
@@ -429,12 +458,18 @@ def test_bad_requests_are_refused_before_anything_is_written(tmp_path: Path, dc:
     root, p = tree(tmp_path)
     home = snapshot(dc.layout.root)
     cases = [
-        (lambda: dc.import_inbox_tree(p["bare_wait"], ENTITY), "invalid_field"),
-        (lambda: dc.import_inbox_tree(tmp_path / "missing", ENTITY), "invalid_field"),
-        (lambda: dc.import_inbox_tree(root / ENTITY), "missing_field"),
-        (lambda: dc.import_inbox_tree(root / ENTITY, "ent_nobody"), "unknown_entity"),
-        (lambda: dc.import_inbox_tree(root / ENTITY, "../x"), "invalid_name"),
-        (lambda: dc.import_inbox_tree(tmp_path, ENTITY), "invalid_field"),  # holds no mailbox
+        (lambda: dc.import_inbox_tree(ImportInboxTree(path=str(p["bare_wait"]), entity_id=ENTITY)), "invalid_field"),
+        (lambda: dc.import_inbox_tree(ImportInboxTree(
+            path=str(tmp_path / "missing"), entity_id=ENTITY
+        )), "invalid_field"),
+        (lambda: dc.import_inbox_tree(ImportInboxTree(path=str(root / ENTITY))), "missing_field"),
+        (lambda: dc.import_inbox_tree(ImportInboxTree(
+            path=str(root / ENTITY), entity_id="ent_nobody"
+        )), "unknown_entity"),
+        (lambda: dc.import_inbox_tree(ImportInboxTree(path=str(root / ENTITY), entity_id="../x")), "invalid_name"),
+        (lambda: dc.import_inbox_tree(ImportInboxTree(
+            path=str(tmp_path), entity_id=ENTITY
+        )), "invalid_field"),  # holds no mailbox
     ]
     for call, reason in cases:
         with pytest.raises(Refusal) as e:
@@ -445,26 +480,30 @@ def test_bad_requests_are_refused_before_anything_is_written(tmp_path: Path, dc:
 
 def test_an_entity_can_be_picked_out_of_a_root(tmp_path: Path, dc: Dovecote) -> None:
     root, _ = tree(tmp_path)
-    out = dc.import_inbox_tree(root, ENTITY, current=110).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(root), entity_id=ENTITY, current_tic=110
+    )).to_dict()["entities"][ENTITY]
     assert out["letters_added"] == 15
 
 
 def test_an_outbound_folder_is_reported_not_imported(tmp_path: Path, dc: Dovecote) -> None:
     write_json(tmp_path / "box" / "outbound" / "EMIT_msg_hello" / "envelope.json", skill_envelope("h", "hello"))
-    out = dc.import_inbox_tree(tmp_path / "box", ENTITY).to_dict()["entities"][ENTITY]
+    out = dc.import_inbox_tree(ImportInboxTree(
+        path=str(tmp_path / "box"), entity_id=ENTITY
+    )).to_dict()["entities"][ENTITY]
     assert [(s["path"], s["reason"]) for s in out["skipped"]] == [("outbound/EMIT_msg_hello", "outbound")]
     assert ledger(dc) == []
 
 
 def test_view_then_verify_after_an_import_is_byte_identical(tmp_path: Path, dc: Dovecote) -> None:
     root, _ = tree(tmp_path)
-    dc.import_inbox_tree(root, current=110)
-    dc.view(ENTITY, current=110)
+    dc.import_inbox_tree(ImportInboxTree(path=str(root), current_tic=110))
+    dc.view(View(entity_id=ENTITY, current_tic=110))
     before = files_under(view_root(dc))
     assert len(entries(view_root(dc), "archive")) == 6
     r = dc.verify()
     assert r.ok, r.differ
-    dc.view(ENTITY, current=110)
+    dc.view(View(entity_id=ENTITY, current_tic=110))
     assert files_under(view_root(dc)) == before
 
 

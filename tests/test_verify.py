@@ -14,6 +14,7 @@ import pytest
 from dovecote.api import Dovecote, open_home
 from dovecote.context import Context
 from dovecote.ops import verify as verify_mod
+from dovecote.verbs import Box, EntityAdd, Message, Search, Sweep
 from helpers import add_project, ledger_lines, new_home, rep, run_cli
 
 
@@ -21,7 +22,7 @@ def busy_home(tmp: Path) -> Dovecote:
     dc = new_home(tmp)
     add_project(dc, tmp, "repo-a")
     add_project(dc, tmp, "ghost", exists=False, box_in_repo=True)
-    dc.add_entity("ops")
+    dc.add_entity(EntityAdd(entity_id="ops"))
     dc.report([rep("1"), rep("2", repo="all"), rep("3", repo="zephyr"), rep("4", repo="ghost")])
     dc.distribute()
     return dc
@@ -109,9 +110,9 @@ def test_a_read_missing_after_the_rebuild_is_a_difference(tmp_path: Path, monkey
 
 def test_verify_leaves_the_handle_usable(tmp_path: Path) -> None:
     dc = busy_home(tmp_path)
-    before = dc.sweep(distribute=False, include_all=True).to_dict()
+    before = dc.sweep(Sweep(distribute=False, include_all=True)).to_dict()
     dc.verify()
-    assert dc.sweep(distribute=False, include_all=True).to_dict() == before
+    assert dc.sweep(Sweep(distribute=False, include_all=True)).to_dict() == before
 
 
 def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
@@ -119,14 +120,14 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
     import sqlite3
 
     dc = new_home(tmp_path)
-    dc.add_entity("ent_a")
-    dc.add_entity("ent_b")
-    dc.send(sender="ent_a", to="ent_b", subject="kettle descaling schedule")
-    dc.send(sender="ent_a", to="ent_b", subject="kettle warranty")
-    assert dc.search("kettle", include_terminal=True)["count"] == 2
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
+    dc.send(Message(sender="ent_a", recipient="ent_b", subject="kettle descaling schedule"))
+    dc.send(Message(sender="ent_a", recipient="ent_b", subject="kettle warranty"))
+    assert dc.search(Search(query="kettle", include_terminal=True))["count"] == 2
     ok = dc.verify()
     assert ok.ok and "search kettle --include-terminal" in ok.checked
-    dc.search("kettle")  # the warm handle holds the index open; now it loses a row behind our back
+    dc.search(Search(query="kettle"))  # the warm handle holds the index open; now it loses a row behind our back
     db = sqlite3.connect(dc.layout.cache / "search.sqlite")
     db.execute("DELETE FROM fts WHERE rowid = (SELECT MIN(rowid) FROM fts)")
     db.commit()
@@ -142,6 +143,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from dovecote.api import open_home
+from dovecote.verbs import Message
 home, stop = Path(sys.argv[1]), Path(sys.argv[2])
 dc = open_home(home)
 n = 0
@@ -150,7 +152,7 @@ while not stop.exists() and n < 400:  # a steady trickle, not a flood: verify's 
     dc.report([{"ts": "2026-07-05T10:00:00Z", "agent": "w", "tool": "seek", "class": "bug",
                 "what": f"loop {n}", "repo": "repo-a" if n % 2 else "all"}])
     dc.distribute()
-    dc.send(to="ops", sender="dev", subject=f"heron number {n}", body=f"body {n}", current=n)
+    dc.send(Message(recipient="ops", sender="dev", subject=f"heron number {n}", body=f"body {n}", current_tic=n))
     if n % 3 == 0:
         dc.report([{"ts": "2026-07-05T11:00:00Z", "agent": "w", "tool": "seek", "class": "triage",
                     "what": "fixed", "repo": "all", "answers": [dc.sweep().letters()[0]["id"]]}])
@@ -164,8 +166,8 @@ def _line_count(root: Path) -> int:
 
 def test_verify_during_concurrent_appends_reports_no_difference(tmp_path: Path) -> None:
     dc = busy_home(tmp_path)
-    dc.add_entity("dev")
-    dc.send(to="ops", sender="dev", subject="heron first", body="b", current=1)
+    dc.add_entity(EntityAdd(entity_id="dev"))
+    dc.send(Message(recipient="ops", sender="dev", subject="heron first", body="b", current_tic=1))
     stop = tmp_path / "stop"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(dc.layout.root), str(stop)])
     try:
@@ -191,9 +193,9 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
 ) -> None:
     """Deterministic: another handle writes after the "before" reads, into old boxes and a new one."""
     dc = busy_home(tmp_path)
-    dc.add_entity("dev")
-    dc.add_entity("idle")  # its box does not exist yet when verify starts
-    dc.send(to="ops", sender="dev", subject="egret first", body="b", current=1)
+    dc.add_entity(EntityAdd(entity_id="dev"))
+    dc.add_entity(EntityAdd(entity_id="idle"))  # its box does not exist yet when verify starts
+    dc.send(Message(recipient="ops", sender="dev", subject="egret first", body="b", current_tic=1))
     real = verify_mod.answers
     other = open_home(dc.layout.root)
 
@@ -202,8 +204,8 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
         if handle is dc.context:  # between the runs: every kind of ledger grows, and one is born
             other.report([rep("late"), rep("late home", repo="all")])
             other.distribute()
-            other.send(to="ops", sender="dev", subject="egret late", body="b", current=2)
-            other.send(to="idle", sender="dev", subject="egret born", body="b", current=2)
+            other.send(Message(recipient="ops", sender="dev", subject="egret late", body="b", current_tic=2))
+            other.send(Message(recipient="idle", sender="dev", subject="egret born", body="b", current_tic=2))
         return out
 
     monkeypatch.setattr(verify_mod, "answers", meddling)
@@ -211,9 +213,11 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
     assert r.ok, r.differ
     # afterwards every read sees the new letters: the bound was only for verify
     monkeypatch.undo()
-    assert dc.box("entity:idle").to_dict()["held"] == 1
-    assert dc.sweep(distribute=False).total == open_home(dc.layout.root).sweep(distribute=False).total == 6
-    assert dc.search("egret", include_terminal=True)["count"] == 3
+    assert dc.box(Box(address="entity:idle")).to_dict()["held"] == 1
+    assert dc.sweep(Sweep(
+        distribute=False
+    )).total == open_home(dc.layout.root).sweep(Sweep(distribute=False)).total == 6
+    assert dc.search(Search(query="egret", include_terminal=True))["count"] == 3
     assert dc.verify().ok
 
 
@@ -224,12 +228,12 @@ def test_a_write_while_reads_are_bounded_decides_on_the_whole_ledger(tmp_path: P
     bounds = dc.store.snapshot(verify_mod.ledgers(dc))
     late = rep("late", repo="all")
     with dc.store.bounded(bounds):
-        before = dc.box("home").to_dict()["held"]
+        before = dc.box(Box(address="home")).to_dict()["held"]
         other.report([late])
         other.distribute()
-        assert dc.box("home").to_dict()["held"] == before  # the snapshot
+        assert dc.box(Box(address="home")).to_dict()["held"] == before  # the snapshot
         ((_, new),) = dc.store.append(dc.report_boxes()[0], [ledger_lines(dc.layout.home_box())[-1]])
         assert new is False, "the append saw the letter past the bound and did not write it twice"
-        assert dc.box("home").to_dict()["held"] == before  # reads are still the snapshot's
-    assert dc.box("home").to_dict()["held"] == before + 1
+        assert dc.box(Box(address="home")).to_dict()["held"] == before  # reads are still the snapshot's
+    assert dc.box(Box(address="home")).to_dict()["held"] == before + 1
     assert len(ledger_lines(dc.layout.home_box())) == before + 1

@@ -16,6 +16,7 @@ from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
 from dovecote.ops import view as view_op
 from dovecote.roster import Limits
+from dovecote.verbs import Inbox, Message, Move, OutboxSend, View
 from helpers import rewrite_roster, run_cli
 from mailhelpers import ENTITY, SENDER, entries, files_under, mail_home, send, view_root
 
@@ -33,14 +34,18 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 def every_state(dc: Dovecote) -> dict[str, str]:
     """One item in each state (DEFER due at tic 105), plus one pending draft; ids by state."""
     ids = {s: send(dc, f"subject {s}") for s in ("WAIT", "ACTIVE", "DEFER", "DONE", "NACK")}
-    dc.transition(ENTITY, ids["ACTIVE"], "claim", current=101)
-    dc.transition(ENTITY, ids["DEFER"], "defer", until_tic=105, reason="later", current=101)
-    dc.transition(ENTITY, ids["DONE"], "seen", current=101)
-    dc.transition(ENTITY, ids["DONE"], "claim", current=101)
-    dc.transition(ENTITY, ids["DONE"], "complete", result_ref="pr-7", reason="shipped", current=102)
-    dc.transition(ENTITY, ids["NACK"], "seen", current=101)
-    dc.transition(ENTITY, ids["NACK"], "nack", reason="not mine", current=102)
-    ids["EMIT"] = dc.draft(to=SENDER, sender=ENTITY, subject="a reply draft", body="draft body", current=101).id
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=ids["ACTIVE"], current_tic=101))
+    dc.move(Move(kind="defer", entity_id=ENTITY, ref=ids["DEFER"], until_tic=105, reason="later", current_tic=101))
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=ids["DONE"], current_tic=101))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=ids["DONE"], current_tic=101))
+    dc.move(Move(
+        kind="complete", entity_id=ENTITY, ref=ids["DONE"], result_ref="pr-7", reason="shipped", current_tic=102
+    ))
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=ids["NACK"], current_tic=101))
+    dc.move(Move(kind="nack", entity_id=ENTITY, ref=ids["NACK"], reason="not mine", current_tic=102))
+    ids["EMIT"] = dc.draft(Message(
+        recipient=SENDER, sender=ENTITY, subject="a reply draft", body="draft body", current_tic=101
+    )).id
     return ids
 
 
@@ -54,7 +59,7 @@ def dc(tmp_path: Path) -> Dovecote:
 
 def test_the_layout_has_every_state_in_its_folder(dc: Dovecote) -> None:
     ids = every_state(dc)
-    result = dc.view(ENTITY, current=103)
+    result = dc.view(View(entity_id=ENTITY, current_tic=103))
     root = view_root(dc)
     assert entries(root, "inbound") == [f"WAIT_{ids['WAIT']}"]
     assert entries(root, "processing") == [f"ACTIVE_{ids['ACTIVE']}"]
@@ -86,7 +91,7 @@ def test_a_letters_own_message_id_is_kept(dc: Dovecote) -> None:
     line = canonical_line({"kind": "message", "agent": SENDER, "message_id": "msg_foreign_1",
                            "content": {"subject": "foreign"}, "sender": {"entity_id": SENDER}})
     ((iid, _),) = dc.store.append(entity(ENTITY), [line])
-    dc.view(ENTITY)
+    dc.view(View(entity_id=ENTITY))
     env = env_of(view_root(dc), f"inbound/WAIT_{iid}")
     assert env["message_id"] == "msg_foreign_1"
     assert env["dovecote"]["letter_id"] == iid
@@ -95,11 +100,11 @@ def test_a_letters_own_message_id_is_kept(dc: Dovecote) -> None:
 def test_a_defer_resurfaces_as_wait_when_its_tic_comes(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=104)
+    dc.view(View(entity_id=ENTITY, current_tic=104))
     assert entries(root, "deferred") == [f"DEFER_{ids['DEFER']}"]
     reg = orjson.loads((root / "indexes" / "inbox-registry.json").read_bytes())["messages"]
     assert reg[ids["DEFER"]]["state"] == "DEFER" and reg[ids["DEFER"]]["reminder_tic"] == 105
-    result = dc.view(ENTITY, current=105)
+    result = dc.view(View(entity_id=ENTITY, current_tic=105))
     assert entries(root, "deferred") == []
     assert entries(root, "inbound") == sorted([f"WAIT_{ids['WAIT']}", f"WAIT_{ids['DEFER']}"])
     assert env_of(root, f"inbound/WAIT_{ids['DEFER']}")["lifecycle"]["state"] == "WAIT"
@@ -113,7 +118,7 @@ def test_a_defer_resurfaces_as_wait_when_its_tic_comes(dc: Dovecote) -> None:
 
 def test_the_indexes_follow_the_ledger(dc: Dovecote) -> None:
     ids = every_state(dc)
-    dc.view(ENTITY, current=103)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     root = view_root(dc)
     registry = orjson.loads((root / "indexes" / "inbox-registry.json").read_bytes())
     assert registry["idempotency_index"] == {}
@@ -149,8 +154,8 @@ def test_the_indexes_follow_the_ledger(dc: Dovecote) -> None:
 def test_a_large_body_is_a_pointer_to_its_artifact(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     dc = rewrite_roster(dc, limits=Limits(body_inline_max=10))
-    iid = dc.send(to=ENTITY, sender=SENDER, subject="big", body="x" * 100).id
-    dc.view(ENTITY)
+    iid = dc.send(Message(recipient=ENTITY, sender=SENDER, subject="big", body="x" * 100)).id
+    dc.view(View(entity_id=ENTITY))
     readme = (view_root(dc) / "inbound" / f"WAIT_{iid}" / "README.md").read_text()
     ref = env_of(view_root(dc), f"inbound/WAIT_{iid}")["content"]["body_ref"]
     assert ref.startswith("sha256:") and ref in readme and "x" * 100 not in readme
@@ -162,15 +167,15 @@ def test_a_large_body_is_a_pointer_to_its_artifact(tmp_path: Path) -> None:
 def test_the_same_ledger_gives_byte_identical_files(dc: Dovecote) -> None:
     every_state(dc)
     root = view_root(dc)
-    dc.view(current=103)
+    dc.view(View(current_tic=103))
     first = files_under(root)
-    again = dc.view(current=103).entities[0]
+    again = dc.view(View(current_tic=103)).entities[0]
     assert (again.written, again.removed, again.unchanged) == (0, 0, 10)
     assert files_under(root) == first
-    open_home(dc.layout.root).view(current=103, rebuild=True)  # a cold handle, every entry rewritten
+    open_home(dc.layout.root).view(View(current_tic=103, rebuild=True))  # a cold handle, every entry rewritten
     assert files_under(root) == first
     shutil.rmtree(dc.layout.views)
-    open_home(dc.layout.root).view(current=103)
+    open_home(dc.layout.root).view(View(current_tic=103))
     assert files_under(root) == first
     assert not any(p.name.startswith(".") for p in root.rglob("*"))  # no temp folder left behind
 
@@ -178,9 +183,9 @@ def test_the_same_ledger_gives_byte_identical_files(dc: Dovecote) -> None:
 def test_an_entry_that_changed_state_is_replaced(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=103)
-    dc.transition(ENTITY, ids["WAIT"], "claim", current=103)
-    out = dc.view(ENTITY, current=103).entities[0]
+    dc.view(View(entity_id=ENTITY, current_tic=103))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=ids["WAIT"], current_tic=103))
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert f"WAIT_{ids['WAIT']}" not in entries(root, "inbound")
     assert f"ACTIVE_{ids['WAIT']}" in entries(root, "processing")
     assert (out.moved, out.removed) == (1, 0) and out.adopted == out.refused == out.unknown == []
@@ -189,9 +194,9 @@ def test_an_entry_that_changed_state_is_replaced(dc: Dovecote) -> None:
 
 def test_a_delivered_drafts_entry_is_removed(dc: Dovecote) -> None:
     ids = every_state(dc)
-    dc.view(ENTITY, current=103)
-    dc.outbox_send(ENTITY)
-    out = dc.view(ENTITY, current=103).entities[0]
+    dc.view(View(entity_id=ENTITY, current_tic=103))
+    dc.outbox_send(OutboxSend(sender=ENTITY))
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert entries(view_root(dc), "outbound") == [] and out.removed == 1
     assert out.counts["outbound"] == 0 and ids["EMIT"]
 
@@ -222,25 +227,27 @@ def test_hand_dropped_files_are_never_touched(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
     dropped = drop_by_hand(root)
-    dc.view(ENTITY, current=103)
-    dc.transition(ENTITY, ids["WAIT"], "claim", current=103)
-    dc.view(ENTITY, current=106, rebuild=True)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=ids["WAIT"], current_tic=103))
+    dc.view(View(entity_id=ENTITY, current_tic=106, rebuild=True))
     assert dc.verify().ok
     after = files_under(root)
     for rel, data in dropped.items():
         assert after.get(rel) == data, rel
-    assert dc.inbox(ENTITY, current=106)["counts"]["loose"] == 3  # notes.md, WAIT_handmade, WAIT_1a2b3c4d.json
+    assert dc.inbox(Inbox(
+        entity_id=ENTITY, current_tic=106
+    ))["counts"]["loose"] == 3  # notes.md, WAIT_handmade, WAIT_1a2b3c4d.json
 
 
 def test_a_hand_move_is_adopted_as_its_verb_or_refused_and_put_back(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=103)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     wait, active = ids["WAIT"], ids["ACTIVE"]
     (root / "inbound" / f"WAIT_{wait}").rename(root / "processing" / f"ACTIVE_{wait}")
     (root / "processing" / f"ACTIVE_{active}").rename(root / "inbound" / f"WAIT_{active}")
     (root / "inbound" / f"WAIT_{active}" / "notes.md").write_text("mine\n")
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     (adopted,) = out.adopted
     assert (adopted["path"], adopted["verb"], adopted["from"], adopted["to"]) == (
         f"processing/ACTIVE_{wait}", "claim", "WAIT", "ACTIVE")
@@ -259,7 +266,7 @@ def test_a_hand_move_is_adopted_as_its_verb_or_refused_and_put_back(dc: Dovecote
     assert f"adopted processing/ACTIVE_{wait}: claim (WAIT -> ACTIVE)" in text
     assert f"refused inbound/WAIT_{active}: illegal_transition:" in text
     assert f"put back at processing/ACTIVE_{active}" in text
-    again = dc.view(ENTITY, current=103).entities[0]
+    again = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert again.adopted == again.refused == [] and again.moved == 0
 
 
@@ -270,7 +277,7 @@ def ledger_of(dc: Dovecote) -> list[dict[str, Any]]:
 def test_an_edited_state_is_no_move_but_a_move_to_archive_is_a_nack(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=103)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     path = root / "inbound" / f"WAIT_{ids['WAIT']}" / "envelope.json"
 
     def edit(state: str) -> None:
@@ -279,19 +286,19 @@ def test_an_edited_state_is_no_move_but_a_move_to_archive_is_a_nack(dc: Dovecote
         path.write_bytes(orjson.dumps(env))
 
     edit("NACK")  # an edit alone is no move: the folder is the state, and the view says so
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert [(n["reason"], n["id"]) for n in out.notes] == [("state_disagrees", ids["WAIT"])]
     assert "move the entry to archive/" in out.notes[0]["detail"] and out.adopted == out.refused == []
     assert orjson.loads(path.read_bytes())["lifecycle"]["state"] == "WAIT"
     edit("NACK")
     (root / "archive" / f"NACK_{ids['WAIT']}").parent.mkdir(exist_ok=True)
     path.parent.rename(root / "archive" / f"NACK_{ids['WAIT']}")
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert [(r["tree_state"], r["reason"]) for r in out.refused] == [("NACK", "not_seen")]  # the rails hold
     assert f"WAIT_{ids['WAIT']}" in entries(root, "inbound")  # put back, and said so
-    dc.transition(ENTITY, ids["WAIT"], "seen", current=103)
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=ids["WAIT"], current_tic=103))
     (root / "inbound" / f"WAIT_{ids['WAIT']}").rename(root / "archive" / f"NACK_{ids['WAIT']}")
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert [a["verb"] for a in out.adopted] == ["nack"] and out.refused == []
     assert f"NACK_{ids['WAIT']}" in entries(root, "archive")
 
@@ -302,7 +309,7 @@ def test_owned_names_with_unknown_ids_are_reported_and_kept(dc: Dovecote) -> Non
     stranger = root / "processing" / "ACTIVE_0123456789ab"
     stranger.mkdir(parents=True)
     (stranger / "README.md").write_text("from another home\n")
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert out.unknown == [{"path": "processing/ACTIVE_0123456789ab", "id": "0123456789ab"}]
     assert (stranger / "README.md").read_text() == "from another home\n"
 
@@ -310,14 +317,14 @@ def test_owned_names_with_unknown_ids_are_reported_and_kept(dc: Dovecote) -> Non
 def test_an_unknown_entity_is_refused_before_anything_is_written(dc: Dovecote) -> None:
     send(dc, "one")
     with pytest.raises(Refusal) as e:
-        dc.view("ent_nobody")
+        dc.view(View(entity_id="ent_nobody"))
     assert e.value.reason == "unknown_entity"
     assert not dc.layout.views.exists()
 
 
 def test_all_entities_when_none_is_named(dc: Dovecote) -> None:
     send(dc, "to the builder")
-    send(dc, "to ops", to=SENDER, sender=ENTITY)
+    send(dc, "to ops", recipient=SENDER, sender=ENTITY)
     result = dc.view()
     assert [e.entity for e in result.entities] == [ENTITY, SENDER]
     assert len(entries(view_root(dc, SENDER), "inbound")) == 1

@@ -22,6 +22,7 @@ from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.ops import view as view_op
 from dovecote.ops.viewtree import FOLDER_DEFAULT, FOLDER_STATES, STATE_FOLDERS, disagreement, tree_state
+from dovecote.verbs import Inbox, Move, OutboxSend, View
 from helpers import cli_env, run_cli, snapshot
 from mailhelpers import ENTITY, entries, files_under, mail_home, send, view_root
 from test_view import every_state
@@ -33,7 +34,9 @@ def dc(tmp_path: Path) -> Dovecote:
 
 
 def states(dc: Dovecote, current: int = 101) -> dict[str, str]:
-    return {i["id"]: i["state"] for i in dc.inbox(ENTITY, current=current, include_terminal=True)["items"]}
+    return {i["id"]: i["state"] for i in dc.inbox(Inbox(
+        entity_id=ENTITY, current_tic=current, include_terminal=True
+    ))["items"]}
 
 
 def links(dc: Dovecote, iid: str) -> list[dict[str, Any]]:
@@ -47,7 +50,7 @@ def links(dc: Dovecote, iid: str) -> list[dict[str, Any]]:
 def test_a_persons_files_inside_an_entry_move_along_and_survive_rebuilds(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=103)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     wait = ids["WAIT"]
     entry = root / "inbound" / f"WAIT_{wait}"
     (entry / "notes.md").write_text("my notes\n")
@@ -58,18 +61,18 @@ def test_a_persons_files_inside_an_entry_move_along_and_survive_rebuilds(dc: Dov
     def person_files(e: Path) -> dict[str, bytes]:
         return {k: v for k, v in files_under(e).items() if k not in ("envelope.json", "README.md")}
 
-    dc.view(ENTITY, current=103, rebuild=True)
+    dc.view(View(entity_id=ENTITY, current_tic=103, rebuild=True))
     assert person_files(entry) == mine
-    dc.transition(ENTITY, wait, "claim", current=103)
-    out = dc.view(ENTITY, current=103).entities[0]
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=wait, current_tic=103))
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert (out.moved, out.removed) == (1, 0) and not entry.exists()
     active = root / "processing" / f"ACTIVE_{wait}"
     assert person_files(active) == mine
     assert orjson.loads((active / "envelope.json").read_bytes())["dovecote"]["state"] == "ACTIVE"
     assert dc.verify().ok  # verify rebuilds every view: the person's files are not the cache, and stay
     assert person_files(active) == mine
-    dc.transition(ENTITY, wait, "defer", until_tic=200, current=103)
-    dc.view(ENTITY, current=103)
+    dc.move(Move(kind="defer", entity_id=ENTITY, ref=wait, until_tic=200, current_tic=103))
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     assert person_files(root / "deferred" / f"DEFER_{wait}") == mine
     assert "inside an entry too" in (root / "INBOX.md").read_text()  # the promise INBOX.md makes is kept
 
@@ -77,26 +80,26 @@ def test_a_persons_files_inside_an_entry_move_along_and_survive_rebuilds(dc: Dov
 def test_a_second_copy_holding_a_persons_file_is_kept_and_reported(dc: Dovecote) -> None:
     iid = send(dc, "copied")
     root = view_root(dc)
-    dc.view(ENTITY, current=101)
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     copy = root / "processing" / f"ACTIVE_{iid}"
     shutil.copytree(root / "inbound" / f"WAIT_{iid}", copy)
     (copy / "notes.md").write_text("kept\n")
-    out = dc.view(ENTITY, current=101).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert out.adopted == [] and links(dc, iid) == []  # a copy beside the original is not a move
     assert [(k["path"], k["reason"]) for k in out.kept] == [(f"processing/ACTIVE_{iid}", "foreign_files")]
     assert (copy / "notes.md").read_text() == "kept\n"
     (copy / "notes.md").unlink()
-    out = dc.view(ENTITY, current=101).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert out.removed == 1 and not copy.exists()  # only the view's own files in it: a plain stale copy
 
 
 def test_a_sent_drafts_entry_holding_a_persons_file_is_kept(dc: Dovecote) -> None:
     ids = every_state(dc)
     root = view_root(dc)
-    dc.view(ENTITY, current=103)
+    dc.view(View(entity_id=ENTITY, current_tic=103))
     (root / "outbound" / f"EMIT_{ids['EMIT']}" / "todo.txt").write_text("follow up\n")
-    dc.outbox_send(ENTITY)
-    out = dc.view(ENTITY, current=103).entities[0]
+    dc.outbox_send(OutboxSend(sender=ENTITY))
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert [k["reason"] for k in out.kept] == ["foreign_files"]
     assert (root / "outbound" / f"EMIT_{ids['EMIT']}" / "todo.txt").read_text() == "follow up\n"
 
@@ -106,9 +109,9 @@ def test_a_sent_drafts_entry_holding_a_persons_file_is_kept(dc: Dovecote) -> Non
 
 def test_a_move_between_folders_without_renaming_is_adopted_never_undone(tmp_path: Path, dc: Dovecote) -> None:
     a, b, c = send(dc, "a"), send(dc, "b"), send(dc, "c")
-    dc.transition(ENTITY, b, "seen", current=101)
-    dc.transition(ENTITY, b, "claim", current=101)
-    dc.view(ENTITY, current=101)
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=b, current_tic=101))
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=b, current_tic=101))
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "archive").mkdir()
     shutil.move(root / "inbound" / f"WAIT_{a}", root / "processing")  # mv inbound/WAIT_a processing/
@@ -125,7 +128,7 @@ def test_a_move_between_folders_without_renaming_is_adopted_never_undone(tmp_pat
     assert entries(root, "processing") == [f"ACTIVE_{a}"]
     assert entries(root, "archive") == [f"DONE_{b}"]
     assert entries(root, "inbound") == [f"WAIT_{c}"]
-    again = dc.view(ENTITY, current=101).entities[0]
+    again = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert again.adopted == again.refused == [] and again.moved == 0
 
 
@@ -134,16 +137,16 @@ def test_a_move_the_rails_refuse_is_reported_with_the_verbs_keyword(dc: Dovecote
     asks = send(dc, "answer me", category="directive", response_expected=True)
     nodue = send(dc, "later, no due")
     for iid in (unseen, asks):
-        dc.transition(ENTITY, iid, "claim", current=101)
-    dc.transition(ENTITY, asks, "seen", current=101)
-    dc.view(ENTITY, current=101)
+        dc.move(Move(kind="claim", entity_id=ENTITY, ref=iid, current_tic=101))
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=asks, current_tic=101))
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     (root / "archive").mkdir()
     (root / "deferred").mkdir()
     for iid in (unseen, asks):
         shutil.move(root / "processing" / f"ACTIVE_{iid}", root / "archive")
     shutil.move(root / "inbound" / f"WAIT_{nodue}", root / "deferred")
-    out = dc.view(ENTITY, current=101).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert sorted((x["id"], x["reason"]) for x in out.refused) == sorted([
         (unseen, "not_seen"), (asks, "response_required"), (nodue, "no_due"),
     ])
@@ -165,7 +168,8 @@ def stall(src, dst):
     time.sleep(120)
 
 viewfs._rename_new = stall
-open_home(Path(sys.argv[1])).view(current=103)
+from dovecote.verbs import View
+open_home(Path(sys.argv[1])).view(View(current_tic=103))
 """
 
 
@@ -186,7 +190,7 @@ def test_a_killed_view_leaves_temp_folders_the_next_run_removes(tmp_path: Path, 
     assert proc.returncode == -signal.SIGKILL
     left = [p for p in root.rglob(".*") if p.is_dir()]
     assert left and all(p.name.endswith(".tmp") for p in left)  # what the kill left: hidden, half-built
-    out = dc.view(ENTITY, current=103).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=103)).entities[0]
     assert out.cleaned == len(left)
     assert not [p for p in root.rglob(".*")]  # nothing hidden is left behind
     assert entries(root, "inbound") and dc.verify().ok
@@ -195,12 +199,12 @@ def test_a_killed_view_leaves_temp_folders_the_next_run_removes(tmp_path: Path, 
 def test_a_leftover_temp_folder_holding_a_persons_file_is_kept(dc: Dovecote) -> None:
     send(dc, "one")
     root = view_root(dc)
-    dc.view(ENTITY, current=101)
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     odd = root / "inbound" / ".WAIT_0123456789ab.4242.1.old"
     odd.mkdir()
     (odd / "envelope.json").write_text("{}")
     (odd / "notes.md").write_text("mine\n")
-    out = dc.view(ENTITY, current=101).entities[0]
+    out = dc.view(View(entity_id=ENTITY, current_tic=101)).entities[0]
     assert [k["reason"] for k in out.kept] == ["foreign_files"] and (odd / "notes.md").is_file()
 
 
@@ -221,7 +225,7 @@ def test_an_odd_view_folder_is_refused_and_nothing_is_written_through_it(
 ) -> None:
     every_state(dc)
     if which not in ("views", "entity"):
-        dc.view(ENTITY, current=103)
+        dc.view(View(entity_id=ENTITY, current_tic=103))
     target = _odd_target(dc, which)
     if target.exists():
         shutil.rmtree(target)
@@ -243,7 +247,7 @@ def test_an_odd_view_folder_is_refused_and_nothing_is_written_through_it(
 
 def test_an_entry_that_is_a_link_is_never_written_through(tmp_path: Path, dc: Dovecote) -> None:
     a, b = send(dc, "a"), send(dc, "b")
-    dc.view(ENTITY, current=101)
+    dc.view(View(entity_id=ENTITY, current_tic=101))
     root = view_root(dc)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -253,8 +257,8 @@ def test_an_entry_that_is_a_link_is_never_written_through(tmp_path: Path, dc: Do
     envelope = root / "inbound" / f"WAIT_{b}" / "envelope.json"
     envelope.unlink()
     envelope.symlink_to(outside / "README.md")
-    dc.transition(ENTITY, a, "claim", current=101)
-    out = dc.view(ENTITY, current=101, rebuild=True).entities[0]
+    dc.move(Move(kind="claim", entity_id=ENTITY, ref=a, current_tic=101))
+    out = dc.view(View(entity_id=ENTITY, current_tic=101, rebuild=True)).entities[0]
     assert sorted((k["path"], k["reason"]) for k in out.kept) == sorted([
         (f"inbound/WAIT_{a}", "unsafe_entry"), (f"inbound/WAIT_{b}", "unsafe_entry"),
     ])

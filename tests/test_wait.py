@@ -18,6 +18,7 @@ from dovecote.errors import Refusal
 from dovecote.letters import make_letter
 from dovecote.ops.wait import cursor_text, parse_cursor, position
 from dovecote.store_memory import MemoryStore
+from dovecote.verbs import Inbox, Move
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
 
@@ -53,9 +54,9 @@ def test_a_malformed_cursor_is_refused(text: str) -> None:
 
 def test_the_inbox_prints_the_cursor_wait_takes(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    assert dc.inbox(ENTITY)["cursor"] == "0"
+    assert dc.inbox(Inbox(entity_id=ENTITY))["cursor"] == "0"
     first = send(dc, "one")
-    cur = dc.inbox(ENTITY)["cursor"]
+    cur = dc.inbox(Inbox(entity_id=ENTITY))["cursor"]
     assert cur == f"1.{first}" == dc.inbox_cursor(ENTITY)
     second = send(dc, "two", priority="high")
     got = dc.wait(ENTITY, after=cur, timeout=5)  # already there: no waiting
@@ -77,7 +78,7 @@ def test_only_a_message_wakes_it(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     mid = send(dc, "one")
     cur = dc.inbox_cursor(ENTITY)
-    dc.transition(ENTITY, mid, "seen")  # a lifecycle letter is not new mail
+    dc.move(Move(kind="seen", entity_id=ENTITY, ref=mid))  # a lifecycle letter is not new mail
     dc.hook("prompt", ENTITY, {"session_id": "s"})  # nor is a surfaced record
     assert dc.wait(ENTITY, after=cur, timeout=0.2).timed_out
 

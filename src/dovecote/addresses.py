@@ -14,7 +14,9 @@ from typing import Literal, NamedTuple
 
 from dovecote.errors import Refusal
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: What a name may be (the schemas of the typed verbs show it; ``check_name`` enforces it).
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+_NAME = re.compile(NAME_PATTERN)
 
 BoxKind = Literal["home", "project", "entity"]
 

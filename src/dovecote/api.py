@@ -10,15 +10,17 @@ since (``verify`` proves a warm answer equals a cold one).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from dovecote import roster as roster_mod
-from dovecote import roster_edit
-from dovecote.addresses import Address, check_name, parse_address
+from dovecote import roster_edit, verbs
+from dovecote.addresses import Address, parse_address
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
@@ -31,6 +33,7 @@ from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
+from dovecote.verbs import checked
 
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
     from dovecote.ops import tree_import as tree_import_op
@@ -105,15 +108,16 @@ class Dovecote:
         """The boxes field reports are filed into: home and every project."""
         return self.roster.report_boxes()
 
+    # Every verb below takes its typed input (``verbs.py``) and passes it through
+    # ``verbs.checked`` first, so a library caller meets the ranges and names a
+    # remote one does. ``actor=``/``now=`` are not input: they bind who acts and
+    # when, for one call.
+
     # -- roster ---------------------------------------------------------------
 
-    def add_project(
-        self, name: str, root: str, aliases: tuple[str, ...] = (), box_in_repo: bool = False
-    ) -> roster_mod.Project:
-        check_name(name, "project name")
-        for a in aliases:
-            check_name(a, "alias")
-        p = roster_mod.Project(name, roster_mod.given_root(root), tuple(aliases), box_in_repo)
+    def add_project(self, v: verbs.ProjectAdd, /) -> roster_mod.Project:
+        v = checked(v)
+        p = roster_mod.Project(v.name, roster_mod.given_root(v.root), tuple(v.aliases), v.box_in_repo)
 
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
             new = roster_mod.with_project(r, p)
@@ -123,8 +127,9 @@ class Dovecote:
         self._edit_roster(change)
         return p
 
-    def add_entity(self, entity_id: str, role: str | None = None) -> roster_mod.Entity:
-        e = roster_mod.Entity(check_name(entity_id, "entity id"), role)
+    def add_entity(self, v: verbs.EntityAdd, /) -> roster_mod.Entity:
+        v = checked(v)
+        e = roster_mod.Entity(v.entity_id, v.role)
 
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
             new = roster_mod.with_entity(r, e)
@@ -134,27 +139,29 @@ class Dovecote:
         self._edit_roster(change)
         return e
 
-    def remove_project(self, name: str, *, force: bool = False) -> Use:
+    def remove_project(self, v: verbs.ProjectRemove, /) -> Use:
         """Take a project out of the roster; its ledger stays on disk, unread until it is added again.
 
         Refused ``in_use`` while letters are in its box or wait in the spool for
         it, unless ``force``. Returns what still routed there.
         """
+        v = checked(v)
 
         def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
-            new, p = roster_mod.without_project(r, name)
+            new, p = roster_mod.without_project(r, v.name)
             return new, r.projects.index(p), project_use(self._store_for(r), r, p.name)
 
-        return self._remove("projects", decide, force)
+        return self._remove("projects", decide, v.force)
 
-    def remove_entity(self, entity_id: str, *, force: bool = False) -> Use:
+    def remove_entity(self, v: verbs.EntityRemove, /) -> Use:
         """Take an entity out of the roster; its ledger stays on disk. Refused ``in_use`` while its box has letters."""
+        v = checked(v)
 
         def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
-            new, e = roster_mod.without_entity(r, entity_id)
+            new, e = roster_mod.without_entity(r, v.entity_id)
             return new, r.entities.index(e), entity_use(self._store_for(r), e.id)
 
-        return self._remove("entities", decide, force)
+        return self._remove("entities", decide, v.force)
 
     def _store_for(self, r: roster_mod.Roster) -> Store:
         """This handle's warm store when ``r`` is the roster it holds, else the same ledgers over ``r``."""
@@ -176,11 +183,11 @@ class Dovecote:
         self._edit_roster(change)
         return found[0]
 
-    def projects(self) -> list[dict[str, Any]]:
+    def projects(self, v: verbs.ProjectList | None = None, /) -> list[dict[str, Any]]:
         """The roster's projects, with where each box is and whether it is reachable here."""
         return project_rows(self.store, self.roster)
 
-    def entities(self) -> list[dict[str, Any]]:
+    def entities(self, v: verbs.EntityList | None = None, /) -> list[dict[str, Any]]:
         """The roster's entities (id and role)."""
         return entity_rows(self.roster)
 
@@ -195,136 +202,143 @@ class Dovecote:
     # -- field reports ----------------------------------------------------------
 
     def report(
-        self, objs: list[Any], *, agent: str | None = None, actor: ActorArg = None, now: datetime | None = None
+        self,
+        v: verbs.Report | Sequence[verbs.Report | Mapping[str, Any]],
+        /,
+        *,
+        actor: ActorArg = None,
+        now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
-        """Append field reports to the spool; one without an author is by ``agent``, else by the actor."""
-        return report_op.report(self._ctx(now=now, actor=actor), objs, agent=agent)
+        """Append field reports to the spool, all or none; one without an author is by the actor.
 
-    def distribute(self) -> Distribution:
+        A plain mapping (a letter as JSON gives it) is decoded as ``verbs.decode`` does.
+        """
+        given = [v] if isinstance(v, verbs.Report) else list(v)
+        reports = verbs.decode_many(
+            verbs.Report, [msgspec.to_builtins(r) if isinstance(r, verbs.Report) else r for r in given], "report"
+        )
+        return report_op.report(self._ctx(now=now, actor=actor), [r.letter() for r in reports])
+
+    def distribute(self, v: verbs.Distribute | None = None, /) -> Distribution:
         return distribute(self.context)
 
-    def sweep(
-        self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
-    ) -> SweepResult:
+    def sweep(self, v: verbs.Sweep | None = None, /, *, progress: Progress | None = None) -> SweepResult:
+        v = checked(v or verbs.Sweep())
         from dovecote.ops.sweep import sweep
 
-        return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
+        return sweep(self.context, do_distribute=v.distribute, include_all=v.include_all, progress=progress)
 
-    def box(self, address: str | Address, *, include_all: bool = False) -> BoxContents:
+    def box(self, v: verbs.Box, /) -> BoxContents:
+        v = checked(v)
         from dovecote.ops.sweep import box
 
-        return box(self.context, _address(address), include_all=include_all)
+        return box(self.context, _address(v.address), include_all=v.include_all)
 
-    def doctor(self, now: datetime | None = None) -> dict[str, Any]:
+    def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         from dovecote.ops import doctor as doctor_op
 
         return doctor_op.doctor(self.context, now)
 
-    def verify(self, *, now: datetime | None = None) -> verify_op.VerifyResult:
+    def verify(self, v: verbs.Verify | None = None, /, *, now: datetime | None = None) -> verify_op.VerifyResult:
         from dovecote.ops import verify as verify_op
 
         return verify_op.verify(self._ctx(now=now))
 
     # -- entity mail --------------------------------------------------------------
 
-    def send(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Delivery:
-        """Deliver a message (see ``ops.mail.compose`` for the fields); from the actor unless ``sender``."""
-        return mail.send(self._ctx(now=now, actor=actor), **fields)
+    def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
+        """Deliver a message; from the actor's entity unless ``sender``."""
+        return mail.send(self._ctx(now=now, actor=actor), checked(v))
 
-    def draft(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Delivery:
+    def draft(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
         """Write an outbound draft into the sender's box."""
-        return mail.draft(self._ctx(now=now, actor=actor), **fields)
+        return mail.draft(self._ctx(now=now, actor=actor), checked(v))
 
     def outbox_send(
-        self, sender: str | None = None, *, actor: ActorArg = None, now: datetime | None = None
+        self, v: verbs.OutboxSend | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> list[dict[str, Any]]:
-        return mail.outbox_send(self._ctx(now=now, actor=actor), sender)
+        v = checked(v or verbs.OutboxSend())
+        return mail.outbox_send(self._ctx(now=now, actor=actor), v.sender)
 
-    def transition(
-        self, entity_id: str, ref: str, kind: str, *, actor: ActorArg = None, now: datetime | None = None,
-        **options: Any,
-    ) -> mail.Transition:
+    def move(self, v: verbs.Move, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Transition:
         """claim, complete, defer, undefer, nack or seen, as a compare-and-swap; by the actor, else the entity."""
-        return mail.transition(self._ctx(now=now, actor=actor), entity_id, ref, kind, **options)
+        v = checked(v)
+        return mail.transition(
+            self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.kind.value, current=v.current_tic, **v.options()
+        )
 
     def inbox(
-        self, entity_id: str | None = None, *, actor: ActorArg = None, now: datetime | None = None, **options: Any
+        self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> dict[str, Any]:
         """The audit of one entity's inbox (see ``ops.inbox.read_inbox``)."""
-        return self.inbox_until(entity_id, actor=actor, now=now, **options)[0]
+        return self.inbox_until(v, actor=actor, now=now)[0]
 
     def inbox_until(
-        self, entity_id: str | None = None, *, actor: ActorArg = None, now: datetime | None = None, **options: Any
+        self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> tuple[dict[str, Any], datetime | None]:
         """``inbox``, and the moment that answer changes with no new letter (None: only a letter changes it).
 
         A face that caches its rendering keeps it until then.
         """
-        return inbox_op.read_inbox(self._ctx(actor=actor), entity_id, now=now, **options)
+        v = checked(v or verbs.Inbox())
+        return inbox_op.read_inbox(
+            self._ctx(actor=actor), v.entity_id, now=now, current=v.current_tic, direction=v.direction.value,
+            include_terminal=v.include_terminal,
+        )
 
     def inbox_dependencies(self, entity_id: str) -> list[str]:
         """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
         return inbox_op.dependencies(self.context, entity_id)
 
-    def show(
-        self, entity_id: str, ref: str, *, current: int | None = None, now: datetime | None = None
-    ) -> dict[str, Any]:
+    def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
         """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""
         from dovecote.ops import show as show_op
 
-        return show_op.show(self.context, entity_id, ref, current=current, now=now)
+        v = checked(v)
+        return show_op.show(self.context, v.entity_id, v.ref, current=v.current_tic, now=now)
 
-    def view(self, entity_id: str | None = None, **options: Any) -> view_op.FolderSync:
+    def view(self, v: verbs.View | None = None, /, *, now: datetime | None = None) -> view_op.FolderSync:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
+        v = checked(v or verbs.View())
         from dovecote.ops import view as view_op
 
-        return view_op.view(self.context, entity_id, **options)
+        return view_op.view(self.context, v.entity_id, current=v.current_tic, now=now, rebuild=v.rebuild)
 
     def import_inbox_tree(
-        self, path: str | os.PathLike[str], entity_id: str | None = None, *, now: datetime | None = None,
-        **options: Any,
+        self, v: verbs.ImportInboxTree, /, *, now: datetime | None = None
     ) -> tree_import_op.ImportResult:
         """Adopt an existing /inbox tree (see ``ops.tree_import.import_inbox_tree``)."""
+        v = checked(v)
         from dovecote.ops import tree_import as tree_import_op
 
-        return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
+        return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(v.path), v.entity_id, current=v.current_tic)
 
     # -- search and hygiene -------------------------------------------------------
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of
     # every other command.
 
-    def search(
-        self,
-        query: str,
-        *,
-        entity: str | None = None,
-        include_terminal: bool = False,
-        limit: int | None = None,
-        now: datetime | None = None,
-    ) -> dict[str, Any]:
+    def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Full text over entity mail, newest first (see ``ops.search.search``)."""
         from dovecote.ops import search as search_op
 
+        v = checked(v)
         return search_op.search(
-            self.context, query, entity=entity, include_terminal=include_terminal,
-            limit=search_op.DEFAULT_LIMIT if limit is None else limit, now=now,
+            self.context, v.query, entity=v.entity_id, include_terminal=v.include_terminal, limit=v.limit, now=now
         )
 
-    def stale_check(
-        self, *, current: int | None = None, emit_signals: bool = False, now: datetime | None = None
-    ) -> dict[str, Any]:
+    def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
         from dovecote.ops import stale as stale_op
 
-        return stale_op.stale_check(self.context, current=current, emit=emit_signals, now=now)
+        v = checked(v or verbs.StaleCheck())
+        return stale_op.stale_check(self.context, current=v.current_tic, emit=v.emit_signals, now=now)
 
-    def organize(
-        self, entity_id: str, *, apply: bool = False, current: int | None = None, now: datetime | None = None
-    ) -> dict[str, Any]:
+    def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
         from dovecote.ops import organize as organize_op
 
-        return organize_op.organize(self.context, entity_id, apply=apply, current=current, now=now)
+        v = checked(v)
+        return organize_op.organize(self.context, v.entity_id, apply=v.apply, current=v.current_tic, now=now)
 
     # -- waking agents: tokens, wait, hooks (issue 8) ---------------------------
     # Imported on first use, like search: the hook path stays light.

@@ -7,15 +7,25 @@ knob.
 
 from __future__ import annotations
 
-#: Field-report classes a writer may use. ``triage`` marks a receipt.
-REPORT_CLASSES: tuple[str, ...] = (
-    "bug",
-    "friction",
-    "honesty",
-    "memory_misdelivery",
-    "triage",
-    "win",
-)
+from enum import StrEnum
+
+# Each closed list below is a ``StrEnum`` (the typed verbs in ``verbs.py`` and
+# their JSON schemas take it as is) and a tuple of its values (what the
+# readers and writers compare against). The enum is the one source.
+
+
+class ReportClass(StrEnum):
+    """Field-report classes a writer may use. ``triage`` marks a receipt."""
+
+    bug = "bug"
+    friction = "friction"
+    honesty = "honesty"
+    memory_misdelivery = "memory_misdelivery"
+    triage = "triage"
+    win = "win"
+
+
+REPORT_CLASSES: tuple[str, ...] = tuple(c.value for c in ReportClass)
 
 #: The class that makes a letter a receipt (compared case-insensitively).
 RECEIPT_CLASS = "triage"
@@ -23,30 +33,46 @@ RECEIPT_CLASS = "triage"
 #: The class counted as a memory misdelivery (compared exactly, as m1nd does).
 MISDELIVERY_CLASS = "memory_misdelivery"
 
-#: Sub-kinds of a memory misdelivery (MEDULLA 9.1). Legacy m1nd lines carry the
-#: sub-kind in ``kind``; dovecote writers put it in ``misdelivery_kind``.
-MISDELIVERY_KINDS: tuple[str, ...] = (
-    "false_absence",
-    "leak",
-    "misattribution",
-    "vanished",
-    "wrong_store_write",
-)
 
-#: Symptom kinds for fingerprints (R11). There is no "other" bucket.
-SYMPTOMS: tuple[str, ...] = (
-    "crash",
-    "false_absence",
-    "overclaimed_verdict",
-    "scope_escape",
-    "silent_drop",
-    "stale_claim",
-    "ux_confusion",
-    "wrong_route",
-)
+class MisdeliveryKind(StrEnum):
+    """Sub-kinds of a memory misdelivery (MEDULLA 9.1). Legacy m1nd lines carry the
+    sub-kind in ``kind``; dovecote writers put it in ``misdelivery_kind``."""
 
-#: Receipt dispositions.
-DISPOSITIONS: tuple[str, ...] = ("declined", "fixed", "moot")
+    false_absence = "false_absence"
+    leak = "leak"
+    misattribution = "misattribution"
+    vanished = "vanished"
+    wrong_store_write = "wrong_store_write"
+
+
+MISDELIVERY_KINDS: tuple[str, ...] = tuple(k.value for k in MisdeliveryKind)
+
+
+class Symptom(StrEnum):
+    """Symptom kinds for fingerprints (R11). There is no "other" bucket."""
+
+    crash = "crash"
+    false_absence = "false_absence"
+    overclaimed_verdict = "overclaimed_verdict"
+    scope_escape = "scope_escape"
+    silent_drop = "silent_drop"
+    stale_claim = "stale_claim"
+    ux_confusion = "ux_confusion"
+    wrong_route = "wrong_route"
+
+
+SYMPTOMS: tuple[str, ...] = tuple(s.value for s in Symptom)
+
+
+class Disposition(StrEnum):
+    """Receipt dispositions."""
+
+    declined = "declined"
+    fixed = "fixed"
+    moot = "moot"
+
+
+DISPOSITIONS: tuple[str, ...] = tuple(d.value for d in Disposition)
 
 #: Foreign-tool markers a new roster starts with. The roster holds the live list.
 DEFAULT_FOREIGN_MARKERS: tuple[str, ...] = ("browseros", "context7", "playwright", "semgrep")
@@ -63,12 +89,63 @@ REPORT_KINDS: frozenset[str | None] = frozenset(
     {None, "report", *MISDELIVERY_KINDS, *SYMPTOMS}
 )
 
-#: Message priorities, most urgent first (the inbox orders by this, then age).
-PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
 
-#: Envelope categories and trust levels (the /inbox skill's schema 1.0).
-CATEGORIES: tuple[str, ...] = ("query", "response", "notification", "directive")
-TRUST_LEVELS: tuple[str, ...] = ("operator", "peer", "subordinate", "visitor")
+class Priority(StrEnum):
+    """Message priorities, most urgent first (the inbox orders by this, then age)."""
+
+    urgent = "urgent"
+    high = "high"
+    normal = "normal"
+    low = "low"
+
+
+PRIORITIES: tuple[str, ...] = tuple(p.value for p in Priority)
+
+
+class Category(StrEnum):
+    """Envelope categories (the /inbox skill's schema 1.0)."""
+
+    query = "query"
+    response = "response"
+    notification = "notification"
+    directive = "directive"
+
+
+CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
+
+
+class TrustLevel(StrEnum):
+    """Envelope trust levels (the /inbox skill's schema 1.0)."""
+
+    operator = "operator"
+    peer = "peer"
+    subordinate = "subordinate"
+    visitor = "visitor"
+
+
+TRUST_LEVELS: tuple[str, ...] = tuple(t.value for t in TrustLevel)
+
+
+class Direction(StrEnum):
+    """Which side of an entity's mail an inbox reading shows."""
+
+    inbound = "inbound"
+    outbound = "outbound"
+    both = "both"
+
+
+DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
+
+
+class MoveKind(StrEnum):
+    """The lifecycle moves a caller may make (``resurface`` is time's, never a caller's)."""
+
+    claim = "claim"
+    complete = "complete"
+    defer = "defer"
+    undefer = "undefer"
+    nack = "nack"
+    seen = "seen"
 
 #: Categories whose items expect a response unless the sender said otherwise.
 RESPONSE_CATEGORIES: frozenset[str] = frozenset({"query", "directive"})

@@ -11,10 +11,14 @@ without remembering to opt in:
   refused here, before the command runs, as ``invalid_field`` (exit 2).
 - **Help.** Typer names value types as ``<str>`` / ``<list[str]>``; the help
   shows the conventional ``TEXT``, ``INTEGER``, ``PATH`` or ``[a|b]`` instead.
+- **Aliases.** An option's first flag is its name (the verb field's, see
+  ``dovecote.verbs``); any further flags are old spellings kept working and
+  left out of the help (``--trust`` for ``--trust-level``).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -23,6 +27,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from dovecote.errors import Refusal
+from dovecote.verbs import MAX_INT
 
 if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typer 0.2x)
     from collections.abc import Callable
@@ -30,8 +35,6 @@ if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typ
     from typer._click import Context, HelpFormatter
     from typer.models import CommandFunctionType
 
-#: The largest integer every JSON reader round-trips exactly (2**53 - 1).
-MAX_INT = 2**53 - 1
 #: The environment variables the CLI reads as text.
 ENV_TEXT = ("DOVECOTE_HOME", "DOVECOTE_AGENT", "DOVECOTE_ENTITY")
 
@@ -94,6 +97,15 @@ def _plain_metavars(params: list[Any]) -> None:
             p.metavar = _metavar(p)
 
 
+def _without_aliases(param: Any) -> Any:
+    """The option as its help shows it: its first flag only (the rest are hidden old spellings)."""
+    if param.param_type_name != "option" or len(param.opts) < 2:
+        return param
+    shown = copy.copy(param)
+    shown.opts = param.opts[:1]
+    return shown
+
+
 class Command(TyperCommand):
     """A command whose input is checked at the boundary and whose help names no Python types."""
 
@@ -108,7 +120,7 @@ class Command(TyperCommand):
     def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
         args, opts = [], []
         for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
+            record = _without_aliases(param).get_help_record(ctx)
             if record is None:
                 continue
             if param.param_type_name == "argument":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.api import Actor, Dovecote, init, open_home
+from dovecote.verbs import Category, EntityAdd, Message, Move, MoveKind, ProjectAdd
 
 
 def _report(ts: str, agent: str, repo: str, tool: str, klass: str, what: str, **more: Any) -> dict[str, Any]:
@@ -28,17 +29,17 @@ def build_demo(path: Path, actor: Actor | None = None) -> Path:
     home, created = init(root / ".dovecote", owner_root=str(root))
     dc = open_home(home, actor=actor)
     if created:
-        dc.add_project("atlas", str(repos / "atlas"))
-        dc.add_project("beacon", str(repos / "beacon"), box_in_repo=True)
-        dc.add_project("ghost", str(repos / "ghost-not-cloned"), box_in_repo=True)
-        dc.add_project("api-gateway", str(repos / "api-gateway"), aliases=("api",))
-        dc.add_project("api-server", str(repos / "api-server"), aliases=("api",))
-        dc.add_entity("ent_ops", role="operator")
-        dc.add_entity("ent_builder", role="builder")
+        dc.add_project(ProjectAdd(name="atlas", root=str(repos / "atlas")))
+        dc.add_project(ProjectAdd(name="beacon", root=str(repos / "beacon"), box_in_repo=True))
+        dc.add_project(ProjectAdd(name="ghost", root=str(repos / "ghost-not-cloned"), box_in_repo=True))
+        dc.add_project(ProjectAdd(name="api-gateway", root=str(repos / "api-gateway"), aliases=("api",)))
+        dc.add_project(ProjectAdd(name="api-server", root=str(repos / "api-server"), aliases=("api",)))
+        dc.add_entity(EntityAdd(entity_id="ent_ops", role="operator"))
+        dc.add_entity(EntityAdd(entity_id="ent_builder", role="builder"))
     wet = _report("2026-07-05T10:00:00Z", "probe", "atlas", "seek", "bug", "seek returned nothing for a known symbol")
     picked = _report("2026-07-05T10:05:00Z", "probe", "atlas", "north", "honesty", "north claimed an empty memory beat")
     fixed = _report("2026-07-05T10:10:00Z", "probe", "beacon", "build", "friction", "build step needs a manual retry")
-    filed = dc.report([wet, picked, fixed], agent="demo")  # first: the answers below name their ids
+    filed = dc.report([wet, picked, fixed], actor="demo")  # first: the answers below name their ids
     ids = {"picked": filed[1][0], "fixed": filed[2][0]}
     letters = [
         _report("2026-07-05T11:00:00Z", "helper", "atlas", "north", "friction", "looking into the empty beat",
@@ -53,7 +54,7 @@ def build_demo(path: Path, actor: Actor | None = None) -> Path:
         _report("2026-07-05T14:30:00Z", "probe", "ghost", "lint", "friction", "ghost's repo is not on this machine"),
         _report("2026-07-05T15:00:00Z", "probe", "zephyr", "seek", "bug", "zephyr is not in the roster"),
     ]
-    dc.report(letters, agent="demo")
+    dc.report(letters, actor="demo")
     if created:
         _mail(dc)
     return home
@@ -67,7 +68,7 @@ def look_around(home: Path, item: str, dovecote: str = "dovecote") -> str:
     pad = " " * 14
     return (
         f"Look around:  export DOVECOTE_HOME={h}\n"
-        f"{pad}{dovecote} sweep --all\n"
+        f"{pad}{dovecote} sweep --include-all\n"
         f"{pad}{dovecote} box project:atlas --json\n"
         f"{pad}{dovecote} inbox ent_builder --current-tic 109 --detailed\n"
         f"{pad}{dovecote} show ent_builder {item} --current-tic 109\n"
@@ -79,18 +80,19 @@ def look_around(home: Path, item: str, dovecote: str = "dovecote") -> str:
 def _mail(dc: Dovecote) -> None:
     """A builder's inbox with an item in every open state, a reply, and a draft."""
     def send(subject: str, **kw: Any) -> str:
-        return dc.send(sender="ent_ops", to="ent_builder", subject=subject, **kw).id
+        return dc.send(Message(sender="ent_ops", recipient="ent_builder", subject=subject, **kw)).id
 
-    urgent = send("index rebuild failed on atlas", priority="urgent", category="directive", current=100)
-    query = send("which seek version is deployed?", category="query", priority="high", current=103)
-    send("weekly numbers are in", category="notification", current=104, reminder_tic=105)
-    later = send("review the ghost repo plan", current=104, expires_tic=110)
-    dc.transition("ent_builder", urgent, "seen", current=104)
-    dc.transition("ent_builder", urgent, "claim", current=104)
-    dc.transition("ent_builder", later, "defer", until_tic=108, current=105)
-    dc.transition("ent_builder", query, "seen", current=105)
-    dc.send(sender="ent_builder", to="ent_ops", subject="seek 2.4.1 everywhere", category="response",
-            reply_to=query, current=105)
-    dc.transition("ent_builder", query, "claim", current=105)
-    dc.transition("ent_builder", query, "complete", current=105)
-    dc.draft(sender="ent_builder", to="ent_ops", subject="rebuild done, notes attached", current=106)
+    urgent = send("index rebuild failed on atlas", priority="urgent", category="directive", current_tic=100)
+    query = send("which seek version is deployed?", category="query", priority="high", current_tic=103)
+    send("weekly numbers are in", category="notification", current_tic=104, reminder_tic=105)
+    later = send("review the ghost repo plan", current_tic=104, expires_at_tic=110)
+    dc.move(Move(kind=MoveKind.seen, entity_id="ent_builder", ref=urgent, current_tic=104))
+    dc.move(Move(kind=MoveKind.claim, entity_id="ent_builder", ref=urgent, current_tic=104))
+    dc.move(Move(kind=MoveKind.defer, entity_id="ent_builder", ref=later, until_tic=108, current_tic=105))
+    dc.move(Move(kind=MoveKind.seen, entity_id="ent_builder", ref=query, current_tic=105))
+    dc.send(Message(sender="ent_builder", recipient="ent_ops", subject="seek 2.4.1 everywhere",
+                    category=Category.response, reply_to=query, current_tic=105))
+    dc.move(Move(kind=MoveKind.claim, entity_id="ent_builder", ref=query, current_tic=105))
+    dc.move(Move(kind=MoveKind.complete, entity_id="ent_builder", ref=query, current_tic=105))
+    dc.draft(Message(sender="ent_builder", recipient="ent_ops", subject="rebuild done, notes attached",
+                     current_tic=106))

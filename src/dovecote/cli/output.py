@@ -7,7 +7,7 @@ or a usage error (nothing was written).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -21,6 +21,23 @@ def emit_json(value: Any) -> None:
     """Stable JSON: two-space indent, keys in the order the library builds them."""
     sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
+
+
+def show(result: Any, *, json: bool, text: Callable[[Any], str | None]) -> None:
+    """The one way a command prints its answer: JSON with ``--json``, else its rendering for people.
+
+    ``result`` is a library answer (a dict, a list, or a value with ``to_dict()``);
+    ``text`` gets the same plain data and either prints it (Rich) or returns the
+    text to write. So the summary can only show what the JSON carries.
+    """
+    value = result.to_dict() if hasattr(result, "to_dict") else result
+    if json:
+        emit_json(value)
+        return
+    out = text(value)
+    if out is not None:
+        sys.stdout.write(out)
+        sys.stdout.flush()
 
 
 def emit_json_chunks(chunks: Iterable[bytes]) -> None:

@@ -23,12 +23,12 @@ from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewtree import loose_files, view_dir
 from dovecote.ops.wait import box_cursor
 from dovecote.store import files_of
+from dovecote.vocab import DIRECTIONS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
 
 SCHEMA = "dovecote-inbox-v1"
-DIRECTIONS = ("inbound", "outbound", "both")
 
 
 def default_entity(dc: Context) -> str:

@@ -42,6 +42,7 @@ __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", 
 if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.store import Guard
+    from dovecote.verbs import Message
 
 
 @contextmanager
@@ -106,73 +107,54 @@ def _body(dc: Context, body: str | None, body_file: Path | None) -> tuple[str, s
     return text, None
 
 
-def compose(
-    dc: Context,
-    *,
-    to: str,
-    subject: str,
-    sender: str | None = None,
-    body: str | None = None,
-    body_file: Path | None = None,
-    priority: str = "normal",
-    category: str = "notification",
-    trust: str = "peer",
-    thread: str | None = None,
-    reply_to: str | None = None,
-    response_expected: bool | None = None,
-    expires_tic: int | None = None,
-    defer_until_tic: int | None = None,
-    reminder_tic: int | None = None,
-    artifact_paths: list[Path] | None = None,
-    current: int | None = None,
-    kind: str = "message",
-    idempotency_key: str | None = None,
-) -> dict[str, Any]:
-    """Validate and build a message (or draft) letter; writes only artifact blobs.
+def compose(dc: Context, m: Message, *, kind: str = "message", sender: str | None = None) -> dict[str, Any]:
+    """Validate and build a message (or draft) letter from ``m``; writes only artifact blobs.
 
-    ``reply_to`` is the item this answers (an id or prefix in the sender's box;
-    the thread is inherited), or ``entity:<id>``: whom a response to this
+    ``m.reply_to`` is the item this answers (an id or prefix in the sender's
+    box; the thread is inherited), or ``entity:<id>``: whom a response to this
     message must be sent to instead of the sender (``derive/responses.py``).
+    ``sender`` is the sender when ``m`` names none (default: the actor's).
     """
-    check_name(to, "recipient")
-    who = check_name(sender or dc.actor.sender(), "sender")
-    if dc.roster.entity(to) is None:
-        raise Refusal("unknown_recipient", f"{to!r} is not a registered entity (dovecote entity add)")
+    check_name(m.recipient, "recipient")
+    who = check_name(m.sender or sender or dc.actor.sender(), "sender")
+    if dc.roster.entity(m.recipient) is None:
+        raise Refusal("unknown_recipient", f"{m.recipient!r} is not a registered entity (dovecote entity add)")
+    reply_to, thread_id = m.reply_to, m.thread_id
     if reply_to is not None and reply_to.startswith(REDIRECT):
         target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
         if dc.roster.entity(target) is None:
-            raise Refusal("unknown_recipient", f"--reply-to {reply_to}: {target!r} is not a registered entity")
+            raise Refusal("unknown_recipient", f"reply_to {reply_to}: {target!r} is not a registered entity")
     elif reply_to is not None:
         if dc.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
         replied = book_for(dc, who).resolve(reply_to)
         reply_to = replied.id
-        thread = thread or replied.env.thread_id
-    tic, _ = current_tic(dc, current)
-    text, body_ref = _body(dc, body, body_file)
-    files = [artifacts.put_file(dc, p) for p in artifact_paths or ()]
+        thread_id = thread_id or replied.env.thread_id
+    tic, _ = current_tic(dc, m.current_tic)
+    text, body_ref = _body(dc, m.body, None if m.body_file is None else Path(m.body_file))
+    files = [artifacts.put_file(dc, Path(p)) for p in m.artifact_paths]
     role = dc.roster.entity(who)
     return build_message(
         ts=format_ts(dc.now()),
         sender=who,
-        recipient=to,
-        subject=subject,
+        recipient=m.recipient,
+        subject=m.subject,
         body=text,
         body_ref=body_ref,
-        priority=priority,
-        category=category,
-        trust_level=trust,
-        thread_id=thread,
+        priority=str(m.priority),
+        category=str(m.category),
+        trust_level=str(m.trust_level),
+        thread_id=thread_id,
         reply_to=reply_to,
-        response_expected=response_expected,
-        expires_at_tic=expires_tic,
-        defer_until_tic=defer_until_tic,
-        reminder_tic=reminder_tic,
+        response_expected=m.response_expected,
+        expires_at_tic=m.expires_at_tic,
+        defer_until_tic=m.defer_until_tic,
+        reminder_tic=m.reminder_tic,
         source_tic=tic,
         artifacts=files,
         sender_role=role.role if role else None,
         kind=kind,
-        idempotency_key=idempotency_key,
+        idempotency_key=m.idempotency_key,
     )
 
 
@@ -271,14 +253,14 @@ def _boxes(dc: Context, sender: str, to: str) -> list[Address]:
     return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
 
 
-def send(dc: Context, **fields: Any) -> Delivery:
+def send(dc: Context, m: Message) -> Delivery:
     """Deliver one message into the recipient's box, then note it in the sender's.
 
     With ``idempotency_key`` a retry returns the message the key already
     delivered (``appended`` false) and writes only what is missing; the same
     key with different fields is refused ``idempotency_conflict``.
     """
-    msg = compose(dc, **fields)
+    msg = compose(dc, m)
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
     try:
         with guarded_many(dc, _boxes(dc, sender, to)) as held:
@@ -299,15 +281,14 @@ def send(dc: Context, **fields: Any) -> Delivery:
     return Delivery.of(mid, msg, appended=appended, record=record)
 
 
-def draft(dc: Context, **fields: Any) -> Delivery:
+def draft(dc: Context, m: Message) -> Delivery:
     """Write an outbound draft (EMIT) into the sender's own box.
 
     A key makes the draft idempotent too: a retry returns the draft it names.
     """
-    fields.setdefault("sender", None)
-    sender = fields["sender"] or dc.actor.sender()
+    sender = m.sender or dc.actor.sender()
     addr = entity_address(dc, sender)
-    msg = compose(dc, kind="draft", **{**fields, "sender": sender})
+    msg = compose(dc, m, kind="draft", sender=sender)
     with dc.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
             for d in book_for(dc, sender, led).drafts.values():

@@ -1,0 +1,186 @@
+"""Reading entity mail: ``inbox``, ``show``, ``view``, ``import inbox-tree``, ``search``,
+``stale-check`` and ``organize``.
+
+Each option is a field of its verb (``dovecote.verbs``), and its help is that
+field's doc; ``--format`` and ``--detailed`` choose a rendering, not an answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
+import typer
+
+from dovecote.cli import texts
+from dovecote.cli.boundary import Typer
+from dovecote.cli.common import JsonOpt, one_of, opened
+from dovecote.cli.output import show
+from dovecote.errors import Refusal
+from dovecote.verbs import Direction, ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View, decode, doc
+
+import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
+
+
+def _current(verb: type[Inbox | Show | View | ImportInboxTree | StaleCheck | Organize]) -> object:
+    return typer.Option("--current-tic", help=doc(verb, "current_tic"))
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    injection = "injection"
+
+
+def inbox_cmd(
+    args: Annotated[
+        Optional[list[str]], typer.Argument(metavar="[ENTITY] [status]", help="The entity; 'status' for counts only.")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="text, json or injection.")] = Format.text,
+    current_tic: Annotated[Optional[int], _current(Inbox)] = None,
+    direction: Annotated[
+        str, typer.Option("--direction", metavar=one_of(Inbox, "direction"), help=doc(Inbox, "direction"))
+    ] = Direction.inbound.value,
+    detailed: Annotated[bool, typer.Option("--detailed/--compact", help="Every open item, or flagged ones.")] = False,
+    include_terminal: Annotated[
+        bool, typer.Option("--include-terminal", "--all", help=doc(Inbox, "include_terminal"))
+    ] = False,
+    json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+) -> None:
+    """Audit an entity's inbox: counts, flags, and open items by priority then age.
+
+    Example: dovecote inbox ent_builder --format injection --current-tic 110
+    """
+    from dovecote.cli import fastpath
+    from dovecote.cli.texts import inbox_injection, inbox_text
+
+    if json and fmt is Format.injection:
+        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
+    fmt = Format.json if json else fmt
+    words = list(args or [])
+    status_only = bool(words) and words[-1] == "status"
+    if status_only:
+        words.pop()
+    if len(words) > 1:
+        raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
+    dc = opened()
+    who = words[0] if words else dc.default_entity()
+    deps = fastpath.snapshot(dc.inbox_dependencies(who))
+    view, until = dc.inbox_until(decode(Inbox, {
+        "entity_id": who, "current_tic": current_tic, "direction": direction, "include_terminal": include_terminal,
+    }))
+    if fmt is Format.json:
+        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
+    elif fmt is Format.injection:
+        out = inbox_injection(view).encode()
+    else:
+        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+
+
+def show_cmd(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Show, "entity_id"))],
+    ref: Annotated[str, typer.Argument(metavar="ID", help=doc(Show, "ref"))],
+    current_tic: Annotated[Optional[int], _current(Show)] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Read one message whole: envelope, body, thread and lifecycle history.
+
+    Example: dovecote show ent_builder 3f2a --json
+    """
+    show(opened().show(Show(entity_id=entity_id, ref=ref, current_tic=current_tic)), json=json, text=texts.show_text)
+
+
+def view_cmd(
+    entity_id: Annotated[Optional[str], typer.Argument(metavar="[ENTITY]", help=doc(View, "entity_id"))] = None,
+    current_tic: Annotated[Optional[int], _current(View)] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help=doc(View, "rebuild"))] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
+
+    Files you put there (inside entries too) are never touched; an entry you move to another folder is
+    adopted as its verb, or reported and put back when the lifecycle refuses the move.
+    Example: dovecote view ent_builder --current-tic 110
+    """
+    result = opened().view(View(entity_id=entity_id, current_tic=current_tic, rebuild=rebuild))
+    show(result, json=json, text=texts.view_text)
+
+
+@import_app.command("inbox-tree")
+def import_inbox_tree_cmd(
+    path: Annotated[Path, typer.Argument(help=doc(ImportInboxTree, "path"))],
+    entity_id: Annotated[
+        Optional[str], typer.Option("--entity-id", "--entity", help=doc(ImportInboxTree, "entity_id"))
+    ] = None,
+    current_tic: Annotated[Optional[int], _current(ImportInboxTree)] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Adopt an existing /inbox tree: flat, directory and bare-drop envelopes, with their states.
+
+    A re-import appends nothing; a move the lifecycle forbids is reported, never forced.
+    Example: dovecote import inbox-tree audit-logs/agent-mailboxes
+    """
+    result = opened().import_inbox_tree(ImportInboxTree(path=str(path), entity_id=entity_id, current_tic=current_tic))
+    show(result, json=json, text=texts.import_text)
+
+
+def search_cmd(
+    query: Annotated[list[str], typer.Argument(metavar="QUERY", help=doc(Search, "query"))],
+    entity_id: Annotated[Optional[str], typer.Option("--entity-id", "--entity", help=doc(Search, "entity_id"))] = None,
+    include_terminal: Annotated[
+        bool, typer.Option("--include-terminal", help=doc(Search, "include_terminal"))
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", help=doc(Search, "limit"))] = 50,
+    json: JsonOpt = False,
+) -> None:
+    """Full-text search over subjects, bodies and text artifacts, newest first.
+
+    The index (cache/search.sqlite) is a cache: it catches up with the ledgers
+    before each answer and is rebuilt from them when missing or replaced.
+    Example: dovecote search deploy failed --entity-id ent_builder
+    """
+    v = Search(query=" ".join(query), entity_id=entity_id, include_terminal=include_terminal, limit=limit)
+    show(opened().search(v), json=json, text=texts.search_text)
+
+
+def stale_check_cmd(
+    current_tic: Annotated[Optional[int], _current(StaleCheck)] = None,
+    emit_signals: Annotated[bool, typer.Option("--emit-signals", help=doc(StaleCheck, "emit_signals"))] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Attention debt across every entity: items stale in WAIT or ACTIVE, counts and the oldest.
+
+    Example: dovecote stale-check --current-tic 110 --emit-signals
+    """
+    result = opened().stale_check(StaleCheck(current_tic=current_tic, emit_signals=emit_signals))
+    show(result, json=json, text=texts.stale_text)
+
+
+def organize_cmd(
+    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Organize, "entity_id"))],
+    apply: Annotated[bool, typer.Option("--apply", help=doc(Organize, "apply"))] = False,
+    current_tic: Annotated[Optional[int], _current(Organize)] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Report loose files, expired items, duplicate threads and files over 10 MiB, with proposals.
+
+    Example: dovecote organize ent_builder --apply
+    """
+    result = opened().organize(Organize(entity_id=entity_id, apply=apply, current_tic=current_tic))
+    show(result, json=json, text=texts.organize_text)
+
+
+def register(app: Typer) -> None:
+    app.command("inbox")(inbox_cmd)
+    app.command("show")(show_cmd)
+    app.command("view")(view_cmd)
+    app.add_typer(import_app, name="import")
+    app.command("search")(search_cmd)
+    app.command("stale-check")(stale_check_cmd)
+    app.command("organize")(organize_cmd)

@@ -1,0 +1,77 @@
+"""Commands that are not verbs of the handle: ``init``, ``demo`` and the git ``merge-driver``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dovecote.api import init, merge_ledgers, open_home
+from dovecote.cli import render
+from dovecote.cli.boundary import Typer
+from dovecote.cli.common import JsonOpt, bound_actor, home_path
+from dovecote.cli.output import invocation, show
+from dovecote.verbs import Direction, Inbox, Sweep
+
+
+def init_cmd(
+    owner_root: Annotated[
+        Optional[str], typer.Option("--owner-root", help="The owner's own root (projectless letters go home).")
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Create a dovecote home with a fresh config.toml (an existing one is kept).
+
+    Example: dovecote --home ./.dovecote init
+    """
+    home, created = init(home_path(), owner_root)
+    show({"home": str(home), "created": created}, json=json,
+         text=lambda r: f"{'created' if r['created'] else 'already a home:'} {r['home']}\n")
+
+
+def merge_driver_cmd(
+    ancestor: Annotated[Path, typer.Argument(help="%O: the common ancestor.")],
+    ours: Annotated[Path, typer.Argument(help="%A: ours; the union is written here.")],
+    theirs: Annotated[Path, typer.Argument(help="%B: theirs.")],
+    path: Annotated[Optional[str], typer.Argument(help="%P: the path in the tree (ignored).")] = None,
+) -> None:
+    """Git merge driver for ledgers: union by id, never a conflict, never a lost letter.
+
+    Set up: git config merge.dovecote.driver "dovecote merge-driver %O %A %B"
+    and in .gitattributes: letters.jsonl merge=dovecote
+    """
+    merge_ledgers(ancestor, ours, theirs)
+
+
+def demo_cmd(
+    path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
+) -> None:
+    """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
+    from dovecote.cli.demo import build_demo, look_around
+    from dovecote.cli.texts import inbox_injection, inbox_text
+
+    home = build_demo(path, bound_actor())
+    dc = open_home(home)
+    c = render.con()
+    c.print(f"[bold]demo home:[/bold] {home}\n")
+    render.receipt(dc.distribute().to_dict())
+    render.sweep(dc.sweep(Sweep(distribute=False)).to_dict())
+    render.doctor(dc.doctor())
+    inbox = dc.inbox(Inbox(entity_id="ent_builder", current_tic=107, direction=Direction.both))
+    c.print("\n[bold]entity mail[/bold] (at tic 107)")
+    sys.stdout.write(inbox_text(inbox))
+    sys.stdout.write(inbox_injection(inbox))
+    sys.stdout.flush()
+    first = inbox["items"][0]["id"] if inbox["items"] else "ID"
+    c.print("\n" + look_around(home, first, invocation()), markup=False)
+
+
+def register_init(app: Typer) -> None:
+    app.command("init")(init_cmd)
+
+
+def register(app: Typer) -> None:
+    app.command("merge-driver")(merge_driver_cmd)
+    app.command("demo")(demo_cmd)

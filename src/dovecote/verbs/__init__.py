@@ -1,0 +1,134 @@
+"""The typed verb definitions: each verb's input, defined once.
+
+Law: a verb's input is one frozen ``msgspec.Struct`` below, and every face
+derives from it (DESIGN 7): the CLI's options are checked against these fields
+(``tests/test_verb_drift.py``), MCP tool schemas and the OpenAPI come from
+``schema``, and the handle (``api.Dovecote``) takes these types, so a library
+caller meets the same types, ranges and names as a remote one. Each field
+carries its one-line doc, its range and its enum in ``msgspec.Meta``, so the
+JSON schema carries them too.
+
+Two ways in, one set of checks:
+
+- ``decode(Verb, mapping)``: what MCP and REST receive (a plain dict) becomes
+  the Struct, or a ``Refusal`` naming the field (``missing_field``,
+  ``unknown_field``, ``invalid_field``, ``invalid_name``...), never a msgspec
+  error.
+- ``checked(value)``: a Struct built in Python (msgspec checks no ranges at
+  construction) is passed through the same decoder. The handle calls it.
+
+Names (entity ids, project names, a sender) are checked by ``names.check_name``
+in ``__post_init__``, so the one rule for names stays in ``names.py``. This
+package imports msgspec and the leaf modules only: the CLI's start-up path loads it.
+"""
+
+from __future__ import annotations
+
+from dovecote.verbs.base import (
+    MAX_INT,
+    Verb,
+    checked,
+    choices,
+    decode,
+    decode_many,
+    doc,
+    schema,
+)
+from dovecote.verbs.mail import (
+    MOVE_OPTIONS,
+    ImportInboxTree,
+    Inbox,
+    Message,
+    Move,
+    Organize,
+    OutboxSend,
+    Search,
+    Show,
+    StaleCheck,
+    View,
+)
+from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
+from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
+from dovecote.vocab import (
+    Category,
+    Direction,
+    Disposition,
+    MisdeliveryKind,
+    MoveKind,
+    Priority,
+    ReportClass,
+    Symptom,
+    TrustLevel,
+)
+
+__all__ = [
+    "MAX_INT",
+    "MOVE_OPTIONS",
+    "VERBS",
+    "Box",
+    "Category",
+    "Direction",
+    "Disposition",
+    "Distribute",
+    "Doctor",
+    "EntityAdd",
+    "EntityList",
+    "EntityRemove",
+    "ImportInboxTree",
+    "Inbox",
+    "Message",
+    "MisdeliveryKind",
+    "Move",
+    "MoveKind",
+    "Organize",
+    "OutboxSend",
+    "Priority",
+    "ProjectAdd",
+    "ProjectList",
+    "ProjectRemove",
+    "Report",
+    "ReportClass",
+    "Search",
+    "Show",
+    "StaleCheck",
+    "Sweep",
+    "Symptom",
+    "TrustLevel",
+    "Verb",
+    "Verify",
+    "View",
+    "checked",
+    "choices",
+    "decode",
+    "decode_many",
+    "doc",
+    "schema",
+]
+
+#: Every verb of the handle, by name: what the faces publish (MCP tools, REST routes).
+#: ``send`` and ``draft`` take one definition; the six lifecycle moves are one verb.
+VERBS: dict[str, type[Verb]] = {
+    "report": Report,
+    "distribute": Distribute,
+    "sweep": Sweep,
+    "box": Box,
+    "doctor": Doctor,
+    "verify": Verify,
+    "send": Message,
+    "draft": Message,
+    "outbox_send": OutboxSend,
+    "move": Move,
+    "inbox": Inbox,
+    "show": Show,
+    "view": View,
+    "import_inbox_tree": ImportInboxTree,
+    "search": Search,
+    "stale_check": StaleCheck,
+    "organize": Organize,
+    "project_add": ProjectAdd,
+    "project_remove": ProjectRemove,
+    "project_list": ProjectList,
+    "entity_add": EntityAdd,
+    "entity_remove": EntityRemove,
+    "entity_list": EntityList,
+}

@@ -1,0 +1,196 @@
+"""The base of the typed verbs: the shared field types, and the one way in (``decode``).
+
+A Struct built in Python is not range-checked by msgspec (it checks only when
+it decodes), so ``checked`` passes it through the same decoder: a library
+caller meets the same types, ranges and names as a remote one. Every failure
+is a ``Refusal`` naming the field, never a msgspec error.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import re
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, TypeVar
+
+import msgspec
+from msgspec import Meta
+
+from dovecote.addresses import NAME_PATTERN, check_name
+from dovecote.errors import Refusal
+
+MAX_INT = 2**53 - 1
+
+V = TypeVar("V", bound="Verb")
+
+# -- the shared field types ------------------------------------------------------
+
+#: A tic or a count: a whole number JSON readers carry exactly.
+Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
+#: A name that becomes a directory (checked by ``names.check_name``); the schema shows its pattern.
+Name = Annotated[str, Meta(extra_json_schema={"pattern": f"^{NAME_PATTERN}$", "maxLength": 128})]
+#: A letter id (12 lowercase hex digits).
+LetterId = Annotated[str, Meta(pattern="^[0-9a-f]{12}$")]
+
+CurrentTic = Annotated[Count | None, Meta(description="The tic now (default: the roster's tic source).")]
+EntityId = Annotated[Name, Meta(description="The entity (its box is entity:ID).")]
+Ref = Annotated[str, Meta(min_length=1, max_length=256, description="The item id, or a unique prefix of it.")]
+
+
+class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The base of every verb input: frozen, keyword-only, unknown fields refused.
+
+    ``NAMES`` maps each field that holds a name to how a refusal calls it;
+    ``NOT_BLANK`` lists (by encoded name) the required texts for which a blank
+    value is refused as missing, not as invalid.
+    """
+
+    NAMES: ClassVar[Mapping[str, str]] = {}
+    NOT_BLANK: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for field, what in self.NAMES.items():
+            value = getattr(self, field)
+            for v in value if isinstance(value, (list, tuple)) else (value,):
+                if v is not None:
+                    check_name(v, what)
+
+
+def _bad_text(value: object, path: str) -> str | None:
+    """The path of the first string under ``value`` that is not UTF-8 (a lone surrogate), if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _bad_text(k, path) or _bad_text(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _bad_text(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _refusal(e: msgspec.ValidationError, verb: type[Verb]) -> Refusal:
+    """A msgspec error as the refusal a face shows: the keyword, and the field it is about."""
+    text = str(e)
+    what, _, where = text.partition(" - at `$")
+    field = where.rstrip("`").lstrip(".") or None
+    if text.startswith("Object missing required field"):
+        return Refusal("missing_field", f"{_verb_name(verb)}: {what.split('`')[1]} is required")
+    if text.startswith("Object contains unknown field"):
+        return Refusal("unknown_field", f"{_verb_name(verb)}: {what.split('`')[1]} is not a field of it")
+    if field in _enums(verb):
+        what += f" (one of: {', '.join(choices(verb, field))})"
+    return Refusal("invalid_field", f"{_verb_name(verb)}: {field}: {what}" if field else f"{_verb_name(verb)}: {what}")
+
+
+def _verb_name(verb: type[Verb]) -> str:
+    """How a refusal names the verb: its class name in snake case (``ImportInboxTree``: import_inbox_tree)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", verb.__name__).lower()
+
+
+def decode(verb: type[V], data: object) -> V:
+    """``data`` (a plain mapping: what MCP and REST receive) as the typed input of ``verb``.
+
+    Types are strict (no "1" for 1, no true for 1); ranges, enums and names are
+    checked. Raises ``Refusal``: ``invalid_json`` (not a mapping),
+    ``missing_field``, ``unknown_field``, ``invalid_field`` (wrong type, out of
+    range, not in the enum, not UTF-8), ``invalid_name``, ``invalid_address``.
+    """
+    if not isinstance(data, Mapping):
+        raise Refusal("invalid_json", f"{_verb_name(verb)} takes an object of fields, not {type(data).__name__}")
+    bad = _bad_text(data, "")
+    if bad is not None:
+        raise Refusal("invalid_field", f"{_verb_name(verb)}: {bad} is not valid UTF-8 text")
+    for name in verb.NOT_BLANK:
+        given = data.get(name)
+        if isinstance(given, str) and not given.strip():
+            raise Refusal("missing_field", f"{_verb_name(verb)}: {name} is required and cannot be blank")
+    try:
+        return msgspec.convert(data, verb, strict=True)
+    except msgspec.ValidationError as e:
+        raise _refusal(e, verb) from None
+
+
+
+def decode_many(verb: type[V], items: Sequence[object], what: str) -> list[V]:
+    """Each of ``items`` decoded; a refusal says which one (``what`` n of m)."""
+    out = []
+    for n, item in enumerate(items, 1):
+        try:
+            out.append(decode(verb, item))
+        except Refusal as r:
+            if len(items) == 1:
+                raise
+            raise Refusal(r.reason, f"{what} {n} of {len(items)}: {r.detail}") from None
+    return out
+
+
+def checked(value: V) -> V:
+    """``value`` as ``decode`` would have made it: a Struct built in Python is range-checked the same way.
+
+    msgspec checks types and ranges only when it decodes, so the handle passes
+    every input through here.
+    """
+    try:
+        data = msgspec.to_builtins(value, enc_hook=_path_text)
+    except TypeError as e:
+        raise Refusal("invalid_field", f"{_verb_name(type(value))}: {e}") from None
+    return decode(type(value), data)
+
+
+def _path_text(obj: object) -> str:
+    """A ``Path`` given for a path field is its text (what a remote caller sends)."""
+    if isinstance(obj, os.PathLike):
+        return str(os.fspath(obj))
+    raise TypeError(f"{type(obj).__name__} is not a value a verb field takes")
+
+
+@functools.cache
+def _docs(verb: type[Verb]) -> dict[str, str]:
+    hints = typing.get_type_hints(verb, include_extras=True)
+    out = {}
+    for f in msgspec.structs.fields(verb):
+        metas = [m for m in getattr(hints[f.name], "__metadata__", ()) if isinstance(m, Meta) and m.description]
+        out[f.name] = (metas[-1].description or "") if metas else ""
+    return out
+
+
+@functools.cache
+def _enums(verb: type[Verb]) -> dict[str, type[enum.Enum]]:
+    """The fields of ``verb`` that take a closed vocabulary, and its enum."""
+    def find(t: object) -> type[enum.Enum] | None:
+        if isinstance(t, type) and issubclass(t, enum.Enum):
+            return t
+        return next((e for a in typing.get_args(t) if (e := find(a)) is not None), None)
+
+    return {f.name: e for f in msgspec.structs.fields(verb) if (e := find(f.type)) is not None}
+
+
+def choices(verb: type[Verb], field: str) -> tuple[str, ...]:
+    """The values ``verb``'s ``field`` may take (empty when it takes any)."""
+    e = _enums(verb).get(field)
+    return tuple(str(m.value) for m in e) if e is not None else ()
+
+
+def doc(verb: type[Verb], field: str) -> str:
+    """The one-line doc of ``verb``'s ``field`` (a face's help text comes from here)."""
+    text = _docs(verb).get(field)
+    if text is None:
+        raise KeyError(f"{verb.__name__} has no field {field!r}")
+    return text
+
+
+def schema(verb: type[Verb]) -> dict[str, Any]:
+    """The JSON schema of ``verb``'s input (every field with its description, range and enum)."""
+    return msgspec.json.schema(verb)

@@ -1,0 +1,79 @@
+"""The verbs of field reports and the case views: report, distribute, sweep, box, doctor, verify."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+import msgspec
+from msgspec import Meta
+
+from dovecote.addresses import parse_address
+from dovecote.verbs.base import LetterId, Verb
+from dovecote.vocab import Disposition, MisdeliveryKind, ReportClass, Symptom
+
+
+class Report(Verb, frozen=True):
+    """One field report for the spool (the rules for its content are ``ops.report.check_report``)."""
+
+    NOT_BLANK: ClassVar[tuple[str, ...]] = ("tool", "class", "what")
+
+    tool: Annotated[str, Meta(description="What the report is about.")]
+    klass: Annotated[ReportClass, Meta(description="The report's class; triage makes it a receipt.")] = (
+        msgspec.field(name="class")
+    )
+    what: Annotated[str, Meta(description="What happened.")]
+    repo: Annotated[str | None, Meta(description="The project (name or path).")] = None
+    brain: Annotated[str | None, Meta(description="The project; beats repo.")] = None
+    expected: Annotated[str | None, Meta(description="What was expected.")] = None
+    snippet: Annotated[str | None, Meta(description="Evidence.")] = None
+    symptom: Annotated[Symptom | None, Meta(description="A symptom from the closed vocabulary.")] = None
+    misdelivery_kind: Annotated[
+        MisdeliveryKind | None, Meta(description="Sub-kind of a memory_misdelivery (required for that class).")
+    ] = None
+    answers: Annotated[list[LetterId] | None, Meta(description="Ids this letter answers (a receipt).")] = None
+    agent: Annotated[str | None, Meta(description="The author (default: the acting agent).")] = None
+    ts: Annotated[str | None, Meta(description="When it happened, ISO-8601 UTC (default: now).")] = None
+    kind: Annotated[str | None, Meta(description="The letter kind: absent or report.")] = None
+    disposition: Annotated[Disposition | None, Meta(description="A receipt's verdict.")] = None
+    fingerprint: Annotated[str | None, Meta(description="A receipt's case: fp:<tool_family>/<symptom>.")] = None
+    case_id: Annotated[str | None, Meta(description="A receipt's case id.")] = None
+    sentinel: Annotated[
+        dict[str, str] | None, Meta(description="A fixed receipt's probe, e.g. {probe, expect}.")
+    ] = None
+
+    def letter(self) -> dict[str, Any]:
+        """The report as a letter object: the fields given, by their letter names."""
+        return {k: v for k, v in msgspec.to_builtins(self).items() if v is not None}
+
+
+class Distribute(Verb, frozen=True):
+    """File every spool letter into exactly one box (a re-run appends 0)."""
+
+
+IncludeAll = Annotated[bool, Meta(description="List every letter, not only the open ones.")]
+
+
+class Sweep(Verb, frozen=True):
+    """Fates across the spool and every reachable box, each letter once."""
+
+    distribute: Annotated[bool, Meta(description="Distribute the spool first (false: only read).")] = True
+    include_all: IncludeAll = False
+
+
+class Box(Verb, frozen=True):
+    """Read one box only (a box that does not exist reads zero)."""
+
+    address: Annotated[str, Meta(description="home, project:NAME or entity:ID.")]
+    include_all: IncludeAll = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parse_address(self.address)
+
+
+class Doctor(Verb, frozen=True):
+    """The mailbox block: counts only."""
+
+
+class Verify(Verb, frozen=True):
+    """Delete and rebuild every cache; every read must be byte-identical."""
