@@ -257,23 +257,22 @@ def test_an_item_finished_after_the_index_was_built_drops_out(tmp_path: Path) ->
     assert ids(dc.search("swift")) == [a]
 
 
-def test_states_are_never_stored_in_the_index(tmp_path: Path) -> None:
+def test_the_text_is_stored_once_and_entities_by_number(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    mid = put_message(dc, "ent_a", "wren")
+    mid = put_message(dc, "ent_a", "wren", body="a wren sang")
     finish(dc, "ent_a", mid)
     dc.search("wren")
     conn = sqlite3.connect(index_path(dc))
     try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        cols = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in ("docs", "boxes", "fts")}
-        rows = [row for t in ("docs", "boxes", "meta") for row in conn.execute(f"SELECT * FROM {t}")]
-        dumped = b"\n".join(str(row).encode() for row in rows)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        cols = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in ("docs", "boxes", "items")}
+        (doc,) = conn.execute("SELECT * FROM docs").fetchall()
     finally:
         conn.close()
-    assert "term" not in tables  # the DONE/NACK filter lives in the connection's temp schema only
-    assert cols["docs"] == ["rowid", "entity", "id", "ts", "subject", "sender"]
-    assert cols["fts"] == ["subject", "body", "attach", "ent"]
-    assert b"DONE" not in dumped and b"ACTIVE" not in dumped
+    assert "fts_content" not in tables  # FTS5 keeps no copy: docs is its external content
+    assert cols["docs"] == ["rowid", "id", "ts", "sender", "subject", "body", "attach", "ent"]
+    assert cols["boxes"] == ["n", "entity", "mark"] and cols["items"] == ["n", "id", "doc", "fold"]
+    assert doc[1:] == (mid, T(), "ent_x", "wren", "a wren sang", "", "e1")  # the entity id is in boxes only
 
 
 def test_limit_and_truncation(tmp_path: Path) -> None:
