@@ -5,10 +5,14 @@ box is tailed (``ops.search_items``), so which items are DONE or NACK is a
 table the query joins against in SQLite: an answer after one new letter reads
 that letter and nothing else of the box.
 
-The user's query is plain words: each whitespace-separated token is quoted as
-an FTS5 string (``"`` doubled), so operators (``OR``, ``NOT``, ``NEAR(``),
-``*``, ``-`` and stray quotes in user input are just words and can neither
-break nor widen the query. All words must occur (in any text column).
+The user's query is plain words, split into index terms by the index's own
+tokenizer (``split_words``) and each term quoted as an FTS5 string (``"``
+doubled), so operators (``OR``, ``NOT``, ``NEAR(``), ``*``, ``-`` and stray
+quotes in user input are just words and can neither break nor widen the query.
+Every term must occur (in any text column); a word the tokenizer cuts in two
+(``entity_id``, ``don't``) asks for both parts, anywhere: the index keeps
+which columns hold a term, not where in them (``detail=column``, a third of
+the size of positions).
 """
 
 from __future__ import annotations
@@ -20,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 from dovecote.errors import Refusal, StoreError
 from dovecote.ops import search_items
 from dovecote.ops.books import entity_address
-from dovecote.ops.search_index import WARM_KEY, SearchIndex, discard, ent_token, open_index, sync, unusable
+from dovecote.ops.search_index import (
+    WARM_KEY,
+    SearchIndex,
+    discard,
+    ent_token,
+    open_index,
+    split_words,
+    sync,
+    unusable,
+)
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:
@@ -30,22 +43,25 @@ DEFAULT_LIMIT = 50
 _TEXT_COLUMNS = "{subject body attach}"
 
 
-def fts_query(query: str) -> str:
-    """The user's words as an FTS5 expression that can only mean "all these words".
-
-    Tokens without a letter or digit carry nothing searchable and are dropped;
-    a query left with no word is refused ``missing_field``.
-    """
+def query_words(query: str) -> list[str]:
+    """The user's words; tokens without a letter or digit carry nothing searchable and are
+    dropped, and a query left with no word is refused ``missing_field``."""
     words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
     if not words:
         raise Refusal("missing_field", "the search query holds no word to look for")
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return words
+
+
+def fts_query(terms: list[str]) -> str:
+    """Index terms as an FTS5 expression that can only mean "all these terms"."""
+    return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
 
 def _answer(
     ctx: Context,
     idx: SearchIndex,
     query: str,
-    match: str,
+    words: list[str],
     entities: list[str],
     entity_id: str | None,
     include_terminal: bool,
@@ -53,7 +69,10 @@ def _answer(
     now: datetime,
 ) -> dict[str, Any]:
     sync(ctx, idx, entities, prune=entity_id is None)
-    expr = f"{_TEXT_COLUMNS} : ({match})"
+    terms = split_words(idx.conn, words)
+    if not terms:
+        raise Refusal("missing_field", "the search query holds no word to look for")
+    expr = f"{_TEXT_COLUMNS} : ({fts_query(terms)})"
     if entity_id is not None:
         expr = f'ent : "{ent_token(idx.boxes[entity_id][0])}" AND {expr}'
     where = "fts MATCH ?" + ("" if include_terminal else " AND rowid NOT IN (SELECT rowid FROM term)")
@@ -112,7 +131,7 @@ def search(
         raise Refusal("missing_field", "give a search query")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise Refusal("invalid_field", "the limit must be a whole number of at least 1")
-    match = fts_query(query)
+    words = query_words(query)
     if entity is not None:
         entity_address(ctx, entity)
         entities = [entity]
@@ -122,7 +141,7 @@ def search(
     idx = open_index(ctx)
     with idx.lock:
         try:
-            return _answer(ctx, idx, query, match, entities, entity, include_terminal, limit, when)
+            return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
         except sqlite3.DatabaseError as e:
             if not unusable(e) or idx.path is None:
                 raise StoreError(f"the search index {idx.path or '(in memory)'} failed: {e}") from e
@@ -132,4 +151,4 @@ def search(
         ctx.warm.pop(WARM_KEY, None)
     idx = open_index(ctx)
     with idx.lock:
-        return _answer(ctx, idx, query, match, entities, entity, include_terminal, limit, when)
+        return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)

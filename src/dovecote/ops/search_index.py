@@ -49,11 +49,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from dovecote.derive.lifecycle import LINK_KINDS
-from dovecote.envelope import Envelope
 from dovecote.errors import StoreError
 from dovecote.letters import Letter
 from dovecote.names import entity as entity_addr
-from dovecote.ops import artifacts, search_items
+from dovecote.ops import search_items
+from dovecote.ops.search_texts import BLOCK, TEXT_FN, envelope_of, message_texts, pack, text_of
 from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import parse_time
 
@@ -64,21 +64,30 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "dovecote-search-v3"
 INDEX_FILE = "search.sqlite"
 WARM_KEY = "search"
-#: An artifact's contents are indexed when it is UTF-8 text of at most this many bytes.
-ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 _ID_BITS = 20
 _MS_MAX = (1 << (63 - _ID_BITS)) - 1
+
+#: How text becomes terms: in the index, and in the query (``split_words``), alike.
+TOKENIZE = "unicode61 remove_diacritics 2"
+
+#: SQLite's page cache during a (re)build, KiB: the full-text segments are merged in memory.
+BUILD_CACHE_KIB = 128 * 1024
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS boxes(n INTEGER PRIMARY KEY, entity TEXT NOT NULL UNIQUE, mark BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, ts TEXT NOT NULL, sender TEXT NOT NULL,
-    subject TEXT NOT NULL, body TEXT NOT NULL, attach TEXT NOT NULL, ent TEXT NOT NULL);
+    subject TEXT NOT NULL, ent TEXT NOT NULL, blk INTEGER NOT NULL, part INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS texts(blk INTEGER PRIMARY KEY, z BLOB NOT NULL);
+CREATE VIEW IF NOT EXISTS content AS
+    SELECT d.rowid AS rid, d.subject AS subject, TEXT_FN(t.blk, t.z, d.part, 0) AS body,
+           TEXT_FN(t.blk, t.z, d.part, 1) AS attach, d.ent AS ent
+    FROM docs AS d JOIN texts AS t ON t.blk = d.blk;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    subject, body, attach, ent, content = 'docs', content_rowid = 'rowid', detail = column,
-    tokenize = 'unicode61 remove_diacritics 2');
-""" + search_items.ITEMS_DDL
+    subject, body, attach, ent, content = 'content', content_rowid = 'rid', detail = column, columnsize = 0,
+    tokenize = "TOKENIZE");
+""".replace("TOKENIZE", TOKENIZE).replace("TEXT_FN", TEXT_FN) + search_items.ITEMS_DDL
 
 _encode_mark = msgspec.msgpack.Encoder().encode
 _decode_mark = msgspec.msgpack.Decoder(Mark).decode
@@ -93,6 +102,17 @@ def ent_token(n: int) -> str:
     return f"e{n}"
 
 
+def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """The index terms of ``words``, cut and folded by SQLite's own tokenizer (never a copy of it)."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.qwords USING fts5(w, tokenize = '{TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms USING fts5vocab(temp, qwords, instance)")
+    conn.executemany("INSERT INTO temp.qwords(rowid, w) VALUES (?, ?)", enumerate(words, 1))
+    try:
+        return list(dict.fromkeys(t for (t,) in conn.execute("SELECT term FROM temp.qterms ORDER BY doc, offset")))
+    finally:
+        conn.execute("DELETE FROM temp.qwords")
+
+
 def ts_key(ts: str | None, lid: str) -> int:
     """The rowid a letter wants: its time in ms, then 20 bits of its id (newest = largest)."""
     t = parse_time(ts)
@@ -104,41 +124,6 @@ def ts_key(ts: str | None, lid: str) -> int:
     except ValueError:
         low = 0
     return (ms << _ID_BITS) | low
-
-
-def _text(data: bytes | None, limit: int) -> str:
-    """``data`` as text if it is UTF-8 without NUL and within ``limit`` bytes; else ""."""
-    if data is None or len(data) > limit or b"\x00" in data:
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
-
-
-def message_texts(dc: Context, env: Envelope) -> tuple[str, str, str]:
-    """(subject, body, attachments): the text values of a message, never its keys."""
-    body = env.body
-    if env.body_ref:
-        extra = _text(artifacts.get_bytes(dc, env.body_ref), dc.roster.limits.body_hard_limit)
-        body = f"{body}\n{extra}" if body and extra else body or extra
-    parts: list[str] = []
-    content = env.data.get("content")
-    entries = content.get("artifacts") if isinstance(content, dict) else None
-    seen: set[str] = set()
-    for a in entries if isinstance(entries, list) else ():
-        if not isinstance(a, dict) or not isinstance(a.get("ref"), str):
-            continue
-        seen.add(a["ref"])
-        if isinstance(a.get("name"), str):
-            parts.append(a["name"])
-        parts.append(_text(artifacts.get_bytes(dc, a["ref"]), ARTIFACT_TEXT_MAX))
-    for ref in env.artifact_refs:  # refs without an entry (foreign writers)
-        if ref not in seen and ref.startswith("sha256:"):
-            parts.append(_text(artifacts.get_bytes(dc, ref), ARTIFACT_TEXT_MAX))
-    return env.subject, body, "\n".join(p for p in parts if p)
-
-
 
 
 @dataclass
@@ -184,9 +169,9 @@ def unusable(e: sqlite3.Error) -> bool:
 
 
 def _connect(path: Path | None) -> sqlite3.Connection:
-    conn = sqlite3.connect(
+    conn = _register(sqlite3.connect(
         str(path) if path else ":memory:", isolation_level=None, check_same_thread=False, timeout=30.0
-    )
+    ))
     # WAL with NORMAL sync: a commit is one append, no fsync; a power cut may lose the
     # last commits, never consistency, and a lost commit only means indexing again.
     conn.execute("PRAGMA journal_mode=WAL")
@@ -199,6 +184,11 @@ def _connect(path: Path | None) -> sqlite3.Connection:
     if row[0] != SCHEMA_VERSION:
         conn.close()
         raise Unusable(f"index schema {row[0]!r} is not {SCHEMA_VERSION!r}")
+    return conn
+
+
+def _register(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.create_function(TEXT_FN, 4, text_of, deterministic=True)
     return conn
 
 
@@ -282,7 +272,7 @@ def _index_messages(
     for letter in letters:
         if letter.kind != "message" or letter.id in known:
             continue
-        env = Envelope(letter.data())
+        env = envelope_of(letter)
         subject, body, attach = message_texts(ctx, env)
         key = ts_key(letter.ts, letter.id)
         while key in taken or (check and conn.execute("SELECT 1 FROM docs WHERE rowid = ?", (key,)).fetchone()):
@@ -296,9 +286,24 @@ def _index_messages(
 
 
 def _insert(conn: sqlite3.Connection, docs: list[_Doc]) -> None:
+    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
     docs.sort()
-    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, body, attach, ent) VALUES (?,?,?,?,?,?,?,?)",
-                     docs)
+    by_box: dict[str, list[_Doc]] = {}
+    for d in docs:
+        by_box.setdefault(d[7], []).append(d)
+    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
+    texts: list[tuple[int, bytes]] = []
+    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
+    for box in by_box.values():
+        for i in range(0, len(box), BLOCK):
+            part = box[i : i + BLOCK]
+            blk += 1
+            texts.append((blk, pack([(d[5], d[6]) for d in part])))
+            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
+    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", texts)
+    rows.sort()
+    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
+                     rows)
     conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
                      [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
 
@@ -309,8 +314,9 @@ def _drop_box(conn: sqlite3.Connection, n: int) -> bool:
     if had:
         docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
         conn.execute(
-            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rowid, subject, body, attach,"
-            f" ent FROM docs WHERE rowid IN ({docs})", (n,))
+            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
+            f" ent FROM content WHERE rid IN ({docs})", (n,))
+        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
         conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
         search_items.drop(conn, n)
     return had
@@ -352,6 +358,7 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     big = any(t.fresh and t.letters for t in tails.values())
     if big:  # a (re)build: a crash loses the whole transaction anyway, and the old rows stay
         conn.execute("PRAGMA synchronous=OFF")
+        conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
     conn.execute("BEGIN IMMEDIATE")
     try:
         stored = _stored(conn)
@@ -390,4 +397,5 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
         if big:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA cache_size=-2000")
     idx.boxes = stored

@@ -12,9 +12,10 @@ letters came; a link whose message has not arrived yet waits in the same row.
 The table is a cache like the rest of the index: rebuilt from the ledgers,
 proven equal to a cold fold (tests/test_search_items.py, ``verify``). Rows:
 ``items(n, id, doc, fold)``: the box number, the item id, the rowid of its
-message in ``docs`` (NULL while only links have arrived) and a ``Fold``.
-``term`` holds the doc rowids of the items whose state is terminal, so the
-query leaves them out in SQL.
+message in ``docs`` (NULL while only links have arrived) and a ``Fold`` (the
+root and the links, msgpack). ``term`` holds the doc rowids of the items whose
+state is terminal, so the query leaves them out in SQL; a shown state is
+replayed from the fold of the (at most ``limit``) matches.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ CREATE TABLE IF NOT EXISTS term(rowid INTEGER PRIMARY KEY);
 _CHUNK = 500
 
 
-class LinkRow(msgspec.Struct, array_like=True, frozen=True):
+class LinkRow(msgspec.Struct, array_like=True, frozen=True, omit_defaults=True):
     """What replay reads of one link (``Link``'s other fields never move a state)."""
 
     id: str
@@ -58,33 +59,33 @@ class LinkRow(msgspec.Struct, array_like=True, frozen=True):
         return Link(self.id, self.kind, ref, self.prev, self.ts, "", self.tic, self.until_tic, self.until)
 
 
-class Fold(msgspec.Struct, array_like=True):
-    """One item's row: its root (None until the message arrives), its links, and the replayed state."""
+class Fold(msgspec.Struct, array_like=True, omit_defaults=True):
+    """One item's row: its root (None until the message arrives) and its links.
+
+    The state itself is not kept: replaying a handful of links is cheaper than
+    the bytes, and it cannot disagree with the rule.
+    """
 
     init: str | None = None
     init_due: int | None = None
     links: list[LinkRow] = msgspec.field(default_factory=list)
-    state: str | None = None
-    due_tic: int | None = None
-    due_time: str | None = None
 
-    def settle(self, item_id: str) -> None:
-        """Replay the item from its root over its links (the one rule, ``lifecycle.replay``)."""
+    def replayed(self, item_id: str) -> Replay | None:
+        """The item replayed from its root over its links (the one rule, ``lifecycle.replay``)."""
         if self.init is None:
-            return
-        r = replay(item_id, State(self.init), [lk.link(item_id) for lk in self.links], due_tic=self.init_due)
-        self.state, self.due_tic, self.due_time = str(r.state), r.due_tic, r.due_time
+            return None
+        return replay(item_id, State(self.init), [lk.link(item_id) for lk in self.links], due_tic=self.init_due)
 
-    @property
-    def terminal(self) -> bool:
-        return self.state is not None and State(self.state) in TERMINAL
+    def terminal(self, item_id: str) -> bool:
+        if not self.links:  # nothing to replay: the root, which is never terminal (``Item.initial``)
+            return False
+        r = self.replayed(item_id)
+        return r is not None and r.state in TERMINAL
 
     def shown(self, item_id: str, tic: int | None, now: datetime) -> str | None:
         """The state at (tic, now): a DEFER come due reads as WAIT (``lifecycle.effective``)."""
-        if self.state is None:
-            return None
-        r = Replay(State(self.state), item_id, due_tic=self.due_tic, due_time=self.due_time)
-        return str(effective(r, tic, now))
+        r = self.replayed(item_id)
+        return None if r is None else str(effective(r, tic, now))
 
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -135,7 +136,7 @@ class Batch:
                 self._links.setdefault(link.ref, []).append(LinkRow.of(link))
         if not self.fresh:
             self.rows = load(self.conn, self.n, {*message_ids, *self._links})
-            self.was_terminal = {doc for doc, f in self.rows.values() if doc is not None and f.terminal}
+            self.was_terminal = {doc for i, (doc, f) in self.rows.items() if doc is not None and f.terminal(i)}
         return {i for i in message_ids if i in self.rows and self.rows[i][0] is not None}
 
     def message(self, letter: Letter, env: Envelope, doc: int) -> None:
@@ -152,8 +153,7 @@ class Batch:
             self.rows[ref] = (doc, fold)
         done: list[tuple[int]] = []
         for iid, (doc, fold) in self.rows.items():
-            fold.settle(iid)
-            if doc is not None and fold.terminal:
+            if doc is not None and fold.terminal(iid):
                 done.append((doc,))
         undone = self.was_terminal - {d for (d,) in done}
         conn = self.conn
