@@ -7,7 +7,6 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -17,8 +16,9 @@ import orjson
 import typer
 
 import dovecote
-from dovecote.api import Actor, Dovecote, init, merge_ledgers, open_home
+from dovecote.api import Dovecote, init, merge_ledgers, open_home
 from dovecote.cli import render, texts
+from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json, emit_json_chunks, invocation
 from dovecote.errors import Refusal
@@ -46,18 +46,6 @@ _home: dict[str, Optional[str]] = {"path": None}
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of a summary.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="List every letter, not only the open ones.")]
-
-
-def bound_actor() -> Actor:
-    """Who acts for this process: the one place the CLI reads its identity from the environment.
-
-    ``$DOVECOTE_AGENT`` names the agent (a report's author, a transition's actor;
-    ``--agent`` and ``--actor`` override it per call), ``$DOVECOTE_ENTITY`` the
-    entity it speaks for (the default inbox and sender), ``$USER`` the login
-    (a report's author when no agent is named).
-    """
-    env = os.environ.get
-    return Actor(agent=env("DOVECOTE_AGENT") or None, entity=env("DOVECOTE_ENTITY") or None, user=env("USER") or None)
 
 
 def _open() -> Dovecote:
