@@ -86,3 +86,25 @@ def test_search_states_equal_a_cold_fold(box: tuple[list[bytes], list[int]]) -> 
                 out = dc.search("heron", include_terminal=include_terminal, now=NOW, limit=100)
                 got = {(m["id"], m["state"]) for m in out["matches"]}
                 assert (out["count"], got) == cold(lines[:done], include_terminal)
+
+
+@pytest.mark.files_only
+def test_verify_catches_a_state_table_that_lies(tmp_path: Path) -> None:
+    import sqlite3
+
+    from searchhelpers import finish, put_message
+
+    dc = mail_home(tmp_path)
+    done = put_message(dc, "ent_a", "kettle descaling", ts=T(hour=1))
+    put_message(dc, "ent_a", "kettle warranty", ts=T(hour=2))
+    finish(dc, "ent_a", done)
+    assert dc.search("kettle")["count"] == 1
+    ok = dc.verify()
+    assert ok.ok and {"search kettle", "search kettle --include-terminal"} <= set(ok.checked)
+    dc.search("kettle")
+    db = sqlite3.connect(dc.layout.cache / "search.sqlite")
+    db.execute("DELETE FROM term")  # the DONE item is no longer known to be DONE
+    db.commit()
+    db.close()
+    result = dc.verify()
+    assert not result.ok and [d["read"] for d in result.differ] == ["search descaling", "search kettle"]
