@@ -353,6 +353,19 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path, garbage: bytes) -> None
 
 
 @pytest.mark.files_only
+def test_an_index_row_lost_behind_its_back_means_a_rebuild(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    made = [put_message(dc, "ent_a", f"grebe {n}", ts=T(hour=n)) for n in range(3)]
+    before = dc.search("grebe")
+    assert ids(before) == made[::-1]
+    conn = sqlite3.connect(index_path(dc))
+    conn.execute("DELETE FROM docs WHERE rowid = (SELECT max(rowid) FROM docs)")  # the text table loses a row
+    conn.commit()
+    conn.close()
+    assert dc.search("grebe") == before and stats(dc)["rebuilds"] == 2
+
+
+@pytest.mark.files_only
 def test_an_index_of_another_schema_is_rebuilt(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "shag")

@@ -27,6 +27,7 @@ from dovecote.ops.books import entity_address
 from dovecote.ops.search_index import (
     WARM_KEY,
     SearchIndex,
+    Unusable,
     discard,
     ent_token,
     open_index,
@@ -89,6 +90,8 @@ def _answer(
             f"SELECT rowid, ent, id, ts, subject, sender FROM docs WHERE rowid IN ({marks})", [h[0] for h in hits]
         ):
             meta[row[0]] = row[1:]
+        if len(meta) != len(hits):
+            raise Unusable("the index matched a message it holds no row for")
     names = {ent_token(n): e for e, (n, _) in idx.boxes.items()}
     tic, _ = current_tic(ctx, None)
     shown = search_items.states(conn, [(int(meta[r][0][1:]), meta[r][1]) for r, _ in hits], tic, now)
@@ -143,12 +146,15 @@ def search(
         try:
             return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
         except sqlite3.DatabaseError as e:
-            if not unusable(e) or idx.path is None:
+            if not unusable(e):
                 raise StoreError(f"the search index {idx.path or '(in memory)'} failed: {e}") from e
-            # the file went bad under us: it is a cache, so rebuild it and answer again
+            # the index went bad under us: it is a cache, so rebuild it and answer again
         idx.close()
-        discard(idx.path)
+        if idx.path is not None:
+            discard(idx.path)
         ctx.warm.pop(WARM_KEY, None)
-    idx = open_index(ctx)
+    counted, idx = idx.stats, open_index(ctx)
+    for key, n in counted.items():  # the handle's counters go on
+        idx.stats[key] = idx.stats.get(key, 0) + n
     with idx.lock:
         return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
