@@ -20,14 +20,17 @@ memory per handle: a file would only ever be rebuilt.
 What is indexed: each ``message`` letter's subject, its body (inline, or the
 blob named by ``content.body_ref``) and its stored artifacts (their names,
 and their contents when they are UTF-8 text without NUL, up to
-``ARTIFACT_TEXT_MAX``). Only text values are indexed, never JSON keys, so a
+``search_texts.ARTIFACT_TEXT_MAX``). Only text values are indexed, never JSON keys, so a
 query for ``subject`` or ``routing`` finds only messages whose text holds that
 word (the defect of reference A10, where ``-q subject`` matched everything).
 
-Size. The text is stored once, in ``docs``, which is the FTS5 table's external
-content (snippets are cut from it); the full-text index itself keeps no copy.
-An entity is named in the index by its box number (``e<n>``, a one-token
-column), never by its id on every row.
+Size (at most 0.6x the ledgers). The text is stored once: subjects in
+``docs``, bodies and attachment texts compressed ``BLOCK`` messages at a time
+in ``texts``; the ``content`` view is the FTS5 table's external content
+(snippets are cut from it), so the full-text index keeps no copy. It keeps
+which columns hold a term, not positions (``detail=column``), and no column
+sizes (no ranking). An entity is named by its box number (``e<n>``, a
+one-token column), never by its id on every row.
 
 Ordering. A row's rowid is derived from its letter's ``ts`` (milliseconds
 since the epoch, shifted left 20 bits, plus 20 bits of the id), so FTS5 yields
