@@ -174,9 +174,14 @@ def drop(conn: sqlite3.Connection, n: int) -> None:
 def states(
     conn: sqlite3.Connection, wanted: Iterable[tuple[int, str]], tic: int | None, now: datetime
 ) -> dict[tuple[int, str], str | None]:
-    """The shown state of each (box number, item id)."""
-    out: dict[tuple[int, str], str | None] = {}
+    """The shown state of each (box number, item id): one read per box."""
+    by_box: dict[int, list[str]] = {}
     for n, iid in wanted:
-        row = conn.execute("SELECT fold FROM items WHERE n = ? AND id = ?", (n, iid)).fetchone()
-        out[(n, iid)] = _decode(row[0]).shown(iid, tic, now) if row is not None else None
+        by_box.setdefault(n, []).append(iid)
+    out: dict[tuple[int, str], str | None] = {}
+    for n, ids in by_box.items():
+        rows = load(conn, n, ids)
+        for iid in ids:
+            found = rows.get(iid)
+            out[(n, iid)] = found[1].shown(iid, tic, now) if found is not None else None
     return out
