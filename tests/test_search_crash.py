@@ -25,7 +25,7 @@ from searchhelpers import mail_home
 
 pytestmark = pytest.mark.files_only
 
-MESSAGES = 6000
+MESSAGES = 10000
 
 
 def _big_home(tmp: Path) -> Path:
@@ -52,7 +52,7 @@ def test_a_killed_build_leaves_a_usable_index(tmp_path: Path) -> None:
     assert expected.returncode == 0, expected.stderr
     assert orjson.loads(expected.stdout)["count"] == len(range(5, MESSAGES, 97))
     killed = 0
-    for delay in (0.05, 0.2, 0.4):
+    for delay in (0.0, 0.02, 0.05, 0.1):
         shutil.rmtree(home / "cache")
         proc = subprocess.Popen([str(DOVECOTE_BIN), *args], env=cli_env(tmp_path, home), cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

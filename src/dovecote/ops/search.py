@@ -31,10 +31,10 @@ from dovecote.ops.search_index import (
     discard,
     ent_token,
     open_index,
-    split_words,
     sync,
     unusable,
 )
+from dovecote.ops.search_texts import split_words
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:

@@ -56,7 +56,7 @@ from dovecote.errors import StoreError
 from dovecote.letters import Letter
 from dovecote.names import entity as entity_addr
 from dovecote.ops import search_items
-from dovecote.ops.search_texts import BLOCK, TEXT_FN, envelope_of, message_texts, pack, text_of
+from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
 from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import parse_time
 
@@ -69,9 +69,6 @@ INDEX_FILE = "search.sqlite"
 WARM_KEY = "search"
 _ID_BITS = 20
 _MS_MAX = (1 << (63 - _ID_BITS)) - 1
-
-#: How text becomes terms: in the index, and in the query (``split_words``), alike.
-TOKENIZE = "unicode61 remove_diacritics 2"
 
 #: SQLite's page cache during a (re)build, KiB: the full-text segments are merged in memory.
 BUILD_CACHE_KIB = 128 * 1024
@@ -103,17 +100,6 @@ _Doc = tuple[int, str, str, str, str, str, str, str]
 def ent_token(n: int) -> str:
     """The one alphanumeric token naming box ``n`` in the ``ent`` column."""
     return f"e{n}"
-
-
-def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
-    """The index terms of ``words``, cut and folded by SQLite's own tokenizer (never a copy of it)."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.qwords USING fts5(w, tokenize = '{TOKENIZE}')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms USING fts5vocab(temp, qwords, instance)")
-    conn.executemany("INSERT INTO temp.qwords(rowid, w) VALUES (?, ?)", enumerate(words, 1))
-    try:
-        return list(dict.fromkeys(t for (t,) in conn.execute("SELECT term FROM temp.qterms ORDER BY doc, offset")))
-    finally:
-        conn.execute("DELETE FROM temp.qwords")
 
 
 def ts_key(ts: str | None, lid: str) -> int:

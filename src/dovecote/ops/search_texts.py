@@ -7,6 +7,8 @@ the rest unparsed; the envelope over those keys answers those properties as
 the envelope over the whole line would (tests/test_search_texts.py). A line
 the fast decoder refuses is read whole (``Letter.data``).
 
+Query words are cut into terms by the index's own tokenizer (``split_words``).
+
 Keeping. The texts are the index's largest part and are only read to cut a
 snippet (the full-text index has its own terms), so each box's texts are
 stored ``BLOCK`` messages to a zlib stream; the ``content`` view the FTS5
@@ -15,6 +17,7 @@ table reads its external content from cuts one text out with ``text_of``.
 
 from __future__ import annotations
 
+import sqlite3
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +37,8 @@ ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 BLOCK = 32
 #: The SQL function the content view cuts a text out of its block with (registered per connection).
 TEXT_FN = "dovecote_text"
+#: How text becomes terms: in the index, and in the query (``split_words``), alike.
+TOKENIZE = "unicode61 remove_diacritics 2"
 
 
 class _MessageKeys(msgspec.Struct):
@@ -50,6 +55,17 @@ class _MessageKeys(msgspec.Struct):
 
 MESSAGE_KEYS = ("sender", "from", "content", "subject", "body", "lifecycle")
 _decode_keys = msgspec.json.Decoder(_MessageKeys).decode
+
+
+def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """The index terms of ``words``, cut and folded by SQLite's own tokenizer (never a copy of it)."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.qwords USING fts5(w, tokenize = '{TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.qterms USING fts5vocab(temp, qwords, instance)")
+    conn.executemany("INSERT INTO temp.qwords(rowid, w) VALUES (?, ?)", enumerate(words, 1))
+    try:
+        return list(dict.fromkeys(t for (t,) in conn.execute("SELECT term FROM temp.qterms ORDER BY doc, offset")))
+    finally:
+        conn.execute("DELETE FROM temp.qwords")
 
 
 def _wide(v: object) -> bool:
