@@ -6,8 +6,10 @@ import dataclasses
 import os
 import sqlite3
 import time
+import zlib
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 
@@ -17,8 +19,10 @@ from dovecote.errors import Refusal
 from dovecote.ops import search as search_mod
 from dovecote.ops import search_index
 from dovecote.verbs import Message, Move, Search
-from helpers import rewrite_roster, run_cli, snapshot
+from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
+
+pytestmark = pytest.mark.both_stores
 
 MATCH_KEYS = ["id", "entity", "state", "subject", "sender", "ts", "snippet"]
 
@@ -74,10 +78,10 @@ def test_text_artifacts_are_searched_binary_ones_only_by_name(tmp_path: Path) ->
     binary = tmp_path / "photo.raw"
     binary.write_bytes(b"\xff\xfe\x00narwhal\x00" * 10)
     a = dc.send(Message(
-        recipient="ent_a", sender="ent_b", subject="see attached", artifact_paths=[str(p) for p in [text]]
+        recipient="ent_a", sender="ent_b", subject="see attached", artifact_paths=[str(text)]
     )).id
     b = dc.send(Message(
-        recipient="ent_a", sender="ent_b", subject="a picture", artifact_paths=[str(p) for p in [binary]]
+        recipient="ent_a", sender="ent_b", subject="a picture", artifact_paths=[str(binary)]
     )).id
     assert ids(dc.search(Search(query="narwhal"))) == [a]  # the binary blob's bytes are not text
     assert ids(dc.search(Search(query="photo"))) == [b]  # its name is
@@ -161,9 +165,21 @@ def test_a_query_without_a_word_is_refused(words_home: tuple[Dovecote, dict[str,
     assert e.value.reason == "missing_field"
 
 
-def test_fts_query_quotes_every_token() -> None:
-    assert search_mod.fts_query('a "b" OR c*') == '"a" """b""" "OR" "c*"'
-    assert search_mod.fts_query("NEAR( x") == '"NEAR(" "x"'
+def test_fts_query_quotes_every_term() -> None:
+    assert search_mod.fts_query(["a", '"b"', "OR", "c*"]) == '"a" """b""" "OR" "c*"'
+    assert search_mod.query_words('NEAR( x " *') == ["NEAR(", "x"]
+
+
+def test_words_are_cut_into_terms_by_the_index_tokenizer(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    both = put_message(dc, "ent_a", "the entity_id field", ts=T(hour=1))
+    apart = put_message(dc, "ent_a", "an id for the entity", ts=T(hour=2))
+    put_message(dc, "ent_a", "the entity alone", ts=T(hour=3))
+    assert ids(dc.search(Search(query="entity_id"))) == [apart, both]  # both terms, anywhere in the text
+    assert ids(dc.search(Search(query="ENTITY-ID"))) == [apart, both]
+    assert ids(dc.search(Search(query="Déjà-vu"))) == []
+    cafe = put_message(dc, "ent_a", "deja vu at the café", ts=T(hour=4))
+    assert ids(dc.search(Search(query="Déjà-vu café"))) == [cafe]
 
 
 # -- order, filters, terminal states ---------------------------------------------------
@@ -180,6 +196,7 @@ def test_newest_first_by_letter_ts_across_boxes(tmp_path: Path) -> None:
     assert ids(dc.search(Search(query="heron"))) == [late_a, offset, sub, mid_b, early_a]
 
 
+@pytest.mark.files_only
 def test_equal_times_are_ordered_by_id_and_stable_across_rebuilds(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     same = [put_message(dc, "ent_a", f"ibis {n}", ts=T()) for n in range(6)]
@@ -249,7 +266,7 @@ def test_an_item_finished_after_the_index_was_built_drops_out(tmp_path: Path) ->
     a = put_message(dc, "ent_a", "swift a", ts=T(hour=1))
     b = put_message(dc, "ent_a", "swift b", ts=T(hour=2))
     assert ids(dc.search(Search(query="swift"))) == [b, a]
-    other = Dovecote(dc.layout.root)  # another handle finishes it
+    other = open_home(dc.layout.root)  # another handle finishes it
     finish(other, "ent_a", b)
     assert ids(dc.search(Search(query="swift"))) == [a]
     assert ids(dc.search(Search(query="swift", include_terminal=True))) == [b, a]
@@ -262,23 +279,23 @@ def test_an_item_finished_after_the_index_was_built_drops_out(tmp_path: Path) ->
     assert ids(dc.search(Search(query="swift"))) == [a]
 
 
-def test_states_are_never_stored_in_the_index(tmp_path: Path) -> None:
+@pytest.mark.files_only
+def test_the_text_is_stored_once_and_entities_by_number(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    mid = put_message(dc, "ent_a", "wren")
+    mid = put_message(dc, "ent_a", "wren", body="a wren sang")
     finish(dc, "ent_a", mid)
     dc.search(Search(query="wren"))
     conn = sqlite3.connect(index_path(dc))
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        cols = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in ("docs", "boxes", "fts")}
-        rows = [row for t in ("docs", "boxes", "meta") for row in conn.execute(f"SELECT * FROM {t}")]
-        dumped = b"\n".join(str(row).encode() for row in rows)
-    finally:
-        conn.close()
-    assert "term" not in tables  # the DONE/NACK filter lives in the connection's temp schema only
-    assert cols["docs"] == ["rowid", "entity", "id", "ts", "subject", "sender"]
-    assert cols["fts"] == ["subject", "body", "attach", "ent"]
-    assert b"DONE" not in dumped and b"ACTIVE" not in dumped
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    cols = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in ("docs", "boxes", "items")}
+    (doc,) = conn.execute("SELECT * FROM docs").fetchall()
+    assert "fts_content" not in tables and "fts_docsize" not in tables  # FTS5 keeps no copy of the text
+    assert cols["docs"] == ["rowid", "id", "ts", "sender", "subject", "ent", "blk", "part"]
+    assert cols["boxes"] == ["n", "entity", "mark"] and cols["items"] == ["n", "id", "doc", "fold"]
+    assert doc[1:6] == (mid, T(), "ent_x", "wren", "e1")  # the entity id is in boxes only
+    (z,) = conn.execute("SELECT z FROM texts WHERE blk = ?", (doc[6],)).fetchone()
+    conn.close()
+    assert msgspec.msgpack.decode(zlib.decompress(z))[doc[7]] == ["a wren sang", ""]
 
 
 def test_limit_and_truncation(tmp_path: Path) -> None:
@@ -296,6 +313,7 @@ def test_limit_and_truncation(tmp_path: Path) -> None:
 # -- the index is a cache ------------------------------------------------------------------
 
 
+@pytest.mark.files_only
 def test_the_index_lives_in_the_cache_folder_and_on_the_warm_handle(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "loon")
@@ -307,6 +325,7 @@ def test_the_index_lives_in_the_cache_folder_and_on_the_warm_handle(tmp_path: Pa
     assert dc.warm["search"].conn is conn
 
 
+@pytest.mark.files_only
 def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     for n in range(5):
@@ -316,9 +335,8 @@ def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None
     assert stats(dc)["rebuilds"] == 1
     for f in index_path(dc).parent.iterdir():
         f.unlink()
-    after_warm = dc.search(Search(
-        query="plover"
-    )), dc.search(Search(query="shore", include_terminal=True))  # same handle
+    same_handle = dc.search(Search(query="plover")), dc.search(Search(query="shore", include_terminal=True))
+    after_warm = same_handle
     assert after_warm == before and stats(dc)["rebuilds"] == 2
     for f in index_path(dc).parent.iterdir():
         f.unlink()
@@ -327,6 +345,7 @@ def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None
     assert stats(cold)["rebuilds"] == 1 and stats(cold)["indexed"] == 5
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize("garbage", [b"", b"not a database at all" * 100, b"SQLite format 3\x00" + b"\x00" * 200])
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path, garbage: bytes) -> None:
     dc = mail_home(tmp_path)
@@ -339,6 +358,20 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path, garbage: bytes) -> None
     assert cold.search(Search(query="gannet")) == before and ids(before) == [mid]
 
 
+@pytest.mark.files_only
+def test_an_index_row_lost_behind_its_back_means_a_rebuild(tmp_path: Path) -> None:
+    dc = mail_home(tmp_path)
+    made = [put_message(dc, "ent_a", f"grebe {n}", ts=T(hour=n)) for n in range(3)]
+    before = dc.search(Search(query="grebe"))
+    assert ids(before) == made[::-1]
+    conn = sqlite3.connect(index_path(dc))
+    conn.execute("DELETE FROM docs WHERE rowid = (SELECT max(rowid) FROM docs)")  # the text table loses a row
+    conn.commit()
+    conn.close()
+    assert dc.search(Search(query="grebe")) == before and stats(dc)["rebuilds"] == 2
+
+
+@pytest.mark.files_only
 def test_an_index_of_another_schema_is_rebuilt(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "shag")
@@ -351,6 +384,7 @@ def test_an_index_of_another_schema_is_rebuilt(tmp_path: Path) -> None:
     assert cold.search(Search(query="shag")) == before and stats(cold)["rebuilds"] == 1
 
 
+@pytest.mark.files_only
 def test_an_appended_message_is_indexed_alone_without_a_rebuild(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     for n in range(4):
@@ -374,6 +408,7 @@ def test_an_appended_message_is_indexed_alone_without_a_rebuild(tmp_path: Path) 
     assert stats(cold) == {"rebuilds": 0, "box_rebuilds": 0, "indexed": 1}
 
 
+@pytest.mark.files_only
 def test_a_replaced_ledger_is_indexed_again(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     keep = put_message(dc, "ent_a", "avocet kept", ts=T(hour=1))
@@ -393,6 +428,7 @@ def test_a_replaced_ledger_is_indexed_again(tmp_path: Path) -> None:
     assert cold.search(Search(query="avocet")) == out
 
 
+@pytest.mark.files_only
 def test_a_ledger_shrunk_in_place_is_indexed_again(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     keep = put_message(dc, "ent_a", "sanderling kept", ts=T(hour=1))
@@ -419,6 +455,7 @@ def test_search_writes_nothing_but_its_cache(tmp_path: Path) -> None:
 # -- the command line ----------------------------------------------------------------------
 
 
+@pytest.mark.files_only
 def test_cli_search_json_and_text(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     a = put_message(dc, "ent_a", "kittiwake colony", ts=T(hour=1), sender="ent_b")
@@ -442,6 +479,7 @@ def test_cli_search_json_and_text(tmp_path: Path) -> None:
     assert ids(out) == [b] and out["count"] == 2 and out["truncated"] is True
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
@@ -462,6 +500,7 @@ def test_cli_refusals_exit_2_and_write_nothing(tmp_path: Path, args: tuple[str, 
     assert snapshot(dc.layout.root) == before
 
 
+@pytest.mark.files_only
 def test_cli_search_without_a_query_is_a_usage_error(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     r = run_cli(tmp_path, "search", home=dc.layout.root)
@@ -479,6 +518,7 @@ def _same_size_edit(path: Path, old: bytes, new: bytes) -> None:
     assert len(path.read_bytes()) == len(data)
 
 
+@pytest.mark.files_only
 def test_a_same_size_rewrite_in_place_is_indexed_again_by_a_cold_process(tmp_path: Path) -> None:
     # issue 6, item 11: the index trusted its checkpoint (it checked one byte)
     dc = mail_home(tmp_path)
@@ -498,6 +538,7 @@ def test_a_same_size_rewrite_in_place_is_indexed_again_by_a_cold_process(tmp_pat
     assert Dovecote(dc.layout.root).search(Search(query="curlew")) == cold.search(Search(query="curlew"))
 
 
+@pytest.mark.files_only
 def test_a_same_size_rewrite_in_place_is_noticed_by_a_warm_handle(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     put_message(dc, "ent_a", "godwit kept", ts=T(hour=1))
@@ -510,3 +551,21 @@ def test_a_same_size_rewrite_in_place_is_noticed_by_a_warm_handle(tmp_path: Path
     assert dc.search(Search(query="plover"))["count"] == 0
     assert dc.search(Search(query="dunlin"))["count"] == 1
     assert dc.search(Search(query="godwit")) == Dovecote(dc.layout.root).search(Search(query="godwit"))
+
+
+def test_a_memory_box_replaced_is_indexed_again_and_each_handle_keeps_its_own_index(tmp_path: Path) -> None:
+    from dovecote.store_memory import MemoryStore
+
+    dc = mail_home(tmp_path)
+    if not isinstance(dc.store, MemoryStore):
+        pytest.skip("the memory store's own replace")
+    keep = put_message(dc, "ent_a", "avocet kept", ts=T(hour=1))
+    put_message(dc, "ent_a", "avocet dropped", ts=T(hour=2))
+    assert dc.search(Search(query="avocet"))["count"] == 2
+    assert dc.warm["search"].path is None and not (dc.layout.root / "cache" / "search.sqlite").exists()
+    line = dc.store.read(entity("ent_a")).index[keep].raw
+    dc.store.replace(entity("ent_a"), [line])
+    assert ids(dc.search(Search(query="avocet"))) == [keep] and stats(dc)["box_rebuilds"] == 1
+    other = open_home(dc.layout.root)
+    assert other.search(Search(query="avocet")) == dc.search(Search(query="avocet"))
+    assert other.warm["search"] is not dc.warm["search"]

@@ -128,8 +128,11 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
     ok = dc.verify()
     assert ok.ok and "search kettle --include-terminal" in ok.checked
     dc.search(Search(query="kettle"))  # the warm handle holds the index open; now it loses a row behind our back
+    from dovecote.ops import search_texts
+
     db = sqlite3.connect(dc.layout.cache / "search.sqlite")
-    db.execute("DELETE FROM fts WHERE rowid = (SELECT MIN(rowid) FROM fts)")
+    db.create_function(search_texts.TEXT_FN, 4, search_texts.text_of)  # the index's content view needs it
+    db.execute("DELETE FROM fts WHERE rowid = (SELECT MIN(rowid) FROM docs)")
     db.commit()
     db.close()
     result = dc.verify()

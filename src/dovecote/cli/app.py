@@ -20,8 +20,9 @@ import typer
 
 import dovecote
 from dovecote.cli import cmd_agents, cmd_inbox, cmd_mail, cmd_misc, cmd_reports, cmd_roster
+from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import bound_actor, home_path, opened, set_home
+from dovecote.cli.common import home_path, opened, set_home
 
 __all__ = ["app", "bound_actor", "run"]
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 from dovecote.errors import Refusal
 from dovecote.verbs import MAX_INT
 
@@ -35,17 +36,6 @@ if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typ
     from typer._click import Context, HelpFormatter
     from typer.models import CommandFunctionType
 
-#: The environment variables the CLI reads as text.
-ENV_TEXT = ("DOVECOTE_HOME", "DOVECOTE_AGENT", "DOVECOTE_ENTITY")
-
-
-def is_utf8(text: str) -> bool:
-    """False when ``text`` holds a lone surrogate (non-UTF-8 bytes in argv or the environment)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_value(label: str, value: object) -> None:

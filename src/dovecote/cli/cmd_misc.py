@@ -10,8 +10,9 @@ import typer
 
 from dovecote.api import init, merge_ledgers, open_home
 from dovecote.cli import render
+from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, bound_actor, home_path
+from dovecote.cli.common import JsonOpt, home_path
 from dovecote.cli.output import invocation, show
 from dovecote.verbs import Direction, Inbox, Sweep
 

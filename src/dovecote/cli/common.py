@@ -7,12 +7,12 @@ The CLI binds two things no verb carries: which home (``--home``) and who acts
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Optional
 
 import typer
 
-from dovecote.api import Actor, Dovecote, open_home
+from dovecote.api import Dovecote, open_home
+from dovecote.cli.actor import bound_actor
 from dovecote.verbs import Verb, choices
 
 _home: dict[str, Optional[str]] = {"path": None}
@@ -41,18 +41,6 @@ def set_home(path: Optional[str]) -> None:
 def home_path() -> Optional[str]:
     """The home named by ``--home`` (None: found the way git finds a repository)."""
     return _home["path"]
-
-
-def bound_actor() -> Actor:
-    """Who acts for this process: the one place the CLI reads its identity from the environment.
-
-    ``$DOVECOTE_AGENT`` names the agent (a report's author, a transition's actor;
-    ``--agent`` and ``--actor`` override it per call), ``$DOVECOTE_ENTITY`` the
-    entity it speaks for (the default inbox and sender), ``$USER`` the login
-    (a report's author when no agent is named).
-    """
-    env = os.environ.get
-    return Actor(agent=env("DOVECOTE_AGENT") or None, entity=env("DOVECOTE_ENTITY") or None, user=env("USER") or None)
 
 
 def opened() -> Dovecote:

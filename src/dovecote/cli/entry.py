@@ -34,6 +34,10 @@ def main() -> None:
     from dovecote.errors import DovecoteError, Refusal
 
     try:
+        from dovecote.cli.searchpath import try_search
+
+        if try_search(argv):
+            return
         from dovecote.cli.app import run
 
         run()

@@ -5,23 +5,32 @@ Law (DESIGN 1.1, reference A12). The ledgers are the authority; the index in
 The SQLite lane the /inbox skill dropped became a second authority because it
 drifted to a stale snapshot. Here the index cannot drift unnoticed:
 
-* it records, per entity box, the ledger checkpoint it has indexed (inode,
-  offset, line number, and a digest of the bytes just before the offset) and,
-  before every answer, indexes only the letters appended since
-  (``LedgerReader.resume``);
-* a replaced ledger (another inode, a shrunk file, or one whose bytes before
-  the checkpoint changed in place, even to the same size) makes that box be
-  indexed again from zero; a missing, corrupt or foreign index file is rebuilt
-  from every ledger;
-* it stores text and identity only. Lifecycle states are never stored (the
-  query module derives them, ``ops.search``).
+* it records, per entity box, the store ``Mark`` it has indexed to and, before
+  every answer, indexes only the letters ``store.tail(box, mark)`` returns;
+* the store checks the mark (the file store: the same file, the bytes before
+  the position unchanged), so a replaced or rewritten ledger comes back
+  ``fresh`` and that box is indexed again from zero; a missing, corrupt or
+  foreign index file is rebuilt from every ledger;
+* the lifecycle state of each item is kept beside the text (``search_items``),
+  replayed by the one rule as its links are tailed, so a query never folds a box.
+
+A store whose marks die with the process (the memory store) gets an index in
+memory per handle: a file would only ever be rebuilt.
 
 What is indexed: each ``message`` letter's subject, its body (inline, or the
 blob named by ``content.body_ref``) and its stored artifacts (their names,
 and their contents when they are UTF-8 text without NUL, up to
-``ARTIFACT_TEXT_MAX``). Only text values are indexed, never JSON keys, so a
+``search_texts.ARTIFACT_TEXT_MAX``). Only text values are indexed, never JSON keys, so a
 query for ``subject`` or ``routing`` finds only messages whose text holds that
 word (the defect of reference A10, where ``-q subject`` matched everything).
+
+Size (at most 0.6x the ledgers). The text is stored once: subjects in
+``docs``, bodies and attachment texts compressed ``BLOCK`` messages at a time
+in ``texts``; the ``content`` view is the FTS5 table's external content
+(snippets are cut from it), so the full-text index keeps no copy. It keeps
+which columns hold a term, not positions (``detail=column``), and no column
+sizes (no ranking). An entity is named by its box number (``e<n>``, a
+one-token column), never by its id on every row.
 
 Ordering. A row's rowid is derived from its letter's ``ts`` (milliseconds
 since the epoch, shifted left 20 bits, plus 20 bits of the id), so FTS5 yields
@@ -32,51 +41,65 @@ that is in every message. Equal milliseconds are ordered by id.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from dovecote.addresses import entity as entity_addr
-from dovecote.envelope import Envelope
+from dovecote.derive.lifecycle import LINK_KINDS
 from dovecote.errors import StoreError
-from dovecote.ledger import Checkpoint, LedgerReader
 from dovecote.letters import Letter
-from dovecote.ops import artifacts
-from dovecote.store import files_of
+from dovecote.ops import search_items
+from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
+from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
 
-#: v2: a box checkpoint keeps the digest of the bytes before its offset (an older index is rebuilt)
-SCHEMA_VERSION = "dovecote-search-v2"
+#: v3: marks, external-content text, the item table (an older index is rebuilt)
+SCHEMA_VERSION = "dovecote-search-v3"
 INDEX_FILE = "search.sqlite"
 WARM_KEY = "search"
-#: An artifact's contents are indexed when it is UTF-8 text of at most this many bytes.
-ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 _ID_BITS = 20
 _MS_MAX = (1 << (63 - _ID_BITS)) - 1
 
+#: SQLite's page cache during a (re)build, KiB: the full-text segments are merged in memory.
+BUILD_CACHE_KIB = 128 * 1024
+
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS boxes(
-    entity TEXT PRIMARY KEY, ino INTEGER NOT NULL, offset INTEGER NOT NULL, line_no INTEGER NOT NULL,
-    window TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS boxes(n INTEGER PRIMARY KEY, entity TEXT NOT NULL UNIQUE, mark BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
-    rowid INTEGER PRIMARY KEY, entity TEXT NOT NULL, id TEXT NOT NULL,
-    ts TEXT NOT NULL, subject TEXT NOT NULL, sender TEXT NOT NULL, UNIQUE(entity, id));
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, ts TEXT NOT NULL, sender TEXT NOT NULL,
+    subject TEXT NOT NULL, ent TEXT NOT NULL, blk INTEGER NOT NULL, part INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS texts(blk INTEGER PRIMARY KEY, z BLOB NOT NULL);
+CREATE VIEW IF NOT EXISTS content AS
+    SELECT d.rowid AS rid, d.subject AS subject, TEXT_FN(t.blk, t.z, d.part, 0) AS body,
+           TEXT_FN(t.blk, t.z, d.part, 1) AS attach, d.ent AS ent
+    FROM docs AS d JOIN texts AS t ON t.blk = d.blk;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    subject, body, attach, ent, tokenize = 'unicode61 remove_diacritics 2');
-"""
+    subject, body, attach, ent, content = 'content', content_rowid = 'rid', detail = column, columnsize = 0,
+    tokenize = "TOKENIZE");
+""".replace("TOKENIZE", TOKENIZE).replace("TEXT_FN", TEXT_FN) + search_items.ITEMS_DDL
+
+_encode_mark = msgspec.msgpack.Encoder().encode
+_decode_mark = msgspec.msgpack.Decoder(Mark).decode
 
 
-def ent_token(entity_id: str) -> str:
-    """One alphanumeric token naming an entity, so the tokenizer cannot split it."""
-    return "e" + hashlib.sha256(entity_id.encode()).hexdigest()[:24]
+#: A ``docs`` row: rowid, id, ts, sender, subject, body, attach, ent.
+_Doc = tuple[int, str, str, str, str, str, str, str]
+
+
+def ent_token(n: int) -> str:
+    """The one alphanumeric token naming box ``n`` in the ``ent`` column."""
+    return f"e{n}"
 
 
 def ts_key(ts: str | None, lid: str) -> int:
@@ -92,80 +115,28 @@ def ts_key(ts: str | None, lid: str) -> int:
     return (ms << _ID_BITS) | low
 
 
-def _text(data: bytes | None, limit: int) -> str:
-    """``data`` as text if it is UTF-8 without NUL and within ``limit`` bytes; else ""."""
-    if data is None or len(data) > limit or b"\x00" in data:
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
-
-
-def message_texts(dc: Context, env: Envelope) -> tuple[str, str, str]:
-    """(subject, body, attachments): the text values of a message, never its keys."""
-    body = env.body
-    if env.body_ref:
-        extra = _text(artifacts.get_bytes(dc, env.body_ref), dc.roster.limits.body_hard_limit)
-        body = f"{body}\n{extra}" if body and extra else body or extra
-    parts: list[str] = []
-    content = env.data.get("content")
-    entries = content.get("artifacts") if isinstance(content, dict) else None
-    seen: set[str] = set()
-    for a in entries if isinstance(entries, list) else ():
-        if not isinstance(a, dict) or not isinstance(a.get("ref"), str):
-            continue
-        seen.add(a["ref"])
-        if isinstance(a.get("name"), str):
-            parts.append(a["name"])
-        parts.append(_text(artifacts.get_bytes(dc, a["ref"]), ARTIFACT_TEXT_MAX))
-    for ref in env.artifact_refs:  # refs without an entry (foreign writers)
-        if ref not in seen and ref.startswith("sha256:"):
-            parts.append(_text(artifacts.get_bytes(dc, ref), ARTIFACT_TEXT_MAX))
-    return env.subject, body, "\n".join(p for p in parts if p)
-
-
 @dataclass
 class SearchIndex:
-    """The open index of one home, kept on the warm handle (``dc.warm['search']``)."""
+    """The open index of one home, kept on the warm handle (``ctx.warm['search']``)."""
 
-    path: Path
+    path: Path | None
     conn: sqlite3.Connection
     ino: int | None
     lock: threading.RLock = field(default_factory=threading.RLock)
-    #: entity -> the checkpoint this connection last saw recorded for its box
-    indexed: dict[str, Checkpoint] = field(default_factory=dict)
-    #: entity -> (ledger generation, letters seen, rowids of its DONE/NACK items held in temp.term)
-    terminal: dict[str, tuple[int, int, set[int]]] = field(default_factory=dict)
-    #: entity -> ids this connection indexed since it last updated temp.term
-    pending: dict[str, set[str]] = field(default_factory=dict)
-    #: entity -> letter id -> rowid, loaded when needed, dropped when its rows change
-    rowids: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: SQLite's ``data_version`` when this connection last looked: it moves when another
+    #: entity -> (its box number, the mark its rows are indexed to), as this connection last read them
+    boxes: dict[str, tuple[int, Mark]] = field(default_factory=dict)
+    #: SQLite's ``data_version`` when ``boxes`` was read: it moves when another
     #: connection (another process, another handle) commits to the file
     data_version: int | None = None
-    #: counters for tests and benchmarks: full rebuilds, box re-indexes, letters indexed
+    #: counters for tests and benchmarks: full rebuilds, box re-indexes, messages indexed
     stats: dict[str, int] = field(default_factory=lambda: {"rebuilds": 0, "box_rebuilds": 0, "indexed": 0})
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
 
-    def forget(self, entity_id: str) -> None:
-        """The entity's rows changed: drop what this connection derived from them."""
-        self.rowids.pop(entity_id, None)
-        self.pending.pop(entity_id, None)
-        have = self.terminal.pop(entity_id, None)
-        if have is not None:
-            self.conn.executemany("DELETE FROM temp.term WHERE rowid = ?", [(r,) for r in have[2]])
-
-    def forget_all(self) -> None:
-        self.indexed.clear()
-        self.rowids.clear()
-        self.pending.clear()
-        self.terminal.clear()
-        with contextlib.suppress(sqlite3.Error):
-            self.conn.execute("DELETE FROM temp.term")
+    def entity_of(self, n: int) -> str | None:
+        return next((e for e, (m, _) in self.boxes.items() if m == n), None)
 
 
 class Unusable(sqlite3.DatabaseError):
@@ -187,9 +158,9 @@ def unusable(e: sqlite3.Error) -> bool:
 
 
 def _connect(path: Path | None) -> sqlite3.Connection:
-    conn = sqlite3.connect(
+    conn = _register(sqlite3.connect(
         str(path) if path else ":memory:", isolation_level=None, check_same_thread=False, timeout=30.0
-    )
+    ))
     # WAL with NORMAL sync: a commit is one append, no fsync; a power cut may lose the
     # last commits, never consistency, and a lost commit only means indexing again.
     conn.execute("PRAGMA journal_mode=WAL")
@@ -202,7 +173,11 @@ def _connect(path: Path | None) -> sqlite3.Connection:
     if row[0] != SCHEMA_VERSION:
         conn.close()
         raise Unusable(f"index schema {row[0]!r} is not {SCHEMA_VERSION!r}")
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS term(rowid INTEGER PRIMARY KEY)")
+    return conn
+
+
+def _register(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.create_function(TEXT_FN, 4, text_of, deterministic=True)
     return conn
 
 
@@ -213,162 +188,203 @@ def discard(path: Path) -> None:
             os.unlink(f"{path}{suffix}")
 
 
-def _ino(path: Path) -> int | None:
+def _ino(path: Path | None) -> int | None:
+    """The index file's own inode: a warm handle notices its cache deleted or replaced."""
+    if path is None:
+        return None
     try:
         return os.stat(path).st_ino
     except OSError:
         return None
 
 
-def open_index(dc: Context) -> SearchIndex:
+def index_path(ctx: Context) -> Path | None:
+    """Where the index of ``ctx``'s home lives; None (in memory) for a store whose marks die with it."""
+    if not isinstance(ctx.store, FileStore):
+        return None
+    return ctx.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
+
+
+def open_index(ctx: Context) -> SearchIndex:
     """The warm index, reopened if its file was deleted or replaced, rebuilt if unusable."""
-    path = dc.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
-    idx: SearchIndex | None = dc.warm.get(WARM_KEY)
+    idx: SearchIndex | None = ctx.warm.get(WARM_KEY)
+    if idx is not None and idx.path is None:
+        return idx
+    try:
+        path = index_path(ctx)
+    except OSError:  # no cache folder can be made: search from memory
+        path = None
     if idx is not None and (idx.ino is None or _ino(path) == idx.ino):
         return idx
     stats = dict(idx.stats) if idx is not None else None
     if idx is not None:
         idx.close()
-    fresh = not path.exists()
-    if fresh:  # journals left by a deleted index belong to other bytes: never replay them
+    fresh = path is None or not path.exists()
+    if path is not None and fresh:  # journals left by a deleted index belong to other bytes: never replay them
         discard(path)
     try:
         conn = _connect(path)
     except sqlite3.DatabaseError as e:
         if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in _BUSY:
             raise StoreError(f"the search index {path} stayed locked: {e}") from e
-        if unusable(e):  # corrupt, foreign, or from another schema: it is only a cache
+        if path is not None and unusable(e):  # corrupt, foreign, or from another schema: it is only a cache
             discard(path)
             fresh = True
         try:
             conn = _connect(path)
         except sqlite3.Error:  # cannot be opened or made here (read-only home): search from memory
-            conn = _connect(None)
-    except OSError:  # no cache folder can be made: search from memory
-        conn = _connect(None)
+            path, conn = None, _connect(None)
     idx = SearchIndex(path, conn, _ino(path))
     if stats is not None:
         idx.stats.update(stats)
     if fresh:
         idx.stats["rebuilds"] += 1
-    dc.warm[WARM_KEY] = idx
+    ctx.warm[WARM_KEY] = idx
     return idx
 
 
-def _index_letters(dc: Context, idx: SearchIndex, entity_id: str, letters: list[Letter]) -> int:
-    """Insert the messages among ``letters``; a letter already indexed is skipped."""
+def _index_messages(
+    ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool
+) -> list[_Doc]:
+    """The ``docs`` rows of the messages among ``letters`` for box ``n``; the items they touch
+    replayed and written (the caller inserts the rows, in rowid order: packed pages).
+
+    ``taken``: the rowids given out in this transaction; ``check``: rows from before it
+    exist, so a rowid is also looked up. Two letters in the same millisecond with the
+    same 20 id bits: the later one takes the next free slot below.
+    """
     conn = idx.conn
-    ent = ent_token(entity_id)
-    known = idx.rowids.get(entity_id)
-    pending = idx.pending.setdefault(entity_id, set())
-    n = 0
+    batch = search_items.Batch(conn, n, fresh=fresh)
+    known = batch.prepare(letters, LINK_KINDS)
+    ent = ent_token(n)
+    docs: list[_Doc] = []
     for letter in letters:
-        if letter.kind != "message":
+        if letter.kind != "message" or letter.id in known:
             continue
-        if conn.execute("SELECT 1 FROM docs WHERE entity = ? AND id = ?", (entity_id, letter.id)).fetchone():
-            continue
-        env = Envelope(letter.data())
-        subject, body, attach = message_texts(dc, env)
+        env = envelope_of(letter)
+        subject, body, attach = message_texts(ctx, env)
         key = ts_key(letter.ts, letter.id)
-        while conn.execute("SELECT 1 FROM docs WHERE rowid = ?", (key,)).fetchone():
-            key -= 1  # same millisecond and same 20 id bits: take the next free slot below
+        while key in taken or (check and conn.execute("SELECT 1 FROM docs WHERE rowid = ?", (key,)).fetchone()):
+            key -= 1
+        taken.add(key)
+        docs.append((key, letter.id, letter.ts or "", env.sender or "", subject, body, attach, ent))
+        batch.message(letter, env, key)
+    batch.write()
+    idx.stats["indexed"] += len(docs)
+    return docs
+
+
+def _insert(conn: sqlite3.Connection, docs: list[_Doc]) -> None:
+    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
+    docs.sort()
+    by_box: dict[str, list[_Doc]] = {}
+    for d in docs:
+        by_box.setdefault(d[7], []).append(d)
+    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
+    texts: list[tuple[int, bytes]] = []
+    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
+    for box in by_box.values():
+        for i in range(0, len(box), BLOCK):
+            part = box[i : i + BLOCK]
+            blk += 1
+            texts.append((blk, pack([(d[5], d[6]) for d in part])))
+            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
+    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", texts)
+    rows.sort()
+    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
+                     rows)
+    conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
+                     [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
+
+
+def _drop_box(conn: sqlite3.Connection, n: int) -> bool:
+    """Remove every row of box ``n`` (its text, its items); True if it had any."""
+    had = conn.execute("SELECT 1 FROM items WHERE n = ? LIMIT 1", (n,)).fetchone() is not None
+    if had:
+        docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
         conn.execute(
-            "INSERT INTO docs(rowid, entity, id, ts, subject, sender) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, entity_id, letter.id, letter.ts or "", subject, env.sender or ""),
-        )
-        conn.execute(
-            "INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
-            (key, subject, body, attach, ent),
-        )
-        if known is not None:
-            known[letter.id] = key
-        pending.add(letter.id)
-        n += 1
-    idx.stats["indexed"] += n
-    return n
+            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
+            f" ent FROM content WHERE rid IN ({docs})", (n,))
+        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
+        conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
+        search_items.drop(conn, n)
+    return had
 
 
-_BOXES = "SELECT entity, ino, offset, line_no, window FROM boxes"
+def _stored(conn: sqlite3.Connection) -> dict[str, tuple[int, Mark]]:
+    return {e: (n, _decode_mark(m)) for n, e, m in conn.execute("SELECT n, entity, mark FROM boxes")}
 
 
-def _checkpoint(row: tuple[str, int, int, int, str]) -> Checkpoint:
-    return Checkpoint(row[1], row[2], row[3], row[4])
+def _current(have: tuple[int, Mark] | None, tail: Tail) -> bool:
+    """Does the tail from ``have`` leave the box's rows as they are?"""
+    return have is not None and tail.mark == have[1] and not tail.letters and (not tail.fresh or not have[1].position)
 
 
-def _drop_entity(idx: SearchIndex, entity_id: str) -> None:
-    conn = idx.conn
-    conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE entity = ?)", (entity_id,))
-    conn.execute("DELETE FROM docs WHERE entity = ?", (entity_id,))
-    conn.execute("DELETE FROM boxes WHERE entity = ?", (entity_id,))
-
-
-def sync(dc: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> None:
+def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) -> None:
     """Bring the index up to each entity ledger: only what was appended, or the box again.
 
-    The cheap test (is the ledger where this connection last saw the index?)
-    runs without a lock; the work runs in one write transaction that re-reads
-    the recorded checkpoints, so two processes never index a letter twice and
-    a crash leaves the previous checkpoint with the previous rows. ``prune``
-    (only when ``entities`` is the whole roster) drops the rows of entities the
-    roster no longer lists.
+    Each box is tailed from its mark without a lock; the work runs in one write
+    transaction that reads the recorded marks again (and tails again from one
+    another process moved meanwhile), so two processes never index a letter
+    twice and a crash leaves the previous marks with the previous rows.
+    ``prune`` (only when ``entities`` is the whole roster) drops the rows of
+    entities the roster no longer lists.
     """
     conn = idx.conn
     (version,) = conn.execute("PRAGMA data_version").fetchone()
     if version != idx.data_version:  # someone else wrote: trust the file, not our memory of it
-        stored = {r[0]: _checkpoint(r) for r in conn.execute(_BOXES)}
-        for e in set(idx.indexed) | set(stored):
-            if stored.get(e) != idx.indexed.get(e):
-                idx.forget(e)
-        idx.indexed = stored
+        idx.boxes = _stored(conn)
         idx.data_version = version
-    todo: list[str] = []
-    files = files_of(dc.store)
+    tails: dict[str, Tail] = {}
     for e in entities:
-        addr = entity_addr(e)
-        files.read(addr)
-        reader = files.reader(addr)
-        assert reader is not None
-        if idx.indexed.get(e) != reader.checkpoint():
-            todo.append(e)
-    if not todo and not (prune and set(idx.indexed) - set(entities)):
+        have = idx.boxes.get(e)
+        tail = ctx.store.tail(entity_addr(e), have[1] if have else None)
+        if not _current(have, tail):
+            tails[e] = tail
+    gone = set(idx.boxes) - set(entities) if prune else set()
+    if not tails and not gone:
         return
+    big = any(t.fresh and t.letters for t in tails.values())
+    if big:  # a (re)build: a crash loses the whole transaction anyway, and the old rows stay
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        stored = {r[0]: _checkpoint(r) for r in conn.execute(_BOXES)}
-        gone = set(stored) - set(entities) if prune else set()
-        for e in gone:
-            _drop_entity(idx, e)
-            idx.forget(e)
-        for e in todo:
-            path = files.path(entity_addr(e))
-            assert path is not None
-            cp = stored.get(e)
-            if cp != idx.indexed.get(e):
-                idx.forget(e)  # another process (or none yet) wrote these rows: reload what we derived
-            # a box recorded before its ledger existed (inode 0) simply starts from zero
-            began = cp is not None and cp.ino != 0
-            reader = LedgerReader.resume(path, cp) if began and cp is not None else LedgerReader(path)
-            reader.bound = files.bound_of(path)  # verify reads one fixed snapshot
-            new = reader.refresh()
-            if began and reader.generation > 0:  # the ledger was replaced: index it again
-                _drop_entity(idx, e)
-                idx.forget(e)
+        stored = _stored(conn)
+        check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
+        taken: set[int] = set()
+        docs: list[_Doc] = []
+        for e in gone & set(stored):
+            _drop_box(conn, stored[e][0])
+            conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
+            del stored[e]
+        for e, tail in tails.items():
+            cur = stored.get(e)
+            if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
+                tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
+                if _current(cur, tail):
+                    continue
+            if cur is None:
+                (n,) = conn.execute("SELECT coalesce(max(n), 0) + 1 FROM boxes").fetchone()
+            else:
+                n = cur[0]
+            if tail.fresh and cur is not None and _drop_box(conn, n):
                 idx.stats["box_rebuilds"] += 1
-                new = reader.letters
-            _index_letters(dc, idx, e, new)
-            now = reader.checkpoint()
-            conn.execute(
-                "INSERT OR REPLACE INTO boxes(entity, ino, offset, line_no, window) VALUES (?, ?, ?, ?, ?)",
-                (e, now.ino, now.offset, now.line_no, now.window),
-            )
-            stored[e] = now
+            docs += _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check)
+            conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
+                         (n, e, _encode_mark(tail.mark)))
+            stored[e] = (n, tail.mark)
+        _insert(conn, docs)
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        idx.forget_all()
+        idx.boxes.clear()
+        idx.data_version = None
         raise
-    for e in gone:
-        idx.indexed.pop(e, None)
-    for e in todo:
-        idx.indexed[e] = stored[e]
+    finally:
+        if big:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA cache_size=-2000")
+    idx.boxes = stored

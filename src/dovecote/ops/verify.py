@@ -69,9 +69,10 @@ def answers(dc: Context, now: datetime) -> dict[str, bytes]:
         view, _ = inbox.read_inbox(dc, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
     for word in search_words(dc):
-        out[f"search {word} --include-terminal"] = orjson.dumps(
-            search.search(dc, word, include_terminal=True, now=now, limit=1000)
-        )
+        for every in (True, False):  # with the filter too: the index keeps the items' states
+            out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
+                search.search(dc, word, include_terminal=every, now=now, limit=1000)
+            )
     return out
 
 
