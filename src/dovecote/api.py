@@ -24,6 +24,7 @@ from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.home import Layout, find_home
 from dovecote.ops import doctor as doctor_op
+from dovecote.ops import feed as feed_op
 from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
@@ -31,12 +32,13 @@ from dovecote.ops import tree_import as tree_import_op
 from dovecote.ops import verify as verify_op
 from dovecote.ops import view as view_op
 from dovecote.ops.distribute import Distribution, distribute
+from dovecote.ops.feed import Watch
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.ops.sweep import BoxContents, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
 
-__all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "init", "merge_ledgers", "open_home"]
+__all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "Watch", "init", "merge_ledgers", "open_home"]
 
 #: An actor for one call: an ``Actor``, or a name (the acting agent).
 ActorArg = Actor | str | None
@@ -267,6 +269,16 @@ class Dovecote:
     ) -> tree_import_op.ImportResult:
         """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
         return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
+
+    # -- the letter feed (live events; see ``ops.feed``) ------------------------------
+
+    def watch(self, cursor: str | None = None) -> Watch:
+        """A place in the feed: at ``cursor`` (a token an event carried), else at the end of every box now."""
+        return feed_op.start(self.context, cursor)
+
+    def poll(self, watch: Watch) -> list[dict[str, Any]]:
+        """The letters appended to any box since ``watch``'s place, as events; advances ``watch``."""
+        return feed_op.poll(self.context, watch)
 
     # -- search and hygiene -------------------------------------------------------
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of

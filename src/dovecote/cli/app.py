@@ -720,5 +720,11 @@ def organize_cmd(
         sys.stdout.write(texts.organize_text(result))
 
 
+# `dovecote serve` lives in its own module (the HTTP face behind it loads only when it runs).
+from dovecote.cli.cmd_serve import register as _register_serve  # noqa: E402
+
+_register_serve(app, _open)
+
+
 def run() -> Any:
     return app(prog_name="dovecote")
