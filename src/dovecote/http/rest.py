@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from starlette.requests import Request
@@ -27,8 +27,8 @@ from starlette.routing import Route as StarletteRoute
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 
-FATES = ("wet_ink", "in_flight", "fired_clay", "external")
 Fate = Literal["wet_ink", "in_flight", "fired_clay", "external"]
+FATES: tuple[str, ...] = get_args(Fate)
 Tic = Annotated[int, msgspec.Meta(ge=0, le=2**53, description="the current tic (default: the roster's tic source)")]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
 
