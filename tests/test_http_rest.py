@@ -89,7 +89,7 @@ def test_sweep_reads_without_distributing_and_filters_by_fate_box_and_class(clie
     everything = client.get("/api/v1/sweep").json()
     assert everything["distribution"] is None and dc.layout.spool.read_bytes() == spool_before
     assert len(dc.store.read(dc.report_boxes()[1]).letters) == len(box_before)  # nothing was filed
-    pending = client.get("/api/v1/sweep?box=pending").json()["letters"]
+    pending = client.get("/api/v1/sweep?box=spool").json()["letters"]
     assert [row["class"] for row in pending] == ["win"] and pending[0]["box"] is None
     flight = client.get("/api/v1/sweep?fate=in_flight").json()
     assert [r["fate"] for r in flight["letters"]] == ["in_flight"]
@@ -150,7 +150,8 @@ def test_a_bad_event_cursor_is_refused_before_the_stream_opens(client: TestClien
         assert_error_shape(client.get("/api/v1/events", headers={"Last-Event-ID": bad}), 400, "invalid_field")
 
 
-@pytest.mark.parametrize(("fault", "status", "reason"), [(_store_down, 503, "io_error"), (_boom, 500, "internal_error")])
+@pytest.mark.parametrize(("fault", "status", "reason"),
+                         [(_store_down, 503, "io_error"), (_boom, 500, "internal_error")])
 def test_a_store_failure_and_a_bug_are_the_error_shape_too(dc: Dovecote, monkeypatch: pytest.MonkeyPatch,
                                                            fault: Any, status: int, reason: str) -> None:
     monkeypatch.setattr(Dovecote, "doctor", fault)

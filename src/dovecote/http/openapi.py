@@ -31,7 +31,7 @@ ERROR_STATUSES = {
 }
 
 
-def _param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]]:
+def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]]:
     """The properties of a parameter type and which are required, ``null`` dropped (absent means default)."""
     _, components = msgspec.json.schema_components([kind], ref_template=REF)
     props = components[kind.__name__]
@@ -51,7 +51,7 @@ def _param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str
 
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     in_path = set(re.findall(r"{(\w+)}", route.path))
-    props, required = _param_schemas(route.params)
+    props, required = param_schemas(route.params)
     parameters = []
     for name, prop in props.items():
         where = "path" if name in in_path else "query"

@@ -68,8 +68,9 @@ def error_page(request: Request, body: dict[str, Any]) -> Response:
 
 def overview(dc: Dovecote) -> dict[str, Any]:
     """Everything the overview shows, read in one go."""
-    result = dc.sweep(distribute=False)
-    head = {k: v for k, v in result.to_dict().items() if k != "letters"}
+    swept = dc.sweep(distribute=False, include_all=True).to_dict()
+    head = {k: v for k, v in swept.items() if k != "letters"}
+    head["in_spool_only"] = sum(1 for row in swept["letters"] if row.get("box") is None)
     inboxes = [{"id": e["id"], "role": e["role"], "counts": dc.inbox(e["id"])["counts"]} for e in dc.entities()]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
             "doctor": dc.doctor()["mailbox"]}
@@ -106,7 +107,7 @@ class Pages:
     async def triage(self, request: Request) -> Response:
         p = rest.parse(rest.SweepParams, request)
         result = await self.run(rest.sweep, p)
-        return self._page(request, "triage.html", result=result, fates=rest.FATES, pending=rest.PENDING)
+        return self._page(request, "triage.html", result=result, fates=rest.FATES, spool=rest.SPOOL)
 
     async def entity(self, request: Request) -> Response:
         p = rest.parse(EntityParams, request)

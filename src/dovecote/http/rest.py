@@ -41,13 +41,13 @@ class NoParams(Params):
     pass
 
 
-#: The ``box`` filter's name for letters still in the spool (distribution has no box for them).
-PENDING = "pending"
+#: The ``box`` filter's name for letters only in the spool (not distributed yet, or pending: no box takes them).
+SPOOL = "spool"
 
 
 class SweepParams(Params):
     fate: Fate | None = None
-    box: Annotated[str | None, msgspec.Meta(description=f"a box address, or {PENDING} (not yet distributed)")] = None
+    box: Annotated[str | None, msgspec.Meta(description=f"a box address, or {SPOOL} (letters in no box yet)")] = None
     klass: Annotated[str | None, msgspec.Meta(description="a report class, e.g. bug")] = msgspec.field(
         default=None, name="class")
     all: bool = False
@@ -115,8 +115,8 @@ def sweep(dc: Dovecote, p: SweepParams) -> dict[str, Any]:
     """The sweep (no distribution), its letters narrowed to one fate, box and/or class."""
     include_all = p.all or p.fate in ("fired_clay", "external")
     out = dc.sweep(distribute=False, include_all=include_all).to_dict()
-    want = {"fate": p.fate, "box": None if p.box == PENDING else p.box, "class": p.klass}
-    given = {k: v for k, v in want.items() if v is not None or (k == "box" and p.box == PENDING)}
+    want = {"fate": p.fate, "box": None if p.box == SPOOL else p.box, "class": p.klass}
+    given = {k: v for k, v in want.items() if v is not None or (k == "box" and p.box == SPOOL)}
     if given:
         out["letters"] = [row for row in out["letters"] if all(row.get(k) == v for k, v in given.items())]
     out["filter"] = {"fate": p.fate, "box": p.box, "class": p.klass, "all": include_all}

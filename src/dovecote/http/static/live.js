@@ -6,7 +6,10 @@
   var status = document.getElementById("live");
   function say(text, state) { if (status) { status.textContent = text; status.dataset.state = state; } }
   var busy = false, again = false;
-  function ids(root) { var s = new Set(); root.querySelectorAll("[data-id]").forEach(function (e) { s.add(e.dataset.id); }); return s; }
+  // Rows this page has shown, and when each new one arrived: it stays marked "fresh" for a few
+  // seconds, across the refreshes that the other letters of the same act (a send's record) cause.
+  var shown = new Set(), arrived = new Map(), FRESH_MS = 4000;
+  document.querySelectorAll("main [data-id]").forEach(function (e) { shown.add(e.dataset.id); });
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
@@ -17,9 +20,14 @@
         var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
         var main = document.querySelector("main");
         if (!fresh || !main) { return; }
-        var known = ids(main), focused = document.activeElement, href = focused && main.contains(focused) ? focused.getAttribute("href") : null;
+        var focused = document.activeElement, href = focused && main.contains(focused) ? focused.getAttribute("href") : null;
         main.replaceWith(fresh);
-        fresh.querySelectorAll("[data-id]").forEach(function (e) { if (!known.has(e.dataset.id)) { e.classList.add("fresh"); } });
+        var now = Date.now();
+        fresh.querySelectorAll("[data-id]").forEach(function (e) {
+          var id = e.dataset.id;
+          if (!shown.has(id)) { shown.add(id); arrived.set(id, now); }
+          if (arrived.has(id) && now - arrived.get(id) < FRESH_MS) { e.classList.add("fresh"); }
+        });
         if (href) { var back = fresh.querySelector('[href="' + CSS.escape(href) + '"]'); if (back) { back.focus(); } }
       })
       .catch(function () { say("offline", "down"); })
