@@ -176,3 +176,16 @@ def test_openapi_lists_every_route_with_its_parameters(client: TestClient) -> No
     assert sweep["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
     assert set(doc["components"]["schemas"]["ErrorBody"]["required"]) == {"ok", "error", "reason", "detail", "status"}
     assert doc == openapi.document()
+
+
+def test_an_entity_added_by_another_process_is_served_at_once(client: TestClient, dc: Dovecote) -> None:
+    w = client.get("/api/v1/entities").json()
+    other = Dovecote(dc.layout.root)  # another process, in effect
+    other.add_entity("ent_late", role="reviewer")
+    assert client.get("/api/v1/entities").json() == [*w, {"id": "ent_late", "role": "reviewer"}]
+    assert client.get("/api/v1/entities/ent_late/inbox").json()["counts"]["inbound"] == 0
+    watch = dc.watch()
+    other.send(to="ent_late", sender="ent_ops", subject="welcome", body="b", current=100)
+    dc.refresh()
+    assert sorted((e["box"], e["kind"]) for e in dc.poll(watch)) == [("entity:ent_late", "message"),
+                                                                     ("entity:ent_ops", "sent")]

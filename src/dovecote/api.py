@@ -56,6 +56,7 @@ class Dovecote:
     def __init__(
         self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now, store: Store | None = None
     ) -> None:
+        self._stamp = _stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
         self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
 
     @property
@@ -83,7 +84,20 @@ class Dovecote:
         who = self.context.actor.naming(actor) if isinstance(actor, str) else actor
         return self.context.at(now, who)
 
+    def refresh(self) -> bool:
+        """Read the roster again if ``config.toml`` changed on disk since it was read; True if it had.
+
+        A CLI command opens a new handle each time; a long-lived face (the server)
+        calls this before each call, so a project or entity added by another
+        process is seen (the warm readers and folds are kept).
+        """
+        if _stamp(self.layout.config) == self._stamp:
+            return False
+        self._load_roster()
+        return True
+
     def _load_roster(self) -> None:
+        self._stamp = _stamp(self.layout.config)
         old = self.context
         roster = roster_mod.load(old.layout.config)
         store = old.store.for_roster(roster)  # warm readers kept: the ledgers did not change
@@ -316,6 +330,15 @@ class Dovecote:
         from dovecote.ops import organize as organize_op
 
         return organize_op.organize(self.context, entity_id, apply=apply, current=current, now=now)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a changed file from the one read: inode, size, modification time."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _address(address: str | Address) -> Address:

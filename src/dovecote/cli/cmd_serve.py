@@ -102,4 +102,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sys.stdout.flush()
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
                                 lifespan="off")
-        uvicorn.Server(config).run(sockets=[sock])
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            sock.close()

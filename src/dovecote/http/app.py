@@ -46,7 +46,8 @@ WRITES = frozenset({"login"})
 
 
 class Runner:
-    """Calls on the handle, each in a worker thread, one at a time (the handle's folds are not shared-safe)."""
+    """Calls on the handle, each in a worker thread, one at a time (the handle's folds are not shared-safe),
+    each on the roster as it is on disk now."""
 
     def __init__(self, handle: Dovecote) -> None:
         self.handle = handle
@@ -55,7 +56,11 @@ class Runner:
     async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
         if self._limiter is None:  # made on the event loop that uses it
             self._limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(functools.partial(fn, self.handle, *args), limiter=self._limiter)
+        return await anyio.to_thread.run_sync(functools.partial(self._call, fn, *args), limiter=self._limiter)
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self.handle.refresh()  # a project or entity another process added is seen at once
+        return fn(self.handle, *args)
 
 
 class Guard:
