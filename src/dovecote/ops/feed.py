@@ -8,10 +8,11 @@ vector is given exactly the letters after it, none missed, none twice. The
 vector is written as an opaque token (``encode_cursor``), which the server
 uses as the SSE event id, so ``Last-Event-ID`` resumes.
 
-Between polls a ``Watch`` keeps one store ``Mark`` per box, so a poll reads
-only what was appended since (``store.tail``: a size check when nothing is
-new), never a whole ledger again; a box is read whole only when a watch has
-no mark for it yet (its first poll after a resume) or its mark fails.
+Between polls a ``Watch`` keeps one store cursor per box, so a poll reads only
+what was appended since (through the handle's warm readers: a size check when
+nothing is new), never a whole ledger again. A watch with no cursor for a box
+yet (its first poll after a resume) takes the box from the warm reader, which
+read the file once for the whole process, and skips the letters it counted.
 
 For entity mail each event also carries the item's state, read from the warm
 inbox fold after the poll: the state now, which is the state after that
@@ -37,7 +38,7 @@ from dovecote.ops.tics import current_tic
 if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.letters import Letter
-    from dovecote.store import Mark, Where
+    from dovecote.store import Cursor, Where
 
 SPOOL = "spool"
 #: A cursor token is short text; anything longer is not one this feed wrote.
@@ -70,7 +71,7 @@ class Watch:
     """One reader's place in the feed: letters given per box, and where each box's last read stopped."""
 
     counts: dict[str, int]
-    marks: dict[str, Mark] = field(default_factory=dict)
+    cursors: dict[str, Cursor] = field(default_factory=dict)
 
     @property
     def cursor(self) -> str:
@@ -91,19 +92,19 @@ def start(ctx: Context, cursor: str | None) -> Watch:
         return Watch(decode_cursor(cursor))
     w = Watch({})
     for label, where in sources(ctx):
-        t = ctx.store.tail(where, None)
-        w.counts[label], w.marks[label] = len(t.letters), t.mark
+        read = ctx.store.read(where)
+        w.counts[label], w.cursors[label] = len(read.letters), read.cursor
     return w
 
 
 def _new(ctx: Context, w: Watch, label: str, where: Where) -> list[Letter]:
-    """The letters of one box past the watch's count, advancing its mark."""
-    mark = w.marks.get(label)
-    t = ctx.store.tail(where, mark)
-    w.marks[label] = t.mark
-    if mark is None or t.fresh:  # the whole box: skip what the reader was given
-        return list(t.letters[w.counts.get(label, 0):])
-    return list(t.letters)
+    """The letters of one box past the watch's count, advancing its cursor."""
+    cursor = w.cursors.get(label)
+    read = ctx.store.read(where, after=cursor)
+    w.cursors[label] = read.cursor
+    if cursor is None or read.fresh:  # the whole box: skip what the reader was given
+        return list(read.letters[w.counts.get(label, 0):])
+    return list(read.letters)
 
 
 def _kind(letter: Letter) -> str:
