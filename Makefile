@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,17 +14,29 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# Builds (or tops up) the demo home, then serves it in the foreground until Ctrl-C.
 run: $(VENV)/.installed
 	$(BIN)/dovecote demo $(DEMO)
 	@echo "dovecote is installed in $(BIN)/, which is not on PATH: run '. $(BIN)/activate' to type plain 'dovecote'"
+	@echo
+	$(BIN)/dovecote --home $(DEMO)/.dovecote serve $(SERVE)
+
+# The browser tests drive Debian's chromium (no browser download: this machine reaches none).
+CHROMIUM ?= /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -q && apt-get install -y -q chromium
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
 # Two workers: this machine has two cores, and the suite's real processes wait on disks more than on CPUs.
-test: lint
+test: lint | $(CHROMIUM)
 	$(BIN)/pytest -n 2
+
+# The README's pictures of the Human View, taken by the browser test.
+screenshots: $(VENV)/.installed | $(CHROMIUM)
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py -k screenshot -q
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

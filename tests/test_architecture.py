@@ -24,11 +24,19 @@ CLI_MAY_IMPORT = frozenset(
 )
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
-CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"})}
+CLI_EXCEPTIONS = {
+    "dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"}),
+    # `serve` starts the HTTP face: the one command that stands a second face up.
+    "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session"}),
+}
+#: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI.
+HTTP_MAY_IMPORT = CLI_MAY_IMPORT
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
-ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.__init__", "dovecote.__main__")
+ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.http", "dovecote.__init__", "dovecote.__main__")
+#: The faces: nothing below the handle imports one.
+FACES = ("dovecote.cli", "dovecote.http")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).
 AMBIENT = {
     "os": frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}),
@@ -127,7 +135,7 @@ def test_ops_and_derive_never_import_the_handle_or_a_face() -> None:
     assert _breaking(
         "ops/derive above themselves",
         lambda name, imp: _under(name, "dovecote.ops", "dovecote.derive")
-        and _under(imp, "dovecote.api", "dovecote.cli"),
+        and _under(imp, "dovecote.api", *FACES),
     ) == []
 
 
@@ -136,7 +144,7 @@ def test_nothing_below_the_handle_imports_it_or_a_face_or_ops() -> None:
     assert _breaking(
         "below ops",
         lambda name, imp: not _under(name, "dovecote.ops", *ABOVE_OPS)
-        and _under(imp, "dovecote.api", "dovecote.cli", "dovecote.ops"),
+        and _under(imp, "dovecote.api", *FACES, "dovecote.ops"),
     ) == []
 
 
@@ -145,7 +153,7 @@ def test_derive_is_pure_of_store_ledger_and_ops() -> None:
         "derive is pure",
         lambda name, imp: _under(name, "dovecote.derive")
         and _under(imp, "dovecote.ops", "dovecote.store", "dovecote.ledger", "dovecote.context", "dovecote.api",
-                   "dovecote.cli"),
+                   *FACES),
     ) == []
 
 
@@ -156,6 +164,19 @@ def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
         return imp not in CLI_MAY_IMPORT and imp not in CLI_EXCEPTIONS.get(name, frozenset())
 
     assert _breaking("cli goes around the handle", outside) == []
+
+
+def test_the_http_face_imports_only_the_handle_and_its_own_modules() -> None:
+    def outside(name: str, imp: str) -> bool:
+        if not _under(name, "dovecote.http") or not _under(imp, "dovecote") or _under(imp, "dovecote.http"):
+            return False
+        return imp not in HTTP_MAY_IMPORT
+
+    assert _breaking("http goes around the handle", outside) == []
+
+
+def test_the_http_face_is_scanned() -> None:
+    assert {"dovecote.http.app", "dovecote.http.rest", "dovecote.http.events", "dovecote.http.pages"} <= set(MODULES)
 
 
 def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:

@@ -33,6 +33,7 @@ NOT_VERBS = {
     ("init",): "creates a home; there is no handle before it",
     ("demo",): "builds a demo home and prints several verbs' answers",
     ("merge-driver",): "git calls it with three file paths; it unions ledgers, below any home",
+    ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
        for k in ("session-start", "prompt", "stop")},
     # Added by the waking-agents work before the verbs existed; they become verbs with the server (issue 8).

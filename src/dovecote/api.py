@@ -29,6 +29,7 @@ from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
 from dovecote.ops.distribute import Distribution, distribute
+from dovecote.ops.feed import Watch
 from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.routing import RosterIndex
@@ -47,7 +48,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.tokens import Principal, TokenRow
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "Watch", "inbox_injection", "init", "merge_ledgers",
+    "open_home",
 ]
 
 #: An actor for one call: an ``Actor``, or a name (the acting agent).
@@ -66,6 +68,7 @@ class Dovecote:
     def __init__(
         self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now, store: Store | None = None
     ) -> None:
+        self._stamp = _stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
         self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
 
     @property
@@ -93,7 +96,20 @@ class Dovecote:
         who = self.context.actor.naming(actor) if isinstance(actor, str) else actor
         return self.context.at(now, who)
 
+    def refresh(self) -> bool:
+        """Read the roster again if ``config.toml`` changed on disk since it was read; True if it had.
+
+        A CLI command opens a new handle each time; a long-lived face (the server)
+        calls this before each call, so a project or entity added by another
+        process is seen (the warm readers and folds are kept).
+        """
+        if _stamp(self.layout.config) == self._stamp:
+            return False
+        self._load_roster()
+        return True
+
     def _load_roster(self) -> None:
+        self._stamp = _stamp(self.layout.config)
         old = self.context
         roster = roster_mod.load(old.layout.config)
         store = old.store.for_roster(roster)  # warm readers kept: the ledgers did not change
@@ -313,6 +329,20 @@ class Dovecote:
 
         return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(v.path), v.entity_id, current=v.current_tic)
 
+    # -- the letter feed (live events; see ``ops.feed``) ------------------------------
+
+    def watch(self, cursor: str | None = None) -> Watch:
+        """A place in the feed: at ``cursor`` (a token an event carried), else at the end of every box now."""
+        from dovecote.ops import feed as feed_op
+
+        return feed_op.start(self.context, cursor)
+
+    def poll(self, watch: Watch) -> list[dict[str, Any]]:
+        """The letters appended to any box since ``watch``'s place, as events; advances ``watch``."""
+        from dovecote.ops import feed as feed_op
+
+        return feed_op.poll(self.context, watch)
+
     # -- search and hygiene -------------------------------------------------------
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of
     # every other command.
@@ -406,6 +436,15 @@ class Dovecote:
         )
 
     # -- end of waking agents -------------------------------------------------------
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a changed file from the one read: inode, size, modification time."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _address(address: str | Address) -> Address:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 import dovecote
-from dovecote.cli import cmd_agents, cmd_inbox, cmd_mail, cmd_misc, cmd_reports, cmd_roster
+from dovecote.cli import cmd_agents, cmd_inbox, cmd_mail, cmd_misc, cmd_reports, cmd_roster, cmd_serve
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import home_path, opened, set_home
@@ -64,6 +64,7 @@ cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
+cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 
 
 def run() -> Any:

@@ -1,0 +1,108 @@
+"""``dovecote serve``: REST, live events and the Human View of one home, in the foreground.
+
+Loopback by default. A non-loopback ``--host`` is refused ``remote_not_allowed``
+unless ``--allow-remote``, and then the server mints a bearer token that every
+request must carry (the person at the screen uses the login link instead).
+The socket is bound before anything is printed, so the printed addresses
+answer (``--port 0`` picks a free port and prints it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import sys
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from dovecote.api import Dovecote
+from dovecote.errors import Refusal
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on (host, port); refuses ``invalid_field`` for an address that cannot be bound."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as e:
+        raise Refusal("invalid_field", f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
+    """Add ``serve`` to the CLI; ``open_handle`` opens the home the way every command does."""
+
+    @app.command("serve")
+    def serve_cmd(
+        host: Annotated[str, typer.Option("--host", help="Address to listen on (loopback unless --allow-remote).")] = (
+            "127.0.0.1"),
+        port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free one).")] = (
+            8765),
+        read_only: Annotated[bool, typer.Option("--read-only", help="Switch off every route that changes state.")] = (
+            False),
+        allow_remote: Annotated[bool, typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host; every request then needs the printed token.")] = False,
+    ) -> None:
+        """Serve REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/), until Ctrl-C.
+
+        It prints the page's address, a one-time login link that opens a session
+        for the person at the screen, and the API base.
+        """
+        remote = not is_loopback(host)
+        if remote and not allow_remote:
+            raise Refusal("remote_not_allowed", f"{host} is not a loopback address; add --allow-remote to serve it")
+        import uvicorn
+
+        from dovecote.http.app import create_app
+        from dovecote.http.session import Sessions
+
+        dc = open_handle()
+        sock = bind(host, port)
+        actual = sock.getsockname()[1]
+        url = base_url(host, actual)
+        token = secrets.token_urlsafe(32) if remote else None
+        sessions = Sessions()
+        hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
+        app = create_app(dc, read_only=read_only, token=token, hosts=hosts, sessions=sessions)
+        person = dc.context.actor.user or "operator"
+        lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
+        if read_only:
+            lines.append("  read-only: every route that changes state is switched off (no login link)")
+        else:
+            login = sessions.issue(person)
+            lines.append(f"  login:   {url}/login/{login}   (works once: opens a session for {person} in a browser)")
+        lines += [f"  api:     {url}/api/v1   (OpenAPI: {url}/openapi.json)", f"  events:  {url}/api/v1/events"]
+        if token:
+            lines.append(f"  token:   {token}   (every request: Authorization: Bearer <token>)")
+        lines.append("Ctrl-C stops it.")
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
+                                lifespan="off")
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            sock.close()

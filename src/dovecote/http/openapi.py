@@ -1,0 +1,104 @@
+"""The OpenAPI 3.1 document, generated from the route table and the msgspec types.
+
+Law: nothing here is written by hand per route. Each row of ``rest.ROUTES``
+gives its path, its parameters (the fields of its parameter type: in the path
+when the path names them, else in the query) and its answer type; msgspec
+writes the JSON schemas, and every route also answers the one error shape
+(``errors.ErrorBody``) for each 4xx/5xx it can give. The events stream is
+listed from ``events.PATH`` the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from dovecote._version import __version__
+from dovecote.http import events
+from dovecote.http.errors import ErrorBody
+from dovecote.http.rest import ROUTES, Route
+
+API = "/api/v1"
+REF = "#/components/schemas/{name}"
+#: The statuses a read route can answer besides 200, each in the error shape.
+ERROR_STATUSES = {
+    "400": "the request broke a rule (a refusal: see `reason`)",
+    "401": "the server is open to the network and the request has no valid token",
+    "404": "an address, entity, letter or route that is not there",
+    "503": "the store could not be read (io_error): try again",
+}
+
+
+def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]]:
+    """The properties of a parameter type and which are required, ``null`` dropped (absent means default)."""
+    _, components = msgspec.json.schema_components([kind], ref_template=REF)
+    props = components[kind.__name__]
+    out: dict[str, Any] = {}
+    for name, prop in props.get("properties", {}).items():
+        prop = dict(prop)
+        alts = [a for a in prop.pop("anyOf", []) if a != {"type": "null"}]
+        if len(alts) == 1:
+            prop.update(alts[0])
+        elif alts:
+            prop["anyOf"] = alts
+        if prop.get("default", 0) is None:
+            prop.pop("default")
+        out[name] = prop
+    return out, list(props.get("required", []))
+
+
+def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
+    in_path = set(re.findall(r"{(\w+)}", route.path))
+    props, required = param_schemas(route.params)
+    parameters = []
+    for name, prop in props.items():
+        where = "path" if name in in_path else "query"
+        desc = prop.pop("description", None)
+        p: dict[str, Any] = {"name": name, "in": where, "required": where == "path" or name in required,
+                             "schema": prop}
+        if desc:
+            p["description"] = desc
+        parameters.append(p)
+    (ok,), comps = msgspec.json.schema_components([route.response], ref_template=REF)
+    components.update(comps)
+    responses: dict[str, Any] = {"200": {"description": route.summary, "content": {"application/json": {"schema": ok}}}}
+    for status, why in ERROR_STATUSES.items():
+        responses[status] = {"description": why, "content": {"application/json": {"schema": {"$ref": REF.format(
+            name="ErrorBody")}}}}
+    return {"operationId": route.name, "summary": route.summary, "parameters": parameters, "responses": responses}
+
+
+def _events_operation() -> dict[str, Any]:
+    return {
+        "operationId": "events",
+        "summary": "Server-sent events: every new letter in every box; resumable with Last-Event-ID",
+        "parameters": [{
+            "name": "Last-Event-ID", "in": "header", "required": False,
+            "description": "the id of the last event received: the stream resumes right after it",
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]*$", "maxLength": 4096},
+        }],
+        "responses": {
+            "200": {"description": "an event stream (text/event-stream); each event's data is JSON",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            "400": {"description": "the Last-Event-ID is not a cursor this server wrote",
+                    "content": {"application/json": {"schema": {"$ref": REF.format(name="ErrorBody")}}}},
+        },
+    }
+
+
+def document() -> dict[str, Any]:
+    """The whole OpenAPI document (the same every call: build it once)."""
+    (_, ), components = msgspec.json.schema_components([ErrorBody], ref_template=REF)
+    paths: dict[str, Any] = {}
+    for route in ROUTES:
+        paths.setdefault(API + route.path, {})[route.method.lower()] = _operation(route, components)
+    paths[API + events.PATH] = {"get": _events_operation()}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "dovecote", "version": __version__,
+                 "description": "REST over one dovecote home: the read side of every verb."},
+        "paths": paths,
+        "components": {"schemas": components},
+    }

@@ -1,0 +1,133 @@
+"""The Human View: server-rendered pages over the handle, updated live over SSE.
+
+Law: a page is the REST answer rendered, nothing more: each page makes its
+reads through the same handle calls the API routes make (in one worker-thread
+call), and every count on a page is a link to the letters behind it. The
+templates and the one small script ship in the package: no build step, no CDN.
+``static/live.js`` listens to ``/api/v1/events`` and, on each letter, fetches
+the page again and swaps its ``<main>``, so a new row appears without a reload.
+
+Pages: ``/`` (overview: boxes and their open counts, entity inboxes, pending
+distribution, unreachable boxes, doctor), ``/triage`` (the sweep's letters by
+fate and box), ``/entities/{id}`` (one inbox), ``/entities/{id}/items/{ref}``
+(an item with its thread and history) and ``/search``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from dovecote import verbs
+from dovecote.api import Dovecote
+from dovecote.http import rest
+from dovecote.http.session import COOKIE, Sessions
+
+Run = Callable[..., Awaitable[Any]]
+
+ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("dovecote.http", "templates"),
+    autoescape=jinja2.select_autoescape(["html"]),
+    undefined=jinja2.StrictUndefined,
+)
+
+#: An inbox count -> the filter of its link: the items it counts.
+SHOW = {
+    "inbound": ("inbound", ("WAIT",)),
+    "processing": ("inbound", ("ACTIVE",)),
+    "deferred": ("inbound", ("DEFER",)),
+    "archive": ("inbound", ("DONE", "NACK")),
+    "outbound": ("outbound", ()),
+}
+
+
+class EntityParams(rest.Params):
+    id: str
+    show: Literal["inbound", "processing", "deferred", "archive", "outbound"] | None = None
+
+
+class SearchPageParams(rest.Params):
+    q: str = ""
+    entity: str | None = None
+
+
+def render(request: Request, sessions: Sessions, name: str, status: int = 200, **data: Any) -> HTMLResponse:
+    html = ENV.get_template(name).render(request=request, person=sessions.person(request), path=request.url.path,
+                                         **data)
+    return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def error_page(request: Request, body: dict[str, Any]) -> Response:
+    """A failure as a page, in the words of the error shape."""
+    sessions: Sessions = request.app.state.sessions
+    return render(request, sessions, "error.html", status=body["status"], error=body)
+
+
+def overview(dc: Dovecote) -> dict[str, Any]:
+    """Everything the overview shows, read in one go."""
+    swept = dc.sweep(verbs.Sweep(distribute=False, include_all=True)).to_dict()
+    head = {k: v for k, v in swept.items() if k != "letters"}
+    head["in_spool_only"] = sum(1 for row in swept["letters"] if row.get("box") is None)
+    inboxes = [{"id": e["id"], "role": e["role"], "counts": dc.inbox(verbs.Inbox(entity_id=e["id"]))["counts"]}
+               for e in dc.entities()]
+    return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
+            "doctor": dc.doctor()["mailbox"]}
+
+
+def entity_view(dc: Dovecote, p: EntityParams) -> dict[str, Any]:
+    direction, states = SHOW[p.show] if p.show else ("inbound", ())
+    inbox = dc.inbox(verbs.Inbox(entity_id=p.id, direction=verbs.Direction.both, include_terminal=p.show == "archive"))
+    rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
+    if states:
+        rows = [r for r in rows if r.get("state") in states]
+    return {"inbox": inbox, "rows": rows, "direction": direction, "show": p.show}
+
+
+def search_view(dc: Dovecote, p: SearchPageParams) -> dict[str, Any]:
+    found = dc.search(verbs.Search(query=p.q, entity_id=p.entity)) if p.q else None
+    return {"q": p.q, "entity": p.entity, "found": found, "entities": dc.entities()}
+
+
+class Pages:
+    """The page endpoints, bound to one runner and one session table."""
+
+    def __init__(self, run: Run, sessions: Sessions) -> None:
+        self.run = run
+        self.sessions = sessions
+
+    def _page(self, request: Request, name: str, **data: Any) -> HTMLResponse:
+        return render(request, self.sessions, name, **data)
+
+    async def overview(self, request: Request) -> Response:
+        rest.parse(rest.NoParams, request)
+        return self._page(request, "overview.html", **await self.run(overview))
+
+    async def triage(self, request: Request) -> Response:
+        p = rest.parse(rest.SweepParams, request)
+        result = await self.run(rest.sweep, p)
+        return self._page(request, "triage.html", result=result, fates=rest.FATES, spool=rest.SPOOL)
+
+    async def entity(self, request: Request) -> Response:
+        p = rest.parse(EntityParams, request)
+        return self._page(request, "entity.html", entity=p.id, **await self.run(entity_view, p))
+
+    async def item(self, request: Request) -> Response:
+        p = rest.parse(rest.ItemParams, request)
+        shown = await self.run(lambda dc, q: dc.show(verbs.Show(entity_id=q.id, ref=q.ref, current_tic=q.current)), p)
+        return self._page(request, "item.html", entity=p.id, shown=shown)
+
+    async def search(self, request: Request) -> Response:
+        p = rest.parse(SearchPageParams, request)
+        return self._page(request, "search.html", **await self.run(search_view, p))
+
+    async def login(self, request: Request) -> Response:
+        """Burn the one-time link, set the session cookie, and go to the overview."""
+        cookie, _person = self.sessions.redeem(request.path_params["token"])
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
+        return response

@@ -1,0 +1,75 @@
+"""The person at the screen: one-time login links and the session cookie they open.
+
+Law: a human gesture is made by a person, never by a token an agent holds
+(DESIGN 9). ``dovecote serve`` prints a login link; visiting it burns the
+link and sets an HttpOnly, SameSite=Strict session cookie, and only a request
+carrying that cookie (and no ``Authorization`` header: a bearer token is an
+agent's or an operator's, whatever it is) is a human session. Links and
+sessions live in this process's memory only, as SHA-256 digests compared in
+constant time: a restart signs everyone out, and a leaked log line of the
+server's memory holds no usable secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+
+from dovecote.errors import Refusal
+
+COOKIE = "dovecote_session"
+LOGIN_PATH = "/login/{token}"
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _find(table: dict[str, str], secret: str) -> str | None:
+    """The key of ``table`` equal to ``secret``'s digest, compared in constant time."""
+    want = _digest(secret)
+    return next((k for k in table if hmac.compare_digest(k, want)), None)
+
+
+@dataclass
+class Sessions:
+    """Login links not yet used, and the sessions they opened (digest -> person)."""
+
+    links: dict[str, str] = field(default_factory=dict)
+    sessions: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def issue(self, person: str) -> str:
+        """A new one-time login token for ``person`` (the path is ``LOGIN_PATH``)."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self.links[_digest(token)] = person
+        return token
+
+    def redeem(self, token: str) -> tuple[str, str]:
+        """Burn a login token: (the new session's cookie value, the person). Refuses ``invalid_login``."""
+        with self._lock:
+            key = _find(self.links, token)
+            if key is None:
+                raise Refusal("invalid_login", "this login link is unknown or was already used; ask `dovecote serve` "
+                                               "for a new one")
+            person = self.links.pop(key)
+            cookie = secrets.token_urlsafe(32)
+            self.sessions[_digest(cookie)] = person
+        return cookie, person
+
+    def person(self, request: Request) -> str | None:
+        """The person whose session ``request`` carries; None for none, and for any request with a token."""
+        if "authorization" in request.headers:
+            return None
+        cookie = request.cookies.get(COOKIE)
+        if not cookie:
+            return None
+        with self._lock:
+            key = _find(self.sessions, cookie)
+            return self.sessions[key] if key is not None else None

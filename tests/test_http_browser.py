@@ -1,0 +1,128 @@
+"""The Human View in a real browser (Playwright driving Debian's chromium) against a real ``dovecote serve``:
+a message sent from another process appears on the open inbox page without a reload; the keyboard
+reaches the search box; and a screenshot of each page (kept in docs/screenshots when
+``DOVECOTE_SCREENSHOTS`` names that folder: ``make screenshots``).
+
+Without /usr/bin/chromium the tests skip, except under CI=true, where a missing browser fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import DOVECOTE_BIN, cli_env
+from serverhelpers import ENTITY, SENDER, Server, served_home, serving
+
+pytestmark = pytest.mark.files_only
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        message = f"{CHROMIUM} is missing (make test installs Debian's chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    home = served_home(tmp_path).layout.root
+    with serving(tmp_path, home) as s:
+        yield s
+
+
+def _page(browser: Any, width: int = 1280, height: int = 800) -> Any:
+    return browser.new_page(viewport={"width": width, "height": height})
+
+
+def test_a_message_sent_from_another_process_appears_without_a_reload(browser: Any, server: Server,
+                                                                      tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    page = _page(browser)
+    page.goto(f"{server.url}/entities/{ENTITY}")
+    expect(page.locator("#live")).to_have_text("live", timeout=10_000)
+    page.evaluate("window.__same_page = true")
+    assert page.locator("#items tbody tr[data-id]").count() == 2
+    r = subprocess.run([str(DOVECOTE_BIN), "send", "--to", ENTITY, "--from", SENDER, "--subject",
+                        "arrived while you looked", "--body", "b"], env=cli_env(tmp_path, None,
+                       DOVECOTE_HOME=str(server.lines[0].split(": ", 1)[1])), capture_output=True, timeout=60,
+                       check=False)
+    assert r.returncode == 0, r.stderr.decode()
+    row = page.locator("#items tbody tr", has_text="arrived while you looked")
+    expect(row).to_be_visible(timeout=10_000)
+    expect(row).to_have_class("prio-normal unseen fresh")
+    assert page.locator("#items tbody tr[data-id]").count() == 3
+    assert page.evaluate("window.__same_page") is True  # no reload happened
+    page.close()
+
+
+def test_the_keyboard_reaches_search_and_the_links(browser: Any, server: Server) -> None:
+    page = _page(browser)
+    page.goto(server.url + "/")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("weekly")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search?q=weekly")
+    page.keyboard.press("Tab")  # the first stop is the skip link
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.close()
+
+
+PAGES = {
+    "overview": "/",
+    "triage": "/triage?all=true",
+    "inbox": f"/entities/{ENTITY}",
+    "item": None,  # the first item of the inbox
+    "search": "/search?q=rebuild",
+}
+
+
+def test_a_screenshot_of_each_page(browser: Any, tmp_path: Path) -> None:
+    """Of the demo home (``make run``), so the README shows what a newcomer sees."""
+    import httpx2 as httpx
+
+    from dovecote.api import open_home
+    from dovecote.cli.demo import build_demo
+
+    out = Path(os.environ.get("DOVECOTE_SCREENSHOTS") or tmp_path / "shots")
+    out.mkdir(parents=True, exist_ok=True)
+    home = build_demo(tmp_path / "demo")
+    open_home(home).distribute()  # as `dovecote demo` (make run) does
+    with serving(tmp_path, home) as server:
+        first = httpx.get(f"{server.url}/api/v1/entities/{ENTITY}/inbox").json()["items"][0]["id"]
+        _shoot(browser, server, first, out)
+
+
+def _shoot(browser: Any, server: Server, first: str, out: Path) -> None:
+    for name, path in PAGES.items():
+        for suffix, size in (("", (1280, 800)), ("-phone", (390, 844))):
+            if suffix and name not in ("overview", "inbox"):
+                continue
+            page = _page(browser, *size)
+            page.goto(server.url + (path or f"/entities/{ENTITY}/items/{first}"))
+            page.wait_for_selector("#live[data-state=live]")
+            target = out / f"{name}{suffix}.png"
+            page.screenshot(path=str(target), full_page=True)
+            assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            # Nothing spills sideways on a phone: the page is as wide as the screen.
+            assert page.evaluate("document.documentElement.scrollWidth") <= size[0] + 1, name
+            page.close()

@@ -1,0 +1,70 @@
+"""``dovecote serve`` as a user starts it: the addresses it prints answer, the login link works once,
+a non-loopback bind is refused without --allow-remote, and Ctrl-C stops it."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from dovecote.cli.cmd_serve import is_loopback
+from helpers import run_cli
+from serverhelpers import served_home, serving
+
+pytestmark = pytest.mark.files_only
+
+
+def test_serve_prints_where_to_look_and_each_address_answers(tmp_path: Path) -> None:
+    home = served_home(tmp_path).layout.root
+    with serving(tmp_path, home) as server:
+        assert server.lines[0] == f"dovecote serve: {home}"
+        assert server.line("page") == server.url + "/"
+        assert server.line("api") == server.url + "/api/v1"
+        page = httpx.get(server.line("page"))
+        assert page.status_code == 200 and "Not signed in" in page.text
+        assert httpx.get(server.line("api") + "/doctor").json()["mailbox"]["available"] is True
+        assert httpx.get(server.url + "/openapi.json").json()["openapi"].startswith("3.1")
+        login = server.line("login")
+        with httpx.Client(follow_redirects=True) as browser:
+            r = browser.get(login)
+            assert r.status_code == 200 and "Signed in as <strong>alice</strong>" in r.text  # $USER, after the redirect
+        assert httpx.get(login).status_code == 403  # once only
+        server.proc.send_signal(signal.SIGINT)
+        assert server.proc.wait(timeout=10) == 130  # stopped by Ctrl-C, as a shell counts it
+        assert server.proc.stderr is not None and server.proc.stderr.read() == b""  # and quietly
+
+
+def test_read_only_prints_no_login_link(tmp_path: Path) -> None:
+    home = served_home(tmp_path).layout.root
+    with serving(tmp_path, home, "--read-only") as server:
+        assert not any("login:" in x for x in server.lines)
+        assert any("read-only" in x for x in server.lines)
+        assert httpx.get(server.url + "/api/v1/boxes").status_code == 200
+
+
+def test_a_non_loopback_host_is_refused_without_allow_remote(tmp_path: Path) -> None:
+    home = served_home(tmp_path).layout.root
+    r = run_cli(tmp_path, "serve", "--host", "0.0.0.0", "--port", "0", home=home)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode().startswith("Error: remote_not_allowed: 0.0.0.0 is not a loopback address")
+
+
+def test_allow_remote_mints_a_token_every_request_needs(tmp_path: Path) -> None:
+    home = served_home(tmp_path).layout.root
+    # Bound to every address, but this test only ever talks to the loopback one.
+    with serving(tmp_path, home, "--host", "0.0.0.0", "--allow-remote") as server:
+        token = server.line("token")
+        local = server.url.replace("0.0.0.0", "127.0.0.1")
+        assert httpx.get(local + "/api/v1/doctor").status_code == 401
+        ok = httpx.get(local + "/api/v1/doctor", headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.0.1", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("0.0.0.0", False), ("10.0.0.1", False), ("example.org", False), ("::", False),
+])
+def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
