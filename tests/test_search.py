@@ -27,7 +27,7 @@ def index_path(dc: Dovecote) -> Path:
 
 
 def stats(dc: Dovecote) -> dict[str, int]:
-    return dict(dc.warm["search"].stats)
+    return dict(dc.warm[search_index.WARM_KEY].stats)
 
 
 # -- what is searched ---------------------------------------------------------------
@@ -297,9 +297,9 @@ def test_the_index_lives_in_the_cache_folder_and_on_the_warm_handle(tmp_path: Pa
     assert not index_path(dc).exists()
     dc.search("loon")
     assert index_path(dc).is_file()
-    conn = dc.warm["search"].conn
+    conn = dc.warm[search_index.WARM_KEY].conn
     dc.search("loon")
-    assert dc.warm["search"].conn is conn
+    assert dc.warm[search_index.WARM_KEY].conn is conn
 
 
 def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None:
@@ -309,11 +309,11 @@ def test_a_deleted_index_is_rebuilt_with_the_same_answer(tmp_path: Path) -> None
     finish(dc, "ent_b", ids(dc.search("plover", entity="ent_b"))[0])
     before = dc.search("plover"), dc.search("shore", include_terminal=True)
     assert stats(dc)["rebuilds"] == 1
-    for f in index_path(dc).parent.iterdir():
+    for f in index_path(dc).parent.glob("search*"):
         f.unlink()
     after_warm = dc.search("plover"), dc.search("shore", include_terminal=True)  # same handle
     assert after_warm == before and stats(dc)["rebuilds"] == 2
-    for f in index_path(dc).parent.iterdir():
+    for f in index_path(dc).parent.glob("search*"):
         f.unlink()
     cold = Dovecote(dc.layout.root)
     assert (cold.search("plover"), cold.search("shore", include_terminal=True)) == before
@@ -325,7 +325,7 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path, garbage: bytes) -> None
     dc = mail_home(tmp_path)
     mid = put_message(dc, "ent_a", "gannet")
     before = dc.search("gannet")
-    for f in index_path(dc).parent.iterdir():
+    for f in index_path(dc).parent.glob("search*"):
         f.unlink()
     index_path(dc).write_bytes(garbage)
     cold = Dovecote(dc.layout.root)

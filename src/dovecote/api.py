@@ -21,6 +21,7 @@ from dovecote import roster_edit
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
+from dovecote.folds import Registry
 from dovecote.home import Layout, find_home
 from dovecote.names import Address, check_name, parse_address
 from dovecote.ops import adopt as adopt_op
@@ -73,7 +74,7 @@ class Dovecote:
         return self.context.store
 
     @property
-    def warm(self) -> dict[str, Any]:
+    def warm(self) -> Registry:
         return self.context.warm
 
     def _ctx(self, *, now: datetime | None = None, actor: ActorArg = None) -> Context:

@@ -47,17 +47,68 @@ FLAG_OVERDUE = "OVERDUE REMINDER"
 FLAG_EXPIRING = "EXPIRING SOON"
 FLAG_EXPIRED = "EXPIRED"
 FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
+#: The kinds of letter the fold takes; every other letter in the box plays no part.
+FOLDED = frozenset({"message", "draft", "sent", *LINK_KINDS})
 
 
-@dataclass
 class Item:
-    """An inbound message and its replayed lifecycle."""
+    """An inbound message and its replayed lifecycle.
 
-    id: str
-    letter: Letter
-    env: Envelope
-    links: list[Link] = field(default_factory=list)
-    r: Replay | None = None
+    An item restored from a fold snapshot holds its state packed (``packed``)
+    and unpacks it on first use, so a cold read pays only for the items new
+    letters touch; ``env`` is decoded from the letter on first use.
+    """
+
+    __slots__ = ("_env", "_letter", "_links", "_r", "id", "packed")
+
+    def __init__(
+        self, id: str, letter: Letter | None = None, env: Envelope | None = None,
+        links: list[Link] | None = None, r: Replay | None = None, packed: bytes | None = None,
+    ) -> None:
+        self.id = id
+        self._letter = letter
+        self._env = env
+        self._links: list[Link] = [] if links is None else links
+        self._r = r
+        self.packed = packed
+
+    def _unpack(self) -> None:
+        from dovecote.derive.inbox_snapshot import unpack_item
+
+        assert self.packed is not None
+        self._letter, self._links, self._r = unpack_item(self.packed)
+        self.packed = None
+
+    @property
+    def letter(self) -> Letter:
+        if self.packed is not None:
+            self._unpack()
+        assert self._letter is not None
+        return self._letter
+
+    @property
+    def env(self) -> Envelope:
+        if self._env is None:
+            self._env = Envelope(self.letter.data())
+        return self._env
+
+    @property
+    def links(self) -> list[Link]:
+        if self.packed is not None:
+            self._unpack()
+        return self._links
+
+    @property
+    def r(self) -> Replay | None:
+        if self.packed is not None:
+            self._unpack()
+        return self._r
+
+    @r.setter
+    def r(self, value: Replay | None) -> None:
+        if self.packed is not None:
+            self._unpack()
+        self._r = value
 
     def initial(self) -> tuple[State, int | None]:
         due = self.env.defer_until_tic
@@ -102,11 +153,20 @@ class InboxBook:
         self._orphans: dict[str, list[Link]] = {}
         self.touched: set[str] = set()  # items changed since the last inbox_view
         self.view_state: ViewState | None = None
+        #: every letter id folded: a letter read again (a duplicate line after a
+        #: snapshot's mark, which the resumed read cannot know) is not folded twice
+        self.ids: set[str] = set()
+        #: which view the book's persisted snapshot holds (kept by ``foldcache``; None: not saved)
+        self.saved_view: str | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
+        ids = self.ids
         for letter in letters:
             kind = letter.kind
+            if kind not in FOLDED or letter.id in ids:
+                continue
+            ids.add(letter.id)
             if kind == "message":
                 d = letter.data()
                 env = Envelope(d)

@@ -15,10 +15,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from dovecote import folds
 from dovecote.derive.inbox import Clock, inbox_view
 from dovecote.errors import Refusal
 from dovecote.names import entity
-from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewnames import loose_files, view_dir
 from dovecote.store import files_of
@@ -69,17 +69,11 @@ def read_inbox(
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
     who = entity_id or default_entity(dc)
-    book = book_for(dc, who)
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())
-    limits = dc.roster.limits
-    view, until = inbox_view(
-        book,
-        clock,
-        limits=limits,
-        loose=len(loose_files(dc, who)),
-        include_terminal=include_terminal,
-    )
+    loose = len(loose_files(dc, who))
+    with folds.inbox(dc, who) as book:  # the view is computed under the box's fold lock
+        view, until = inbox_view(book, clock, limits=dc.roster.limits, loose=loose, include_terminal=include_terminal)
     out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
     out["counts"] = view["counts"]
     out["flags"] = view["flags"]

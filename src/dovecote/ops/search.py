@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from dovecote.derive.inbox import InboxBook
 from dovecote.derive.lifecycle import TERMINAL, effective
 from dovecote.errors import Refusal, StoreError
+from dovecote.folds import book_for, entity_address
 from dovecote.names import entity as entity_addr
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.search_index import WARM_KEY, SearchIndex, discard, ent_token, open_index, sync, unusable
 from dovecote.ops.tics import current_tic
 

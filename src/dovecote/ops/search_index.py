@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from dovecote.envelope import Envelope
 from dovecote.errors import StoreError
+from dovecote.folds import Kind
 from dovecote.ledger import Checkpoint, LedgerReader
 from dovecote.letters import Letter
 from dovecote.names import entity as entity_addr
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 #: v2: a box checkpoint keeps the digest of the bytes before its offset (an older index is rebuilt)
 SCHEMA_VERSION = "dovecote-search-v2"
 INDEX_FILE = "search.sqlite"
-WARM_KEY = "search"
+WARM_KEY: Kind[SearchIndex] = Kind("search")
 #: An artifact's contents are indexed when it is UTF-8 text of at most this many bytes.
 ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 _ID_BITS = 20

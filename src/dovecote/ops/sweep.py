@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
+from dovecote.folds import Kind
 from dovecote.ledger import Defect
 from dovecote.letters import Letter
 from dovecote.names import Address
@@ -27,7 +28,7 @@ from dovecote.store import FileStore
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.store import Where
+    from dovecote.store import Cursor, Where
 
 SCHEMA = "dovecote-sweep-v1"
 Progress = Callable[[str, int, int], None]
@@ -35,10 +36,15 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass
 class SweepState:
+    """The warm union of the sweep's sources: the fate book and where each source's read stopped."""
+
     key: tuple[object, ...] = ()
     book: FateBook | None = None
-    fed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    fed: dict[str, Cursor] = field(default_factory=dict)
     lent: bool = False  # a SweepResult holds ``book``: the next sweep feeds a copy
+
+
+SWEEP: Kind[SweepState] = Kind("sweep")
 
 
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
@@ -152,11 +158,11 @@ def _fold(
 ) -> tuple[FateBook, Boxes, list[Defect], bool] | None:
     """Feed the warm book what is new in each source; None if a file was replaced.
     The flag says whether the book was folded from nothing (and every source read)."""
-    st: SweepState = dc.warm.setdefault("sweep", SweepState())
+    st = dc.warm.get(SWEEP) or dc.warm.put(SWEEP, SweepState())
     key = (dc.roster.signature, tuple(str(s) for s in sources))
     fresh = key != st.key or st.book is None
     if fresh:
-        st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
+        st = dc.warm.put(SWEEP, SweepState(key, FateBook(dc.roster.foreign_markers)))
     assert st.book is not None
     if st.lent:  # a result still reads this book: leave it as it was, feed a copy
         st.book, st.lent = st.book.copy(), False
@@ -165,21 +171,21 @@ def _fold(
     boxes: Boxes = []
     for n, where in enumerate(sources, 1):
         label = str(where)
+        cursor = st.fed.get(label)
         try:
-            read = dc.store.read(where)
+            read = dc.store.read(where, after=cursor)
         except StoreError:
             unreachable.append(label)
             fresh = False  # nothing to snapshot: not every source was folded
             continue
-        gen, count = st.fed.get(label, (read.generation, 0))
-        if gen != read.generation:
-            dc.warm.pop("sweep")
+        if cursor is not None and read.fresh:  # replaced since: the union is folded again
+            dc.warm.pop(SWEEP)
             return None
-        if count:
-            book.add(read.letters[count:])
+        if cursor is not None:
+            book.add(read.letters)
         else:
             book.add_source(read.index)
-        st.fed[label] = (read.generation, len(read.letters))
+        st.fed[label] = read.cursor
         if isinstance(where, Address):
             boxes.append((label, dict(read.index)))  # the store's index grows in place; the result must not
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
@@ -205,7 +211,7 @@ def sweep(
     and a sweep folded from nothing writes one. Callers that need the letters
     themselves (``result.book``) pass False.
     """
-    with _collector_paused():
+    with _collector_paused(), dc.warm.lock_of(SWEEP):
         return _sweep(dc, do_distribute, include_all, progress, persisted)
 
 
@@ -226,7 +232,7 @@ def _sweep(
     receipt = distribute(dc) if do_distribute else None
     sources, unreachable = _sources(dc)
     files = isinstance(dc.store, FileStore)
-    if persisted and files and not include_all and "sweep" not in dc.warm:
+    if persisted and files and not include_all and SWEEP not in dc.warm:
         resumed = _resume(dc, sources, progress)
         if resumed is not None:
             fold, malformed = resumed

@@ -82,11 +82,11 @@ def ledgers(dc: Context) -> list[Where]:
 
 def search_words(dc: Context, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
-    from dovecote.ops.books import book_for
+    from dovecote import folds
 
     words: set[str] = set()
     for e in dc.roster.entities:
-        for item in book_for(dc, e.id).items.values():
+        for item in folds.book_for(dc, e.id).items.values():
             words.update(w.lower() for w in item.env.subject.split() if w.isalnum() and len(w) >= 4)
     return sorted(words)[:most]
 
