@@ -173,8 +173,10 @@ class Registry:
             old = got if got is not None and not fresh else None
             if fresh or (got is None and base is None):
                 fold = make()
+            elif got is not None:
+                fold = got.fold
             else:
-                fold = got.fold if got is not None else cast(F, base)
+                fold = cast(F, base)
             if letters:
                 add(fold, letters)
             since = (old.since_saved if old is not None else 0) + len(letters)

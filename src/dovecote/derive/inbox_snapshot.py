@@ -115,8 +115,8 @@ def dumps(book: InboxBook) -> bytes:
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
         {ref: [list(astuple(lk)) for lk in links] for ref, links in book._orphans.items()},
-        list(book.ids),
-        list(book.touched),
+        sorted(book.ids),
+        sorted(book.touched),
         None if book.view_state is None else _view(book.view_state),
     )
     return _encode(snap)
