@@ -78,11 +78,12 @@ def load_inbox(ctx: Context, entity_id: str) -> tuple[InboxBook, Mark] | None:
         path = path_of(ctx, entity_id, create=False)
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
             data = f.read()
-        size = int.from_bytes(data[:4], "little")
-        head = _decode_head(data[4 : 4 + size])
+        view = memoryview(data)  # slices of a view copy nothing
+        size = int.from_bytes(view[:4], "little")
+        head = _decode_head(view[4 : 4 + size])
         if head.version != VERSION or head.roster != ctx.roster.signature or head.entity != entity_id:
             return None
-        book = inbox_snapshot.loads(data[4 + size :])
+        book = inbox_snapshot.loads(view[4 + size :])
     except (OSError, StoreError, msgspec.DecodeError, ValueError, TypeError, KeyError):
         return None
     if book.entity != entity_id:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import msgspec
+
 from dovecote.derive.lifecycle import (
     LINK_KINDS,
     PRIORITY_RANK,
@@ -51,64 +53,62 @@ FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 FOLDED = frozenset({"message", "draft", "sent", *LINK_KINDS})
 
 
-class Item:
+#: The ``packed`` of an item whose state is unpacked.
+UNPACKED = b""
+
+
+class Item(msgspec.Struct, array_like=True):
     """An inbound message and its replayed lifecycle.
 
-    An item restored from a fold snapshot holds its state packed (``packed``)
-    and unpacks it on first use, so a cold read pays only for the items new
-    letters touch; ``env`` is decoded from the letter on first use.
+    An item restored from a fold snapshot holds its state packed (``packed``:
+    msgspec builds ten thousand of these in C) and unpacks it on first use, so a
+    cold read pays only for the items new letters touch; ``env`` is decoded
+    from the letter on first use.
     """
 
-    __slots__ = ("_env", "_letter", "_links", "_r", "id", "packed")
-
-    def __init__(
-        self, id: str, letter: Letter | None = None, env: Envelope | None = None,
-        links: list[Link] | None = None, r: Replay | None = None, packed: bytes | None = None,
-    ) -> None:
-        self.id = id
-        self._letter = letter
-        self._env = env
-        self._links: list[Link] = [] if links is None else links
-        self._r = r
-        self.packed = packed
+    id: str
+    packed: bytes = UNPACKED  # msgpack ``bin`` (length-prefixed: decoding skips it whole); empty: unpacked
+    letter_: Letter | None = None
+    env_: Envelope | None = None
+    links_: list[Link] = []
+    r_: Replay | None = None
 
     def _unpack(self) -> None:
         from dovecote.derive.inbox_snapshot import unpack_item
 
-        assert self.packed is not None
-        self._letter, self._links, self._r = unpack_item(self.packed)
-        self.packed = None
+        self.letter_, self.links_, self.r_ = unpack_item(self.packed)
+        self.packed = UNPACKED
 
     @property
     def letter(self) -> Letter:
-        if self.packed is not None:
+        if self.packed:
             self._unpack()
-        assert self._letter is not None
-        return self._letter
+        assert self.letter_ is not None
+        return self.letter_
 
     @property
     def env(self) -> Envelope:
-        if self._env is None:
-            self._env = Envelope(self.letter.data())
-        return self._env
+        if self.env_ is None:
+            self.env_ = Envelope(self.letter.data())
+        return self.env_
 
     @property
     def links(self) -> list[Link]:
-        if self.packed is not None:
+        if self.packed:
             self._unpack()
-        return self._links
+        return self.links_
 
     @property
     def r(self) -> Replay | None:
-        if self.packed is not None:
+        if self.packed:
             self._unpack()
-        return self._r
+        return self.r_
 
     @r.setter
     def r(self, value: Replay | None) -> None:
-        if self.packed is not None:
+        if self.packed:
             self._unpack()
-        self._r = value
+        self.r_ = value
 
     def initial(self) -> tuple[State, int | None]:
         due = self.env.defer_until_tic
@@ -170,7 +170,7 @@ class InboxBook:
             if kind == "message":
                 d = letter.data()
                 env = Envelope(d)
-                item = Item(letter.id, letter, env)
+                item = Item(letter.id, letter_=letter, env_=env)
                 self.items[letter.id] = item
                 mid = env.message_id
                 if mid and mid not in self.alias:

@@ -50,7 +50,7 @@ class View(msgspec.Struct, array_like=True):
 
 class Book(msgspec.Struct, array_like=True):
     entity: str
-    items: list[tuple[str, msgspec.Raw]]
+    items: dict[str, Item]  # each ``[id, packed]``: built in C, unpacked on first use
     alias: dict[str, str]
     drafts: list[bytes]
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
@@ -76,7 +76,7 @@ def _letter(raw: bytes) -> Letter:
 
 def pack_item(item: Item) -> bytes:
     """One item's letter, links and replay (links by id inside the replay)."""
-    if item.packed is not None:
+    if item.packed:
         return item.packed
     r = item.r
     replay = None if r is None else [
@@ -109,7 +109,7 @@ def dumps(book: InboxBook) -> bytes:
     """The book's whole state (see the module docstring)."""
     snap = Book(
         book.entity,
-        [(iid, msgspec.Raw(pack_item(item))) for iid, item in book.items.items()],
+        {iid: Item(iid, pack_item(item)) for iid, item in book.items.items()},
         book.alias,
         [d.letter.raw for d in book.drafts.values()],
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
@@ -122,11 +122,11 @@ def dumps(book: InboxBook) -> bytes:
     return _encode(snap)
 
 
-def loads(data: bytes) -> InboxBook:
+def loads(data: bytes | memoryview) -> InboxBook:
     """Inverse of ``dumps``: items stay packed until first used."""
     snap = _decode_book(data)
     book = InboxBook(snap.entity)
-    book.items = {iid: Item(iid, packed=bytes(blob)) for iid, blob in snap.items}
+    book.items = snap.items
     book.alias = snap.alias
     for raw in snap.drafts:
         lt = _letter(raw)
