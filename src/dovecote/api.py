@@ -14,28 +14,29 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import roster as roster_mod
-from dovecote import roster_edit
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.folds import Registry
 from dovecote.home import Layout, find_home
 from dovecote.names import Address, check_name, parse_address
-from dovecote.ops import adopt as adopt_op
-from dovecote.ops import doctor as doctor_op
-from dovecote.ops import inbox as inbox_op
-from dovecote.ops import mail
-from dovecote.ops import report as report_op
-from dovecote.ops import verify as verify_op
-from dovecote.ops import view as view_op
-from dovecote.ops.distribute import Receipt, distribute
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
-from dovecote.ops.sweep import BoxView, Progress, SweepResult, box, sweep
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
+
+# Each use case is imported by the method that runs it: a hook that reads one inbox
+# loads the inbox's modules, not the sweep's, the view's or the adoption's.
+if TYPE_CHECKING:
+    from dovecote import roster_edit
+    from dovecote.ops import adopt as adopt_op
+    from dovecote.ops import mail
+    from dovecote.ops import verify as verify_op
+    from dovecote.ops import view as view_op
+    from dovecote.ops.distribute import Receipt
+    from dovecote.ops.sweep import BoxView, Progress, SweepResult
 
 __all__ = ["FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "init", "merge_ledgers", "open_home"]
 
@@ -90,6 +91,8 @@ class Dovecote:
 
     def _edit_roster(self, change: roster_edit.Change) -> None:
         """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
+        from dovecote import roster_edit
+
         roster_edit.edit(self.layout.config, change)
         self._load_roster()
 
@@ -107,6 +110,8 @@ class Dovecote:
             check_name(a, "alias")
         p = roster_mod.Project(name, roster_mod.given_root(root), tuple(aliases), box_in_repo)
 
+        from dovecote import roster_edit
+
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
             new = roster_mod.with_project(r, p)
             roster_edit.append_table(doc, "projects", roster_edit.project_fields(p))
@@ -117,6 +122,8 @@ class Dovecote:
 
     def add_entity(self, entity_id: str, role: str | None = None) -> roster_mod.Entity:
         e = roster_mod.Entity(check_name(entity_id, "entity id"), role)
+
+        from dovecote import roster_edit
 
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
             new = roster_mod.with_entity(r, e)
@@ -156,6 +163,8 @@ class Dovecote:
         self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
     ) -> Use:
         """One removal under the roster lock: decide on the roster read there, refuse if used, drop the table."""
+        from dovecote import roster_edit
+
         found: list[Use] = []
 
         def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
@@ -182,6 +191,8 @@ class Dovecote:
 
     def default_entity(self, *, actor: ActorArg = None) -> str:
         """The entity a call that names none is about: the actor's, else the only one."""
+        from dovecote.ops import inbox as inbox_op
+
         return inbox_op.default_entity(self._ctx(actor=actor))
 
     # -- field reports ----------------------------------------------------------
@@ -190,38 +201,56 @@ class Dovecote:
         self, objs: list[Any], *, agent: str | None = None, actor: ActorArg = None, now: datetime | None = None
     ) -> list[tuple[str, bool]]:
         """Append field reports to the spool; one without an author is by ``agent``, else by the actor."""
+        from dovecote.ops import report as report_op
+
         return report_op.report(self._ctx(now=now, actor=actor), objs, agent=agent)
 
     def distribute(self) -> Receipt:
+        from dovecote.ops.distribute import distribute
+
         return distribute(self.context)
 
     def sweep(
         self, *, distribute: bool = True, include_all: bool = False, progress: Progress | None = None
     ) -> SweepResult:
+        from dovecote.ops.sweep import sweep
+
         return sweep(self.context, do_distribute=distribute, include_all=include_all, progress=progress)
 
     def box(self, address: str | Address, *, include_all: bool = False) -> BoxView:
+        from dovecote.ops.sweep import box
+
         return box(self.context, _address(address), include_all=include_all)
 
     def doctor(self, now: datetime | None = None) -> dict[str, Any]:
+        from dovecote.ops import doctor as doctor_op
+
         return doctor_op.doctor(self.context, now)
 
     def verify(self, *, now: datetime | None = None) -> verify_op.VerifyResult:
+        from dovecote.ops import verify as verify_op
+
         return verify_op.verify(self._ctx(now=now))
 
     # -- entity mail --------------------------------------------------------------
 
     def send(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
         """Deliver a message (see ``ops.mail.compose`` for the fields); from the actor unless ``sender``."""
+        from dovecote.ops import mail
+
         return mail.send(self._ctx(now=now, actor=actor), **fields)
 
     def draft(self, *, actor: ActorArg = None, now: datetime | None = None, **fields: Any) -> mail.Sent:
         """Write an outbound draft into the sender's box."""
+        from dovecote.ops import mail
+
         return mail.draft(self._ctx(now=now, actor=actor), **fields)
 
     def outbox_send(
         self, sender: str | None = None, *, actor: ActorArg = None, now: datetime | None = None
     ) -> list[dict[str, Any]]:
+        from dovecote.ops import mail
+
         return mail.outbox_send(self._ctx(now=now, actor=actor), sender)
 
     def transition(
@@ -229,6 +258,8 @@ class Dovecote:
         **options: Any,
     ) -> mail.Transition:
         """claim, complete, defer, undefer, nack or seen, as a compare-and-swap; by the actor, else the entity."""
+        from dovecote.ops import mail
+
         return mail.transition(self._ctx(now=now, actor=actor), entity_id, ref, kind, **options)
 
     def inbox(
@@ -244,10 +275,14 @@ class Dovecote:
 
         A face that caches its rendering keeps it until then.
         """
+        from dovecote.ops import inbox as inbox_op
+
         return inbox_op.read_inbox(self._ctx(actor=actor), entity_id, now=now, **options)
 
     def inbox_dependencies(self, entity_id: str) -> list[str]:
         """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
+        from dovecote.ops import inbox as inbox_op
+
         return inbox_op.dependencies(self.context, entity_id)
 
     def show(
@@ -260,6 +295,8 @@ class Dovecote:
 
     def view(self, entity_id: str | None = None, **options: Any) -> view_op.ViewResult:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
+        from dovecote.ops import view as view_op
+
         return view_op.view(self.context, entity_id, **options)
 
     def import_inbox_tree(
@@ -267,6 +304,8 @@ class Dovecote:
         **options: Any,
     ) -> adopt_op.ImportResult:
         """Adopt an existing /inbox tree (see ``ops.adopt.import_inbox_tree``)."""
+        from dovecote.ops import adopt as adopt_op
+
         return adopt_op.import_inbox_tree(self._ctx(now=now), Path(path), entity_id, **options)
 
     # -- search and hygiene -------------------------------------------------------
@@ -322,6 +361,8 @@ def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = No
         return home, False
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
+    from dovecote import roster_edit
+
     created = roster_edit.create(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
     return home, created  # False: another init got there first, and theirs stands
 

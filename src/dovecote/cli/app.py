@@ -7,7 +7,6 @@ renders the answer (JSON with ``--json``, a Rich summary otherwise).
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -17,10 +16,11 @@ import orjson
 import typer
 
 import dovecote
-from dovecote.api import Actor, Dovecote, init, merge_ledgers, open_home
+from dovecote.api import Dovecote, init, merge_ledgers, open_home
 from dovecote.cli import render, texts
 from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json, emit_json_chunks, invocation
+from dovecote.cli.quick import bound_actor
 from dovecote.errors import Refusal
 from dovecote.textsafe import one_line
 
@@ -46,18 +46,6 @@ _home: dict[str, Optional[str]] = {"path": None}
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of a summary.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="List every letter, not only the open ones.")]
-
-
-def bound_actor() -> Actor:
-    """Who acts for this process: the one place the CLI reads its identity from the environment.
-
-    ``$DOVECOTE_AGENT`` names the agent (a report's author, a transition's actor;
-    ``--agent`` and ``--actor`` override it per call), ``$DOVECOTE_ENTITY`` the
-    entity it speaks for (the default inbox and sender), ``$USER`` the login
-    (a report's author when no agent is named).
-    """
-    env = os.environ.get
-    return Actor(agent=env("DOVECOTE_AGENT") or None, entity=env("DOVECOTE_ENTITY") or None, user=env("USER") or None)
 
 
 def _open() -> Dovecote:
@@ -562,31 +550,9 @@ def inbox_cmd(
 
     Example: dovecote inbox ent_builder --format injection --current-tic 110
     """
-    from dovecote.cli import fastpath
-    from dovecote.cli.texts import inbox_injection, inbox_text
+    from dovecote.cli.quick import run_inbox
 
-    if json and fmt is Format.injection:
-        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
-    fmt = Format.json if json else fmt
-    words = list(args or [])
-    status_only = bool(words) and words[-1] == "status"
-    if status_only:
-        words.pop()
-    if len(words) > 1:
-        raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
-    dc = _open()
-    who = words[0] if words else dc.default_entity()
-    deps = fastpath.snapshot(dc.inbox_dependencies(who))
-    view, until = dc.inbox_until(who, current=current, direction=direction.value, include_terminal=all_)
-    if fmt is Format.json:
-        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
-    elif fmt is Format.injection:
-        out = inbox_injection(view).encode()
-    else:
-        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
-    fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+    run_inbox(_home["path"], list(args or []), fmt.value, current, direction.value, detailed, all_, json)
 
 
 @app.command("show")

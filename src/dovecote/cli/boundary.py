@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from dovecote.cli.quick import ENV_TEXT, MAX_INT, is_utf8  # the rules live there: the quick parser checks them too
 from dovecote.errors import Refusal
 
 if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typer 0.2x)
@@ -30,19 +31,6 @@ if TYPE_CHECKING:  # the click typer runs on (vendored as typer._click since typ
     from typer._click import Context, HelpFormatter
     from typer.models import CommandFunctionType
 
-#: The largest integer every JSON reader round-trips exactly (2**53 - 1).
-MAX_INT = 2**53 - 1
-#: The environment variables the CLI reads as text.
-ENV_TEXT = ("DOVECOTE_HOME", "DOVECOTE_AGENT", "DOVECOTE_ENTITY")
-
-
-def is_utf8(text: str) -> bool:
-    """False when ``text`` holds a lone surrogate (non-UTF-8 bytes in argv or the environment)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_value(label: str, value: object) -> None:

@@ -1,5 +1,7 @@
 """The console script. It answers ``--version`` before importing anything
-heavy, then hands over to the Typer app and maps errors to exit codes.
+heavy, a repeated read from its cached rendering, a simple ``inbox`` call
+without Typer (``quick``), and hands anything else to the Typer app; it maps
+errors to exit codes.
 
 No traceback ever reaches a user: a refusal exits 2, an I/O failure exits 1
 (``io_error``), and anything else is a bug, reported on one line as
@@ -28,6 +30,10 @@ def main() -> None:
     from dovecote.errors import DovecoteError, Refusal
 
     try:
+        from dovecote.cli.quick import try_quick
+
+        if try_quick(argv):  # a simple ``inbox`` call: no Typer, no Rich
+            return
         from dovecote.cli.app import run
 
         run()
