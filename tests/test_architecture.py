@@ -22,7 +22,7 @@ PACKAGE = SRC / "dovecote"
 CLI_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version"})
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
-CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"})}
+CLI_EXCEPTIONS = {"dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil"})}
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.

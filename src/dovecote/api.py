@@ -280,10 +280,17 @@ class Dovecote:
         return inbox_op.read_inbox(self._ctx(actor=actor), entity_id, now=now, **options)
 
     def inbox_dependencies(self, entity_id: str) -> list[str]:
-        """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
+        """The files besides its box an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
         from dovecote.ops import inbox as inbox_op
 
         return inbox_op.dependencies(self.context, entity_id)
+
+    def inbox_probe(self, entity_id: str) -> tuple[str, int, int] | None:
+        """After an inbox reading: how a face checks, without this library, that the
+        entity's box has had nothing appended since (``store.Probe``); None: it cannot."""
+        from dovecote.ops import inbox as inbox_op
+
+        return inbox_op.box_probe(self.context, entity_id)
 
     def show(
         self, entity_id: str, ref: str, *, current: int | None = None, now: datetime | None = None

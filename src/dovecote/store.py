@@ -117,6 +117,16 @@ class Tail:
     exists: bool = True
 
 
+class Probe(NamedTuple):
+    """What a face can check without the store that nothing came after a mark: the
+    ledger at ``path`` still has inode ``ident`` and size ``size`` (ledgers only
+    grow, so any append changes the size). Only a file store offers one."""
+
+    path: str
+    ident: int
+    size: int
+
+
 class Guard(Protocol):
     """A box held under its lock: what was read there (plus this holder's own
     appends, since nobody else can append meanwhile), and a way to add to it."""
@@ -144,6 +154,9 @@ class Store(Protocol):
     def guarded(self, where: Where) -> AbstractContextManager[Guard]: ...
     def reachable(self, where: Where) -> bool: ...
     def location(self, where: Where) -> str: ...
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        """A cheap outside check that ``where`` has nothing after ``mark`` (None: this store offers none)."""
+        ...
     def for_roster(self, roster: Roster) -> Store:
         """The same ledgers, addressed through ``roster`` (warm state kept)."""
         ...
@@ -264,6 +277,12 @@ class FileStore:
     def location(self, where: Where) -> str:
         path = self.path(where)
         return str(path) if path else f"(no project {getattr(where, 'name', where)!r} in the roster)"
+
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        path = self.path(where)
+        if path is None or mark.origin != FILE_ORIGIN:
+            return None
+        return Probe(str(path), mark.ident, mark.position)
 
     def reader(self, where: Where) -> LedgerReader | None:
         path = self.path(where)

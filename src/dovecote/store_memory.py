@@ -25,7 +25,7 @@ from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, letter_id
 from dovecote.names import Address
 from dovecote.roster import Roster
-from dovecote.store import BoxRead, Cursor, Mark, Tail, Where, check_writable, reachable
+from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, check_writable, reachable
 
 
 @dataclass(eq=False)
@@ -135,6 +135,10 @@ class MemoryStore:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         with box.lock:
             return _held(box, after)
+
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        """None: nothing outside this process can check a memory box."""
+        return None
 
     def tail(self, where: Where, mark: Mark | None = None) -> Tail:
         """The letters after ``mark`` (see ``store.Tail``)."""

@@ -22,7 +22,7 @@ def main() -> None:
 
         sys.stdout.write(f"dovecote {__version__}\n")
         return
-    from dovecote.cli.fastpath import try_cached
+    from dovecote.cli.output_cache import try_cached
 
     if try_cached(argv):
         return

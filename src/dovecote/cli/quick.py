@@ -50,7 +50,7 @@ def run_inbox(
     """Audit an entity's inbox and print it (the body of ``dovecote inbox``, for both parsers)."""
     import orjson
 
-    from dovecote.cli import fastpath
+    from dovecote.cli import output_cache
     from dovecote.cli.texts import inbox_injection, inbox_text
 
     if json and fmt == "injection":
@@ -64,7 +64,7 @@ def run_inbox(
         raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
     dc = open_home(home, actor=bound_actor())
     who = words[0] if words else dc.default_entity()
-    deps = fastpath.snapshot(dc.inbox_dependencies(who))
+    deps = output_cache.snapshot(dc.inbox_dependencies(who))  # stat before reading: never newer than the read
     view, until = dc.inbox_until(who, current=current, direction=direction, include_terminal=all_)
     if fmt == "json":
         out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
@@ -74,7 +74,9 @@ def run_inbox(
         out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
-    fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+    box = dc.inbox_probe(who)  # the box as the read left it
+    if box is not None:
+        output_cache.remember(sys.argv[1:], out, deps, [box], until.timestamp() if until else None)
 
 
 def is_utf8(text: str) -> bool:

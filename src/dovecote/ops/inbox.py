@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from dovecote import folds
 from dovecote.derive.inbox import Clock, inbox_view
 from dovecote.errors import Refusal
-from dovecote.names import entity
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewnames import loose_files, view_dir
-from dovecote.store import files_of
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Probe
 
 SCHEMA = "dovecote-inbox-v1"
 DIRECTIONS = ("inbound", "outbound", "both")
@@ -40,12 +39,10 @@ def default_entity(dc: Context) -> str:
 
 
 def dependencies(dc: Context, entity_id: str) -> list[str]:
-    """Every file an inbox reading depends on (for the CLI's cached renderings)."""
-    deps = [
-        str(dc.layout.config),
-        str(files_of(dc.store).path(entity(entity_id))),
-        str(view_dir(dc, entity_id) / "inbound"),
-    ]
+    """Every file besides the entity's box an inbox reading depends on (the roster,
+    the loose files' folder, the tic source), for the CLI's cached renderings;
+    the box itself is checked by ``box_probe``."""
+    deps = [str(dc.layout.config), str(view_dir(dc, entity_id) / "inbound")]
     folder = tic_dir(dc)
     if folder is not None:
         deps.append(str(folder))
@@ -53,6 +50,16 @@ def dependencies(dc: Context, entity_id: str) -> list[str]:
         if newest:
             deps.append(str(newest[-1]))
     return deps
+
+
+def box_probe(dc: Context, entity_id: str) -> Probe | None:
+    """The store's outside check of the entity's box at the mark its warm fold was fed
+    to (call right after the read); None when there is nothing such to check."""
+    addr = folds.entity_address(dc, entity_id)
+    fed = dc.warm.entry(addr).folds.get(folds.INBOX)
+    if fed is None or fed.mark is None:
+        return None
+    return dc.store.probe(addr, fed.mark)
 
 
 def read_inbox(
