@@ -154,6 +154,9 @@ class Store(Protocol):
     def guarded(self, where: Where) -> AbstractContextManager[Guard]: ...
     def reachable(self, where: Where) -> bool: ...
     def location(self, where: Where) -> str: ...
+    def mark(self, where: Where) -> Mark:
+        """The mark where this store's own (warm) read of ``where`` stands, for a fold fed from it."""
+        ...
     def probe(self, where: Where, mark: Mark) -> Probe | None:
         """A cheap outside check that ``where`` has nothing after ``mark`` (None: this store offers none)."""
         ...
@@ -277,6 +280,14 @@ class FileStore:
     def location(self, where: Where) -> str:
         path = self.path(where)
         return str(path) if path else f"(no project {getattr(where, 'name', where)!r} in the roster)"
+
+    def mark(self, where: Where) -> Mark:
+        r = self.reader(where)
+        if r is None:
+            return Mark(FILE_ORIGIN)
+        with r.lock:
+            cp = r.checkpoint()
+        return Mark(FILE_ORIGIN, cp.offset, cp.line_no, cp.ino, cp.window)
 
     def probe(self, where: Where, mark: Mark) -> Probe | None:
         path = self.path(where)

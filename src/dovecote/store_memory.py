@@ -136,6 +136,10 @@ class MemoryStore:
         with box.lock:
             return _held(box, after)
 
+    def mark(self, where: Where) -> Mark:
+        """The mark of the box as it stands (a memory store reads the whole box on every read)."""
+        return self.tail(where).mark
+
     def probe(self, where: Where, mark: Mark) -> Probe | None:
         """None: nothing outside this process can check a memory box."""
         return None

@@ -260,16 +260,15 @@ def _sweep(
 
 def _persist(dc: Context, result: SweepResult, sources: list[Where]) -> None:
     """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
-    store = dc.store
-    assert isinstance(store, FileStore) and result.book is not None
-    readers = [store.reader(w) for w in sources]
-    if any(r is None for r in readers):
-        return
+    assert result.book is not None
     book = result.book
     rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
     if not result.include_all:
         result.ready = rows
-    marks = [sweepcache.source_of(str(w), r) for w, r in zip(sources, readers, strict=True) if r is not None]
+    st = dc.warm.get(SWEEP)
+    assert st is not None
+    marks = [sweepcache.source_of(str(w), dc.store.mark(w), dc.store.read(w, after=st.fed.get(str(w))).defects)
+             for w in sources]
     sweepcache.save(dc, sweepcache.from_book(result.book, rows, sweepcache.fold_key(dc, sources), marks))
 
 
@@ -277,30 +276,28 @@ def _resume(
     dc: Context, sources: list[Where], progress: Progress | None
 ) -> tuple[sweepcache.Resumed, list[Defect]] | None:
     """The sweep answered from its snapshot plus what was appended since; None: no usable snapshot."""
-    store = dc.store
-    assert isinstance(store, FileStore)
     key = sweepcache.fold_key(dc, sources)
     snap = sweepcache.load(dc, key)
     if snap is None or [s.label for s in snap.sources] != [str(w) for w in sources]:
         return None
-    readers = []
+    tails = []
     for where, src in zip(sources, snap.sources, strict=True):
-        r = sweepcache.resume(store, where, src)
-        if r is None:
+        t = sweepcache.resume(dc.store, where, src)
+        if t is None:
             return None
-        readers.append(r)
+        tails.append(t)
     fold = sweepcache.Resumed(snap, dc.roster.foreign_markers)
     malformed: list[Defect] = []
     marks = []
     moved = False
-    for n, (where, src, r) in enumerate(zip(sources, snap.sources, readers, strict=True), 1):
-        fold.feed(sweepcache.box_label(where), r.letters)
+    for n, (where, src, t) in enumerate(zip(sources, snap.sources, tails, strict=True), 1):
+        fold.feed(sweepcache.box_label(where), t.letters)
         old = sweepcache.old_defects(src)
-        malformed += [*old, *r.defects, *([r.torn] if r.torn else [])]
-        mark = sweepcache.source_of(str(where), r)
+        malformed += [*old, *t.defects, *([t.torn] if t.torn else [])]
+        mark = sweepcache.source_of(str(where), t.mark, t.defects)
         mark.defects[:0] = src.defects
         marks.append(mark)
-        moved = moved or mark.cp != src.cp
+        moved = moved or mark.mark != src.mark
         if progress:
             progress(str(where), n, len(sources))
     if moved:
