@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import msgspec
-
+from dovecote.derive.inbox_item import Item as Item  # re-exported: the fold's items are its own
 from dovecote.derive.lifecycle import (
     LINK_KINDS,
     PRIORITY_RANK,
@@ -36,7 +35,6 @@ from dovecote.derive.lifecycle import (
     State,
     apply_link,
     effective,
-    replay,
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
@@ -51,75 +49,6 @@ FLAG_EXPIRED = "EXPIRED"
 FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 #: The kinds of letter the fold takes; every other letter in the box plays no part.
 FOLDED = frozenset({"message", "draft", "sent", *LINK_KINDS})
-
-
-#: The ``packed`` of an item whose state is unpacked.
-UNPACKED = b""
-
-
-class Item(msgspec.Struct, array_like=True):
-    """An inbound message and its replayed lifecycle.
-
-    An item restored from a fold snapshot holds its state packed (``packed``:
-    msgspec builds ten thousand of these in C) and unpacks it on first use, so a
-    cold read pays only for the items new letters touch; ``env`` is decoded
-    from the letter on first use.
-    """
-
-    id: str
-    packed: bytes = UNPACKED  # msgpack ``bin`` (length-prefixed: decoding skips it whole); empty: unpacked
-    letter_: Letter | None = None
-    env_: Envelope | None = None
-    links_: list[Link] = []
-    r_: Replay | None = None
-
-    def _unpack(self) -> None:
-        from dovecote.derive.inbox_snapshot import unpack_item
-
-        self.letter_, self.links_, self.r_ = unpack_item(self.packed)
-        self.packed = UNPACKED
-
-    @property
-    def letter(self) -> Letter:
-        if self.packed:
-            self._unpack()
-        assert self.letter_ is not None
-        return self.letter_
-
-    @property
-    def env(self) -> Envelope:
-        if self.env_ is None:
-            self.env_ = Envelope(self.letter.data())
-        return self.env_
-
-    @property
-    def links(self) -> list[Link]:
-        if self.packed:
-            self._unpack()
-        return self.links_
-
-    @property
-    def r(self) -> Replay | None:
-        if self.packed:
-            self._unpack()
-        return self.r_
-
-    @r.setter
-    def r(self, value: Replay | None) -> None:
-        if self.packed:
-            self._unpack()
-        self.r_ = value
-
-    def initial(self) -> tuple[State, int | None]:
-        due = self.env.defer_until_tic
-        return (State.DEFER, due) if due is not None else (State.WAIT, None)
-
-    def recompute(self) -> Replay:
-        state, due = self.initial()
-        self.r = replay(
-            self.id, state, self.links, entered_ts=self.env.created_at, entered_tic=self.env.source_tic, due_tic=due
-        )
-        return self.r
 
 
 @dataclass(frozen=True, slots=True)
