@@ -127,10 +127,12 @@ def rewrite_roster(dc: Dovecote, **changes: Any) -> Dovecote:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path -> bytes)."""
+    """Every file under ``root`` (relative path -> bytes), except a home's ``cache/``: a
+    cache (a fold snapshot a read wrote, say) is deletable at any time, never state."""
     if not root.exists():
         return {}
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).parts[0] != "cache"}
 
 
 def ledger_lines(path: Path) -> list[bytes]:

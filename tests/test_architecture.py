@@ -25,7 +25,7 @@ CLI_MAY_IMPORT = frozenset(
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
 CLI_EXCEPTIONS = {
-    "dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"}),
+    "dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil"}),
     # `serve` starts the HTTP face: the one command that stands a second face up.
     "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session"}),
 }

@@ -135,10 +135,10 @@ def test_an_unreadable_spool_marks_the_block_unavailable(
     dc = home_with_letters(tmp_path)
     real = FileStore.read
 
-    def failing(self: FileStore, where: object) -> object:
+    def failing(self: FileStore, where: object, after: object = None) -> object:
         if where == "spool":
             raise error
-        return real(self, where)  # type: ignore[arg-type]
+        return real(self, where, after)  # type: ignore[arg-type]
 
     monkeypatch.setattr(FileStore, "read", failing)
     out = dc.doctor(now=NOW)

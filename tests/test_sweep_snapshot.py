@@ -143,7 +143,7 @@ def test_only_the_new_letters_are_read(tmp_path: Path, monkeypatch: pytest.Monke
     open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()  # folded from nothing: snapshot written
     snap = sweepcache.load(dc, sweepcache.fold_key(dc, ["spool", *dc.report_boxes()]))
     assert snap is not None
-    sizes = {s.label: s.cp.offset for s in snap.sources}
+    sizes = {s.label: s.mark.position for s in snap.sources}
     assert sizes["project:repo-a"] == dc.layout.project_box("repo-a").stat().st_size
     fed: list[int] = []
     real = sweepcache.Resumed.feed

@@ -24,6 +24,7 @@ from dovecote.addresses import Address, parse_address
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
+from dovecote.folds import Registry
 from dovecote.home import Layout, find_home
 from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
@@ -88,7 +89,7 @@ class Dovecote:
         return self.context.store
 
     @property
-    def warm(self) -> dict[str, Any]:
+    def warm(self) -> Registry:
         return self.context.warm
 
     def _ctx(self, *, now: datetime | None = None, actor: ActorArg = None) -> Context:
@@ -305,6 +306,11 @@ class Dovecote:
     def inbox_dependencies(self, entity_id: str) -> list[str]:
         """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
         return inbox_op.dependencies(self.context, entity_id)
+
+    def inbox_probe(self, entity_id: str) -> tuple[str, int, int] | None:
+        """After an inbox reading: how a face checks, without this library, that the
+        entity's box has had nothing appended since (``store.Probe``); None: it cannot."""
+        return inbox_op.box_probe(self.context, entity_id)
 
     def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
         """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""

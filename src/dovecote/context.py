@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from dovecote import roster as roster_mod
+from dovecote.folds import Registry
 from dovecote.home import Layout
 from dovecote.routing import RosterIndex
 from dovecote.store import FileStore, Store
@@ -69,8 +69,8 @@ class Actor:
 class Context:
     """What a use case needs; built by the handle, shared by its calls.
 
-    ``warm`` holds the warm folds by key; it is kept across roster reloads
-    (the keys that depend on the roster carry its signature).
+    ``warm`` is the registry of warm folds (``folds.Registry``); it is kept
+    across roster reloads (the folds that depend on the roster check its signature).
     """
 
     layout: Layout
@@ -79,7 +79,7 @@ class Context:
     index: RosterIndex
     clock: Now = utc_now
     actor: Actor = field(default_factory=Actor)
-    warm: dict[str, Any] = field(default_factory=dict)
+    warm: Registry = field(default_factory=Registry)
 
     @classmethod
     def open(

@@ -118,6 +118,16 @@ class Tail:
     exists: bool = True
 
 
+class Probe(NamedTuple):
+    """What a face can check without the store that nothing came after a mark: the
+    ledger at ``path`` still has inode ``ident`` and size ``size`` (ledgers only
+    grow, so any append changes the size). Only a file store offers one."""
+
+    path: str
+    ident: int
+    size: int
+
+
 class Guard(Protocol):
     """A box held under its lock: what was read there (plus this holder's own
     appends, since nobody else can append meanwhile), and a way to add to it."""
@@ -147,6 +157,13 @@ class Store(Protocol):
     def location(self, where: Where) -> str: ...
     def stamp(self, where: Where) -> tuple[int, int]:
         """A cheap mark of the box (a stat, never a read) that changes whenever it gains a letter."""
+        ...
+
+    def mark(self, where: Where) -> Mark:
+        """The mark where this store's own (warm) read of ``where`` stands, for a fold fed from it."""
+        ...
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        """A cheap outside check that ``where`` has nothing after ``mark`` (None: this store offers none)."""
         ...
     def for_roster(self, roster: Roster) -> Store:
         """The same ledgers, addressed through ``roster`` (warm state kept)."""
@@ -268,6 +285,20 @@ class FileStore:
     def location(self, where: Where) -> str:
         path = self.path(where)
         return str(path) if path else f"(no project {getattr(where, 'name', where)!r} in the roster)"
+
+    def mark(self, where: Where) -> Mark:
+        r = self.reader(where)
+        if r is None:
+            return Mark(FILE_ORIGIN)
+        with r.lock:
+            cp = r.checkpoint()
+        return Mark(FILE_ORIGIN, cp.offset, cp.line_no, cp.ino, cp.window)
+
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        path = self.path(where)
+        if path is None or mark.origin != FILE_ORIGIN:
+            return None
+        return Probe(str(path), mark.ident, mark.position)
 
     def reader(self, where: Where) -> LedgerReader | None:
         path = self.path(where)

@@ -25,7 +25,7 @@ from dovecote.addresses import Address
 from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, letter_id
 from dovecote.roster import Roster
-from dovecote.store import BoxRead, Cursor, Mark, Tail, Where, check_writable, reachable
+from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, check_writable, reachable
 
 
 @dataclass(eq=False)
@@ -140,6 +140,14 @@ class MemoryStore:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         with box.lock:
             return _held(box, after)
+
+    def mark(self, where: Where) -> Mark:
+        """The mark of the box as it stands (a memory store reads the whole box on every read)."""
+        return self.tail(where).mark
+
+    def probe(self, where: Where, mark: Mark) -> Probe | None:
+        """None: nothing outside this process can check a memory box."""
+        return None
 
     def tail(self, where: Where, mark: Mark | None = None) -> Tail:
         """The letters after ``mark`` (see ``store.Tail``)."""

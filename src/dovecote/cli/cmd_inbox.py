@@ -7,20 +7,17 @@ field's doc; ``--format`` and ``--detailed`` choose a rendering, not an answer.
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import orjson
 import typer
 
 from dovecote.cli import texts
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, one_of, opened
+from dovecote.cli.common import JsonOpt, home_path, one_of, opened
 from dovecote.cli.output import show
-from dovecote.errors import Refusal
-from dovecote.verbs import Direction, ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View, decode, doc
+from dovecote.verbs import Direction, ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View, doc
 
 import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
 
@@ -54,33 +51,9 @@ def inbox_cmd(
 
     Example: dovecote inbox ent_builder --format injection --current-tic 110
     """
-    from dovecote.cli import fastpath
-    from dovecote.cli.texts import inbox_injection, inbox_text
+    from dovecote.cli.quick import run_inbox
 
-    if json and fmt is Format.injection:
-        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
-    fmt = Format.json if json else fmt
-    words = list(args or [])
-    status_only = bool(words) and words[-1] == "status"
-    if status_only:
-        words.pop()
-    if len(words) > 1:
-        raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
-    dc = opened()
-    who = words[0] if words else dc.default_entity()
-    deps = fastpath.snapshot(dc.inbox_dependencies(who))
-    view, until = dc.inbox_until(decode(Inbox, {
-        "entity_id": who, "current_tic": current_tic, "direction": direction, "include_terminal": include_terminal,
-    }))
-    if fmt is Format.json:
-        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
-    elif fmt is Format.injection:
-        out = inbox_injection(view).encode()
-    else:
-        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
-    fastpath.remember(sys.argv[1:], out, deps, until.timestamp() if until else None)
+    run_inbox(home_path(), list(args or []), fmt.value, current_tic, direction, detailed, include_terminal, json)
 
 
 def show_cmd(

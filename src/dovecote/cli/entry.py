@@ -1,5 +1,7 @@
 """The console script. It answers ``--version`` before importing anything
-heavy, then hands over to the Typer app and maps errors to exit codes.
+heavy, a repeated read from its cached rendering, a simple ``inbox`` call
+without Typer (``quick``), and hands anything else to the Typer app; it maps
+errors to exit codes.
 
 No traceback ever reaches a user: a refusal exits 2, an I/O failure exits 1
 (``io_error``), and anything else is a bug, reported on one line as
@@ -20,7 +22,7 @@ def main() -> None:
 
         sys.stdout.write(f"dovecote {__version__}\n")
         return
-    from dovecote.cli.fastpath import _split_home, try_cached
+    from dovecote.cli.output_cache import _split_home, try_cached
 
     home, rest = _split_home(argv)
     if rest[:1] == ["hook"] and not {"--help", "-h"} & set(rest):  # an agent's hook: no Typer, never fails
@@ -34,9 +36,10 @@ def main() -> None:
     from dovecote.errors import DovecoteError, Refusal
 
     try:
+        from dovecote.cli.quick import try_quick
         from dovecote.cli.searchpath import try_search
 
-        if try_search(argv):
+        if try_quick(argv) or try_search(argv):  # a simple ``inbox`` or ``search``: no Typer, no Rich
             return
         from dovecote.cli.app import run
 

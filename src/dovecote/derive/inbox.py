@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from dovecote.derive.inbox_item import Item as Item  # re-exported: the fold's items are its own
 from dovecote.derive.lifecycle import (
     LINK_KINDS,
     PRIORITY_RANK,
@@ -34,7 +35,6 @@ from dovecote.derive.lifecycle import (
     State,
     apply_link,
     effective,
-    replay,
 )
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
@@ -47,28 +47,8 @@ FLAG_OVERDUE = "OVERDUE REMINDER"
 FLAG_EXPIRING = "EXPIRING SOON"
 FLAG_EXPIRED = "EXPIRED"
 FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
-
-
-@dataclass
-class Item:
-    """An inbound message and its replayed lifecycle."""
-
-    id: str
-    letter: Letter
-    env: Envelope
-    links: list[Link] = field(default_factory=list)
-    r: Replay | None = None
-
-    def initial(self) -> tuple[State, int | None]:
-        due = self.env.defer_until_tic
-        return (State.DEFER, due) if due is not None else (State.WAIT, None)
-
-    def recompute(self) -> Replay:
-        state, due = self.initial()
-        self.r = replay(
-            self.id, state, self.links, entered_ts=self.env.created_at, entered_tic=self.env.source_tic, due_tic=due
-        )
-        return self.r
+#: The kinds of letter the fold takes; every other letter in the box plays no part.
+FOLDED = frozenset({"message", "draft", "sent", *LINK_KINDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +82,24 @@ class InboxBook:
         self._orphans: dict[str, list[Link]] = {}
         self.touched: set[str] = set()  # items changed since the last inbox_audit
         self.view_state: ViewState | None = None
+        #: every letter id folded: a letter read again (a duplicate line after a
+        #: snapshot's mark, which the resumed read cannot know) is not folded twice
+        self.ids: set[str] = set()
+        #: which view the book's persisted snapshot holds (kept by ``foldcache``; None: not saved)
+        self.saved_view: str | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
+        ids = self.ids
         for letter in letters:
             kind = letter.kind
+            if kind not in FOLDED or letter.id in ids:
+                continue
+            ids.add(letter.id)
             if kind == "message":
                 d = letter.data()
                 env = Envelope(d)
-                item = Item(letter.id, letter, env)
+                item = Item(letter.id, letter_=letter, env_=env)
                 self.items[letter.id] = item
                 mid = env.message_id
                 if mid and mid not in self.alias:

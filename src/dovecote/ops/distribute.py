@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING
 
 from dovecote.addresses import Address
 from dovecote.errors import StoreError
+from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.routing import Route, route
+from dovecote.store import Cursor
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -142,9 +144,12 @@ def plan(
 
 @dataclass
 class DistributionState:
-    """What a warm handle remembers between runs."""
+    """What a warm handle remembers between runs: how far into the spool it has
+    filed (``done`` letters, up to the spool's cursor), what is still pending, and
+    where each report box's read stopped (a box replaced meanwhile drops it all)."""
 
-    key: tuple[object, ...] = ()
+    roster: str = ""
+    cursors: dict[str, Cursor] = field(default_factory=dict)
     done: int = 0
     to_project: int = 0
     to_home: int = 0
@@ -153,26 +158,48 @@ class DistributionState:
     elsewhere: set[str] = field(default_factory=set)
 
 
-def _state_key(dc: Context) -> tuple[object, ...]:
-    gens = [dc.store.read("spool").generation]
+DISTRIBUTION: Kind[DistributionState] = Kind("distribution")
+
+
+#: The cursor kept for a box that could not be read: no read after it is ever a resumption.
+UNREADABLE = Cursor(-2, -1)
+
+
+def _moved(dc: Context, st: DistributionState) -> bool:
+    """Was a report box replaced, or did it become (un)readable, since ``st`` last read it?
+    Each box's cursor moves to where it stands now."""
+    moved = False
     for addr in dc.roster.report_boxes():
+        label = str(addr)
+        before = st.cursors.get(label)
         try:
-            gens.append(dc.store.read(addr).generation)
+            read = dc.store.read(addr, after=before)
         except StoreError:  # unreadable here; plan() keeps its letters pending
-            gens.append(-1)
-    return (dc.roster.signature, tuple(gens))
+            moved = moved or (before is not None and before != UNREADABLE)
+            st.cursors[label] = UNREADABLE
+            continue
+        moved = moved or (read.fresh and before is not None)
+        st.cursors[label] = read.cursor
+    return moved
 
 
 def distribute(dc: Context) -> Distribution:
-    st: DistributionState = dc.warm.setdefault("distribution", DistributionState())
-    spool = dc.store.read("spool").letters
-    key = _state_key(dc)
-    if key != st.key:
-        st = dc.warm["distribution"] = DistributionState()
+    with dc.warm.lock_of(DISTRIBUTION):
+        return _distribute(dc)
+
+
+def _distribute(dc: Context) -> Distribution:
+    st = dc.warm.get(DISTRIBUTION)
+    spool = dc.store.read("spool", after=st.cursors.get("spool") if st is not None else None)
+    if st is None or st.roster != dc.roster.signature or spool.fresh or _moved(dc, st):
+        st = dc.warm.put(DISTRIBUTION, DistributionState(dc.roster.signature))
+        spool = dc.store.read("spool")
+        _moved(dc, st)
     todo = [lt for lt, _ in st.pending.values()]
-    todo += spool[st.done :]
+    todo += spool.letters
     st.pending.clear()
-    st.done = len(spool)
+    st.done += len(spool.letters)
+    st.cursors["spool"] = spool.cursor
     p = plan(dc, todo, filed(dc), st.routes)
     st.pending.update(p.pending)
     st.to_home += p.to_home
@@ -192,8 +219,8 @@ def distribute(dc: Context) -> Distribution:
             st.to_home += len(batch)
         else:
             st.to_project += len(batch)
-    st.key = _state_key(dc)
-    return _summary(len(spool), appended, st)
+    _moved(dc, st)  # the boxes as this run leaves them (one it created included) are the next run's start
+    return _summary(st.done, appended, st)
 
 
 def pending_detail(pending: Iterable[tuple[Letter, Route]]) -> list[dict[str, object]]:

@@ -32,7 +32,7 @@ from dovecote.addresses import HOME, Address, entity, project
 from dovecote.derive.inbox import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
-from dovecote.ops.books import book_for
+from dovecote.folds import book_for
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:

@@ -35,8 +35,8 @@ import orjson
 
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.errors import Refusal
+from dovecote.folds import entity_address
 from dovecote.letters import canonical_line, format_ts
-from dovecote.ops.books import entity_address
 from dovecote.ops.inbox import read_inbox
 from dovecote.ops.injection import URGENT, inbox_injection, new_mail_block, stop_reason
 

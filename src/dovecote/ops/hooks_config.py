@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote import ledger
 from dovecote.errors import Refusal, StoreError
-from dovecote.ops.books import entity_address
+from dovecote.folds import entity_address
 
 if TYPE_CHECKING:
     from dovecote.context import Context

@@ -15,18 +15,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.addresses import entity
+from dovecote import folds
 from dovecote.derive.inbox import Clock, inbox_audit
 from dovecote.errors import Refusal
-from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewtree import loose_files, view_dir
 from dovecote.ops.wait import box_cursor
-from dovecote.store import files_of
 from dovecote.vocab import DIRECTIONS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Probe
 
 SCHEMA = "dovecote-inbox-v1"
 
@@ -41,12 +40,10 @@ def default_entity(dc: Context) -> str:
 
 
 def dependencies(dc: Context, entity_id: str) -> list[str]:
-    """Every file an inbox reading depends on (for the CLI's cached renderings)."""
-    deps = [
-        str(dc.layout.config),
-        str(files_of(dc.store).path(entity(entity_id))),
-        str(view_dir(dc, entity_id) / "inbound"),
-    ]
+    """Every file besides the entity's box an inbox reading depends on (the roster,
+    the loose files' folder, the tic source), for the CLI's cached renderings;
+    the box itself is checked by ``box_probe``."""
+    deps = [str(dc.layout.config), str(view_dir(dc, entity_id) / "inbound")]
     folder = tic_dir(dc)
     if folder is not None:
         deps.append(str(folder))
@@ -54,6 +51,16 @@ def dependencies(dc: Context, entity_id: str) -> list[str]:
         if newest:
             deps.append(str(newest[-1]))
     return deps
+
+
+def box_probe(dc: Context, entity_id: str) -> Probe | None:
+    """The store's outside check of the entity's box at the mark its warm fold was fed
+    to (call right after the read); None when there is nothing such to check."""
+    addr = folds.entity_address(dc, entity_id)
+    fed = dc.warm.entry(addr).folds.get(folds.INBOX)
+    if fed is None or fed.mark is None:
+        return None
+    return dc.store.probe(addr, fed.mark)
 
 
 def read_inbox(
@@ -71,17 +78,11 @@ def read_inbox(
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
     who = entity_id or default_entity(dc)
     cursor = box_cursor(dc, who)  # before the fold reads: a letter landing between is shown, never skipped
-    book = book_for(dc, who)
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())
-    limits = dc.roster.limits
-    view, until = inbox_audit(
-        book,
-        clock,
-        limits=limits,
-        loose=len(loose_files(dc, who)),
-        include_terminal=include_terminal,
-    )
+    loose = len(loose_files(dc, who))
+    with folds.inbox(dc, who) as book:  # the view is computed under the box's fold lock
+        view, until = inbox_audit(book, clock, limits=dc.roster.limits, loose=loose, include_terminal=include_terminal)
     out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
     out["counts"] = view["counts"]
     out["flags"] = view["flags"]

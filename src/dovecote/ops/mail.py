@@ -20,20 +20,19 @@ cannot be opened fails the send before the delivery.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from dovecote import folds
 from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
 from dovecote.errors import PartialWrite, Refusal, StoreError
+from dovecote.folds import entity_address, guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import artifacts
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
 
@@ -43,16 +42,6 @@ if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.store import Guard
     from dovecote.verbs import Message
-
-
-@contextmanager
-def guarded_many(dc: Context, addrs: list[Address]) -> Iterator[dict[Address, Guard]]:
-    """Hold several box locks, always taken in address order."""
-    held: dict[Address, Guard] = {}
-    with ExitStack() as stack:
-        for a in sorted(set(addrs), key=str):
-            held[a] = stack.enter_context(dc.store.guarded(a))
-        yield held
 
 
 @dataclass
@@ -127,7 +116,7 @@ def compose(dc: Context, m: Message, *, kind: str = "message", sender: str | Non
     elif reply_to is not None:
         if dc.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
-        replied = book_for(dc, who).resolve(reply_to)
+        replied = folds.book_for(dc, who).resolve(reply_to)
         reply_to = replied.id
         thread_id = thread_id or replied.env.thread_id
     tic, _ = current_tic(dc, m.current_tic)
@@ -231,7 +220,7 @@ def _record(
     box = entity(sender)
     if box not in held:  # an unregistered sender has no box to record in
         return None
-    found = None if fresh and draft is None else _find_sent(book_for(dc, sender, held[box]), mid, draft)
+    found = None if fresh and draft is None else _find_sent(folds.book_for(dc, sender, held[box]), mid, draft)
     if found is not None:
         return found
     try:
@@ -265,7 +254,7 @@ def send(dc: Context, m: Message) -> Delivery:
     try:
         with guarded_many(dc, _boxes(dc, sender, to)) as held:
             # only a key can name a message already there
-            book = book_for(dc, to, held[entity(to)]) if key is not None else None
+            book = folds.book_for(dc, to, held[entity(to)]) if key is not None else None
             known = book.alias.get(msg["message_id"]) if book is not None else None
             if book is not None and known is not None:
                 old = book.items[known].letter.data()
@@ -291,7 +280,7 @@ def draft(dc: Context, m: Message) -> Delivery:
     msg = compose(dc, m, kind="draft", sender=sender)
     with dc.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
-            for d in book_for(dc, sender, led).drafts.values():
+            for d in folds.book_for(dc, sender, led).drafts.values():
                 if d.env.message_id == msg["message_id"]:
                     _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
                     return Delivery.of(d.id, d.letter.data(), appended=False)
@@ -307,12 +296,12 @@ def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
 
 def _deliver_draft(dc: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]) -> str | None:
     """Deliver one draft under both locks; None if someone else did meanwhile."""
-    if d.id in book_for(dc, who, held[entity(who)]).delivered:
+    if d.id in folds.book_for(dc, who, held[entity(who)]).delivered:
         return None
     msg = delivery_of(d.env.data)
     known = None
     if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
-        book = book_for(dc, to, held[entity(to)])
+        book = folds.book_for(dc, to, held[entity(to)])
         known = book.alias.get(d.env.message_id)
         known = known if known is not None and book.items[known].env.sender == who else None
     if known is not None:
@@ -345,7 +334,8 @@ def outbox_send(dc: Context, sender: str | None = None) -> list[dict[str, Any]]:
     for who in senders:
         entity_address(dc, who)
         try:
-            pending = book_for(dc, who).pending_drafts()
+            with folds.inbox(dc, who) as b:
+                pending = b.pending_drafts()
         except StoreError as e:
             raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
         for d in pending:

@@ -32,12 +32,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dovecote import folds
 from dovecote.derive.inbox import FLAG_EXPIRED, Clock, Item, item_row
 from dovecote.derive.lifecycle import TERMINAL, effective
 from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir
 from dovecote.ops import artifacts
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewtree import REF_PREFIX, is_reference_folder, loose_files, view_dir
 from dovecote.timeutil import order_key
@@ -178,8 +178,8 @@ def organize(
     large_files, applied}``; paths are relative to the entity's folder view.
     Raises ``Refusal`` ``unknown_entity``.
     """
-    entity_address(dc, entity_id)
-    book = book_for(dc, entity_id)
+    folds.entity_address(dc, entity_id)
+    book = folds.book_for(dc, entity_id)
     tic, _ = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())
     limits = dc.roster.limits

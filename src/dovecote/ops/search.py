@@ -22,8 +22,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal, StoreError
+from dovecote.folds import entity_address
 from dovecote.ops import search_items
-from dovecote.ops.books import entity_address
 from dovecote.ops.search_index import (
     WARM_KEY,
     SearchIndex,

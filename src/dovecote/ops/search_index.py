@@ -54,6 +54,7 @@ import msgspec
 from dovecote.addresses import entity as entity_addr
 from dovecote.derive.lifecycle import LINK_KINDS
 from dovecote.errors import StoreError
+from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
 from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 #: v3: marks, external-content text, the item table (an older index is rebuilt)
 SCHEMA_VERSION = "dovecote-search-v3"
 INDEX_FILE = "search.sqlite"
-WARM_KEY = "search"
+WARM_KEY: Kind[SearchIndex] = Kind("search")
 _ID_BITS = 20
 _MS_MAX = (1 << (63 - _ID_BITS)) - 1
 

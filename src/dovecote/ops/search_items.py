@@ -140,7 +140,7 @@ class Batch:
         return {i for i in message_ids if i in self.rows and self.rows[i][0] is not None}
 
     def message(self, letter: Letter, env: Envelope, doc: int) -> None:
-        init, due = Item(letter.id, letter, env).initial()
+        init, due = Item(letter.id, letter_=letter, env_=env).initial()
         _, fold = self.rows.get(letter.id) or (None, Fold())
         fold.init, fold.init_due = str(init), due
         self.rows[letter.id] = (doc, fold)

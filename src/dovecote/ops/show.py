@@ -2,7 +2,7 @@
 
 The inbox audit lists items; nothing else reads a message's body or tells
 why it is in its state. This read answers both from the same fold the inbox
-uses (``book_for``), so the state it shows is the state every other read
+uses (``folds.inbox``), so the state it shows is the state every other read
 derives: the envelope as the sender wrote it, the body (from the artifact
 store when it was too large to inline), the letters of the same thread or
 reply chain, and every lifecycle link on the item with its ts and agent
@@ -14,9 +14,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.inbox import Clock, Item, item_row
+from dovecote import folds
+from dovecote.derive.inbox import Clock, InboxBook, Item, item_row
 from dovecote.ops import artifacts
-from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:
@@ -71,7 +71,12 @@ def _related(item: Item, other: Item) -> str | None:
 def show(dc: Context, entity_id: str, ref: str, *, current: int | None = None,
          now: datetime | None = None) -> dict[str, Any]:
     """The whole of one inbound item; ``ref`` is an id, a foreign message id or a unique prefix."""
-    book = book_for(dc, entity_id)
+    with folds.inbox(dc, entity_id) as book:  # read under the box's fold lock
+        return _show(dc, book, entity_id, ref, current, now)
+
+
+def _show(dc: Context, book: InboxBook, entity_id: str, ref: str, current: int | None,
+          now: datetime | None) -> dict[str, Any]:
     item = book.resolve(ref)
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())

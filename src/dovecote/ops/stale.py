@@ -26,12 +26,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dovecote import folds
 from dovecote.addresses import HOME
 from dovecote.derive.inbox import Clock, InboxBook, item_row, past_stale
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
-from dovecote.ops.books import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key
@@ -185,12 +185,12 @@ def stale_check(
     checked = 0
     for e in dc.roster.entities:
         try:
-            book = book_for(dc, e.id)
+            with folds.inbox(dc, e.id) as book:
+                rows = stale_rows(book, clock, limits)
         except StoreError:
             unreachable.append(f"entity:{e.id}")
             continue
         checked += 1
-        rows = stale_rows(book, clock, limits)
         if rows:
             details.append(_detail(e.id, rows))
     details.sort(key=lambda d: (-d["count"], d["entity"]))

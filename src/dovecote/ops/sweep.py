@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.addresses import Address
 from dovecote.derive.fates import FateBook
 from dovecote.errors import StoreError
+from dovecote.folds import Kind
 from dovecote.ledger import Defect
 from dovecote.letters import Letter
 from dovecote.ops import sweepcache
@@ -27,7 +28,7 @@ from dovecote.store import FileStore
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.store import Where
+    from dovecote.store import Cursor, Where
 
 SCHEMA = "dovecote-sweep-v1"
 Progress = Callable[[str, int, int], None]
@@ -35,10 +36,15 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass
 class SweepState:
+    """The warm union of the sweep's sources: the fate book and where each source's read stopped."""
+
     key: tuple[object, ...] = ()
     book: FateBook | None = None
-    fed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    fed: dict[str, Cursor] = field(default_factory=dict)
     lent: bool = False  # a SweepResult holds ``book``: the next sweep feeds a copy
+
+
+SWEEP: Kind[SweepState] = Kind("sweep")
 
 
 Boxes = list[tuple[str, dict[str, Any]]]  # (label, reader index), sorted by label
@@ -152,11 +158,11 @@ def _fold(
 ) -> tuple[FateBook, Boxes, list[Defect], bool] | None:
     """Feed the warm book what is new in each source; None if a file was replaced.
     The flag says whether the book was folded from nothing (and every source read)."""
-    st: SweepState = dc.warm.setdefault("sweep", SweepState())
+    st = dc.warm.get(SWEEP) or dc.warm.put(SWEEP, SweepState())
     key = (dc.roster.signature, tuple(str(s) for s in sources))
     fresh = key != st.key or st.book is None
     if fresh:
-        st = dc.warm["sweep"] = SweepState(key, FateBook(dc.roster.foreign_markers))
+        st = dc.warm.put(SWEEP, SweepState(key, FateBook(dc.roster.foreign_markers)))
     assert st.book is not None
     if st.lent:  # a result still reads this book: leave it as it was, feed a copy
         st.book, st.lent = st.book.copy(), False
@@ -165,21 +171,21 @@ def _fold(
     boxes: Boxes = []
     for n, where in enumerate(sources, 1):
         label = str(where)
+        cursor = st.fed.get(label)
         try:
-            read = dc.store.read(where)
+            read = dc.store.read(where, after=cursor)
         except StoreError:
             unreachable.append(label)
             fresh = False  # nothing to snapshot: not every source was folded
             continue
-        gen, count = st.fed.get(label, (read.generation, 0))
-        if gen != read.generation:
-            dc.warm.pop("sweep")
+        if cursor is not None and read.fresh:  # replaced since: the union is folded again
+            dc.warm.pop(SWEEP)
             return None
-        if count:
-            book.add(read.letters[count:])
+        if cursor is not None:
+            book.add(read.letters)
         else:
             book.add_source(read.index)
-        st.fed[label] = (read.generation, len(read.letters))
+        st.fed[label] = read.cursor
         if isinstance(where, Address):
             boxes.append((label, dict(read.index)))  # the store's index grows in place; the result must not
         malformed += [*read.defects, *([read.torn] if read.torn else [])]
@@ -205,7 +211,7 @@ def sweep(
     and a sweep folded from nothing writes one. Callers that need the letters
     themselves (``result.book``) pass False.
     """
-    with _collector_paused():
+    with _collector_paused(), dc.warm.lock_of(SWEEP):
         return _sweep(dc, do_distribute, include_all, progress, persisted)
 
 
@@ -226,7 +232,7 @@ def _sweep(
     receipt = distribute(dc) if do_distribute else None
     sources, unreachable = _sources(dc)
     files = isinstance(dc.store, FileStore)
-    if persisted and files and not include_all and "sweep" not in dc.warm:
+    if persisted and files and not include_all and SWEEP not in dc.warm:
         resumed = _resume(dc, sources, progress)
         if resumed is not None:
             fold, malformed = resumed
@@ -254,16 +260,15 @@ def _sweep(
 
 def _persist(dc: Context, result: SweepResult, sources: list[Where]) -> None:
     """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
-    store = dc.store
-    assert isinstance(store, FileStore) and result.book is not None
-    readers = [store.reader(w) for w in sources]
-    if any(r is None for r in readers):
-        return
+    assert result.book is not None
     book = result.book
     rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
     if not result.include_all:
         result.ready = rows
-    marks = [sweepcache.source_of(str(w), r) for w, r in zip(sources, readers, strict=True) if r is not None]
+    st = dc.warm.get(SWEEP)
+    assert st is not None
+    marks = [sweepcache.source_of(str(w), dc.store.mark(w), dc.store.read(w, after=st.fed.get(str(w))).defects)
+             for w in sources]
     sweepcache.save(dc, sweepcache.from_book(result.book, rows, sweepcache.fold_key(dc, sources), marks))
 
 
@@ -271,30 +276,28 @@ def _resume(
     dc: Context, sources: list[Where], progress: Progress | None
 ) -> tuple[sweepcache.Resumed, list[Defect]] | None:
     """The sweep answered from its snapshot plus what was appended since; None: no usable snapshot."""
-    store = dc.store
-    assert isinstance(store, FileStore)
     key = sweepcache.fold_key(dc, sources)
     snap = sweepcache.load(dc, key)
     if snap is None or [s.label for s in snap.sources] != [str(w) for w in sources]:
         return None
-    readers = []
+    tails = []
     for where, src in zip(sources, snap.sources, strict=True):
-        r = sweepcache.resume(store, where, src)
-        if r is None:
+        t = sweepcache.resume(dc.store, where, src)
+        if t is None:
             return None
-        readers.append(r)
+        tails.append(t)
     fold = sweepcache.Resumed(snap, dc.roster.foreign_markers)
     malformed: list[Defect] = []
     marks = []
     moved = False
-    for n, (where, src, r) in enumerate(zip(sources, snap.sources, readers, strict=True), 1):
-        fold.feed(sweepcache.box_label(where), r.letters)
+    for n, (where, src, t) in enumerate(zip(sources, snap.sources, tails, strict=True), 1):
+        fold.feed(sweepcache.box_label(where), t.letters)
         old = sweepcache.old_defects(src)
-        malformed += [*old, *r.defects, *([r.torn] if r.torn else [])]
-        mark = sweepcache.source_of(str(where), r)
+        malformed += [*old, *t.defects, *([t.torn] if t.torn else [])]
+        mark = sweepcache.source_of(str(where), t.mark, t.defects)
         mark.defects[:0] = src.defects
         marks.append(mark)
-        moved = moved or mark.cp != src.cp
+        moved = moved or mark.mark != src.mark
         if progress:
             progress(str(where), n, len(sources))
     if moved:

@@ -1,12 +1,12 @@
 """Persisted sweep folds: a cold process reads only the bytes appended since.
 
 After a full sweep the fold's state is snapshotted into ``cache/sweep/``: for
-every source (the spool and each report box) its cursor (byte offset and line
-number), its inode, a digest of the ``WINDOW`` bytes before the cursor (the
-check that the bytes up to it are the ones folded) and the malformed lines seen
-before it; and for the whole union the sets the fates are a function of, the
-counts, and the open letters' rows, ready to emit. A cold process loads it,
-resumes a reader at each cursor, folds only the new letters, and answers.
+every source (the spool and each report box) the store's ``Mark`` of where the
+fold stopped (the store checks it before trusting it: for files the inode and a
+digest of the bytes before it) and the malformed lines seen before it; and for
+the whole union the sets the fates are a function of, the counts, and the open
+letters' rows, ready to emit. A cold process loads it, asks the store for each
+source's letters after its mark (``Store.tail``), folds only those, and answers.
 
 It is a cache like every other (DESIGN 1.1): deletable at any time, written
 atomically through ``Layout.cache_dir`` (never through a symlink), and never
@@ -34,23 +34,24 @@ import msgspec
 from dovecote.addresses import Address
 from dovecote.derive.fates import CLAY, EXTERNAL, FLIGHT, WET, FateBook, Tally, precedence
 from dovecote.errors import StoreError
-from dovecote.ledger import Checkpoint, Defect, LedgerReader, write_atomic
+from dovecote.ledger import Defect, write_atomic
 from dovecote.letters import Letter
 from dovecote.ops.sweeprows import NO_ANSWERS, Row, open_dicts, whats
+from dovecote.store import Mark
 from dovecote.timeutil import instant_text
 from dovecote.vocab import MISDELIVERY_CLASS, REPORT_KINDS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.store import FileStore, Where
+    from dovecote.store import Store, Tail, Where
 
-VERSION = 1
+VERSION = 2  # 2: sources hold store marks
 NAME = "fold.msgpack"
 
 
 class Source(msgspec.Struct, array_like=True):
     label: str
-    cp: Checkpoint
+    mark: Mark
     defects: list[tuple[str, int, str, str]]
 
 
@@ -217,8 +218,8 @@ def from_book(book: FateBook, rows: list[Row], key: str, sources: list[Source]) 
     )
 
 
-def source_of(label: str, reader: LedgerReader) -> Source:
-    return Source(label, reader.checkpoint(), [(d.path, d.line, d.kind, d.detail) for d in reader.defects])
+def source_of(label: str, mark: Mark, defects: Sequence[Defect]) -> Source:
+    return Source(label, mark, [(d.path, d.line, d.kind, d.detail) for d in defects])
 
 
 def path_of(dc: Context) -> Path:
@@ -244,25 +245,17 @@ def load(dc: Context, key: str) -> Snapshot | None:
     return snap
 
 
-def resume(store: FileStore, where: Where, src: Source) -> LedgerReader | None:
-    """A private reader of ``where`` past the snapshot's cursor, or None when its check
-    fails (the file was replaced, shrank, or the bytes before the cursor changed).
-
-    It is the sweep's own reader, never the store's: the store's readers hold
-    whole ledgers that other reads rely on.
-    """
-    path = store.path(where)
-    if path is None:
-        return None
-    r = LedgerReader.resume(path, src.cp) if src.cp.ino or src.cp.offset else LedgerReader(path)
-    r.bound = store.bound_of(path)
+def resume(store: Store, where: Where, src: Source) -> Tail | None:
+    """The letters of ``where`` after the snapshot's mark (read privately by the store:
+    its own readers hold whole ledgers that other reads rely on), or None when the
+    store does not trust the mark (the box was replaced, shrank, or rewritten before it)."""
     try:
-        r.refresh()
+        t = store.tail(where, src.mark)
     except StoreError:
         return None
-    if r.generation != 0 or (src.cp.ino and r.ino != src.cp.ino):
+    if t.fresh and (src.mark.ident or src.mark.position):  # a mark of an empty or absent box is no claim
         return None
-    return r
+    return t
 
 
 def box_label(where: Where) -> str | None:

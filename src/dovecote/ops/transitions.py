@@ -12,30 +12,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dovecote.addresses import check_name
+from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import InboxBook, Item
 from dovecote.derive.lifecycle import check_due, check_rails, check_transition, effective
 from dovecote.derive.responses import response_to, responses
 from dovecote.errors import Refusal
+from dovecote.folds import entity_address, guarded_many, inbox
 from dovecote.letters import canonical_line, format_ts
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Guard
 
 
-def responded(dc: Context, book: InboxBook, item: Item) -> bool:
+def responded(dc: Context, book: InboxBook, item: Item, held: dict[Address, Guard] | None = None) -> bool:
     """Has a response to the item been delivered to whom it must answer?
 
     Asked of the box of ``response_to`` (the sender, or the redirect), which
-    must be a registered entity: a response can reach no one else.
+    must be a registered entity: a response can reach no one else. ``held``:
+    the boxes under their locks (the target's among them, when the caller
+    foresaw it), so its fold is fed from what its guard read.
     """
     target = response_to(item.env)
     if target is None or dc.roster.entity(target) is None:
         return False
-    return bool(responses(book if target == book.entity else book_for(dc, target), item))
+    if target == book.entity:
+        return bool(responses(book, item))
+    with inbox(dc, target, (held or {}).get(entity(target))) as other:
+        return bool(responses(other, item))
+
+
+def _response_box(dc: Context, entity_id: str, ref: str) -> list[Address]:
+    """The box a completion's response rail reads, if it is another entity's: taken under
+    its lock too, in address order with the item's (so no two threads wait on each other)."""
+    with inbox(dc, entity_id) as book:
+        try:
+            target = response_to(book.resolve(ref).env)
+        except Refusal:
+            return []  # decided (and refused) again under the lock
+    if target is None or target == entity_id or dc.roster.entity(target) is None:
+        return []
+    return [entity(target)]
 
 
 def _until(value: str | None) -> str | None:
@@ -89,8 +108,9 @@ def transition(
         raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:
         raise Refusal("invalid_field", f"--until {due_time} is not in the future")
-    with dc.store.guarded(addr) as led:
-        book = book_for(dc, entity_id, led)
+    others = _response_box(dc, entity_id, ref) if rails and kind == "complete" else []
+    with guarded_many(dc, [addr, *others]) as held, inbox(dc, entity_id, held[addr]) as book:
+        led = held[addr]
         item = book.resolve(ref)
         r = book.replay_of(item)
         state = effective(r, tic, now)
@@ -101,7 +121,7 @@ def transition(
                 item.id,
                 seen=r.seen,
                 response_required=item.env.response_expected,
-                responded=kind == "complete" and responded(dc, book, item),
+                responded=kind == "complete" and responded(dc, book, item, held),
                 response_to=response_to(item.env),
                 until_tic=until_tic,
                 until=due_time,

@@ -14,6 +14,11 @@ verify runs is never a difference; it is simply not yet read. The warm caches
 the "before" run fills may then lag the ledgers, which their own incremental
 reads catch up with afterwards, as after any read.
 
+The persisted folds get a run of their own: after the "before" answers, a
+cold context with the caches still in place answers every inbox from its
+snapshot in ``cache/folds`` (plus the letters after its mark), and each must
+equal the inbox folded from nothing (``inbox <id> --all, from its snapshot``).
+
 Folder views are never deleted wholesale: a person may keep hand-dropped files
 beside the view's entries. Instead each entity's view is written by the warm
 context, then rebuilt by the cold one (every owned entry removed and rewritten),
@@ -76,6 +81,20 @@ def answers(dc: Context, now: datetime) -> dict[str, bytes]:
     return out
 
 
+SNAPSHOT = "inbox {} --all, from its snapshot"
+
+
+def inbox_answers(dc: Context, now: datetime) -> dict[str, bytes]:
+    """Every entity's inbox, as ``answers`` reads it, under the name of the snapshot run."""
+    from dovecote.ops import inbox
+
+    return {
+        SNAPSHOT.format(e.id): orjson.dumps(inbox.read_inbox(dc, e.id, now=now, include_terminal=True,
+                                                             direction="both")[0])
+        for e in dc.roster.entities
+    }
+
+
 def ledgers(dc: Context) -> list[Where]:
     """Every ledger a compared read can touch: the spool, the report boxes, the entity boxes."""
     return ["spool", *dc.roster.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]
@@ -83,11 +102,11 @@ def ledgers(dc: Context) -> list[Where]:
 
 def search_words(dc: Context, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
-    from dovecote.ops.books import book_for
+    from dovecote import folds
 
     words: set[str] = set()
     for e in dc.roster.entities:
-        for item in book_for(dc, e.id).items.values():
+        for item in folds.book_for(dc, e.id).items.values():
             words.update(w.lower() for w in item.env.subject.split() if w.isalnum() and len(w) >= 4)
     return sorted(words)[:most]
 
@@ -118,12 +137,16 @@ def verify(dc: Context) -> VerifyResult:
     bounds = files_of(dc.store).snapshot(ledgers(dc))
     with files_of(dc.store).bounded(bounds):
         before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
+    restored = dc.cold()  # no warm fold: every inbox starts from its snapshot, as a cold process does
+    with files_of(restored.store).bounded(bounds):
+        before.update(inbox_answers(restored, now))
     if dc.layout.cache.exists():
         shutil.rmtree(dc.layout.cache)
         deleted.append(str(dc.layout.cache))
     fresh = dc.cold()
     with files_of(fresh.store).bounded(bounds):
         after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
+    after.update({SNAPSHOT.format(e.id): after[f"inbox {e.id} --all"] for e in fresh.roster.entities})
     differ = []
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name, b""), after.get(name, b"")

@@ -29,11 +29,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dovecote import folds
 from dovecote.derive.inbox import BUCKETS, Clock
 from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.moves import adopt_move
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewfs import (
@@ -198,13 +198,13 @@ def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> En
     vdir = view_dir(dc, entity_id)
     check_paths(dc, vdir)
     limits = dc.roster.limits
-    p = plan(book_for(dc, entity_id), clock, limits)
+    p = plan(folds.book_for(dc, entity_id), clock, limits)
     out = EntityFolder(entity_id, str(vdir), p.counts)
     out.cleaned, held = clean_temps(vdir)
     for rel in held:
         out.keep(rel, "", "foreign_files", "a temp folder of a killed run holding files the view does not own")
     if _adopt_moves(dc, entity_id, vdir, p, clock, out):
-        p = plan(book_for(dc, entity_id), clock, limits)
+        p = plan(folds.book_for(dc, entity_id), clock, limits)
         out.counts = p.counts
     found: dict[str, list[tuple[str, Path]]] = {}
     for folder, name, path, iid in owned_entries(vdir):
@@ -259,7 +259,7 @@ def view(
     """
     who = [entity_id] if entity_id is not None else [e.id for e in dc.roster.entities]
     for e in who:
-        entity_address(dc, e)
+        folds.entity_address(dc, e)
         check_paths(dc, view_dir(dc, e))
     tic, source = current_tic(dc, current)
     clock = Clock(tic, now or dc.now())

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox import Clock, item_row
 from dovecote.errors import Refusal
+from dovecote.folds import book_for, entity_address
 from dovecote.letters import Letter, is_letter_id
-from dovecote.ops.books import book_for, entity_address
 from dovecote.ops.tics import current_tic
 
 if TYPE_CHECKING:

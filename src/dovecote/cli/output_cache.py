@@ -3,12 +3,14 @@
 Session-start hooks run ``dovecote inbox ... --format injection`` in every new
 agent session, so a cold call must cost little more than starting Python.
 After a cacheable command renders, it stores its exact output together with
-what the output depends on: the (inode, size, mtime) of every file it read and,
-when the output shows ages in hours, the moment the first of them changes. The
-next identical call (same argv, working directory and environment) checks
-those stats and prints the stored bytes. Ledgers only grow, so any new letter
-changes a size and invalidates the entry; the cache lives in ``<home>/cache``
-and is deletable like every cache. The entries are read and written only
+what the output depends on: for each box it read, the store's ``Probe`` of the
+mark its fold was fed to (the ledger's inode and size there: ledgers only grow,
+so any new letter changes the size); for the other files (the roster, the
+loose files' folder, the tic source) their (inode, size, mtime) as before the
+read; and, when the output shows ages in hours, the moment the first of them
+changes. The next identical call (same argv, working directory and
+environment) checks those and prints the stored bytes. The cache lives in
+``<home>/cache`` and is deletable like every cache. The entries are read and written only
 through ``Layout.cache_dir`` and ``O_NOFOLLOW``: a ``cache`` that is a file or
 a symlink (even one pointing at a real cache elsewhere) just means no cache.
 
@@ -75,6 +77,9 @@ def try_cached(argv: list[str]) -> bool:
         for dep, seen in entry["deps"]:
             if stat_of(dep) != tuple(seen):
                 return False
+        for path, ident, size in entry["boxes"]:
+            if stat_of(path)[:2] != (ident, size):
+                return False
         sys.stdout.buffer.write(entry["out"])
         sys.stdout.flush()
         return True
@@ -89,7 +94,11 @@ def snapshot(deps: list[str]) -> list[tuple[str, tuple[int, int, int]]]:
 
 
 def remember(
-    argv: list[str], out: bytes, deps: list[tuple[str, tuple[int, int, int]]], valid_until: float | None
+    argv: list[str],
+    out: bytes,
+    deps: list[tuple[str, tuple[int, int, int]]],
+    boxes: list[tuple[str, int, int]],
+    valid_until: float | None,
 ) -> None:
     """Store a rendering for ``try_cached``; any failure just means no cache.
 
@@ -105,7 +114,7 @@ def remember(
         tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
         with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
-            marshal.dump({"out": out, "deps": deps, "valid_until": valid_until}, f)
+            marshal.dump({"out": out, "deps": deps, "boxes": [tuple(b) for b in boxes], "valid_until": valid_until}, f)
         os.replace(tmp, path)  # rename replaces a symlink at ``path``, never writes through it
     except (OSError, ValueError, DovecoteError):
         return

@@ -1,0 +1,121 @@
+"""The ``inbox`` command without Typer or Rich: the hot path of every session-start hook.
+
+Typer and Rich cost more to import than a warm inbox costs to answer, and a
+hook runs ``dovecote inbox ENTITY --format injection`` in every new session.
+So ``try_quick`` parses the command's simple argv itself (the options the
+command documents, in any order, ``--opt value`` or ``--opt=value``) and runs
+the very function the Typer command runs (``run_inbox``), so both print the
+same bytes and refuse the same way. Anything it does not recognise (``--help``,
+a misspelt option, a malformed number) is left to Typer, which owns usage
+errors and help.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from dovecote.api import open_home
+from dovecote.cli.actor import bound_actor
+from dovecote.cli.utf8 import ENV_TEXT, is_utf8
+from dovecote.errors import Refusal
+from dovecote.verbs import MAX_INT
+
+FORMATS = ("text", "json", "injection")
+DIRECTIONS = ("inbound", "outbound", "both")
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLAGS = {"--include-terminal": ("all_", True), "--all": ("all_", True), "--json": ("json", True),
+          "--detailed": ("detailed", True), "--compact": ("detailed", False)}
+_VALUED = ("--format", "--current-tic", "--direction")
+
+
+def run_inbox(
+    home: str | None, words: list[str], fmt: str, current: int | None, direction: str, detailed: bool,
+    all_: bool, json: bool,
+) -> None:
+    """Audit an entity's inbox and print it (the body of ``dovecote inbox``, for both parsers)."""
+    import orjson
+
+    from dovecote.cli import output_cache
+    from dovecote.cli.texts import inbox_injection, inbox_text
+
+    if json and fmt == "injection":
+        raise Refusal("invalid_field", "--json is --format json; drop --format injection")
+    fmt = "json" if json else fmt
+    words = list(words)
+    status_only = bool(words) and words[-1] == "status"
+    if status_only:
+        words.pop()
+    if len(words) > 1:
+        raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
+    dc = open_home(home, actor=bound_actor())
+    who = words[0] if words else dc.default_entity()
+    deps = output_cache.snapshot(dc.inbox_dependencies(who))  # stat before reading: never newer than the read
+    from dovecote.verbs import Inbox, decode
+
+    view, until = dc.inbox_until(decode(Inbox, {
+        "entity_id": who, "current_tic": current, "direction": direction, "include_terminal": all_,
+    }))
+    if fmt == "json":
+        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
+    elif fmt == "injection":
+        out = inbox_injection(view).encode()
+    else:
+        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    box = dc.inbox_probe(who)  # the box as the read left it
+    if box is not None:
+        output_cache.remember(sys.argv[1:], out, deps, [box], until.timestamp() if until else None)
+
+
+def parse(argv: list[str]) -> dict[str, object] | None:
+    """The arguments of a simple ``[--home H] inbox ...`` call, or None (Typer decides:
+    help, usage errors, and the input boundary's refusals are its own)."""
+    if not all(map(is_utf8, argv)) or not all(is_utf8(os.environ.get(k, "")) for k in ENV_TEXT):
+        return None
+    home: str | None = None
+    rest = list(argv)
+    if rest[:1] == ["--home"] and len(rest) >= 2:
+        home, rest = rest[1], rest[2:]
+    elif rest[:1] and rest[0].startswith("--home="):
+        home, rest = rest[0].split("=", 1)[1], rest[1:]
+    if rest[:1] != ["inbox"]:
+        return None
+    got: dict[str, object] = {"home": home, "words": [], "fmt": "text", "current": None, "direction": "inbound",
+                              "detailed": False, "all_": False, "json": False}
+    words: list[str] = []
+    args = iter(rest[1:])
+    for arg in args:
+        if arg in _FLAGS:
+            key, flag = _FLAGS[arg]
+            got[key] = flag
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            if not eq:
+                value = next(args, "")
+            if name == "--format" and value in FORMATS:
+                got["fmt"] = value
+            elif name == "--direction" and value in DIRECTIONS:
+                got["direction"] = value
+            elif name == "--current-tic" and _INT.fullmatch(value) and abs(int(value)) <= MAX_INT:
+                got["current"] = int(value)
+            else:
+                return None
+            continue
+        if arg.startswith("-"):
+            return None
+        words.append(arg)
+    got["words"] = words
+    return got
+
+
+def try_quick(argv: list[str]) -> bool:
+    """Run a simple ``inbox`` call here; False when Typer must parse it."""
+    got = parse(argv)
+    if got is None:
+        return False
+    run_inbox(**got)  # type: ignore[arg-type]
+    return True

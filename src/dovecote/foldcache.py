@@ -1,0 +1,120 @@
+"""Persisted folds: an entity box's ``InboxBook`` in ``cache/folds/<box>.msgpack``.
+
+A cold process loads the snapshot, asks the store for the letters after its
+``Mark`` (``Store.tail``: the store checks the mark first, and a failed check
+means the whole box, folded from nothing) and answers; it reads only the
+bytes appended since the snapshot was written.
+
+A cache like every other (DESIGN 1.1): deletable at any time, written whole
+(tmp + rename, through ``Layout.cache_dir``, so never through a symlink, and
+read with ``O_NOFOLLOW``), never an authority. A file that does not decode, of
+another version, another roster or another entity is ignored. Not fsynced: a
+snapshot lost in a crash (or torn: it then fails to decode) costs one full
+read, nothing more. ``verify`` answers every inbox from the snapshots, then
+from nothing, and requires the same bytes.
+
+When to write (cheaply, never on a read that changed nothing): after a read
+that folded the box from nothing, after one that rebuilt the view whole (a new
+tic or thresholds: the snapshot's rows would be stale), and once the letters
+folded since the last write reach ``REWRITE_AFTER`` (until then a cold process
+simply reads that short tail again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from dovecote.derive import inbox_snapshot
+from dovecote.errors import StoreError
+from dovecote.osutil import temp_name
+from dovecote.store import Mark
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from dovecote.context import Context
+    from dovecote.derive.inbox import InboxBook
+    from dovecote.folds import Fed
+
+VERSION = 1
+FOLDER = "folds"
+#: Letters folded past the snapshot's mark before a read writes it again.
+REWRITE_AFTER = 256
+
+
+class Head(msgspec.Struct, array_like=True):
+    version: int
+    roster: str
+    entity: str
+    mark: Mark
+    view_key: str  # which view the snapshot's rows are for ("": none)
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode_head = msgspec.msgpack.Decoder(Head).decode
+
+
+def path_of(ctx: Context, entity_id: str, *, create: bool) -> Path:
+    return ctx.layout.cache_dir(FOLDER, create=create) / f"entity:{entity_id}.msgpack"
+
+
+def _view_key(book: InboxBook) -> str:
+    vs = book.view_state
+    return "" if vs is None else repr((vs.key, vs.since, vs.until))
+
+
+def dumps(ctx: Context, book: InboxBook, mark: Mark) -> bytes:
+    head = _encode(Head(VERSION, ctx.roster.signature, book.entity, mark, _view_key(book)))
+    return len(head).to_bytes(4, "little") + head + inbox_snapshot.dumps(book)
+
+
+def load_inbox(ctx: Context, entity_id: str) -> tuple[InboxBook, Mark] | None:
+    """The entity's book and mark from its snapshot, or None (absent, garbage, stale)."""
+    try:
+        path = path_of(ctx, entity_id, create=False)
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
+            data = f.read()
+        view = memoryview(data)  # slices of a view copy nothing
+        size = int.from_bytes(view[:4], "little")
+        head = _decode_head(view[4 : 4 + size])
+        if head.version != VERSION or head.roster != ctx.roster.signature or head.entity != entity_id:
+            return None
+        book = inbox_snapshot.loads(view[4 + size :])
+    except (OSError, StoreError, msgspec.DecodeError, ValueError, TypeError, KeyError):
+        return None
+    if book.entity != entity_id:
+        return None
+    book.saved_view = head.view_key
+    return book, head.mark
+
+
+def save(ctx: Context, book: InboxBook, mark: Mark) -> None:
+    """Write the snapshot whole; a cache that cannot be written is simply not written."""
+    with contextlib.suppress(OSError, StoreError):
+        path = path_of(ctx, book.entity, create=True)
+        tmp = path.with_name(temp_name(path.name))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
+            f.write(dumps(ctx, book, mark))
+        os.replace(tmp, path)  # replaces a symlink at ``path``, never writes through it
+        book.saved_view = _view_key(book)
+
+
+def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
+    """Snapshot the book if this read changed enough of it (see the module docstring)."""
+    if rec.mark is None or not persistable(ctx, rec.mark):
+        return
+    book = rec.fold
+    rebuilt = book.view_state is not None and _view_key(book) != book.saved_view
+    if rec.since_saved < 0 or rec.since_saved >= REWRITE_AFTER or rebuilt:
+        save(ctx, book, rec.mark)
+        rec.since_saved = 0
+
+
+def persistable(ctx: Context, mark: Mark) -> bool:
+    """A mark only a store in this process can trust (a memory store's) is not worth a file."""
+    return not mark.origin.startswith("memory:")
