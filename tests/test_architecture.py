@@ -22,13 +22,17 @@ PACKAGE = SRC / "dovecote"
 CLI_MAY_IMPORT = frozenset(
     {"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version", "dovecote.verbs"}
 )
+#: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
+MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs"})
+#: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
+CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
 CLI_EXCEPTIONS = {"dovecote.cli.fastpath": frozenset({"dovecote.home", "dovecote.osutil"})}
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
-ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.__init__", "dovecote.__main__")
+ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).
 AMBIENT = {
     "os": frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}),
@@ -127,7 +131,7 @@ def test_ops_and_derive_never_import_the_handle_or_a_face() -> None:
     assert _breaking(
         "ops/derive above themselves",
         lambda name, imp: _under(name, "dovecote.ops", "dovecote.derive")
-        and _under(imp, "dovecote.api", "dovecote.cli"),
+        and _under(imp, "dovecote.api", "dovecote.cli", "dovecote.mcp"),
     ) == []
 
 
@@ -136,7 +140,7 @@ def test_nothing_below_the_handle_imports_it_or_a_face_or_ops() -> None:
     assert _breaking(
         "below ops",
         lambda name, imp: not _under(name, "dovecote.ops", *ABOVE_OPS)
-        and _under(imp, "dovecote.api", "dovecote.cli", "dovecote.ops"),
+        and _under(imp, "dovecote.api", "dovecote.cli", "dovecote.mcp", "dovecote.ops"),
     ) == []
 
 
@@ -153,9 +157,19 @@ def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
     def outside(name: str, imp: str) -> bool:
         if not _under(name, "dovecote.cli") or not _under(imp, "dovecote") or _under(imp, "dovecote.cli"):
             return False
-        return imp not in CLI_MAY_IMPORT and imp not in CLI_EXCEPTIONS.get(name, frozenset())
+        return imp not in CLI_MAY_IMPORT | CLI_MAY_RUN and imp not in CLI_EXCEPTIONS.get(name, frozenset())
 
     assert _breaking("cli goes around the handle", outside) == []
+
+
+def test_the_mcp_face_imports_only_the_handle_the_verbs_and_its_own_modules() -> None:
+    def outside(name: str, imp: str) -> bool:
+        if not _under(name, "dovecote.mcp") or not _under(imp, "dovecote") or _under(imp, "dovecote.mcp"):
+            return False
+        return imp not in MCP_MAY_IMPORT
+
+    assert any(_under(n, "dovecote.mcp") for n in MODULES)
+    assert _breaking("mcp goes around the handle", outside) == []
 
 
 def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:

@@ -37,6 +37,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_due": (400, "a defer needs a due tic or time; a DEFER with no due is a dead end"),
     "no_home": (404, "no dovecote home here; run `dovecote init`"),
     "not_seen": (409, "the item must be marked seen before it is completed"),
+    "read_only": (403, "this face was started --read-only: it writes nothing"),
     "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
     "response_required": (409, "the item expects a response and none has been sent to its sender yet"),
     "stale_head": (409, "the mission head moved; re-read and post against the new head"),
