@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import time
@@ -154,3 +156,29 @@ async def test_http_subscribers_of_both_eras_hear_a_send_from_another_process(
         await anyio.to_thread.run_sync(send_from_a_shell)
         with anyio.fail_after(10):
             await heard.wait()
+
+
+def readme_config_block() -> str:
+    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("## MCP\n", 1)[1]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, "the MCP section has no sh block"
+    return match.group(1)
+
+
+async def test_the_readme_client_config_runs_as_printed(tmp_path: Path) -> None:
+    """The config the README prints, run from a checkout after `make run`, starts working servers."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "dovecote").symlink_to(DOVECOTE_BIN)
+    env = cli_env(tmp_path, None)
+    subprocess.run([str(DOVECOTE_BIN), "demo", "demo-home"], cwd=checkout, env=env, check=True, capture_output=True)
+    printed = subprocess.run(["bash", "-e", "-c", readme_config_block()], cwd=checkout, env={**env, "PWD": str(
+        checkout)}, check=True, capture_output=True, text=True).stdout
+    servers = json.loads(printed)["mcpServers"]
+    assert set(servers) == {"dovecote-builder", "dovecote-ops"}
+    for name, entry in servers.items():
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+        async with Client(params) as c:
+            inbox = await c.call_tool("inbox", {})
+            assert inbox.structured_content is not None, inbox.content
+            assert inbox.structured_content["entity"] == "ent_" + name.removeprefix("dovecote-")
