@@ -18,19 +18,15 @@ from dovecote.mcp.server import build
 from dovecote.mcp.tools import TOOLS
 from helpers import DOVECOTE_BIN, cli_env, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send
+from mcphelpers import LEGACY
 
 pytestmark = pytest.mark.anyio
-AGENT = Principal(ENTITY, "agent")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return mail_home(tmp_path)
+AGENT = Principal(ENTITY, "agent")
 
 
 def ledgers(dc: Dovecote) -> dict[str, bytes]:
@@ -199,10 +195,6 @@ async def test_a_listener_hears_the_inbox_grow_by_another_process(dc: Dovecote, 
         assert [i["subject"] for i in data["items"]] == ["from a shell"]
 
 
-#: The 2025-era subscribe is deprecated in the SDK (2026-07-28 listens instead); it is the era under test here.
-LEGACY = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-
 @LEGACY
 async def test_a_legacy_subscriber_is_told_the_box_grew(dc: Dovecote) -> None:
     got: list[str] = []
@@ -222,3 +214,10 @@ async def test_a_legacy_subscriber_is_told_the_box_grew(dc: Dovecote) -> None:
         with pytest.raises(Exception, match="forbidden"):
             await c.subscribe_resource(f"inbox://{SENDER}")
     assert got == [uri]
+
+
+def test_every_tool_is_documented_in_the_readme() -> None:
+    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("## MCP\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    for name in TOOLS:
+        assert f"`{name}`" in section, f"MCP tool {name} is not in the README's MCP section"

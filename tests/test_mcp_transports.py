@@ -23,14 +23,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from dovecote.api import Dovecote
 from helpers import DOVECOTE_BIN, cli_env
 from mailhelpers import ENTITY, SENDER, mail_home, send
+from mcphelpers import LEGACY
 
 pytestmark = pytest.mark.anyio
-LEGACY = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

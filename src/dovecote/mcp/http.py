@@ -63,7 +63,8 @@ def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str 
     guard admits only loopback Host and Origin headers.
     """
     face = build(dc, read_only=read_only)
-    inner = face.server.streamable_http_app(streamable_http_path=path, host=host)
+    face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
+    inner = face.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     return BearerAuth(inner, face)
 
 
