@@ -14,6 +14,7 @@ from mcp import Client
 
 from dovecote import verbs
 from dovecote.api import Dovecote, Principal
+from dovecote.errors import StoreError
 from dovecote.mcp.server import build
 from dovecote.mcp.tools import TOOLS
 from helpers import DOVECOTE_BIN, cli_env, snapshot
@@ -221,3 +222,20 @@ def test_every_tool_is_documented_in_the_readme() -> None:
     section = section.split("\n## ", 1)[0]
     for name in TOOLS:
         assert f"`{name}`" in section, f"MCP tool {name} is not in the README's MCP section"
+
+
+@pytest.mark.parametrize(("error", "start"), [
+    (StoreError("cannot read boxes/home/letters.jsonl: Input/output error"), "io_error: cannot read"),
+    (RuntimeError("secret internals"), "internal_error: an unexpected RuntimeError"),
+])
+async def test_a_store_failure_or_a_bug_is_an_error_line_never_a_traceback(
+    dc: Dovecote, monkeypatch: pytest.MonkeyPatch, error: Exception, start: str
+) -> None:
+    def fail(*args: Any, **kw: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(dc, "doctor", fail)
+    async with client(dc) as c:
+        r = await c.call_tool("doctor", {})
+    assert r.is_error and r.content[0].text.startswith(start)
+    assert "Traceback" not in r.content[0].text and "secret" not in r.content[0].text
