@@ -53,3 +53,9 @@ def _store(store_kind: str) -> Iterator[None]:
     """Every home the test opens through ``helpers`` lives in ``store_kind``."""
     with helpers.stores(store_kind):
         yield
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The anyio plugin's backend for the async tests (the MCP face): asyncio, as the server runs."""
+    return "asyncio"

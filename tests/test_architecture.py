@@ -22,6 +22,10 @@ PACKAGE = SRC / "dovecote"
 CLI_MAY_IMPORT = frozenset(
     {"dovecote", "dovecote.api", "dovecote.errors", "dovecote.textsafe", "dovecote._version", "dovecote.verbs"}
 )
+#: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
+MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs"})
+#: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
+CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
 #: before anything heavy loads.
 CLI_EXCEPTIONS = {
@@ -34,9 +38,9 @@ HTTP_MAY_IMPORT = CLI_MAY_IMPORT
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
-ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.http", "dovecote.__init__", "dovecote.__main__")
+ABOVE_OPS = ("dovecote.api", "dovecote.cli", "dovecote.http", "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: The faces: nothing below the handle imports one.
-FACES = ("dovecote.cli", "dovecote.http")
+FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).
 AMBIENT = {
     "os": frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}),
@@ -161,7 +165,7 @@ def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
     def outside(name: str, imp: str) -> bool:
         if not _under(name, "dovecote.cli") or not _under(imp, "dovecote") or _under(imp, "dovecote.cli"):
             return False
-        return imp not in CLI_MAY_IMPORT and imp not in CLI_EXCEPTIONS.get(name, frozenset())
+        return imp not in CLI_MAY_IMPORT | CLI_MAY_RUN and imp not in CLI_EXCEPTIONS.get(name, frozenset())
 
     assert _breaking("cli goes around the handle", outside) == []
 
@@ -177,6 +181,16 @@ def test_the_http_face_imports_only_the_handle_and_its_own_modules() -> None:
 
 def test_the_http_face_is_scanned() -> None:
     assert {"dovecote.http.app", "dovecote.http.rest", "dovecote.http.events", "dovecote.http.pages"} <= set(MODULES)
+
+
+def test_the_mcp_face_imports_only_the_handle_the_verbs_and_its_own_modules() -> None:
+    def outside(name: str, imp: str) -> bool:
+        if not _under(name, "dovecote.mcp") or not _under(imp, "dovecote") or _under(imp, "dovecote.mcp"):
+            return False
+        return imp not in MCP_MAY_IMPORT
+
+    assert any(_under(n, "dovecote.mcp") for n in MODULES)
+    assert _breaking("mcp goes around the handle", outside) == []
 
 
 def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:

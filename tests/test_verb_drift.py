@@ -32,12 +32,12 @@ ROOT = typer.main.get_command(app)
 NOT_VERBS = {
     ("init",): "creates a home; there is no handle before it",
     ("demo",): "builds a demo home and prints several verbs' answers",
+    ("mcp",): "serves the MCP face: its tools are the verbs (tests/test_mcp.py)",
     ("merge-driver",): "git calls it with three file paths; it unions ledgers, below any home",
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
        for k in ("session-start", "prompt", "stop")},
     # Added by the waking-agents work before the verbs existed; they become verbs with the server (issue 8).
-    ("wait",): "not yet a verb: becomes one with the MCP tool and the REST long-poll (issue 8)",
     ("token", "issue"): "not yet a verb: becomes one with the server's token routes (issue 8)",
     ("token", "list"): "not yet a verb: becomes one with the server's token routes (issue 8)",
     ("token", "revoke"): "not yet a verb: becomes one with the server's token routes (issue 8)",
@@ -63,6 +63,7 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("search",): verbs.Search,
     ("stale-check",): verbs.StaleCheck,
     ("organize",): verbs.Organize,
+    ("wait",): verbs.Wait,
     ("project", "add"): verbs.ProjectAdd,
     ("project", "remove"): verbs.ProjectRemove,
     ("project", "list"): verbs.ProjectList,
@@ -144,14 +145,14 @@ def field_kind(t: Any) -> str:
         return "list[" + field_kind(typing.get_args(t)[0]) + "]"
     if isinstance(t, type) and issubclass(t, enum.Enum):
         return "enum"
-    return {int: "int", str: "str", bool: "bool"}.get(t, repr(t))
+    return {int: "int", float: "float", str: "str", bool: "bool"}.get(t, repr(t))
 
 
 def cli_kind(p: Any) -> str:
     t = p.type_descriptor.annotation
     if typing.get_origin(t) is list:
         return "list[" + {Path: "str", str: "str", int: "int"}[typing.get_args(t)[0]] + "]"
-    return {Path: "str", str: "str", int: "int", bool: "bool"}[t]
+    return {Path: "str", str: "str", int: "int", float: "float", bool: "bool"}[t]
 
 
 def _norm(value: Any) -> Any:

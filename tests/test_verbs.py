@@ -45,6 +45,7 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.Search: {"query": "deploy"},
     verbs.StaleCheck: {},
     verbs.Organize: {"entity_id": "ent_b"},
+    verbs.Wait: {"entity_id": "ent_b"},
     verbs.ProjectAdd: {"name": "atlas", "root": "/srv/atlas"},
     verbs.ProjectRemove: {"name": "atlas"},
     verbs.ProjectList: {},

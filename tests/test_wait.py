@@ -18,7 +18,7 @@ from dovecote.errors import Refusal
 from dovecote.letters import make_letter
 from dovecote.ops.wait import cursor_text, parse_cursor, position
 from dovecote.store_memory import MemoryStore
-from dovecote.verbs import Inbox, Move
+from dovecote.verbs import Inbox, Move, Wait
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
 
@@ -59,7 +59,7 @@ def test_the_inbox_prints_the_cursor_wait_takes(tmp_path: Path) -> None:
     cur = dc.inbox(Inbox(entity_id=ENTITY))["cursor"]
     assert cur == f"1.{first}" == dc.inbox_cursor(ENTITY)
     second = send(dc, "two", priority="high")
-    got = dc.wait(ENTITY, after=cur, timeout=5)  # already there: no waiting
+    got = dc.wait(Wait(entity_id=ENTITY, after=cur, timeout=5))  # already there: no waiting
     assert not got.timed_out and [i["id"] for i in got.items] == [second]
     assert got.items[0]["subject"] == "two" and got.items[0]["priority"] == "high"
     assert got.cursor == dc.inbox_cursor(ENTITY)
@@ -69,7 +69,7 @@ def test_a_timeout_says_so_and_keeps_the_cursor(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     send(dc, "old")
     t0 = time.monotonic()
-    got = dc.wait(ENTITY, timeout=0.2)  # no --after: only what comes after now
+    got = dc.wait(Wait(entity_id=ENTITY, timeout=0.2))  # no --after: only what comes after now
     assert got.timed_out and got.items == [] and got.cursor == dc.inbox_cursor(ENTITY)
     assert time.monotonic() - t0 < 5
 
@@ -80,7 +80,7 @@ def test_only_a_message_wakes_it(tmp_path: Path) -> None:
     cur = dc.inbox_cursor(ENTITY)
     dc.move(Move(kind="seen", entity_id=ENTITY, ref=mid))  # a lifecycle letter is not new mail
     dc.hook("prompt", ENTITY, {"session_id": "s"})  # nor is a surfaced record
-    assert dc.wait(ENTITY, after=cur, timeout=0.2).timed_out
+    assert dc.wait(Wait(entity_id=ENTITY, after=cur, timeout=0.2)).timed_out
 
 
 @pytest.mark.parametrize("kind", ["file", "memory"])
@@ -93,7 +93,7 @@ def test_a_send_from_another_thread_wakes_it(tmp_path: Path, kind: str) -> None:
     timer = threading.Timer(0.3, lambda: send(sender, "late news"))
     timer.start()
     try:
-        got = waiter.wait(ENTITY, after=cur, timeout=10)
+        got = waiter.wait(Wait(entity_id=ENTITY, after=cur, timeout=10))
     finally:
         timer.join()
     assert [i["subject"] for i in got.items] == ["late news"]

@@ -35,6 +35,7 @@ from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
+from dovecote.tokens import Principal
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
@@ -46,10 +47,11 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.tokens import Issued
     from dovecote.ops.wait import WaitResult
-    from dovecote.tokens import Principal, TokenRow
+    from dovecote.tokens import TokenRow
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Use", "Watch", "inbox_injection", "init", "merge_ledgers",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Principal", "Use", "Watch", "inbox_injection", "init",
+    "merge_ledgers",
     "open_home",
 ]
 
@@ -416,13 +418,19 @@ class Dovecote:
 
         return wait_op.box_cursor(self.context, entity_id)
 
-    def wait(
-        self, entity_id: str, *, timeout: float | None = None, after: str | None = None, poll: float | None = None
-    ) -> WaitResult:
-        """Block until new mail arrives after ``after`` (default: now) or ``timeout`` seconds pass."""
+    def wait(self, v: verbs.Wait, /, *, poll: float | None = None) -> WaitResult:
+        """Block until new mail arrives after ``v.after`` (default: now) or ``v.timeout`` seconds pass."""
         from dovecote.ops import wait as wait_op
 
-        return wait_op.wait(self.context, entity_id, timeout=timeout, after=after, poll=poll or wait_op.POLL)
+        v = checked(v)
+        return wait_op.wait(self.context, v.entity_id, timeout=v.timeout, after=v.after, poll=poll or wait_op.POLL)
+
+    def stamp(self, address: str | Address) -> tuple[int, int]:
+        """A cheap mark of a box (a stat, never a read) that changes whenever it gains a letter.
+
+        A face that pushes updates (MCP resource subscriptions) polls this.
+        """
+        return self.store.stamp(_address(address))
 
     def hook(self, kind: str, entity_id: str, payload: dict[str, Any], *, now: datetime | None = None) -> HookAnswer:
         """Answer an agent hook (session-start, prompt or stop) and record what it surfaced."""

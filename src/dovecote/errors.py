@@ -40,7 +40,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_home": (404, "no dovecote home here; run `dovecote init`"),
     "not_found": (404, "no page or API route at that path"),
     "not_seen": (409, "the item must be marked seen before it is completed"),
-    "read_only": (403, "the server runs --read-only: this route changes state and is switched off"),
+    "read_only": (403, "this face was started --read-only: it changes nothing, and this request would"),
     "remote_not_allowed": (400, "a non-loopback bind needs --allow-remote (and then every request needs a token)"),
     "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
     "response_required": (409, "the item expects a response and none has been sent to its sender yet"),

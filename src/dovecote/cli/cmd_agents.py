@@ -21,6 +21,7 @@ from dovecote.api import Dovecote
 from dovecote.cli.boundary import Typer
 from dovecote.cli.output import EXIT_FAIL, emit_json
 from dovecote.textsafe import one_line, subject_line
+from dovecote.verbs import MAX_WAIT, Wait, doc
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of text.")]
 EntityOpt = Annotated[
@@ -88,13 +89,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @app.command("wait")
     def wait_cmd(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="Whose box to watch.")],
-        timeout: Annotated[
-            Optional[float], typer.Option("--timeout", help="Give up after S seconds (exit 1); default: never.")
-        ] = None,
-        after: Annotated[
-            Optional[str], typer.Option("--after", help="A cursor printed by `wait` or `inbox --json` (default: now).")
-        ] = None,
+        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Wait, "entity_id"))],
+        timeout: Annotated[float, typer.Option("--timeout", help=f"{doc(Wait, 'timeout')} Exit 1.")] = MAX_WAIT,
+        after: Annotated[Optional[str], typer.Option("--after", help=doc(Wait, "after"))] = None,
         json: JsonOpt = False,
     ) -> None:
         """Block until new mail arrives for ENTITY (exit 0, prints it) or the timeout passes (exit 1).
@@ -102,7 +99,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         It watches the size of one ledger, reading only when it grows.
         Example: dovecote wait ent_builder --timeout 60 --after 12.3f2a9b0c1d2e
         """
-        result = open_home().wait(entity_id, timeout=timeout, after=after)
+        result = open_home().wait(Wait(entity_id=entity_id, timeout=timeout, after=after))
         if json:
             emit_json(result.to_dict())
         else:

@@ -35,6 +35,7 @@ from dovecote.verbs.base import (
     schema,
 )
 from dovecote.verbs.mail import (
+    MAX_WAIT,
     MOVE_OPTIONS,
     ImportInboxTree,
     Inbox,
@@ -46,6 +47,7 @@ from dovecote.verbs.mail import (
     Show,
     StaleCheck,
     View,
+    Wait,
 )
 from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
 from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
@@ -63,8 +65,11 @@ from dovecote.vocab import (
 
 __all__ = [
     "MAX_INT",
+    "MAX_WAIT",
     "MOVE_OPTIONS",
     "VERBS",
+    "WRITES",
+    "WRITES_WHEN",
     "Box",
     "Category",
     "Direction",
@@ -97,12 +102,14 @@ __all__ = [
     "Verb",
     "Verify",
     "View",
+    "Wait",
     "checked",
     "choices",
     "decode",
     "decode_many",
     "doc",
     "schema",
+    "writes",
 ]
 
 #: Every verb of the handle, by name: what the faces publish (MCP tools, REST routes).
@@ -125,6 +132,7 @@ VERBS: dict[str, type[Verb]] = {
     "search": Search,
     "stale_check": StaleCheck,
     "organize": Organize,
+    "wait": Wait,
     "project_add": ProjectAdd,
     "project_remove": ProjectRemove,
     "project_list": ProjectList,
@@ -132,3 +140,20 @@ VERBS: dict[str, type[Verb]] = {
     "entity_remove": EntityRemove,
     "entity_list": EntityList,
 }
+
+#: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
+#: ``--read-only`` applies, on every face (MCP tools, REST routes).
+WRITES: frozenset[str] = frozenset({
+    "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
+    "project_add", "project_remove", "entity_add", "entity_remove",
+})
+#: The verbs that write only when one of their fields is true, and that field.
+WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
+
+
+def writes(name: str, v: Verb | None = None) -> bool:
+    """Whether the call ``name`` with input ``v`` would write (a read-only face refuses it)."""
+    field = WRITES_WHEN.get(name)
+    if field is not None:
+        return v is None or bool(getattr(v, field))
+    return name in WRITES

@@ -135,6 +135,25 @@ class ImportInboxTree(Verb, frozen=True):
     current_tic: CurrentTic = None
 
 
+#: The longest a ``wait`` blocks, in seconds: a face's worker is never held longer than this.
+MAX_WAIT = 300
+
+
+class Wait(Verb, frozen=True):
+    """Block until new mail arrives in an entity's box after a cursor, or the timeout passes."""
+
+    NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
+
+    entity_id: Annotated[Name, Meta(description="Whose box to watch.")]
+    timeout: Annotated[
+        float, Meta(ge=0, le=MAX_WAIT, description=f"Give up after this many seconds (at most {MAX_WAIT}).")
+    ] = MAX_WAIT
+    after: Annotated[
+        Annotated[str, Meta(max_length=64)] | None,
+        Meta(description="A cursor printed by wait or inbox (default: now)."),
+    ] = None
+
+
 # -- search and hygiene -----------------------------------------------------------------
 
 

@@ -1,0 +1,76 @@
+"""The MCP face over streamable HTTP: an ASGI app whose every request carries a bearer token.
+
+``app(dc)`` is what ``dovecote serve`` mounts at ``/mcp`` and what
+``dovecote mcp --http`` runs on its own. The middleware authenticates the
+``Authorization: Bearer <token>`` of each request through the handle (a revoked
+token stops working at once) and leaves the principal in the request's state,
+where the tool and resource handlers find it; a request without a valid token is
+answered 401 with the one error shape (``Refusal.to_dict``), before MCP sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from dovecote.api import Dovecote
+from dovecote.errors import Refusal
+from dovecote.mcp.server import PRINCIPAL_KEY, Face, build
+
+
+class BearerAuth:
+    """ASGI middleware: the principal of each HTTP request's bearer token, or 401."""
+
+    def __init__(self, inner: ASGIApp, face: Face) -> None:
+        self.inner = inner
+        self.face = face
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        try:
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Refusal("unauthorized", "send Authorization: Bearer <token> (dovecote token issue)")
+            principal = await anyio.to_thread.run_sync(
+                self.face.dc.authenticate, token.strip(), limiter=self.face.workers
+            )
+        except Refusal as r:
+            await _reply(send, r.status, r.to_dict())
+            return
+        scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+        await self.inner(scope, receive, send)
+
+
+async def _reply(send: Send, status: int, body: dict[str, Any]) -> None:
+    data = orjson.dumps(body)
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+        (b"www-authenticate", b"Bearer"),
+    ]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> ASGIApp:
+    """The streamable-HTTP ASGI app of ``dc``'s MCP face, at ``path``; tokens bind each request.
+
+    ``host`` is what the server listens on: on loopback the SDK's DNS-rebinding
+    guard admits only loopback Host and Origin headers.
+    """
+    face = build(dc, read_only=read_only)
+    face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
+    inner = face.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
+    return BearerAuth(inner, face)
+
+
+def run(dc: Dovecote, *, host: str = "127.0.0.1", port: int = 8848, read_only: bool = False) -> None:
+    """Serve the MCP face on ``host:port`` until interrupted (``dovecote mcp --http``)."""
+    import uvicorn
+
+    uvicorn.run(app(dc, read_only=read_only, host=host), host=host, port=port, log_level="warning",
+                lifespan="on")

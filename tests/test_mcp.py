@@ -1,0 +1,241 @@
+"""The MCP face in process, through the SDK's own ``Client``: tools, refusals, identity, read-only, resources."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from dovecote import verbs
+from dovecote.api import Dovecote, Principal
+from dovecote.errors import StoreError
+from dovecote.mcp.server import build
+from dovecote.mcp.tools import TOOLS
+from helpers import DOVECOTE_BIN, cli_env, snapshot
+from mailhelpers import ENTITY, SENDER, mail_home, send
+from mcphelpers import LEGACY
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def dc(tmp_path: Path) -> Dovecote:
+    return mail_home(tmp_path)
+AGENT = Principal(ENTITY, "agent")
+
+
+def ledgers(dc: Dovecote) -> dict[str, bytes]:
+    """The authority: every ledger and the spool (caches may be written by a read)."""
+    spool = dc.layout.root / "spool.jsonl"
+    return {**snapshot(dc.layout.root / "boxes"), "spool": spool.read_bytes() if spool.exists() else b""}
+
+
+def client(dc: Dovecote, principal: Principal = AGENT, **kw: Any) -> Client:
+    face = build(dc, principal=principal, read_only=kw.pop("read_only", False))
+    face.watcher.poll = 0.02
+    return Client(face.server, **kw)
+
+
+async def test_tools_list_is_the_agent_verbs_under_the_token_budget(dc: Dovecote) -> None:
+    async with client(dc) as c:
+        listed = (await c.list_tools()).tools
+    names = [t.name for t in listed]
+    assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait"]
+    wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
+    assert len(wire) / 4 < 4000, f"tools/list is {len(wire) / 4:.0f} tokens"
+    move = next(t for t in listed if t.name == "move")
+    assert move.input_schema["properties"]["kind"]["enum"] == sorted(k.value for k in verbs.MoveKind)
+    for t in listed:
+        assert t.output_schema and t.output_schema["type"] == "object"
+        assert t.description and "\n" not in t.description
+        assert t.input_schema["type"] == "object" and "$ref" not in json.dumps(t.input_schema)
+    for name in ("inbox", "send", "move", "show"):
+        assert next(t for t in listed if t.name == name).output_schema["required"], name
+
+
+async def test_send_inbox_show_move_return_structured_content_and_a_line(dc: Dovecote) -> None:
+    mid = send(dc, "hello")
+    async with client(dc) as c:
+        inbox = await c.call_tool("inbox", {})
+        assert not inbox.is_error and inbox.structured_content is not None
+        assert inbox.structured_content["entity"] == ENTITY
+        assert [i["id"] for i in inbox.structured_content["items"]] == [mid]
+        assert inbox.content[0].text.startswith(f"inbox {ENTITY}:") and "\n" not in inbox.content[0].text
+        shown = await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
+        assert shown.structured_content is not None and shown.structured_content["body"] == "body of hello"
+        moved = await c.call_tool("move", {"kind": "seen", "entity_id": ENTITY, "ref": mid})
+        assert moved.structured_content is not None and moved.structured_content["kind"] == "seen"
+        sent = await c.call_tool("send", {"recipient": SENDER, "subject": "re", "body": "ok"})
+        assert sent.structured_content is not None
+        assert sent.structured_content["from"] == ENTITY  # the principal is the actor of the write
+    row = dc.show(verbs.Show(entity_id=SENDER, ref=sent.structured_content["id"]))
+    assert row["envelope"]["sender"] == ENTITY
+
+
+async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> None:
+    mid = send(dc, "unread")
+    before = snapshot(dc.layout.root / "boxes")
+    async with client(dc) as c:
+        for _ in range(2):
+            await c.call_tool("inbox", {})
+            await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
+            await c.read_resource(f"inbox://{ENTITY}")
+    assert snapshot(dc.layout.root / "boxes") == before
+    item = dc.inbox(verbs.Inbox(entity_id=ENTITY))["items"][0]
+    assert item["id"] == mid and item["seen"] is False
+
+
+@pytest.mark.parametrize(("name", "arguments", "keyword"), [
+    ("send", {"recipient": SENDER}, "missing_field"),
+    ("send", {"recipient": SENDER, "subject": "s", "colour": "red"}, "unknown_field"),
+    ("send", {"recipient": SENDER, "subject": "s", "priority": "asap"}, "invalid_field"),
+    ("send", {"recipient": "ent_nobody", "subject": "s"}, "unknown_recipient"),
+    ("send", {"recipient": SENDER, "subject": "s", "sender": SENDER}, "forbidden"),
+    ("send", {"recipient": SENDER, "subject": "s", "body_file": "/etc/passwd"}, "invalid_field"),
+    ("move", {"kind": "complete", "entity_id": ENTITY, "ref": "MID"}, "illegal_transition"),
+    ("move", {"kind": "claim", "entity_id": ENTITY, "ref": "ffffffffffff"}, "unknown_letter"),
+    ("move", {"kind": "seen", "entity_id": "../x", "ref": "MID"}, "invalid_name"),
+    ("box", {"address": "nowhere:x"}, "invalid_address"),
+    ("search", {"query": " "}, "missing_field"),
+    ("wait", {"entity_id": ENTITY, "timeout": 301}, "invalid_field"),
+    ("nosuch", {}, "invalid_field"),
+])
+async def test_a_refusal_is_an_error_result_starting_with_its_keyword_and_writes_nothing(
+    dc: Dovecote, name: str, arguments: dict[str, Any], keyword: str
+) -> None:
+    mid = send(dc, "x")
+    arguments = {k: (mid if v == "MID" else v) for k, v in arguments.items()}
+    before = snapshot(dc.layout.root)
+    async with client(dc) as c:
+        r = await c.call_tool(name, arguments)
+    assert r.is_error
+    assert r.content[0].text.startswith(f"{keyword}: "), r.content[0].text
+    assert "Traceback" not in r.content[0].text
+    assert snapshot(dc.layout.root) == before
+
+
+async def test_an_agent_may_send_anywhere_but_move_and_read_only_its_own_box(dc: Dovecote) -> None:
+    theirs = send(dc, "for ops", recipient=SENDER, sender=ENTITY)
+    before = snapshot(dc.layout.root / "boxes")
+    async with client(dc) as c:
+        for name, args in [("move", {"kind": "claim", "entity_id": SENDER, "ref": theirs}),
+                           ("show", {"entity_id": SENDER, "ref": theirs}),
+                           ("inbox", {"entity_id": SENDER}),
+                           ("search", {"query": "ops", "entity_id": SENDER}),
+                           ("box", {"address": f"entity:{SENDER}"}),
+                           ("wait", {"entity_id": SENDER, "timeout": 0})]:
+            r = await c.call_tool(name, args)
+            assert r.is_error and r.content[0].text.startswith("forbidden: "), (name, r.content[0].text)
+        mine = await c.call_tool("search", {"query": "ops"})  # no entity: the agent's own inbox only
+        assert mine.structured_content is not None
+        assert theirs not in [m.get("id") for m in mine.structured_content["matches"]]
+        with pytest.raises(Exception, match="forbidden"):
+            await c.read_resource(f"inbox://{SENDER}")
+    assert snapshot(dc.layout.root / "boxes") == before
+    async with client(dc, Principal("ent_admin", "operator")) as op:
+        r = await op.call_tool("show", {"entity_id": SENDER, "ref": theirs})
+        assert not r.is_error and r.structured_content is not None
+        listed = await op.list_resources()
+        assert {str(x.uri) for x in listed.resources} == {f"inbox://{ENTITY}", f"inbox://{SENDER}"}
+
+
+async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: Dovecote) -> None:
+    mid = send(dc, "x")
+    before = ledgers(dc)
+    async with client(dc, read_only=True) as c:
+        for name, args in [("send", {"recipient": SENDER, "subject": "s"}),
+                           ("move", {"kind": "seen", "entity_id": ENTITY, "ref": mid}),
+                           ("report", {"tool": "t", "class": "bug", "what": "w"}),
+                           ("sweep", {})]:
+            r = await c.call_tool(name, args)
+            assert r.is_error and r.content[0].text.startswith("read_only: "), name
+        assert not (await c.call_tool("sweep", {"distribute": False})).is_error
+        assert not (await c.call_tool("inbox", {})).is_error
+        assert not (await c.call_tool("doctor", {})).is_error
+    assert ledgers(dc) == before
+    for name in TOOLS:
+        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep"}), name
+
+
+async def test_report_files_as_the_principal(dc: Dovecote) -> None:
+    async with client(dc) as c:
+        r = await c.call_tool("report", {"tool": "grep", "class": "bug", "what": "lost a line"})
+        assert r.structured_content is not None and r.structured_content["letters"][0]["appended"] is True
+        spoof = await c.call_tool("report", {"tool": "grep", "class": "bug", "what": "w", "agent": "someone"})
+        assert spoof.is_error and spoof.content[0].text.startswith("forbidden: ")
+    line = (dc.layout.root / "spool.jsonl").read_text().splitlines()[-1]
+    assert json.loads(line)["agent"] == ENTITY
+
+
+async def test_wait_returns_mail_after_a_cursor(dc: Dovecote) -> None:
+    cursor = dc.inbox_cursor(ENTITY)
+    mid = send(dc, "later")
+    async with client(dc) as c:
+        r = await c.call_tool("wait", {"entity_id": ENTITY, "after": cursor, "timeout": 5})
+        assert r.structured_content is not None and [i["id"] for i in r.structured_content["items"]] == [mid]
+        r = await c.call_tool("wait", {"entity_id": ENTITY, "timeout": 0})
+        assert r.structured_content is not None and r.structured_content["timed_out"] is True
+
+
+async def test_a_listener_hears_the_inbox_grow_by_another_process(dc: Dovecote, tmp_path: Path) -> None:
+    uri = f"inbox://{ENTITY}"
+    async with client(dc) as c, c.listen(resource_subscriptions=[uri]) as sub:
+        await anyio.to_thread.run_sync(lambda: subprocess.run(
+            [str(DOVECOTE_BIN), "send", "--recipient", ENTITY, "--sender", SENDER, "--subject", "from a shell"],
+            env=cli_env(tmp_path, dc.layout.root), check=True, capture_output=True))
+        with anyio.fail_after(10):
+            event = await sub.__anext__()
+        assert event.uri == uri
+        data = json.loads((await c.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+        assert [i["subject"] for i in data["items"]] == ["from a shell"]
+
+
+@LEGACY
+async def test_a_legacy_subscriber_is_told_the_box_grew(dc: Dovecote) -> None:
+    got: list[str] = []
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            got.append(str(message.params.uri))
+            heard.set()
+
+    uri = f"box://entity:{ENTITY}"
+    async with client(dc, mode="legacy", message_handler=on_message) as c:
+        await c.subscribe_resource(uri)
+        await anyio.to_thread.run_sync(lambda: send(dc, "ping"))
+        with anyio.fail_after(10):
+            await heard.wait()
+        with pytest.raises(Exception, match="forbidden"):
+            await c.subscribe_resource(f"inbox://{SENDER}")
+    assert got == [uri]
+
+
+def test_every_tool_is_documented_in_the_readme() -> None:
+    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("## MCP\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    for name in TOOLS:
+        assert f"`{name}`" in section, f"MCP tool {name} is not in the README's MCP section"
+
+
+@pytest.mark.parametrize(("error", "start"), [
+    (StoreError("cannot read boxes/home/letters.jsonl: Input/output error"), "io_error: cannot read"),
+    (RuntimeError("secret internals"), "internal_error: an unexpected RuntimeError"),
+])
+async def test_a_store_failure_or_a_bug_is_an_error_line_never_a_traceback(
+    dc: Dovecote, monkeypatch: pytest.MonkeyPatch, error: Exception, start: str
+) -> None:
+    def fail(*args: Any, **kw: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(dc, "doctor", fail)
+    async with client(dc) as c:
+        r = await c.call_tool("doctor", {})
+    assert r.is_error and r.content[0].text.startswith(start)
+    assert "Traceback" not in r.content[0].text and "secret" not in r.content[0].text

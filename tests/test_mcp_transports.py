@@ -1,0 +1,179 @@
+"""The MCP face over its real transports, through the SDK's client: `dovecote mcp` on stdio and on HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from dovecote.api import Dovecote
+from helpers import DOVECOTE_BIN, cli_env
+from mailhelpers import ENTITY, SENDER, mail_home, send
+from mcphelpers import LEGACY
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def dc(tmp_path: Path) -> Dovecote:
+    return mail_home(tmp_path)
+
+
+def stdio(dc: Dovecote, tmp: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=str(DOVECOTE_BIN), args=["--home", str(dc.layout.root), "mcp", *args],
+                                 env=cli_env(tmp, dc.layout.root))
+
+
+async def test_stdio_binds_the_connection_to_its_entity(dc: Dovecote, tmp_path: Path) -> None:
+    mid = send(dc, "over stdio")
+    async with Client(stdio(dc, tmp_path, "--as", ENTITY)) as c:
+        inbox = await c.call_tool("inbox", {})
+        assert inbox.structured_content is not None
+        assert [i["id"] for i in inbox.structured_content["items"]] == [mid]
+        sent = await c.call_tool("send", {"recipient": SENDER, "subject": "back", "body": "b"})
+        assert sent.structured_content is not None and sent.structured_content["from"] == ENTITY
+        other = await c.call_tool("inbox", {"entity_id": SENDER})
+        assert other.is_error and other.content[0].text.startswith("forbidden: ")
+
+
+async def test_stdio_read_only_refuses_writes(dc: Dovecote, tmp_path: Path) -> None:
+    async with Client(stdio(dc, tmp_path, "--as", ENTITY, "--read-only"), mode="legacy") as c:
+        r = await c.call_tool("send", {"recipient": SENDER, "subject": "s"})
+        assert r.is_error and r.content[0].text.startswith("read_only: ")
+
+
+def test_stdio_refuses_an_unknown_entity_or_token_before_serving(dc: Dovecote, tmp_path: Path) -> None:
+    for args in (["--as", "ent_nobody"], ["--token", "dct_nonsense"]):
+        r = subprocess.run([str(DOVECOTE_BIN), "mcp", *args], env=cli_env(tmp_path, dc.layout.root),
+                           capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        assert r.returncode == 2 and b"Traceback" not in r.stderr
+        assert r.stderr.startswith(b"Error: unknown_entity" if args[0] == "--as" else b"Error: unauthorized")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_server(dc: Dovecote, tmp_path: Path) -> Iterator[str]:
+    """`dovecote mcp --http` on a free port; yields its /mcp URL."""
+    port = _free_port()
+    proc = subprocess.Popen([str(DOVECOTE_BIN), "mcp", "--http", "--port", str(port)],
+                            env=cli_env(tmp_path, dc.layout.root), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str, **kw: Any) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP with a bearer token (the HTTP client is ours to close)."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as h, Client(
+        streamable_http_client(url, http_client=h), **kw
+    ) as c:
+        yield c
+
+
+async def test_http_needs_a_token_and_binds_each_request_to_it(dc: Dovecote, http_server: str) -> None:
+    agent = dc.token_issue(ENTITY).token
+    assert (await _raw_post(http_server, None)).status_code == 401
+    mid = send(dc, "over http")
+    async with http_client(http_server, agent) as c:
+        shown = await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
+        assert shown.structured_content is not None and shown.structured_content["body"] == "body of over http"
+        theirs = await c.call_tool("move", {"kind": "seen", "entity_id": SENDER, "ref": mid})
+        assert theirs.is_error and theirs.content[0].text.startswith("forbidden: ")
+    row = dc.tokens()[0]
+    dc.token_revoke(row.id)
+    revoked = await _raw_post(http_server, agent)
+    assert revoked.status_code == 401 and revoked.json()["reason"] == "unauthorized"
+
+
+async def _raw_post(url: str, token: str | None) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient() as h:
+        return await h.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+
+@pytest.mark.parametrize("mode", ["auto", pytest.param("legacy", marks=LEGACY)])
+async def test_http_subscribers_of_both_eras_hear_a_send_from_another_process(
+    dc: Dovecote, http_server: str, tmp_path: Path, mode: str
+) -> None:
+    token = dc.token_issue(ENTITY).token
+    uri = f"inbox://{ENTITY}"
+
+    def send_from_a_shell() -> None:
+        subprocess.run([str(DOVECOTE_BIN), "send", "--recipient", ENTITY, "--sender", SENDER, "--subject", "hey"],
+                       env=cli_env(tmp_path, dc.layout.root), check=True, capture_output=True)
+
+    if mode == "auto":
+        async with http_client(http_server, token) as c, c.listen(resource_subscriptions=[uri]) as sub:
+            await anyio.to_thread.run_sync(send_from_a_shell)
+            with anyio.fail_after(10):
+                assert (await sub.__anext__()).uri == uri
+        return
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification) and str(message.params.uri) == uri:
+            heard.set()
+
+    async with http_client(http_server, token, mode="legacy", message_handler=on_message) as c:
+        await c.subscribe_resource(uri)
+        await anyio.to_thread.run_sync(send_from_a_shell)
+        with anyio.fail_after(10):
+            await heard.wait()
+
+
+def readme_config_block() -> str:
+    section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("## MCP\n", 1)[1]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, "the MCP section has no sh block"
+    return match.group(1)
+
+
+async def test_the_readme_client_config_runs_as_printed(tmp_path: Path) -> None:
+    """The config the README prints, run from a checkout after `make run`, starts working servers."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "dovecote").symlink_to(DOVECOTE_BIN)
+    env = cli_env(tmp_path, None)
+    subprocess.run([str(DOVECOTE_BIN), "demo", "demo-home"], cwd=checkout, env=env, check=True, capture_output=True)
+    printed = subprocess.run(["bash", "-e", "-c", readme_config_block()], cwd=checkout, env={**env, "PWD": str(
+        checkout)}, check=True, capture_output=True, text=True).stdout
+    servers = json.loads(printed)["mcpServers"]
+    assert set(servers) == {"dovecote-builder", "dovecote-ops"}
+    for name, entry in servers.items():
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+        async with Client(params) as c:
+            inbox = await c.call_tool("inbox", {})
+            assert inbox.structured_content is not None, inbox.content
+            assert inbox.structured_content["entity"] == "ent_" + name.removeprefix("dovecote-")
