@@ -85,22 +85,22 @@ class Plan:
     elsewhere: set[str] = field(default_factory=set)
 
 
-def filed(dc: Context) -> Filed:
+def filed(ctx: Context) -> Filed:
     """Every report box with its id index; None for a box this machine cannot read."""
     out: Filed = {}
-    for addr in dc.roster.report_boxes():
-        if not dc.store.reachable(addr):
+    for addr in ctx.roster.report_boxes():
+        if not ctx.store.reachable(addr):
             out[addr] = None
             continue
         try:
-            out[addr] = dc.store.read(addr).index
+            out[addr] = ctx.store.read(addr).index
         except StoreError:  # the ledger is there but cannot be read here: as good as absent
             out[addr] = None
     return out
 
 
 def plan(
-    dc: Context,
+    ctx: Context,
     letters: Iterable[Letter],
     boxes: Filed,
     routes: dict[tuple[str | None, str | None], Route] | None = None,
@@ -119,7 +119,7 @@ def plan(
         rk = (letter.brain, letter.repo)
         r = cache.get(rk)
         if r is None:
-            r = cache[rk] = route(letter.brain, letter.repo, dc.index)
+            r = cache[rk] = route(letter.brain, letter.repo, ctx.index)
         holder = None
         for a, ix in readable:
             if letter.id in ix:
@@ -165,15 +165,15 @@ DISTRIBUTION: Kind[DistributionState] = Kind("distribution")
 UNREADABLE = Cursor(-2, -1)
 
 
-def _moved(dc: Context, st: DistributionState) -> bool:
+def _moved(ctx: Context, st: DistributionState) -> bool:
     """Was a report box replaced, or did it become (un)readable, since ``st`` last read it?
     Each box's cursor moves to where it stands now."""
     moved = False
-    for addr in dc.roster.report_boxes():
+    for addr in ctx.roster.report_boxes():
         label = str(addr)
         before = st.cursors.get(label)
         try:
-            read = dc.store.read(addr, after=before)
+            read = ctx.store.read(addr, after=before)
         except StoreError:  # unreadable here; plan() keeps its letters pending
             moved = moved or (before is not None and before != UNREADABLE)
             st.cursors[label] = UNREADABLE
@@ -183,24 +183,24 @@ def _moved(dc: Context, st: DistributionState) -> bool:
     return moved
 
 
-def distribute(dc: Context) -> Distribution:
-    with dc.warm.lock_of(DISTRIBUTION):
-        return _distribute(dc)
+def distribute(ctx: Context) -> Distribution:
+    with ctx.warm.lock_of(DISTRIBUTION):
+        return _distribute(ctx)
 
 
-def _distribute(dc: Context) -> Distribution:
-    st = dc.warm.get(DISTRIBUTION)
-    spool = dc.store.read("spool", after=st.cursors.get("spool") if st is not None else None)
-    if st is None or st.roster != dc.roster.signature or spool.fresh or _moved(dc, st):
-        st = dc.warm.put(DISTRIBUTION, DistributionState(dc.roster.signature))
-        spool = dc.store.read("spool")
-        _moved(dc, st)
+def _distribute(ctx: Context) -> Distribution:
+    st = ctx.warm.get(DISTRIBUTION)
+    spool = ctx.store.read("spool", after=st.cursors.get("spool") if st is not None else None)
+    if st is None or st.roster != ctx.roster.signature or spool.fresh or _moved(ctx, st):
+        st = ctx.warm.put(DISTRIBUTION, DistributionState(ctx.roster.signature))
+        spool = ctx.store.read("spool")
+        _moved(ctx, st)
     todo = [lt for lt, _ in st.pending.values()]
     todo += spool.letters
     st.pending.clear()
     st.done += len(spool.letters)
     st.cursors["spool"] = spool.cursor
-    p = plan(dc, todo, filed(dc), st.routes)
+    p = plan(ctx, todo, filed(ctx), st.routes)
     st.pending.update(p.pending)
     st.to_home += p.to_home
     st.to_project += p.to_project
@@ -209,7 +209,7 @@ def _distribute(dc: Context) -> Distribution:
     for addr in sorted(p.groups, key=str):
         batch = p.groups[addr]
         try:
-            results = dc.store.append(addr, [lt.raw for lt in batch])
+            results = ctx.store.append(addr, [lt.raw for lt in batch])
         except StoreError:  # readable but not writable here (doctor, which never writes, cannot foresee it)
             for lt in batch:
                 st.pending[lt.id] = (lt, Route(addr, addr.name or str(addr), "unreachable"))
@@ -219,7 +219,7 @@ def _distribute(dc: Context) -> Distribution:
             st.to_home += len(batch)
         else:
             st.to_project += len(batch)
-    _moved(dc, st)  # the boxes as this run leaves them (one it created included) are the next run's start
+    _moved(ctx, st)  # the boxes as this run leaves them (one it created included) are the next run's start
     return _summary(st.done, appended, st)
 
 

@@ -43,22 +43,22 @@ def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> st
     return legacy_kind if legacy_kind in MISDELIVERY_KINDS else None
 
 
-def doctor(dc: Context, now: datetime | None = None) -> dict[str, Any]:
-    spool_path = str(dc.layout.spool)
+def doctor(ctx: Context, now: datetime | None = None) -> dict[str, Any]:
+    spool_path = str(ctx.layout.spool)
     try:
-        block = {"mailbox": _mailbox(dc, now or dc.now())}
+        block = {"mailbox": _mailbox(ctx, now or ctx.now())}
     except (OSError, DovecoteError) as e:
         block = {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
-    return {**block, "tokens": tokens_health(dc)}
+    return {**block, "tokens": tokens_health(ctx)}
 
 
-def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
+def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:
     from dovecote.ops.sweep import sweep
 
-    result = sweep(dc, do_distribute=False, persisted=False)  # it reads result.book
+    result = sweep(ctx, do_distribute=False, persisted=False)  # it reads result.book
     book = result.book
     assert book is not None  # a sweep that is not answered from the snapshot holds its fold
-    spool = dc.store.read("spool").letters
+    spool = ctx.store.read("spool").letters
     today = now.date().toordinal()
     by_kind = dict.fromkeys(MISDELIVERY_KINDS, 0)
     unrecognized = 0
@@ -73,7 +73,7 @@ def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
             by_kind[k] += 1
         else:
             unrecognized += 1
-    waiting = plan(dc, spool, filed(dc)).pending
+    waiting = plan(ctx, spool, filed(ctx)).pending
     detail = pending_detail(waiting.values())
     return {
         "available": True,
@@ -87,5 +87,5 @@ def _mailbox(dc: Context, now: datetime) -> dict[str, Any]:
         "pending_detail": detail,
         "unreachable": result.unreachable,
         "malformed_lines": len(result.malformed),
-        "spool_path": str(dc.layout.spool),
+        "spool_path": str(ctx.layout.spool),
     }

@@ -30,21 +30,21 @@ if TYPE_CHECKING:
 SCHEMA = "dovecote-inbox-v1"
 
 
-def default_entity(dc: Context) -> str:
+def default_entity(ctx: Context) -> str:
     """The entity the actor speaks for, else the only one in the roster."""
-    if dc.actor.entity:
-        return dc.actor.entity
-    if len(dc.roster.entities) == 1:
-        return dc.roster.entities[0].id
+    if ctx.actor.entity:
+        return ctx.actor.entity
+    if len(ctx.roster.entities) == 1:
+        return ctx.roster.entities[0].id
     raise Refusal("missing_field", "name an entity (or set $DOVECOTE_ENTITY)")
 
 
-def dependencies(dc: Context, entity_id: str) -> list[str]:
+def dependencies(ctx: Context, entity_id: str) -> list[str]:
     """Every file besides the entity's box an inbox reading depends on (the roster,
     the loose files' folder, the tic source), for the CLI's cached renderings;
     the box itself is checked by ``box_probe``."""
-    deps = [str(dc.layout.config), str(view_dir(dc, entity_id) / "inbound")]
-    folder = tic_dir(dc)
+    deps = [str(ctx.layout.config), str(view_dir(ctx, entity_id) / "inbound")]
+    folder = tic_dir(ctx)
     if folder is not None:
         deps.append(str(folder))
         newest = sorted(folder.glob("*.jsonl"))
@@ -53,18 +53,18 @@ def dependencies(dc: Context, entity_id: str) -> list[str]:
     return deps
 
 
-def box_probe(dc: Context, entity_id: str) -> Probe | None:
+def box_probe(ctx: Context, entity_id: str) -> Probe | None:
     """The store's outside check of the entity's box at the mark its warm fold was fed
     to (call right after the read); None when there is nothing such to check."""
-    addr = folds.entity_address(dc, entity_id)
-    fed = dc.warm.entry(addr).folds.get(folds.INBOX)
+    addr = folds.entity_address(ctx, entity_id)
+    fed = ctx.warm.entry(addr).folds.get(folds.INBOX)
     if fed is None or fed.mark is None:
         return None
-    return dc.store.probe(addr, fed.mark)
+    return ctx.store.probe(addr, fed.mark)
 
 
 def read_inbox(
-    dc: Context,
+    ctx: Context,
     entity_id: str | None = None,
     *,
     current: int | None = None,
@@ -76,13 +76,13 @@ def read_inbox(
     and the moment that answer would change with no new letter."""
     if direction not in DIRECTIONS:
         raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
-    who = entity_id or default_entity(dc)
-    cursor = box_cursor(dc, who)  # before the fold reads: a letter landing between is shown, never skipped
-    tic, source = current_tic(dc, current)
-    clock = Clock(tic, now or dc.now())
-    loose = len(loose_files(dc, who))
-    with folds.inbox(dc, who) as book:  # the view is computed under the box's fold lock
-        view, until = inbox_audit(book, clock, limits=dc.roster.limits, loose=loose, include_terminal=include_terminal)
+    who = entity_id or default_entity(ctx)
+    cursor = box_cursor(ctx, who)  # before the fold reads: a letter landing between is shown, never skipped
+    tic, source = current_tic(ctx, current)
+    clock = Clock(tic, now or ctx.now())
+    loose = len(loose_files(ctx, who))
+    with folds.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
+        view, until = inbox_audit(book, clock, limits=ctx.roster.limits, loose=loose, include_terminal=include_terminal)
     out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
     out["counts"] = view["counts"]
     out["flags"] = view["flags"]

@@ -74,7 +74,7 @@ class Delivery:
                    env.message_id, env.idempotency_key)
 
 
-def _body(dc: Context, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
+def _body(ctx: Context, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
     """(inline body, body_ref): bodies over the inline limit go to the artifact store."""
     if body is not None and body_file is not None:
         raise Refusal("invalid_field", "give --body or --body-file, not both")
@@ -84,19 +84,19 @@ def _body(dc: Context, body: str | None, body_file: Path | None) -> tuple[str, s
         data = body_file.read_bytes()
     else:
         data = (body or "").encode("utf-8")
-    limits = dc.roster.limits
+    limits = ctx.roster.limits
     if len(data) > limits.body_hard_limit:
         raise Refusal("too_large", f"the body is {len(data)} bytes; the hard limit is {limits.body_hard_limit}")
     if len(data) > limits.body_inline_max:
-        return "", artifacts.put_bytes(dc, data)
+        return "", artifacts.put_bytes(ctx, data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return "", artifacts.put_bytes(dc, data)
+        return "", artifacts.put_bytes(ctx, data)
     return text, None
 
 
-def compose(dc: Context, m: Message, *, kind: str = "message", sender: str | None = None) -> dict[str, Any]:
+def compose(ctx: Context, m: Message, *, kind: str = "message", sender: str | None = None) -> dict[str, Any]:
     """Validate and build a message (or draft) letter from ``m``; writes only artifact blobs.
 
     ``m.reply_to`` is the item this answers (an id or prefix in the sender's
@@ -105,26 +105,26 @@ def compose(dc: Context, m: Message, *, kind: str = "message", sender: str | Non
     ``sender`` is the sender when ``m`` names none (default: the actor's).
     """
     check_name(m.recipient, "recipient")
-    who = check_name(m.sender or sender or dc.actor.sender(), "sender")
-    if dc.roster.entity(m.recipient) is None:
+    who = check_name(m.sender or sender or ctx.actor.sender(), "sender")
+    if ctx.roster.entity(m.recipient) is None:
         raise Refusal("unknown_recipient", f"{m.recipient!r} is not a registered entity (dovecote entity add)")
     reply_to, thread_id = m.reply_to, m.thread_id
     if reply_to is not None and reply_to.startswith(REDIRECT):
         target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
-        if dc.roster.entity(target) is None:
+        if ctx.roster.entity(target) is None:
             raise Refusal("unknown_recipient", f"reply_to {reply_to}: {target!r} is not a registered entity")
     elif reply_to is not None:
-        if dc.roster.entity(who) is None:
+        if ctx.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
-        replied = folds.book_for(dc, who).resolve(reply_to)
+        replied = folds.book_for(ctx, who).resolve(reply_to)
         reply_to = replied.id
         thread_id = thread_id or replied.env.thread_id
-    tic, _ = current_tic(dc, m.current_tic)
-    text, body_ref = _body(dc, m.body, None if m.body_file is None else Path(m.body_file))
-    files = [artifacts.put_file(dc, Path(p)) for p in m.artifact_paths]
-    role = dc.roster.entity(who)
+    tic, _ = current_tic(ctx, m.current_tic)
+    text, body_ref = _body(ctx, m.body, None if m.body_file is None else Path(m.body_file))
+    files = [artifacts.put_file(ctx, Path(p)) for p in m.artifact_paths]
+    role = ctx.roster.entity(who)
     return build_message(
-        ts=format_ts(dc.now()),
+        ts=format_ts(ctx.now()),
         sender=who,
         recipient=m.recipient,
         subject=m.subject,
@@ -203,7 +203,7 @@ def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
 
 
 def _record(
-    dc: Context,
+    ctx: Context,
     held: dict[Address, Guard],
     mid: str,
     msg: dict[str, Any],
@@ -220,11 +220,11 @@ def _record(
     box = entity(sender)
     if box not in held:  # an unregistered sender has no box to record in
         return None
-    found = None if fresh and draft is None else _find_sent(folds.book_for(dc, sender, held[box]), mid, draft)
+    found = None if fresh and draft is None else _find_sent(folds.book_for(ctx, sender, held[box]), mid, draft)
     if found is not None:
         return found
     try:
-        rid, _ = _append(held[box], _sent_record(mid, msg, format_ts(dc.now()), draft), box)
+        rid, _ = _append(held[box], _sent_record(mid, msg, format_ts(ctx.now()), draft), box)
     except StoreError as e:
         retry = (
             "a retry writes the record without delivering again" if draft or env.idempotency_key
@@ -238,23 +238,23 @@ def _record(
     return rid
 
 
-def _boxes(dc: Context, sender: str, to: str) -> list[Address]:
-    return [entity(to), *([entity(sender)] if dc.roster.entity(sender) is not None else [])]
+def _boxes(ctx: Context, sender: str, to: str) -> list[Address]:
+    return [entity(to), *([entity(sender)] if ctx.roster.entity(sender) is not None else [])]
 
 
-def send(dc: Context, m: Message) -> Delivery:
+def send(ctx: Context, m: Message) -> Delivery:
     """Deliver one message into the recipient's box, then note it in the sender's.
 
     With ``idempotency_key`` a retry returns the message the key already
     delivered (``appended`` false) and writes only what is missing; the same
     key with different fields is refused ``idempotency_conflict``.
     """
-    msg = compose(dc, m)
+    msg = compose(ctx, m)
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
     try:
-        with guarded_many(dc, _boxes(dc, sender, to)) as held:
+        with guarded_many(ctx, _boxes(ctx, sender, to)) as held:
             # only a key can name a message already there
-            book = folds.book_for(dc, to, held[entity(to)]) if key is not None else None
+            book = folds.book_for(ctx, to, held[entity(to)]) if key is not None else None
             known = book.alias.get(msg["message_id"]) if book is not None else None
             if book is not None and known is not None:
                 old = book.items[known].letter.data()
@@ -262,7 +262,7 @@ def send(dc: Context, m: Message) -> Delivery:
                 mid, appended, msg = known, False, old
             else:
                 mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
-            record = _record(dc, held, mid, msg, fresh=appended)
+            record = _record(ctx, held, mid, msg, fresh=appended)
     except PartialWrite:
         raise
     except StoreError as e:
@@ -270,17 +270,17 @@ def send(dc: Context, m: Message) -> Delivery:
     return Delivery.of(mid, msg, appended=appended, record=record)
 
 
-def draft(dc: Context, m: Message) -> Delivery:
+def draft(ctx: Context, m: Message) -> Delivery:
     """Write an outbound draft (EMIT) into the sender's own box.
 
     A key makes the draft idempotent too: a retry returns the draft it names.
     """
-    sender = m.sender or dc.actor.sender()
-    addr = entity_address(dc, sender)
-    msg = compose(dc, m, kind="draft", sender=sender)
-    with dc.store.guarded(addr) as led:
+    sender = m.sender or ctx.actor.sender()
+    addr = entity_address(ctx, sender)
+    msg = compose(ctx, m, kind="draft", sender=sender)
+    with ctx.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
-            for d in folds.book_for(dc, sender, led).drafts.values():
+            for d in folds.book_for(ctx, sender, led).drafts.values():
                 if d.env.message_id == msg["message_id"]:
                     _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
                     return Delivery.of(d.id, d.letter.data(), appended=False)
@@ -294,21 +294,21 @@ def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "kind": "message"}
 
 
-def _deliver_draft(dc: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]) -> str | None:
+def _deliver_draft(ctx: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]) -> str | None:
     """Deliver one draft under both locks; None if someone else did meanwhile."""
-    if d.id in folds.book_for(dc, who, held[entity(who)]).delivered:
+    if d.id in folds.book_for(ctx, who, held[entity(who)]).delivered:
         return None
     msg = delivery_of(d.env.data)
     known = None
     if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
-        book = folds.book_for(dc, to, held[entity(to)])
+        book = folds.book_for(ctx, to, held[entity(to)])
         known = book.alias.get(d.env.message_id)
         known = known if known is not None and book.items[known].env.sender == who else None
     if known is not None:
         mid = known
     else:
         mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
-    _record(dc, held, mid, msg, fresh=False, draft=d.id)
+    _record(ctx, held, mid, msg, fresh=False, draft=d.id)
     return mid
 
 
@@ -323,29 +323,29 @@ def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -
     return PartialWrite(f"{e if half else f'{what} ({e})'}{before}", delivered=[*done, *half], failed=failed)
 
 
-def outbox_send(dc: Context, sender: str | None = None) -> list[dict[str, Any]]:
+def outbox_send(ctx: Context, sender: str | None = None) -> list[dict[str, Any]]:
     """Deliver every pending draft (of one entity, or of all), verifying each recipient.
 
     A failure stops the run with a ``PartialWrite`` that lists every delivery
     made before it (and the one half made, if any); re-running completes it.
     """
-    senders = [sender] if sender else [e.id for e in dc.roster.entities]
+    senders = [sender] if sender else [e.id for e in ctx.roster.entities]
     out: list[dict[str, Any]] = []
     for who in senders:
-        entity_address(dc, who)
+        entity_address(ctx, who)
         try:
-            with folds.inbox(dc, who) as b:
+            with folds.inbox(ctx, who) as b:
                 pending = b.pending_drafts()
         except StoreError as e:
             raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
         for d in pending:
             to = d.env.recipient or ""
-            if not to or dc.roster.entity(to) is None:
+            if not to or ctx.roster.entity(to) is None:
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
                 continue
             try:
-                with guarded_many(dc, [entity(who), entity(to)]) as held:
-                    mid = _deliver_draft(dc, who, to, d, held)
+                with guarded_many(ctx, [entity(who), entity(to)]) as held:
+                    mid = _deliver_draft(ctx, who, to, d, held)
             except StoreError as e:
                 raise _stopped(e, out, d.id, f"draft {d.id} was not delivered") from e
             if mid is not None:

@@ -44,7 +44,7 @@ def reason_for(kind: str, lc: dict[str, Any]) -> str | None:
 
 
 def adopt_move(
-    dc: Context, entity_id: str, iid: str, ledger: State, want: State, lc: dict[str, Any], tic: int | None
+    ctx: Context, entity_id: str, iid: str, ledger: State, want: State, lc: dict[str, Any], tic: int | None
 ) -> mail.Transition:
     """Make the move ``ledger`` -> ``want`` of a known item as its verb would; raises the verb's Refusal."""
     kind = move_verb(ledger, want)
@@ -53,6 +53,6 @@ def adopt_move(
         hint = f"; the verbs go {' then '.join(steps)}, one at a time" if steps else ""
         raise Refusal("illegal_transition", f"{ledger} -> {want} is not one move of the lifecycle (item {iid}){hint}")
     return mail.transition(
-        dc, entity_id, iid, kind, rails=True, extra=dict(ADOPTED), current=tic, actor=entity_id,
+        ctx, entity_id, iid, kind, rails=True, extra=dict(ADOPTED), current=tic, actor=entity_id,
         until_tic=due_of(lc) if kind == "defer" else None, reason=reason_for(kind, lc),
     )

@@ -104,7 +104,7 @@ def _large_under(path: Path) -> list[tuple[Path, int]]:
     return sorted(out)
 
 
-def _stored(dc: Context, item: Item) -> list[tuple[str, str, int]]:
+def _stored(ctx: Context, item: Item) -> list[tuple[str, str, int]]:
     """(ref, name, size) of an item's stored blobs: its artifacts and a stored body."""
     content = item.env.data.get("content")
     entries = content.get("artifacts") if isinstance(content, dict) else None
@@ -118,7 +118,7 @@ def _stored(dc: Context, item: Item) -> list[tuple[str, str, int]]:
     out = []
     for ref, name, recorded in found:
         try:
-            size = artifacts.blob_path(dc, ref).stat().st_size
+            size = artifacts.blob_path(ctx, ref).stat().st_size
         except (OSError, Refusal):  # not stored here, or not a blob reference at all
             size = recorded or 0
         out.append((ref, name, size))
@@ -165,7 +165,7 @@ def _group(view: Path, loose: list[Path]) -> list[dict[str, str]]:
 
 
 def organize(
-    dc: Context,
+    ctx: Context,
     entity_id: str,
     *,
     apply: bool = False,
@@ -178,14 +178,14 @@ def organize(
     large_files, applied}``; paths are relative to the entity's folder view.
     Raises ``Refusal`` ``unknown_entity``.
     """
-    folds.entity_address(dc, entity_id)
-    book = folds.book_for(dc, entity_id)
-    tic, _ = current_tic(dc, current)
-    clock = Clock(tic, now or dc.now())
-    limits = dc.roster.limits
-    view = view_dir(dc, entity_id)
+    folds.entity_address(ctx, entity_id)
+    book = folds.book_for(ctx, entity_id)
+    tic, _ = current_tic(ctx, current)
+    clock = Clock(tic, now or ctx.now())
+    limits = ctx.roster.limits
+    view = view_dir(ctx, entity_id)
     # REF_ folders are earlier groupings (loose_files leaves them out too): never regroup them
-    entries = [p for p in loose_files(dc, entity_id) if not is_reference_folder(p)]
+    entries = [p for p in loose_files(ctx, entity_id) if not is_reference_folder(p)]
 
     loose: list[dict[str, Any]] = []
     large: list[dict[str, Any]] = []
@@ -252,7 +252,7 @@ def organize(
     ]
 
     for item, _ in open_items:
-        for ref, name, size in _stored(dc, item):
+        for ref, name, size in _stored(ctx, item):
             if size > LARGE_BYTES:
                 large.append({
                     "where": "artifact",

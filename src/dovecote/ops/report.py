@@ -111,16 +111,16 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
     return line
 
 
-def report(dc: Context, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
+def report(ctx: Context, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
     """Append field reports to the spool (one fsync). Returns (id, appended) each.
 
     A report without its own ``agent`` is by ``agent``, else by the context's actor.
     """
     if not objs:
         raise Refusal("missing_field", "no field report was given")
-    ts = format_ts(dc.now())
-    who = agent or dc.actor.author()
-    limit = dc.roster.limits.report_max_bytes
+    ts = format_ts(ctx.now())
+    who = agent or ctx.actor.author()
+    limit = ctx.roster.limits.report_max_bytes
     lines = []
     for n, obj in enumerate(objs, 1):
         try:
@@ -129,4 +129,4 @@ def report(dc: Context, objs: list[Any], *, agent: str | None = None) -> list[tu
             if len(objs) == 1:
                 raise
             raise Refusal(r.reason, f"report {n} of {len(objs)}: {r.detail}") from None
-    return dc.store.append("spool", lines)
+    return ctx.store.append("spool", lines)

@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 SCHEMA = "dovecote-show-v1"
 
 
-def _body(dc: Context, item: Item) -> tuple[str, str | None]:
+def _body(ctx: Context, item: Item) -> tuple[str, str | None]:
     """The body text, and where it came from (``None`` inline, else the artifact ref)."""
     ref = item.env.body_ref
     if ref is None:
         return item.env.body, None
-    data = artifacts.get_bytes(dc, ref)
+    data = artifacts.get_bytes(ctx, ref)
     if data is None:
         return item.env.body, ref  # the blob is missing here: say what the letter itself holds
     return data.decode("utf-8", "replace"), ref
@@ -68,20 +68,20 @@ def _related(item: Item, other: Item) -> str | None:
     return None
 
 
-def show(dc: Context, entity_id: str, ref: str, *, current: int | None = None,
+def show(ctx: Context, entity_id: str, ref: str, *, current: int | None = None,
          now: datetime | None = None) -> dict[str, Any]:
     """The whole of one inbound item; ``ref`` is an id, a foreign message id or a unique prefix."""
-    with folds.inbox(dc, entity_id) as book:  # read under the box's fold lock
-        return _show(dc, book, entity_id, ref, current, now)
+    with folds.inbox(ctx, entity_id) as book:  # read under the box's fold lock
+        return _show(ctx, book, entity_id, ref, current, now)
 
 
-def _show(dc: Context, book: InboxBook, entity_id: str, ref: str, current: int | None,
+def _show(ctx: Context, book: InboxBook, entity_id: str, ref: str, current: int | None,
           now: datetime | None) -> dict[str, Any]:
     item = book.resolve(ref)
-    tic, source = current_tic(dc, current)
-    clock = Clock(tic, now or dc.now())
+    tic, source = current_tic(ctx, current)
+    clock = Clock(tic, now or ctx.now())
     r = book.replay_of(item)
-    body, body_ref = _body(dc, item)
+    body, body_ref = _body(ctx, item)
     thread = []
     for other in book.items.values():
         relation = _related(item, other) if other.id != item.id else None
@@ -110,7 +110,7 @@ def _show(dc: Context, book: InboxBook, entity_id: str, ref: str, current: int |
         "schema": SCHEMA,
         "entity": entity_id,
         "clock": {"tic": tic, "source": source},
-        "item": item_row(book, item, clock, dc.roster.limits),
+        "item": item_row(book, item, clock, ctx.roster.limits),
         "envelope": _envelope(item),
         "body": body,
         "body_ref": body_ref,

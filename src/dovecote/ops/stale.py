@@ -138,7 +138,7 @@ def signals_on(letters: Any, day: str) -> dict[str, str]:
     return found
 
 
-def emit_signals(dc: Context, details: list[dict[str, Any]], now: datetime) -> int:
+def emit_signals(ctx: Context, details: list[dict[str, Any]], now: datetime) -> int:
     """Append the day's missing signals, as one compare-and-swap on the home box.
 
     Sets ``detail["signal"] = {"id", "emitted"}`` on each detail; returns how
@@ -146,7 +146,7 @@ def emit_signals(dc: Context, details: list[dict[str, Any]], now: datetime) -> i
     """
     day = now.astimezone(UTC).date().isoformat()
     ts = format_ts(now)
-    with dc.store.guarded(HOME) as led:
+    with ctx.store.guarded(HOME) as led:
         have = signals_on(led.letters, day)
         fresh: list[tuple[dict[str, Any], bytes]] = []
         for d in details:
@@ -163,7 +163,7 @@ def emit_signals(dc: Context, details: list[dict[str, Any]], now: datetime) -> i
 
 
 def stale_check(
-    dc: Context,
+    ctx: Context,
     *,
     current: int | None = None,
     emit: bool = False,
@@ -176,16 +176,16 @@ def stale_check(
     entry per entity with debt, most stale first. An entity box that cannot be
     read is named in ``unreachable``, never counted as clean.
     """
-    when = now or dc.now()
-    tic, source = current_tic(dc, current)
+    when = now or ctx.now()
+    tic, source = current_tic(ctx, current)
     clock = Clock(tic, when)
-    limits = dc.roster.limits
+    limits = ctx.roster.limits
     details: list[dict[str, Any]] = []
     unreachable: list[str] = []
     checked = 0
-    for e in dc.roster.entities:
+    for e in ctx.roster.entities:
         try:
-            with folds.inbox(dc, e.id) as book:
+            with folds.inbox(ctx, e.id) as book:
                 rows = stale_rows(book, clock, limits)
         except StoreError:
             unreachable.append(f"entity:{e.id}")
@@ -194,7 +194,7 @@ def stale_check(
         if rows:
             details.append(_detail(e.id, rows))
     details.sort(key=lambda d: (-d["count"], d["entity"]))
-    emitted = emit_signals(dc, details, when) if emit and details else 0
+    emitted = emit_signals(ctx, details, when) if emit and details else 0
     return {
         "tic": tic,
         "clock_source": source,

@@ -154,15 +154,15 @@ class SweepResult:
 
 
 def _fold(
-    dc: Context, sources: list[Where], unreachable: list[str], progress: Progress | None
+    ctx: Context, sources: list[Where], unreachable: list[str], progress: Progress | None
 ) -> tuple[FateBook, Boxes, list[Defect], bool] | None:
     """Feed the warm book what is new in each source; None if a file was replaced.
     The flag says whether the book was folded from nothing (and every source read)."""
-    st = dc.warm.get(SWEEP) or dc.warm.put(SWEEP, SweepState())
-    key = (dc.roster.signature, tuple(str(s) for s in sources))
+    st = ctx.warm.get(SWEEP) or ctx.warm.put(SWEEP, SweepState())
+    key = (ctx.roster.signature, tuple(str(s) for s in sources))
     fresh = key != st.key or st.book is None
     if fresh:
-        st = dc.warm.put(SWEEP, SweepState(key, FateBook(dc.roster.foreign_markers)))
+        st = ctx.warm.put(SWEEP, SweepState(key, FateBook(ctx.roster.foreign_markers)))
     assert st.book is not None
     if st.lent:  # a result still reads this book: leave it as it was, feed a copy
         st.book, st.lent = st.book.copy(), False
@@ -173,13 +173,13 @@ def _fold(
         label = str(where)
         cursor = st.fed.get(label)
         try:
-            read = dc.store.read(where, after=cursor)
+            read = ctx.store.read(where, after=cursor)
         except StoreError:
             unreachable.append(label)
             fresh = False  # nothing to snapshot: not every source was folded
             continue
         if cursor is not None and read.fresh:  # replaced since: the union is folded again
-            dc.warm.pop(SWEEP)
+            ctx.warm.pop(SWEEP)
             return None
         if cursor is not None:
             book.add(read.letters)
@@ -197,7 +197,7 @@ def _fold(
 
 
 def sweep(
-    dc: Context,
+    ctx: Context,
     *,
     do_distribute: bool = True,
     include_all: bool = False,
@@ -211,15 +211,15 @@ def sweep(
     and a sweep folded from nothing writes one. Callers that need the letters
     themselves (``result.book``) pass False.
     """
-    with _collector_paused(), dc.warm.lock_of(SWEEP):
-        return _sweep(dc, do_distribute, include_all, progress, persisted)
+    with _collector_paused(), ctx.warm.lock_of(SWEEP):
+        return _sweep(ctx, do_distribute, include_all, progress, persisted)
 
 
-def _sources(dc: Context) -> tuple[list[Where], list[str]]:
+def _sources(ctx: Context) -> tuple[list[Where], list[str]]:
     sources: list[Where] = ["spool"]
     unreachable: list[str] = []
-    for addr in dc.roster.report_boxes():
-        if dc.store.reachable(addr):
+    for addr in ctx.roster.report_boxes():
+        if ctx.store.reachable(addr):
             sources.append(addr)
         else:
             unreachable.append(str(addr))
@@ -227,25 +227,25 @@ def _sources(dc: Context) -> tuple[list[Where], list[str]]:
 
 
 def _sweep(
-    dc: Context, do_distribute: bool, include_all: bool, progress: Progress | None, persisted: bool
+    ctx: Context, do_distribute: bool, include_all: bool, progress: Progress | None, persisted: bool
 ) -> SweepResult:
-    receipt = distribute(dc) if do_distribute else None
-    sources, unreachable = _sources(dc)
-    files = isinstance(dc.store, FileStore)
-    if persisted and files and not include_all and SWEEP not in dc.warm:
-        resumed = _resume(dc, sources, progress)
+    receipt = distribute(ctx) if do_distribute else None
+    sources, unreachable = _sources(ctx)
+    files = isinstance(ctx.store, FileStore)
+    if persisted and files and not include_all and SWEEP not in ctx.warm:
+        resumed = _resume(ctx, sources, progress)
         if resumed is not None:
             fold, malformed = resumed
             return SweepResult(
-                str(dc.layout.spool), receipt, None, [], sorted(set(unreachable)), malformed, False, fold
+                str(ctx.layout.spool), receipt, None, [], sorted(set(unreachable)), malformed, False, fold
             )
-    folded = _fold(dc, sources, unreachable, progress)
+    folded = _fold(ctx, sources, unreachable, progress)
     if folded is None:  # a ledger was replaced under us: fold everything again
-        folded = _fold(dc, sources, unreachable, progress)
+        folded = _fold(ctx, sources, unreachable, progress)
         assert folded is not None
     book, boxes, malformed, fresh = folded
     result = SweepResult(
-        spool_path=str(dc.layout.spool),
+        spool_path=str(ctx.layout.spool),
         distribution=receipt,
         book=book,
         boxes=boxes,
@@ -254,39 +254,39 @@ def _sweep(
         include_all=include_all,
     )
     if persisted and files and fresh:
-        _persist(dc, result, sources)
+        _persist(ctx, result, sources)
     return result
 
 
-def _persist(dc: Context, result: SweepResult, sources: list[Where]) -> None:
+def _persist(ctx: Context, result: SweepResult, sources: list[Where]) -> None:
     """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
     assert result.book is not None
     book = result.book
     rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
     if not result.include_all:
         result.ready = rows
-    st = dc.warm.get(SWEEP)
+    st = ctx.warm.get(SWEEP)
     assert st is not None
-    marks = [sweepcache.source_of(str(w), dc.store.mark(w), dc.store.read(w, after=st.fed.get(str(w))).defects)
+    marks = [sweepcache.source_of(str(w), ctx.store.mark(w), ctx.store.read(w, after=st.fed.get(str(w))).defects)
              for w in sources]
-    sweepcache.save(dc, sweepcache.from_book(result.book, rows, sweepcache.fold_key(dc, sources), marks))
+    sweepcache.save(ctx, sweepcache.from_book(result.book, rows, sweepcache.fold_key(ctx, sources), marks))
 
 
 def _resume(
-    dc: Context, sources: list[Where], progress: Progress | None
+    ctx: Context, sources: list[Where], progress: Progress | None
 ) -> tuple[sweepcache.Resumed, list[Defect]] | None:
     """The sweep answered from its snapshot plus what was appended since; None: no usable snapshot."""
-    key = sweepcache.fold_key(dc, sources)
-    snap = sweepcache.load(dc, key)
+    key = sweepcache.fold_key(ctx, sources)
+    snap = sweepcache.load(ctx, key)
     if snap is None or [s.label for s in snap.sources] != [str(w) for w in sources]:
         return None
     tails = []
     for where, src in zip(sources, snap.sources, strict=True):
-        t = sweepcache.resume(dc.store, where, src)
+        t = sweepcache.resume(ctx.store, where, src)
         if t is None:
             return None
         tails.append(t)
-    fold = sweepcache.Resumed(snap, dc.roster.foreign_markers)
+    fold = sweepcache.Resumed(snap, ctx.roster.foreign_markers)
     malformed: list[Defect] = []
     marks = []
     moved = False
@@ -301,7 +301,7 @@ def _resume(
         if progress:
             progress(str(where), n, len(sources))
     if moved:
-        sweepcache.save(dc, fold.snapshot(key, marks))
+        sweepcache.save(ctx, fold.snapshot(key, marks))
     return fold, malformed
 
 
@@ -351,19 +351,19 @@ class BoxContents:
         }
 
 
-def box(dc: Context, address: Address, *, include_all: bool = False) -> BoxContents:
+def box(ctx: Context, address: Address, *, include_all: bool = False) -> BoxContents:
     """Read one box only; a box that does not exist reads zero, never a guess."""
     if address.kind == "project":
-        p = dc.roster.project(address.name)  # names match case-insensitively: label as the roster spells it
+        p = ctx.roster.project(address.name)  # names match case-insensitively: label as the roster spells it
         known = p is not None
         if p is not None:
             address = Address("project", p.name)
     else:
-        known = address.kind == "home" or dc.roster.entity(address.name) is not None
-    book = FateBook(dc.roster.foreign_markers)
-    if not known or not dc.store.reachable(address):
+        known = address.kind == "home" or ctx.roster.entity(address.name) is not None
+    book = FateBook(ctx.roster.foreign_markers)
+    if not known or not ctx.store.reachable(address):
         return BoxContents(str(address), False, known, book, [], [], include_all)
-    read = dc.store.read(address)
+    read = ctx.store.read(address)
     book.add(read.letters)
     defects = [*read.defects, *([read.torn] if read.torn else [])]
     return BoxContents(

@@ -109,9 +109,9 @@ def loads(data: bytes) -> Snapshot:
     return snap
 
 
-def fold_key(dc: Context, sources: Sequence[Where]) -> str:
+def fold_key(ctx: Context, sources: Sequence[Where]) -> str:
     """What the snapshot was folded for: the roster (its markers decide ``external``) and the sources."""
-    return "\x00".join([dc.roster.signature, *map(str, sources)])
+    return "\x00".join([ctx.roster.signature, *map(str, sources)])
 
 
 class Resumed(Tally):
@@ -222,20 +222,20 @@ def source_of(label: str, mark: Mark, defects: Sequence[Defect]) -> Source:
     return Source(label, mark, [(d.path, d.line, d.kind, d.detail) for d in defects])
 
 
-def path_of(dc: Context) -> Path:
-    return dc.layout.cache_dir("sweep") / NAME
+def path_of(ctx: Context) -> Path:
+    return ctx.layout.cache_dir("sweep") / NAME
 
 
-def save(dc: Context, snap: Snapshot) -> None:
+def save(ctx: Context, snap: Snapshot) -> None:
     """Write the snapshot atomically; a cache that cannot be written is simply not written."""
     with contextlib.suppress(OSError, StoreError):
-        write_atomic(path_of(dc), dumps(snap))
+        write_atomic(path_of(ctx), dumps(snap))
 
 
-def load(dc: Context, key: str) -> Snapshot | None:
+def load(ctx: Context, key: str) -> Snapshot | None:
     """The snapshot for ``key``, or None: absent, unreadable, garbage, another version or key."""
     try:
-        path = dc.layout.cache_dir("sweep", create=False) / NAME
+        path = ctx.layout.cache_dir("sweep", create=False) / NAME
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
             snap = loads(f.read())
     except (OSError, StoreError, msgspec.DecodeError):

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from dovecote.context import Context
 
 
-def tic_dir(dc: Context) -> Path | None:
-    src = dc.roster.tic_source
+def tic_dir(ctx: Context) -> Path | None:
+    src = ctx.roster.tic_source
     if not src:
         return None
     p = Path(src)
     if not p.is_absolute():
-        base = dc.roster.owner_roots[0] if dc.roster.owner_roots else str(dc.layout.root.parent)
+        base = ctx.roster.owner_roots[0] if ctx.roster.owner_roots else str(ctx.layout.root.parent)
         p = Path(base) / p
     return p
 
@@ -60,11 +60,11 @@ def tic_from_source(folder: Path) -> int | None:
     return None
 
 
-def current_tic(dc: Context, given: int | None) -> tuple[int | None, str]:
+def current_tic(ctx: Context, given: int | None) -> tuple[int | None, str]:
     """(tic, where it came from: "flag", "roster" or "none")."""
     if given is not None:
         return given, "flag"
-    folder = tic_dir(dc)
+    folder = tic_dir(ctx)
     if folder is not None:
         tic = tic_from_source(folder)
         if tic is not None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from dovecote.store import Guard
 
 
-def responded(dc: Context, book: InboxBook, item: Item, held: dict[Address, Guard] | None = None) -> bool:
+def responded(ctx: Context, book: InboxBook, item: Item, held: dict[Address, Guard] | None = None) -> bool:
     """Has a response to the item been delivered to whom it must answer?
 
     Asked of the box of ``response_to`` (the sender, or the redirect), which
@@ -36,23 +36,23 @@ def responded(dc: Context, book: InboxBook, item: Item, held: dict[Address, Guar
     foresaw it), so its fold is fed from what its guard read.
     """
     target = response_to(item.env)
-    if target is None or dc.roster.entity(target) is None:
+    if target is None or ctx.roster.entity(target) is None:
         return False
     if target == book.entity:
         return bool(responses(book, item))
-    with inbox(dc, target, (held or {}).get(entity(target))) as other:
+    with inbox(ctx, target, (held or {}).get(entity(target))) as other:
         return bool(responses(other, item))
 
 
-def _response_box(dc: Context, entity_id: str, ref: str) -> list[Address]:
+def _response_box(ctx: Context, entity_id: str, ref: str) -> list[Address]:
     """The box a completion's response rail reads, if it is another entity's: taken under
     its lock too, in address order with the item's (so no two threads wait on each other)."""
-    with inbox(dc, entity_id) as book:
+    with inbox(ctx, entity_id) as book:
         try:
             target = response_to(book.resolve(ref).env)
         except Refusal:
             return []  # decided (and refused) again under the lock
-    if target is None or target == entity_id or dc.roster.entity(target) is None:
+    if target is None or target == entity_id or ctx.roster.entity(target) is None:
         return []
     return [entity(target)]
 
@@ -79,7 +79,7 @@ class Transition:
 
 
 def transition(
-    dc: Context,
+    ctx: Context,
     entity_id: str,
     ref: str,
     kind: str,
@@ -99,17 +99,17 @@ def transition(
     (``import inbox-tree``): the table still decides, the rails do not, and the
     caller marks the link with ``extra`` (e.g. ``{"adopted": "inbox-tree"}``).
     """
-    addr = entity_address(dc, entity_id)
-    who = check_name(actor or dc.actor.actor_for(entity_id), "actor")
+    addr = entity_address(ctx, entity_id)
+    who = check_name(actor or ctx.actor.actor_for(entity_id), "actor")
     due_time = _until(until)
-    tic, _ = current_tic(dc, current)
-    now = dc.now().replace(microsecond=0)
+    tic, _ = current_tic(ctx, current)
+    now = ctx.now().replace(microsecond=0)
     if until_tic is not None and (until_tic < 0 or (rails and tic is not None and until_tic <= tic)):
         raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:
         raise Refusal("invalid_field", f"--until {due_time} is not in the future")
-    others = _response_box(dc, entity_id, ref) if rails and kind == "complete" else []
-    with guarded_many(dc, [addr, *others]) as held, inbox(dc, entity_id, held[addr]) as book:
+    others = _response_box(ctx, entity_id, ref) if rails and kind == "complete" else []
+    with guarded_many(ctx, [addr, *others]) as held, inbox(ctx, entity_id, held[addr]) as book:
         led = held[addr]
         item = book.resolve(ref)
         r = book.replay_of(item)
@@ -121,7 +121,7 @@ def transition(
                 item.id,
                 seen=r.seen,
                 response_required=item.env.response_expected,
-                responded=kind == "complete" and responded(dc, book, item, held),
+                responded=kind == "complete" and responded(ctx, book, item, held),
                 response_to=response_to(item.env),
                 until_tic=until_tic,
                 until=due_time,

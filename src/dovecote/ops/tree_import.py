@@ -110,17 +110,17 @@ def _wanted(claim: FolderClaim, ledger: State, tic: int | None, res: Adoption) -
     return want
 
 
-def _adopt_item(dc: Context, entity_id: str, claim: FolderClaim, tic: int | None, res: Adoption, new: bool) -> int:
+def _adopt_item(ctx: Context, entity_id: str, claim: FolderClaim, tic: int | None, res: Adoption, new: bool) -> int:
     """Append the links that take the item from the ledger's state to the tree's; return how many."""
-    book = folds.book_for(dc, entity_id)
+    book = folds.book_for(ctx, entity_id)
     r = book.replay_of(book.items[claim.item])
-    ledger = effective(r, tic, dc.now())
+    ledger = effective(r, tic, ctx.now())
     want = _wanted(claim, ledger, tic, res)
     if want is ledger:
         return 0
     if not new:  # a move of an item dovecote knows: its one verb, under the verbs' rules
         try:
-            adopt_move(dc, entity_id, claim.item, ledger, want, claim.lifecycle, tic)
+            adopt_move(ctx, entity_id, claim.item, ledger, want, claim.lifecycle, tic)
         except Refusal as e:
             res.refuse(claim.rel, e.reason, f"the tree says {want}, the ledger {ledger}: {e.detail}")
             return 0
@@ -136,7 +136,7 @@ def _adopt_item(dc: Context, entity_id: str, claim: FolderClaim, tic: int | None
     for kind in steps:
         try:
             mail.transition(
-                dc, entity_id, claim.item, kind, rails=False, extra=dict(ADOPTED), current=tic, actor=entity_id,
+                ctx, entity_id, claim.item, kind, rails=False, extra=dict(ADOPTED), current=tic, actor=entity_id,
                 until_tic=due if kind == "defer" else None, reason=reason_for(kind, claim.lifecycle),
             )
         except Refusal as e:  # someone moved the item meanwhile: the CAS said no
@@ -154,13 +154,13 @@ def _entries(mbox: Path, folder: str) -> list[Path]:
     return listing(d)
 
 
-def adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
+def adopt_mailbox(ctx: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
     """Import one entity's mailbox folder, holding the entity's tree lock throughout."""
-    with view_lock(dc, entity_id):
-        return _adopt_mailbox(dc, entity_id, mbox, base, tic)
+    with view_lock(ctx, entity_id):
+        return _adopt_mailbox(ctx, entity_id, mbox, base, tic)
 
 
-def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
+def _adopt_mailbox(ctx: Context, entity_id: str, mbox: Path, base: Path, tic: int | None) -> Adoption:
     res = Adoption(entity_id, show(mbox, base) or ".")
     claims: list[FolderClaim] = []
     batch: dict[str, str] = {}
@@ -177,7 +177,7 @@ def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int
                 })
                 continue
             try:
-                c = read_claim(dc, entity_id, folder, p, base, res, batch)
+                c = read_claim(ctx, entity_id, folder, p, base, res, batch)
             except Refusal as e:  # e.g. too_large: this entry only
                 res.refuse(show(p, base), e.reason, e.detail)
                 continue
@@ -188,13 +188,13 @@ def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int
                 claims.append(c)
     for p in listing(mbox / OUTBOUND):
         marked, _ = stamp_of(read_envelope(p))
-        if marked is None or marked not in folds.book_for(dc, entity_id).drafts:
+        if marked is None or marked not in folds.book_for(ctx, entity_id).drafts:
             res.skipped.append({
                 "path": show(p, base), "reason": "outbound",
                 "detail": "drafts are not imported; write them with `dovecote draft`",
             })
     lines = [c.line for c in claims if c.line is not None]
-    appended = dc.store.append(folds.entity_address(dc, entity_id), lines) if lines else []
+    appended = ctx.store.append(folds.entity_address(ctx, entity_id), lines) if lines else []
     new_items = {lid for lid, new in appended if new}
     res.letters_added = len(new_items)
     # one item, several entries (a copy, a crashed move): the furthest state speaks for it
@@ -214,7 +214,7 @@ def _adopt_mailbox(dc: Context, entity_id: str, mbox: Path, base: Path, tic: int
             res.note(c.rel, "duplicate_entry", f"same item {c.item} as {kept.rel}; its state {kept.state} was kept")
     for iid in order:
         c = best[iid]
-        links = _adopt_item(dc, entity_id, c, tic, res, iid in new_items) if c.state is not None else 0
+        links = _adopt_item(ctx, entity_id, c, tic, res, iid in new_items) if c.state is not None else 0
         res.links_added += links
         if not links and iid not in new_items:
             res.already_present += 1
@@ -226,7 +226,7 @@ def _is_mailbox(path: Path) -> bool:
 
 
 def import_inbox_tree(
-    dc: Context, path: str | Path, entity_id: str | None = None, *, current: int | None = None
+    ctx: Context, path: str | Path, entity_id: str | None = None, *, current: int | None = None
 ) -> ImportResult:
     """Adopt a mailbox (with ``entity_id``) or an ``agent-mailboxes`` root of ``ent_*`` folders.
 
@@ -236,13 +236,13 @@ def import_inbox_tree(
     root = Path(path).expanduser().absolute()
     if root.is_symlink() or not root.is_dir():
         raise Refusal("invalid_field", f"{str(path)!r} is not a directory")
-    tic, _ = current_tic(dc, current)
+    tic, _ = current_tic(ctx, current)
     if entity_id is not None:
-        folds.entity_address(dc, check_name(entity_id, "entity id"))
+        folds.entity_address(ctx, check_name(entity_id, "entity id"))
         mbox = root if _is_mailbox(root) else root / entity_id
         if not _is_mailbox(mbox) or mbox.is_symlink():
             raise Refusal("invalid_field", f"{str(path)!r} holds no mailbox folders ({', '.join(STATE_FOLDERS)})")
-        return ImportResult(str(root), tic, [adopt_mailbox(dc, entity_id, mbox, root, tic)], [])
+        return ImportResult(str(root), tic, [adopt_mailbox(ctx, entity_id, mbox, root, tic)], [])
     if _is_mailbox(root):
         raise Refusal("missing_field", f"{str(path)!r} is one mailbox: name its entity with --entity")
     boxes = [p for p in listing(root) if p.name.startswith("ent_") and p.is_dir()]
@@ -259,8 +259,8 @@ def import_inbox_tree(
             continue
         if p.is_symlink():
             skipped.append({"name": name, "reason": "invalid_field", "detail": "a symbolic link is never followed"})
-        elif dc.roster.entity(p.name) is None:
+        elif ctx.roster.entity(p.name) is None:
             skipped.append({"name": name, "reason": "unknown_entity", "detail": "not in the roster; not created"})
         else:
-            done.append(adopt_mailbox(dc, p.name, p, root, tic))
+            done.append(adopt_mailbox(ctx, p.name, p, root, tic))
     return ImportResult(str(root), tic, done, skipped)

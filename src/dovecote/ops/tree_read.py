@@ -63,7 +63,7 @@ def _no_links(path: Path) -> bool:
     return not any(q.is_symlink() for q in path.rglob("*"))
 
 
-def _folder_files(dc: Context, folder: Path, skip: str | None = None) -> list[dict[str, Any]]:
+def _folder_files(ctx: Context, folder: Path, skip: str | None = None) -> list[dict[str, Any]]:
     """One artifact per regular file under ``folder`` (dot-files skipped), by relative path."""
     out = []
     for q in sorted(folder.rglob("*")):
@@ -71,12 +71,12 @@ def _folder_files(dc: Context, folder: Path, skip: str | None = None) -> list[di
         if any(part.startswith(".") for part in rel.parts) or not q.is_file() or rel.as_posix() == skip:
             continue
         data = q.read_bytes()
-        out.append({"ref": artifacts.put_bytes(dc, data), "name": rel.as_posix(), "size": len(data)})
+        out.append({"ref": artifacts.put_bytes(ctx, data), "name": rel.as_posix(), "size": len(data)})
     return out
 
 
 def read_claim(
-    dc: Context, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
+    ctx: Context, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
 ) -> FolderClaim | None:
     """Read one entry: a claim on an item, or None (refused, reported in ``res``).
 
@@ -114,18 +114,18 @@ def read_claim(
     if env is not None:
         marked, stamp = stamp_of(env)
         if marked is not None:
-            book = folds.book_for(dc, entity_id)
+            book = folds.book_for(ctx, entity_id)
             if marked not in book.items:
                 res.refuse(rel, "unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
                 return None
             return FolderClaim(rel, "view", marked, None, None if state is stamp else state, lc)
         mid = Envelope(env).message_id
-        known = (folds.book_for(dc, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
+        known = (folds.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
             return FolderClaim(rel, form, known, None, state, lc)
         obj = foreign_letter(env)
         if form == "dir":
-            files = _folder_files(dc, p, skip="envelope.json")
+            files = _folder_files(ctx, p, skip="envelope.json")
             if files:
                 obj["tree_files"] = files
         line = canonical_line(obj)
@@ -136,8 +136,8 @@ def read_claim(
         data = p.read_bytes() if p.is_file() else None
         base_name = STATE_PREFIX.sub("", p.name, count=1) or p.name
         files = (
-            [{"ref": artifacts.put_bytes(dc, data), "name": base_name, "size": len(data)}]
-            if data is not None else _folder_files(dc, p)
+            [{"ref": artifacts.put_bytes(ctx, data), "name": base_name, "size": len(data)}]
+            if data is not None else _folder_files(ctx, p)
         )
         obj = drop_letter(entity_id, STATE_PREFIX.sub("", p.name, count=1) or p.name, data is None, files)
     line = canonical_line(obj)

@@ -53,7 +53,7 @@ class VerifyResult:
         return {"ok": self.ok, "checked": self.checked, "differ": self.differ, "deleted": self.deleted}
 
 
-def answers(dc: Context, now: datetime) -> dict[str, bytes]:
+def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     """Every read verify compares, as the bytes a face would print.
 
     ``now`` pins doctor's 7-day window so both runs use the same instant.
@@ -64,19 +64,19 @@ def answers(dc: Context, now: datetime) -> dict[str, bytes]:
     out: dict[str, bytes] = {
         # first, while the context has no warm fold: answered from the fold snapshot in
         # cache/ when there is one (the fresh run has none: it folds from nothing)
-        "sweep": b"".join(sweep(dc, do_distribute=False).json_chunks()),
-        "sweep --all": orjson.dumps(sweep(dc, do_distribute=False, include_all=True).to_dict()),
-        "doctor": orjson.dumps(doctor.doctor(dc, now)),
+        "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
+        "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
+        "doctor": orjson.dumps(doctor.doctor(ctx, now)),
     }
-    for addr in [*dc.roster.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]:
-        out[f"box {addr} --all"] = orjson.dumps(box(dc, addr, include_all=True).to_dict())
-    for e in dc.roster.entities:
-        view, _ = inbox.read_inbox(dc, e.id, now=now, include_terminal=True, direction="both")
+    for addr in [*ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]:
+        out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())
+    for e in ctx.roster.entities:
+        view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
-    for word in search_words(dc):
+    for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
-                search.search(dc, word, include_terminal=every, now=now, limit=1000)
+                search.search(ctx, word, include_terminal=every, now=now, limit=1000)
             )
     return out
 
@@ -84,39 +84,39 @@ def answers(dc: Context, now: datetime) -> dict[str, bytes]:
 SNAPSHOT = "inbox {} --all, from its snapshot"
 
 
-def inbox_answers(dc: Context, now: datetime) -> dict[str, bytes]:
+def inbox_answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     """Every entity's inbox, as ``answers`` reads it, under the name of the snapshot run."""
     from dovecote.ops import inbox
 
     return {
-        SNAPSHOT.format(e.id): orjson.dumps(inbox.read_inbox(dc, e.id, now=now, include_terminal=True,
+        SNAPSHOT.format(e.id): orjson.dumps(inbox.read_inbox(ctx, e.id, now=now, include_terminal=True,
                                                              direction="both")[0])
-        for e in dc.roster.entities
+        for e in ctx.roster.entities
     }
 
 
-def ledgers(dc: Context) -> list[Where]:
+def ledgers(ctx: Context) -> list[Where]:
     """Every ledger a compared read can touch: the spool, the report boxes, the entity boxes."""
-    return ["spool", *dc.roster.report_boxes(), *(Address("entity", e.id) for e in dc.roster.entities)]
+    return ["spool", *ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]
 
 
-def search_words(dc: Context, most: int = 5) -> list[str]:
+def search_words(ctx: Context, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
     from dovecote import folds
 
     words: set[str] = set()
-    for e in dc.roster.entities:
-        for item in folds.book_for(dc, e.id).items.values():
+    for e in ctx.roster.entities:
+        for item in folds.book_for(ctx, e.id).items.values():
             words.update(w.lower() for w in item.env.subject.split() if w.isalnum() and len(w) >= 4)
     return sorted(words)[:most]
 
 
-def view_digests(dc: Context, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
+def view_digests(ctx: Context, now: datetime, *, rebuild: bool) -> dict[str, bytes]:
     """Write every entity's view (``rebuild``: from scratch) and hash its owned files."""
     from dovecote.ops import view as view_op
 
-    view_op.view(dc, now=now, rebuild=rebuild)
-    return {f"view entity:{e.id}": view_op.owned_digest(dc, e.id).encode() for e in dc.roster.entities}
+    view_op.view(ctx, now=now, rebuild=rebuild)
+    return {f"view entity:{e.id}": view_op.owned_digest(ctx, e.id).encode() for e in ctx.roster.entities}
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
@@ -127,23 +127,23 @@ def _first_difference(a: bytes, b: bytes) -> int:
     return n
 
 
-def verify(dc: Context) -> VerifyResult:
+def verify(ctx: Context) -> VerifyResult:
 
-    now = dc.now()
+    now = ctx.now()
     deleted = []
-    if dc.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
-        dc.layout.cache.unlink()
-        deleted.append(str(dc.layout.cache))
-    bounds = files_of(dc.store).snapshot(ledgers(dc))
-    with files_of(dc.store).bounded(bounds):
-        before = {**answers(dc, now), **view_digests(dc, now, rebuild=False)}
-    restored = dc.cold()  # no warm fold: every inbox starts from its snapshot, as a cold process does
+    if ctx.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
+        ctx.layout.cache.unlink()
+        deleted.append(str(ctx.layout.cache))
+    bounds = files_of(ctx.store).snapshot(ledgers(ctx))
+    with files_of(ctx.store).bounded(bounds):
+        before = {**answers(ctx, now), **view_digests(ctx, now, rebuild=False)}
+    restored = ctx.cold()  # no warm fold: every inbox starts from its snapshot, as a cold process does
     with files_of(restored.store).bounded(bounds):
         before.update(inbox_answers(restored, now))
-    if dc.layout.cache.exists():
-        shutil.rmtree(dc.layout.cache)
-        deleted.append(str(dc.layout.cache))
-    fresh = dc.cold()
+    if ctx.layout.cache.exists():
+        shutil.rmtree(ctx.layout.cache)
+        deleted.append(str(ctx.layout.cache))
+    fresh = ctx.cold()
     with files_of(fresh.store).bounded(bounds):
         after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     after.update({SNAPSHOT.format(e.id): after[f"inbox {e.id} --all"] for e in fresh.roster.entities})
@@ -157,5 +157,5 @@ def verify(dc: Context) -> VerifyResult:
                 "bytes_after": len(b),
                 "first_difference_at": _first_difference(a, b),
             })
-    dc.warm.clear()
+    ctx.warm.clear()
     return VerifyResult(not differ, sorted(after), differ, deleted)

@@ -109,7 +109,7 @@ class FolderSync:
         }
 
 
-def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityFolder) -> bool:
+def _adopt_moves(ctx: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock, out: EntityFolder) -> bool:
     """Adopt every move a person made (one verb each, rails on); True if the ledger changed."""
     changed = False
     looked: list[tuple[str, str, str, State, State | None, dict[str, Any] | None]] = []
@@ -135,7 +135,7 @@ def _adopt_moves(dc: Context, entity_id: str, vdir: Path, p: Plan, clock: Clock,
         rel = f"{folder}/{name}"
         lc = env.get("lifecycle") if env else None
         try:
-            t = adopt_move(dc, entity_id, iid, ledger, where, lc if isinstance(lc, dict) else {}, clock.tic)
+            t = adopt_move(ctx, entity_id, iid, ledger, where, lc if isinstance(lc, dict) else {}, clock.tic)
         except Refusal as e:
             back = f"{BUCKETS[ledger]}/{ledger}_{iid}"
             out.refused.append({
@@ -194,17 +194,17 @@ def _place_item(vdir: Path, iid: str, target: tuple[str, str], found: list[tuple
             out.keep(f"{folder}/{name}", iid, "name_taken", "something appeared at that name meanwhile; left as it is")
 
 
-def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> EntityFolder:
-    vdir = view_dir(dc, entity_id)
-    check_paths(dc, vdir)
-    limits = dc.roster.limits
-    p = plan(folds.book_for(dc, entity_id), clock, limits)
+def _sync_entity(ctx: Context, entity_id: str, clock: Clock, rebuild: bool) -> EntityFolder:
+    vdir = view_dir(ctx, entity_id)
+    check_paths(ctx, vdir)
+    limits = ctx.roster.limits
+    p = plan(folds.book_for(ctx, entity_id), clock, limits)
     out = EntityFolder(entity_id, str(vdir), p.counts)
     out.cleaned, held = clean_temps(vdir)
     for rel in held:
         out.keep(rel, "", "foreign_files", "a temp folder of a killed run holding files the view does not own")
-    if _adopt_moves(dc, entity_id, vdir, p, clock, out):
-        p = plan(folds.book_for(dc, entity_id), clock, limits)
+    if _adopt_moves(ctx, entity_id, vdir, p, clock, out):
+        p = plan(folds.book_for(ctx, entity_id), clock, limits)
         out.counts = p.counts
     found: dict[str, list[tuple[str, Path]]] = {}
     for folder, name, path, iid in owned_entries(vdir):
@@ -244,7 +244,7 @@ def _sync_entity(dc: Context, entity_id: str, clock: Clock, rebuild: bool) -> En
 
 
 def view(
-    dc: Context,
+    ctx: Context,
     entity_id: str | None = None,
     *,
     current: int | None = None,
@@ -257,22 +257,22 @@ def view(
     (``verify`` uses it to prove the view comes from the ledger alone). Raises
     ``Refusal`` (``unknown_entity``, ``unsafe_path``) before writing anything.
     """
-    who = [entity_id] if entity_id is not None else [e.id for e in dc.roster.entities]
+    who = [entity_id] if entity_id is not None else [e.id for e in ctx.roster.entities]
     for e in who:
-        folds.entity_address(dc, e)
-        check_paths(dc, view_dir(dc, e))
-    tic, source = current_tic(dc, current)
-    clock = Clock(tic, now or dc.now())
+        folds.entity_address(ctx, e)
+        check_paths(ctx, view_dir(ctx, e))
+    tic, source = current_tic(ctx, current)
+    clock = Clock(tic, now or ctx.now())
     done = []
     for e in who:
-        with view_lock(dc, e):
-            done.append(_sync_entity(dc, e, clock, rebuild))
+        with view_lock(ctx, e):
+            done.append(_sync_entity(ctx, e, clock, rebuild))
     return FolderSync(tic, source, done)
 
 
-def owned_digest(dc: Context, entity_id: str) -> str:
+def owned_digest(ctx: Context, entity_id: str) -> str:
     """SHA-256 over every owned file of the entity's view (path and bytes), for ``verify``."""
-    vdir = view_dir(dc, entity_id)
+    vdir = view_dir(ctx, entity_id)
     h = hashlib.sha256()
     paths = [vdir / INBOX_MD, *(vdir / INDEXES / f for f in INDEX_FILES)]
     for _, _, path, _ in owned_entries(vdir):

@@ -152,13 +152,13 @@ def clean_temps(vdir: Path) -> tuple[int, list[str]]:
     return removed, kept
 
 
-def check_paths(dc: Context, vdir: Path) -> None:
+def check_paths(ctx: Context, vdir: Path) -> None:
     """Refuse (``unsafe_path``) a view whose folders are links or files, before anything is written.
 
     A link could send every write out of the home; a file where a folder belongs
     is a person's, and deleting it to make room is not the view's call.
     """
-    views = dc.layout.views
+    views = ctx.layout.views
     chain = [views, vdir.parent, vdir, *(vdir / f for f in (*STATE_FOLDERS, OUTBOUND, INDEXES))]
     for p in chain:
         if p.is_symlink():
@@ -175,9 +175,9 @@ def check_paths(dc: Context, vdir: Path) -> None:
 
 
 @contextmanager
-def view_lock(dc: Context, entity_id: str) -> Iterator[None]:
+def view_lock(ctx: Context, entity_id: str) -> Iterator[None]:
     """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
-    path = dc.layout.views / ".locks" / f"{entity_id}.lock"
+    path = ctx.layout.views / ".locks" / f"{entity_id}.lock"
     for d in (path.parent.parent, path.parent):
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             raise Refusal("unsafe_path", f"{d} is a symbolic link or a file; the view never writes through one")

@@ -45,8 +45,8 @@ OWNED_DRAFT = re.compile(rf"EMIT_({LETTER_ID_PATTERN})")
 REF_PREFIX = "REF_"
 
 
-def view_dir(dc: Context, entity_id: str) -> Path:
-    return dc.layout.views / "agent-mailboxes" / entity_id
+def view_dir(ctx: Context, entity_id: str) -> Path:
+    return ctx.layout.views / "agent-mailboxes" / entity_id
 
 
 def is_reference_folder(p: Path) -> bool:
@@ -54,12 +54,12 @@ def is_reference_folder(p: Path) -> bool:
     return p.name.startswith(REF_PREFIX) and p.is_dir() and not p.is_symlink()
 
 
-def loose_files(dc: Context, entity_id: str) -> list[Path]:
+def loose_files(ctx: Context, entity_id: str) -> list[Path]:
     """Entries in the view's inbound/ that the view did not write (hand drops).
 
     ``REF_*`` folders hold drops ``organize --apply`` already grouped: organized, so not loose.
     """
-    inbound = view_dir(dc, entity_id) / "inbound"
+    inbound = view_dir(ctx, entity_id) / "inbound"
     try:
         entries = sorted(inbound.iterdir())
     except OSError:
