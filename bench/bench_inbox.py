@@ -127,7 +127,7 @@ def main() -> None:
         left = iter(waiting[30:])
 
         def new_letter() -> None:
-            dc.transition("ent_b", next(left), "claim", current=1000)
+            dc.move(Move(kind="claim", entity_id="ent_b", ref=next(left), current_tic=1000))
 
         def no_cache() -> None:
             shutil.rmtree(cache_dir, ignore_errors=True)
