@@ -177,3 +177,40 @@ async def test_the_readme_client_config_runs_as_printed(tmp_path: Path) -> None:
             inbox = await c.call_tool("inbox", {})
             assert inbox.structured_content is not None, inbox.content
             assert inbox.structured_content["entity"] == "ent_" + name.removeprefix("dovecote-")
+
+
+async def test_serve_answers_mcp_at_the_printed_endpoint_beside_the_page(tmp_path: Path) -> None:
+    from serverhelpers import served_home, serving
+
+    dc = served_home(tmp_path)
+    agent = dc.token_issue(ENTITY).token
+    mid = send(dc, "through serve")
+    with serving(tmp_path, dc.layout.root) as server:
+        endpoint = server.line("mcp")
+        assert endpoint == server.url + "/mcp"
+        assert (await _raw_post(endpoint, None)).status_code == 401  # MCP binds every request to a token
+        async with http_client(endpoint, agent) as c:
+            shown = await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
+            assert shown.structured_content is not None and shown.structured_content["body"] == "body of through serve"
+            listed = await c.list_tools()
+            assert {"send", "move", "inbox", "wait"} <= {t.name for t in listed.tools}
+        async with httpx2.AsyncClient() as h:  # and the web faces still answer beside it
+            assert (await h.get(server.url + "/api/v1/doctor")).json()["mailbox"]["available"] is True
+            assert (await h.get(server.line("page"))).status_code == 200
+
+
+async def test_the_demo_prints_an_mcp_config_that_runs_as_pasted(tmp_path: Path) -> None:
+    from dovecote.cli.demo import MCP_CONFIG_HEADER
+    from helpers import run_cli
+
+    out = run_cli(tmp_path, "demo", str(tmp_path / "demo"), process=True)
+    assert out.returncode == 0, out.stderr.decode()
+    text = out.stdout.decode()
+    config = json.loads(text[text.index(MCP_CONFIG_HEADER) + len(MCP_CONFIG_HEADER):])
+    servers = config["mcpServers"]
+    assert {s["args"][-1] for s in servers.values()} == {"ent_builder", "ent_ops"}  # one per demo agent
+    builder = next(s for s in servers.values() if s["args"][-1] == "ent_builder")
+    params = StdioServerParameters(command=builder["command"], args=builder["args"], env=cli_env(tmp_path, None))
+    async with Client(params) as c:
+        inbox = await c.call_tool("inbox", {})
+        assert inbox.structured_content is not None and inbox.structured_content["entity"] == "ent_builder"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -50,7 +51,7 @@ def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
     """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
-    from dovecote.cli.demo import build_demo, look_around
+    from dovecote.cli.demo import build_demo, look_around, mcp_config
     from dovecote.cli.texts import inbox_injection, inbox_text
 
     home = build_demo(path, bound_actor())
@@ -67,6 +68,8 @@ def demo_cmd(
     sys.stdout.flush()
     first = inbox["items"][0]["id"] if inbox["items"] else "ID"
     c.print("\n" + look_around(home, first, invocation()), markup=False)
+    program = os.path.realpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else sys.argv[0]
+    c.print("\n" + mcp_config(home.resolve(), [e["id"] for e in dc.entities()], program), markup=False, soft_wrap=True)
 
 
 def register_init(app: Typer) -> None:

@@ -1,4 +1,4 @@
-"""``dovecote serve``: REST, live events and the Human View of one home, in the foreground.
+"""``dovecote serve``: MCP, REST, live events and the Human View of one home, in the foreground.
 
 Loopback by default. A non-loopback ``--host`` is refused ``remote_not_allowed``
 unless ``--allow-remote``, and then the server mints a bearer token that every
@@ -66,10 +66,11 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         allow_remote: Annotated[bool, typer.Option(
             "--allow-remote", help="Allow a non-loopback --host; every request then needs the printed token.")] = False,
     ) -> None:
-        """Serve REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/), until Ctrl-C.
+        """Serve MCP (/mcp), REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/).
 
-        It prints the page's address, a one-time login link that opens a session
-        for the person at the screen, and the API base.
+        Until Ctrl-C. It prints the page's address, a one-time login link that
+        opens a session for the person at the screen, the API base and the MCP
+        endpoint.
         """
         remote = not is_loopback(host)
         if remote and not allow_remote:
@@ -78,6 +79,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
 
         from dovecote.http.app import create_app
         from dovecote.http.session import Sessions
+        from dovecote.mcp.http import in_front_of
 
         dc = open_handle()
         sock = bind(host, port)
@@ -86,7 +88,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         token = secrets.token_urlsafe(32) if remote else None
         sessions = Sessions()
         hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
-        app = create_app(dc, read_only=read_only, token=token, hosts=hosts, sessions=sessions)
+        web = create_app(dc, read_only=read_only, token=token, hosts=hosts, sessions=sessions)
+        app = in_front_of(web, dc, read_only=read_only, host=host)
         person = dc.context.actor.user or "operator"
         lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
         if read_only:
@@ -94,14 +97,15 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         else:
             login = sessions.issue(person)
             lines.append(f"  login:   {url}/login/{login}   (works once: opens a session for {person} in a browser)")
-        lines += [f"  api:     {url}/api/v1   (OpenAPI: {url}/openapi.json)", f"  events:  {url}/api/v1/events"]
+        lines += [f"  api:     {url}/api/v1   (OpenAPI: {url}/openapi.json)", f"  events:  {url}/api/v1/events",
+                  f"  mcp:     {url}/mcp   (streamable HTTP; each request: Bearer <a `dovecote token issue` token>)"]
         if token:
             lines.append(f"  token:   {token}   (every request: Authorization: Bearer <token>)")
         lines.append("Ctrl-C stops it.")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
-                                lifespan="off")
+                                lifespan="on")
         try:
             uvicorn.Server(config).run(sockets=[sock])
         finally:

@@ -77,6 +77,22 @@ def look_around(home: Path, item: str, dovecote: str = "dovecote") -> str:
     )
 
 
+#: The header of the MCP client configuration the demo prints (tests find the block by it).
+MCP_CONFIG_HEADER = "MCP client config (paste into .mcp.json, or Claude Desktop's mcpServers):"
+
+
+def mcp_config(home: Path, entities: list[str], dovecote: str) -> str:
+    """A ready-to-paste MCP client configuration: one stdio server per demo agent, each bound to
+    its entity (``dovecote mcp --as``); ``dovecote`` is the absolute path of this program."""
+    import json
+
+    servers = {
+        f"dovecote-{e.removeprefix('ent_')}": {"command": dovecote, "args": ["--home", str(home), "mcp", "--as", e]}
+        for e in entities
+    }
+    return f"{MCP_CONFIG_HEADER}\n" + json.dumps({"mcpServers": servers}, indent=2)
+
+
 def _mail(dc: Dovecote) -> None:
     """A builder's inbox with an item in every open state, a reply, and a draft."""
     def send(subject: str, **kw: Any) -> str:

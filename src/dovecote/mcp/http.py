@@ -10,6 +10,7 @@ answered 401 with the one error shape (``Refusal.to_dict``), before MCP sees it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio.to_thread
@@ -56,7 +57,7 @@ async def _reply(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> ASGIApp:
+def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> BearerAuth:
     """The streamable-HTTP ASGI app of ``dc``'s MCP face, at ``path``; tokens bind each request.
 
     ``host`` is what the server listens on: on loopback the SDK's DNS-rebinding
@@ -66,6 +67,53 @@ def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str 
     face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
     inner = face.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
     return BearerAuth(inner, face)
+
+
+class InFront:
+    """The MCP face at ``/mcp`` in front of another ASGI app (``dovecote serve``: the web faces).
+
+    Requests under ``/mcp`` go to MCP (its own bearer tokens); everything else goes
+    to ``other``, which has no lifespan of its own. The lifespan is MCP's session
+    manager, closed before shutdown is reported complete (so a Ctrl-C ends quietly).
+    """
+
+    def __init__(self, mcp: BearerAuth, other: ASGIApp, path: str = "/mcp") -> None:
+        self.mcp, self.other, self.path = mcp, other, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == self.path or path.startswith(self.path + "/")):
+            await self.mcp(scope, receive, send)
+            return
+        await self.other(scope, receive, send)
+
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        inner: Any = self.mcp.inner
+        async with contextlib.AsyncExitStack() as stack:
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    try:
+                        await stack.enter_async_context(inner.router.lifespan_context(inner))
+                    except Exception as e:  # reported to the server, which then refuses to start
+                        await send({"type": "lifespan.startup.failed", "message": f"mcp: {e}"})
+                        return
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await stack.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+
+def in_front_of(other: ASGIApp, dc: Dovecote, *, read_only: bool = False, host: str = "127.0.0.1") -> InFront:
+    """``other`` with the MCP face of ``dc`` at ``/mcp`` (see ``InFront``)."""
+    mcp = app(dc, read_only=read_only, host=host)
+    assert isinstance(mcp, BearerAuth)
+    return InFront(mcp, other)
 
 
 def run(dc: Dovecote, *, host: str = "127.0.0.1", port: int = 8848, read_only: bool = False) -> None:
