@@ -66,8 +66,8 @@ def test_the_demo_hints_run_as_printed(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr.decode()
     text = r.stdout.decode()
-    block = text[text.index("Look around:"):].splitlines()
-    lines = [ln.removeprefix("Look around:").strip() for ln in block if not ln.startswith("Ledgers:")]
+    block = text[text.index("Look around:"):text.index("Ledgers:")].splitlines()  # the commands, up to the ledgers
+    lines = [ln.removeprefix("Look around:").strip() for ln in block]
     script = "\n".join(ln for ln in lines if ln)
     assert "show ent_builder" in script
     run = subprocess.run(
