@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from dovecote.derive.inbox import InboxBook
     from dovecote.folds import Fed
 
-VERSION = 1
+VERSION = 2  # 2: the book keeps the box's cursor
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.
 REWRITE_AFTER = 256
