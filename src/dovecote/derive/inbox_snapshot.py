@@ -34,7 +34,7 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-VERSION = 2
+VERSION = 3
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
@@ -51,7 +51,7 @@ class View(msgspec.Struct, array_like=True):
 
 class Book(msgspec.Struct, array_like=True):
     entity: str
-    items: dict[str, Item]  # each ``[id, packed]``: built in C, unpacked on first use
+    items: dict[str, Item]  # each ``[id, packed]``: built in C, ``packed`` sliced, not copied; unpacked on first use
     alias: dict[str, str]
     drafts: list[bytes]
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
@@ -78,7 +78,7 @@ def _letter(raw: bytes) -> Letter:
     return letter
 
 
-def pack_item(item: Item) -> bytes:
+def pack_item(item: Item) -> msgspec.Raw:
     """One item's letter, links and replay (links by id inside the replay)."""
     if item.packed:
         return item.packed
@@ -87,10 +87,10 @@ def pack_item(item: Item) -> bytes:
         str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
         [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
     ]
-    return _encode([item.letter.raw, [astuple(lk) for lk in item.links], replay])
+    return msgspec.Raw(_encode([item.letter.raw, [astuple(lk) for lk in item.links], replay]))
 
 
-def unpack_item(data: bytes) -> tuple[Letter, list[Link], Replay | None]:
+def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
     raw, links_t, rep = _decode_any(data)
     links = [Link(*t) for t in links_t]
     if rep is None:
