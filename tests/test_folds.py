@@ -285,3 +285,22 @@ def test_verify_answers_every_inbox_from_its_snapshot_and_catches_a_lying_one(tm
     result = open_home(dc.layout.root).verify(now=NOW)
     assert not result.ok
     assert f"inbox {ENTITY} --all" in [d["read"] for d in result.differ]
+
+
+def test_verify_reads_the_hooks_block_from_the_snapshot_and_catches_lying_lines(tmp_path: Path) -> None:
+    from dovecote import foldcache
+
+    dc = filled(tmp_path)
+    text, _ = dc.injection_until(Inbox(entity_id=ENTITY), now=NOW)  # the hook's read leaves its view in the snapshot
+    assert open_home(dc.layout.root).verify(now=NOW).ok
+    loaded = foldcache.load_inbox(dc.context, ENTITY)
+    assert loaded is not None and loaded[0].view_state is not None
+    book, mark = loaded
+    rows = book.view_state.rows  # type: ignore[union-attr]
+    iid, (order, row, lines) = next((k, v) for k, v in rows.items() if v[2][1] is not None)
+    rows[iid] = (order, row, (lines[0], "  - [ACTIVE] a line no row says", lines[2]))  # rows right, a line wrong
+    foldcache.save(dc.context, book, mark)
+    assert open_home(dc.layout.root).injection_until(Inbox(entity_id=ENTITY), now=NOW)[0] != text
+    result = open_home(dc.layout.root).verify(now=NOW)
+    assert not result.ok
+    assert [d["read"] for d in result.differ] == [f"inbox {ENTITY} --format injection, from its snapshot"]
