@@ -26,8 +26,10 @@ from hypothesis import strategies as st
 
 from dovecote.api import Dovecote, open_home
 from dovecote.derive import inbox_snapshot
-from dovecote.derive.inbox import Clock, InboxBook, inbox_audit
+from dovecote.derive.inbox import Clock, InboxBook
+from dovecote.derive.inbox_view import inbox_audit
 from dovecote.letters import Letter, make_letter
+from dovecote.ops.wait import cursor_of, cursor_text
 from dovecote.roster import Limits
 from dovecote.store_memory import MemoryStore
 from dovecote.verbs import EntityAdd, Inbox, Move
@@ -61,6 +63,7 @@ def answers(book: InboxBook, tic: int | None, include_terminal: bool) -> list[An
         out.append((iid, str(r.state), r.head, r.seen, [lk.id for lk in r.applied],
                     [(lk.id, why) for lk, why in r.conflicts], [lk.id for lk in book.items[iid].links]))
     out.append(sorted(book.alias.items()))
+    out.append(cursor_of(book.count, book.last))  # the box's cursor, counted by the fold
     return out
 
 
@@ -76,7 +79,9 @@ def test_a_restored_book_fed_the_rest_answers_like_one_fed_everything(
     specs: list[dict[str, Any]], drafts: int, tic: int | None, include_terminal: bool, data: st.DataObject
 ) -> None:
     letters, _ = letters_of(specs)
-    letters = data.draw(st.permutations([*letters, *_extras(letters, drafts)]))  # links may come before items
+    notes = [make_letter({"ts": at(k), "agent": ENTITY, "kind": "note", "n": k}) for k in range(data.draw(
+        st.integers(min_value=0, max_value=2)))]  # letters of a kind the book does not fold still move the cursor
+    letters = data.draw(st.permutations([*letters, *_extras(letters, drafts), *notes]))  # links may come first
     split = data.draw(st.integers(min_value=0, max_value=len(letters)))
     again = data.draw(st.lists(st.sampled_from(letters), max_size=3)) if letters else []  # lines read twice
     viewed = data.draw(st.booleans())
@@ -92,6 +97,7 @@ def test_a_restored_book_fed_the_rest_answers_like_one_fed_everything(
     assert inbox_snapshot.dumps(restored) == data_bytes  # untouched items are written back as they were
     restored.add([*letters[split:], *again])  # a resumed read cannot know the ids before its mark
     assert answers(restored, tic, include_terminal) == answers(full, tic, include_terminal)
+    assert cursor_of(restored.count, restored.last) == cursor_text(letters)  # what a whole read of the box says
 
 
 # -- the snapshot files ---------------------------------------------------------------
@@ -279,3 +285,22 @@ def test_verify_answers_every_inbox_from_its_snapshot_and_catches_a_lying_one(tm
     result = open_home(dc.layout.root).verify(now=NOW)
     assert not result.ok
     assert f"inbox {ENTITY} --all" in [d["read"] for d in result.differ]
+
+
+def test_verify_reads_the_hooks_block_from_the_snapshot_and_catches_lying_lines(tmp_path: Path) -> None:
+    from dovecote import foldcache
+
+    dc = filled(tmp_path)
+    text, _ = dc.injection_until(Inbox(entity_id=ENTITY), now=NOW)  # the hook's read leaves its view in the snapshot
+    assert open_home(dc.layout.root).verify(now=NOW).ok
+    loaded = foldcache.load_inbox(dc.context, ENTITY)
+    assert loaded is not None and loaded[0].view_state is not None
+    book, mark = loaded
+    rows = book.view_state.rows  # type: ignore[union-attr]
+    iid, (order, row, lines) = next((k, v) for k, v in rows.items() if v[2][1] is not None)
+    rows[iid] = (order, row, (lines[0], "  - [ACTIVE] a line no row says", lines[2]))  # rows right, a line wrong
+    foldcache.save(dc.context, book, mark)
+    assert open_home(dc.layout.root).injection_until(Inbox(entity_id=ENTITY), now=NOW)[0] != text
+    result = open_home(dc.layout.root).verify(now=NOW)
+    assert not result.ok
+    assert [d["read"] for d in result.differ] == [f"inbox {ENTITY} --format injection, from its snapshot"]

@@ -16,7 +16,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.inbox import Clock, InboxBook, inbox_audit
+from dovecote.derive.inbox import Clock, InboxBook
+from dovecote.derive.inbox_view import inbox_audit
 from dovecote.letters import Letter, make_letter
 from dovecote.roster import Limits
 from dovecote.timeutil import format_ts

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.addresses import entity
-from dovecote.derive.inbox import Clock, InboxBook, inbox_audit
+from dovecote.derive.inbox import Clock, InboxBook
+from dovecote.derive.inbox_view import inbox_audit
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.letters import Letter, canonical_line, decode_line, make_letter
 from dovecote.roster import Limits

@@ -305,6 +305,16 @@ class Dovecote:
             include_terminal=v.include_terminal,
         )
 
+    def injection_until(
+        self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> tuple[str, datetime | None]:
+        """``inbox_injection(self.inbox(v))``, the same text, without building the view (the hook's
+        cold path, see ``ops.inbox.read_injection``); and when it changes with no new letter."""
+        v = checked(v or verbs.Inbox())
+        return inbox_op.read_injection(
+            self._ctx(actor=actor), v.entity_id, v.current_tic, now, v.direction.value, v.include_terminal
+        )
+
     def inbox_dependencies(self, entity_id: str) -> list[str]:
         """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
         return inbox_op.dependencies(self.context, entity_id)

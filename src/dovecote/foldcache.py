@@ -30,7 +30,7 @@ import msgspec
 
 from dovecote.derive import inbox_snapshot
 from dovecote.errors import StoreError
-from dovecote.osutil import temp_name
+from dovecote.osutil import collector_paused, temp_name
 from dovecote.store import Mark
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from dovecote.derive.inbox import InboxBook
     from dovecote.folds import Fed
 
-VERSION = 1
+VERSION = 3  # 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.
 REWRITE_AFTER = 256
@@ -83,7 +83,8 @@ def load_inbox(ctx: Context, entity_id: str) -> tuple[InboxBook, Mark] | None:
         head = _decode_head(view[4 : 4 + size])
         if head.version != VERSION or head.roster != ctx.roster.signature or head.entity != entity_id:
             return None
-        book = inbox_snapshot.loads(view[4 + size :])
+        with collector_paused():  # tens of thousands of objects, none of them cyclic garbage
+            book = inbox_snapshot.loads(view[4 + size :])
     except (OSError, StoreError, msgspec.DecodeError, ValueError, TypeError, KeyError):
         return None
     if book.entity != entity_id:

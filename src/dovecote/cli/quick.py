@@ -35,10 +35,7 @@ def run_inbox(
     all_: bool, json: bool,
 ) -> None:
     """Audit an entity's inbox and print it (the body of ``dovecote inbox``, for both parsers)."""
-    import orjson
-
     from dovecote.cli import output_cache
-    from dovecote.cli.texts import inbox_injection, inbox_text
 
     if json and fmt == "injection":
         raise Refusal("invalid_field", "--json is --format json; drop --format injection")
@@ -54,15 +51,20 @@ def run_inbox(
     deps = output_cache.snapshot(dc.inbox_dependencies(who))  # stat before reading: never newer than the read
     from dovecote.verbs import Inbox, decode
 
-    view, until = dc.inbox_until(decode(Inbox, {
-        "entity_id": who, "current_tic": current, "direction": direction, "include_terminal": all_,
-    }))
-    if fmt == "json":
-        out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
-    elif fmt == "injection":
-        out = inbox_injection(view).encode()
+    verb = decode(Inbox, {"entity_id": who, "current_tic": current, "direction": direction, "include_terminal": all_})
+    if fmt == "injection":  # the hook's path: the block alone, no view built
+        text, until = dc.injection_until(verb)
+        out = text.encode()
     else:
-        out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
+        view, until = dc.inbox_until(verb)
+        if fmt == "json":
+            import orjson  # not on the hook's path: it pulls in dataclasses, json and uuid
+
+            out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
+        else:
+            from dovecote.cli.texts import inbox_text
+
+            out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     box = dc.inbox_probe(who)  # the box as the read left it

@@ -1,9 +1,9 @@
 """The entity-box fold: items, their lifecycle, drafts and what was sent.
 
 Pure: an ``InboxBook`` is fed the letters of one entity's box and answers
-questions; ``inbox_audit`` turns it into the audit the /inbox skill prints, for
-a given current tic and wall-clock time. Nothing here opens a file or reads a
-clock; the caller passes both.
+questions; ``inbox_view.inbox_audit`` turns it into the audit the /inbox skill
+prints, for a given current tic and wall-clock time. Nothing here opens a file
+or reads a clock; the caller passes both.
 
 Letters in an entity box:
 
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.inbox_item import Item as Item  # re-exported: the fold's items are its own
+from dovecote.derive.inbox_lines import STALE
 from dovecote.derive.lifecycle import (
     LINK_KINDS,
-    PRIORITY_RANK,
     TERMINAL,
     Link,
     Replay,
@@ -40,9 +40,12 @@ from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
 from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
-from dovecote.timeutil import order_key, parse_time
+from dovecote.timeutil import parse_time
 
-FLAG_STALE = "STALE"
+if TYPE_CHECKING:
+    from dovecote.derive.inbox_view import ViewState
+
+FLAG_STALE = STALE
 FLAG_OVERDUE = "OVERDUE REMINDER"
 FLAG_EXPIRING = "EXPIRING SOON"
 FLAG_EXPIRED = "EXPIRED"
@@ -85,17 +88,30 @@ class InboxBook:
         #: every letter id folded: a letter read again (a duplicate line after a
         #: snapshot's mark, which the resumed read cannot know) is not folded twice
         self.ids: set[str] = set()
+        #: the ids of the box's other letters (kinds not folded), so ``count`` counts each letter once
+        self.other_ids: set[str] = set()
+        #: how many distinct letters the box holds, and the last one's id: the box's cursor
+        #: (``wait --after``) after exactly the letters this book shows, with no read of its own
+        self.count = 0
+        self.last: str | None = None
         #: which view the book's persisted snapshot holds (kept by ``foldcache``; None: not saved)
         self.saved_view: str | None = None
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
         ids = self.ids
+        others = self.other_ids
         for letter in letters:
             kind = letter.kind
-            if kind not in FOLDED or letter.id in ids:
+            lid = letter.id
+            if lid in ids or lid in others:
                 continue
-            ids.add(letter.id)
+            self.count += 1
+            self.last = lid
+            if kind not in FOLDED:
+                others.add(lid)
+                continue
+            ids.add(lid)
             if kind == "message":
                 d = letter.data()
                 env = Envelope(d)
@@ -249,12 +265,6 @@ def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[
     }
 
 
-def _order(row: dict[str, Any]) -> tuple[int, float, datetime, str]:
-    src = row["source_tic"]
-    created = order_key(row["created_at"])
-    return (PRIORITY_RANK.get(row["priority"], 2), src if src is not None else math.inf, created, row["id"])
-
-
 BUCKETS = {
     State.WAIT: "inbound",
     State.ACTIVE: "processing",
@@ -272,128 +282,3 @@ BUCKET_NAMES: tuple[str, ...] = (
     *dict.fromkeys(BUCKETS[s] for s in State if s in TERMINAL),
     LOOSE,
 )
-
-
-def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime | None:
-    """When this row would first read differently with no new letter and no new
-    tic: an age in hours ticking over, the stale threshold passing, or a defer
-    coming due by time."""
-    times: list[datetime] = []
-    for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
-        t = parse_time(since)
-        if hours is not None and t is not None:
-            times.append(t + timedelta(hours=hours + 1))
-    entered = parse_time(row["entered_at"])
-    if row["in_state_hours"] is not None and entered is not None:
-        crossing = entered + timedelta(hours=stale_hours, microseconds=1)
-        if crossing > now:
-            times.append(crossing)
-    due = parse_time(row["due_time"])
-    if due is not None and due > now:
-        times.append(due)
-    return min(times) if times else None
-
-
-def _fresh(since: datetime, until: datetime | None, now: datetime) -> bool:
-    """An answer computed at ``since`` holds for ``since <= now < until``."""
-    return since <= now and (until is None or now < until)
-
-
-def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
-    if a is None:
-        return b
-    return a if b is None or a <= b else b
-
-
-@dataclass
-class ViewState:
-    """The last view of a book, kept so the next read redoes only what changed."""
-
-    key: tuple[Any, ...]
-    since: datetime
-    until: datetime | None = None
-    buckets: dict[str, str] = field(default_factory=dict)
-    rows: dict[str, tuple[tuple[int, float, datetime, str], dict[str, Any]]] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
-    flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
-    ordered: list[dict[str, Any]] | None = None
-
-
-
-def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:
-    """Put one item's bucket and row into the view state (replacing what was there)."""
-    include_terminal = vs.key[-1]
-    r = book.replay_of(item)
-    state = effective(r, clock.tic, clock.now)
-    bucket = BUCKETS[state]
-    old = vs.buckets.get(item.id)
-    if old is not None:
-        vs.counts[old] -= 1
-    vs.counts[bucket] += 1
-    vs.buckets[item.id] = bucket
-    prev = vs.rows.pop(item.id, None)
-    if prev is not None:
-        for f in prev[1]["flags"]:
-            vs.flags[f] -= 1
-    if state in TERMINAL and not include_terminal:
-        return
-    row = item_row(book, item, clock, limits)
-    for f in row["flags"]:
-        vs.flags[f] += 1
-    vs.rows[item.id] = (_order(row), row)
-    vs.until = _earliest(vs.until, _row_until(row, clock.now, limits.stale_hours))
-
-
-def inbox_audit(
-    book: InboxBook,
-    clock: Clock,
-    *,
-    limits: Limits,
-    loose: int = 0,
-    include_terminal: bool = False,
-) -> tuple[dict[str, Any], datetime | None]:
-    """Counts, flags and the open items, ordered by priority then age; and the
-    moment this answer would first change with no new letter and no new tic.
-
-    Warm calls are cheap: the book keeps its last view, and while the tic and
-    thresholds are the same and the clock has not passed the moment any row
-    would change by itself, the next read redoes only the items touched by new
-    letters. The view is a snapshot: its rows are copies, so neither a caller
-    changing them nor a later read changes the other.
-    """
-    key = (clock.tic, limits, include_terminal)
-    vs = book.view_state
-    if vs is None or vs.key != key or not _fresh(vs.since, vs.until, clock.now):
-        vs = ViewState(key, clock.now)
-        for item in book.items.values():
-            _place(vs, book, item, clock, limits)
-    else:
-        for iid in book.touched:
-            _place(vs, book, book.items[iid], clock, limits)
-        if book.touched:
-            vs.ordered = None
-    book.touched.clear()
-    book.view_state = vs
-    if vs.ordered is None:
-        vs.ordered = [row for _, row in sorted(vs.rows.values(), key=lambda pair: pair[0])]
-    drafts = book.pending_drafts()
-    counts = {**vs.counts, OUTBOUND: len(drafts), LOOSE: loose}
-    view = {
-        "entity": book.entity,
-        "current_tic": clock.tic,
-        "counts": counts,
-        "flags": dict(vs.flags),
-        "items": [{**row, "flags": [*row["flags"]]} for row in vs.ordered],  # the one nested list
-        "outbound": [
-            {
-                "id": d.id,
-                "to": d.env.recipient,
-                "subject": d.env.subject,
-                "priority": d.env.priority,
-                "category": d.env.category,
-                "created_at": d.env.created_at,
-            }
-            for d in sorted(drafts, key=lambda d: order_key(d.env.created_at))  # stable: ties keep ledger order
-        ],
-    }
-    return view, vs.until

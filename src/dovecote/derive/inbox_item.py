@@ -13,7 +13,7 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 
 #: The ``packed`` of an item whose state is unpacked.
-UNPACKED = b""
+UNPACKED = msgspec.Raw(b"")
 
 
 class Item(msgspec.Struct, array_like=True):
@@ -26,7 +26,8 @@ class Item(msgspec.Struct, array_like=True):
     """
 
     id: str
-    packed: bytes = UNPACKED  # msgpack ``bin`` (length-prefixed: decoding skips it whole); empty: unpacked
+    #: the item's msgpack, a zero-copy slice of the snapshot (decoding skips it whole); empty: unpacked
+    packed: msgspec.Raw = UNPACKED
     letter_: Letter | None = None
     env_: Envelope | None = None
     links_: list[Link] = []

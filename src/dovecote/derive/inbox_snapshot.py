@@ -9,8 +9,10 @@ random points). msgpack through msgspec, for speed:
   and unpacked only when a new letter or a question touches it, so restoring
   ten thousand items costs ten thousand short byte slices, not ten thousand
   decoded envelopes; an item never unpacked is written back as the same bytes;
-* the last view (``ViewState``) is kept whole, its rows ready to emit, so a
-  read at the same tic and thresholds redoes only the items new letters touched.
+* the last view (``ViewState``) is kept whole, each row packed on its own
+  (decoded when a face asks for it) beside its injection lines, so a read at
+  the same tic and thresholds redoes only the items new letters touched, and
+  the injection block reads no row at all.
 
 ``loads`` raises ``msgspec.DecodeError`` (or ``ValueError``/``TypeError``) for
 bytes that are not a snapshot; the caller ignores such a file.
@@ -24,16 +26,15 @@ from typing import Any
 
 import msgspec
 
-from dovecote.derive.inbox import Draft, InboxBook, Item, SentRecord, ViewState
+from dovecote.derive.inbox import Draft, InboxBook, Item, SentRecord
+from dovecote.derive.inbox_lines import Lines
+from dovecote.derive.inbox_view import Order, ViewState
 from dovecote.derive.lifecycle import Link, Replay, State
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-VERSION = 1
-
-Order = tuple[int, float, datetime, str]
-
+VERSION = 3
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
@@ -42,7 +43,7 @@ class View(msgspec.Struct, array_like=True):
     since: datetime
     until: datetime | None
     buckets: dict[str, str]
-    rows: list[tuple[str, Order, dict[str, Any]]]  # in view order
+    rows: list[tuple[str, Order, msgspec.Raw, Lines]]  # in view order; each row packed, read when first asked
     counts: dict[str, int]
     flags: dict[str, int]
     ordered: bool
@@ -50,7 +51,7 @@ class View(msgspec.Struct, array_like=True):
 
 class Book(msgspec.Struct, array_like=True):
     entity: str
-    items: dict[str, Item]  # each ``[id, packed]``: built in C, unpacked on first use
+    items: dict[str, Item]  # each ``[id, packed]``: built in C, ``packed`` sliced, not copied; unpacked on first use
     alias: dict[str, str]
     drafts: list[bytes]
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
@@ -59,6 +60,9 @@ class Book(msgspec.Struct, array_like=True):
     ids: list[str]
     touched: list[str]
     view: View | None
+    other_ids: list[str]
+    count: int
+    last: str | None
 
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -74,7 +78,7 @@ def _letter(raw: bytes) -> Letter:
     return letter
 
 
-def pack_item(item: Item) -> bytes:
+def pack_item(item: Item) -> msgspec.Raw:
     """One item's letter, links and replay (links by id inside the replay)."""
     if item.packed:
         return item.packed
@@ -83,10 +87,10 @@ def pack_item(item: Item) -> bytes:
         str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
         [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
     ]
-    return _encode([item.letter.raw, [astuple(lk) for lk in item.links], replay])
+    return msgspec.Raw(_encode([item.letter.raw, [astuple(lk) for lk in item.links], replay]))
 
 
-def unpack_item(data: bytes) -> tuple[Letter, list[Link], Replay | None]:
+def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
     raw, links_t, rep = _decode_any(data)
     links = [Link(*t) for t in links_t]
     if rep is None:
@@ -98,9 +102,15 @@ def unpack_item(data: bytes) -> tuple[Letter, list[Link], Replay | None]:
     return _letter(raw), links, r
 
 
+def _raw(row: dict[str, Any] | msgspec.Raw) -> msgspec.Raw:
+    """A row packed on its own (a row never read since its restore is written back as it was)."""
+    return row if isinstance(row, msgspec.Raw) else msgspec.Raw(_encode(row))
+
+
 def _view(vs: ViewState) -> View:
     tic, limits, include_terminal = vs.key
-    rows = sorted(((iid, order, row) for iid, (order, row) in vs.rows.items()), key=lambda t: t[1])
+    rows = sorted(((iid, order, _raw(row), lines) for iid, (order, row, lines) in vs.rows.items()),
+                  key=lambda t: t[1])
     return View(tic, [getattr(limits, n) for n in _LIMITS], include_terminal, vs.since, vs.until,
                 vs.buckets, rows, vs.counts, vs.flags, vs.ordered is not None)
 
@@ -118,6 +128,9 @@ def dumps(book: InboxBook) -> bytes:
         sorted(book.ids),
         sorted(book.touched),
         None if book.view_state is None else _view(book.view_state),
+        sorted(book.other_ids),
+        book.count,
+        book.last,
     )
     return _encode(snap)
 
@@ -139,12 +152,14 @@ def loads(data: bytes | memoryview) -> InboxBook:
     book._orphans = {ref: [Link(*t) for t in links] for ref, links in snap.orphans.items()}
     book.ids = set(snap.ids)
     book.touched = set(snap.touched)
+    book.other_ids = set(snap.other_ids)
+    book.count, book.last = snap.count, snap.last
     v = snap.view
     if v is not None:
         limits = Limits(**dict(zip(_LIMITS, v.limits, strict=True)))
         vs = ViewState((v.tic, limits, v.include_terminal), v.since, v.until, v.buckets,
-                       {iid: (order, row) for iid, order, row in v.rows}, v.counts, v.flags)
+                       {iid: (order, row, lines) for iid, order, row, lines in v.rows}, v.counts, v.flags)
         if v.ordered:
-            vs.ordered = [row for _, _, row in v.rows]
+            vs.ordered = [iid for iid, _, _, _ in v.rows]
         book.view_state = vs
     return book

@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote import folds
-from dovecote.derive.inbox import Clock, inbox_audit
+from dovecote.derive.inbox import Clock
+from dovecote.derive.inbox_view import inbox_audit, inbox_block
 from dovecote.errors import Refusal
 from dovecote.ops.tics import current_tic, tic_dir
 from dovecote.ops.viewtree import loose_files, view_dir
-from dovecote.ops.wait import box_cursor
+from dovecote.ops.wait import cursor_of
 from dovecote.vocab import DIRECTIONS
 
 if TYPE_CHECKING:
@@ -74,15 +75,12 @@ def read_inbox(
 ) -> tuple[dict[str, Any], datetime | None]:
     """The audit of one entity's inbox (see ``inbox_audit``) as a JSON-ready dict,
     and the moment that answer would change with no new letter."""
-    if direction not in DIRECTIONS:
-        raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
-    who = entity_id or default_entity(ctx)
-    cursor = box_cursor(ctx, who)  # before the fold reads: a letter landing between is shown, never skipped
-    tic, source = current_tic(ctx, current)
-    clock = Clock(tic, now or ctx.now())
+    who, clock, source = _asked(ctx, entity_id, current, now, direction)
+    tic = clock.tic
     loose = len(loose_files(ctx, who))
     with folds.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
         view, until = inbox_audit(book, clock, limits=ctx.roster.limits, loose=loose, include_terminal=include_terminal)
+        cursor = cursor_of(book.count, book.last)  # after exactly the letters shown: `wait --after` skips none
     out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
     out["counts"] = view["counts"]
     out["flags"] = view["flags"]
@@ -93,3 +91,26 @@ def read_inbox(
     if direction in ("outbound", "both"):
         out["outbound"] = view["outbound"]
     return out, until
+
+
+def _asked(
+    ctx: Context, entity_id: str | None, current: int | None, now: datetime | None, direction: str
+) -> tuple[str, Clock, str]:
+    """Whose inbox, at which clocks (and where the tic came from); refuses an unknown direction."""
+    if direction not in DIRECTIONS:
+        raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
+    who = entity_id or default_entity(ctx)
+    tic, source = current_tic(ctx, current)
+    return who, Clock(tic, now or ctx.now()), source
+
+
+def read_injection(
+    ctx: Context, entity_id: str | None, current: int | None, now: datetime | None, direction: str,
+    include_terminal: bool,
+) -> tuple[str, datetime | None]:
+    """``inbox_injection`` of ``read_inbox``'s view, the same bytes, without building the view:
+    the hook's cold path (the counts and each row's lines are kept in the fold, see ``inbox_view``)."""
+    who, clock, _ = _asked(ctx, entity_id, current, now, direction)
+    with folds.inbox(ctx, who) as book:
+        return inbox_block(book, clock, limits=ctx.roster.limits, include_terminal=include_terminal,
+                           items=direction in ("inbound", "both"))

@@ -12,37 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dovecote.derive.inbox import FLAG_STALE
+from dovecote.derive.inbox_lines import URGENT, block, row_lines
 from dovecote.textsafe import one_line, plural, subject_line
 
-#: The priorities a Stop hook interrupts a busy agent for.
-URGENT = ("high", "urgent")
+__all__ = ["URGENT", "inbox_injection", "item_line", "new_mail_block", "stop_reason"]
 
 
 def inbox_injection(view: dict[str, Any]) -> str:
-    """The block a session-start hook injects: one header line, then what needs eyes."""
-    c = view["counts"]
-    who = one_line(view["entity"])
-    if not (c["inbound"] or c["processing"] or c["deferred"]):
-        return f"[INBOX: {who}] Empty.\n"
-    lines = [f"[INBOX: {who}] {c['inbound']} new, {c['processing']} active, {c['deferred']} deferred."]
-    tics_known = view["clock"]["tic"] is not None
-    for i in view.get("items", []):
-        if i["state"] == "WAIT" and i["priority"] in URGENT:
-            when = f", tic {i['source_tic']}" if i["source_tic"] is not None else ""
-            sender = one_line(i["sender"]) or "?"
-            lines.append(f"  - [{i['priority'].upper()}] {subject_line(i['subject'])} (from: {sender}{when})")
-    for i in view.get("items", []):
-        if i["state"] == "ACTIVE":
-            when = f" (tic {i['entered_tic']})" if i["entered_tic"] is not None else ""
-            lines.append(f"  - [ACTIVE] {subject_line(i['subject'])}{when}")
-    if tics_known:
-        for i in view.get("items", []):
-            if FLAG_STALE in i["flags"]:
-                lines.append(
-                    f"  - [ATTENTION] {subject_line(i['subject'])} — stale {i['in_state_tics']} tics in {i['state']}"
-                )
-    return "\n".join(lines) + "\n"
+    """The block a session-start hook injects: one header line, then what needs eyes
+    (each row's lines come from ``derive.inbox_lines``, which the cold path joins too)."""
+    rows = view.get("items", [])
+    return block(view["entity"], view["counts"], view["clock"]["tic"] is not None, [row_lines(i) for i in rows])
 
 
 def item_line(row: dict[str, Any]) -> str:

@@ -18,6 +18,9 @@ The persisted folds get a run of their own: after the "before" answers, a
 cold context with the caches still in place answers every inbox from its
 snapshot in ``cache/folds`` (plus the letters after its mark), and each must
 equal the inbox folded from nothing (``inbox <id> --all, from its snapshot``).
+The hook's injection block is read first of all, from the snapshot's own view
+and the lines kept beside its rows, and must equal the block folded from
+nothing (``inbox <id> --format injection, from its snapshot``).
 
 Folder views are never deleted wholesale: a person may keep hand-dropped files
 beside the view's entries. Instead each entity's view is written by the warm
@@ -82,6 +85,17 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
 
 
 SNAPSHOT = "inbox {} --all, from its snapshot"
+#: The hook's read (``inbox E --format injection``): from the snapshot, its rows' lines as kept there.
+INJECTION = "inbox {} --format injection, from its snapshot"
+
+
+def injections(ctx: Context, now: datetime) -> dict[str, bytes]:
+    """Every entity's injection block, as the hook's cold path reads it (from the snapshot, on a
+    context with no warm fold yet)."""
+    from dovecote.ops import inbox
+
+    return {INJECTION.format(e.id): inbox.read_injection(ctx, e.id, None, now, "inbound", False)[0].encode()
+            for e in ctx.roster.entities}
 
 
 def inbox_answers(ctx: Context, now: datetime) -> dict[str, bytes]:
@@ -136,7 +150,8 @@ def verify(ctx: Context) -> VerifyResult:
         deleted.append(str(ctx.layout.cache))
     bounds = files_of(ctx.store).snapshot(ledgers(ctx))
     with files_of(ctx.store).bounded(bounds):
-        before = {**answers(ctx, now), **view_digests(ctx, now, rebuild=False)}
+        # the hook's blocks first, while no read has replaced the snapshot's view (and its rows' lines)
+        before = {**injections(ctx, now), **answers(ctx, now), **view_digests(ctx, now, rebuild=False)}
     restored = ctx.cold()  # no warm fold: every inbox starts from its snapshot, as a cold process does
     with files_of(restored.store).bounded(bounds):
         before.update(inbox_answers(restored, now))
@@ -147,6 +162,8 @@ def verify(ctx: Context) -> VerifyResult:
     with files_of(fresh.store).bounded(bounds):
         after = {**view_digests(fresh, now, rebuild=True), **answers(fresh, now)}
     after.update({SNAPSHOT.format(e.id): after[f"inbox {e.id} --all"] for e in fresh.roster.entities})
+    with files_of(fresh.store).bounded(bounds):
+        after.update(injections(fresh, now))  # folded from nothing
     differ = []
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name, b""), after.get(name, b"")

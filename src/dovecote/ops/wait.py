@@ -35,7 +35,12 @@ POLL = 0.05
 
 def cursor_text(letters: Sequence[Letter]) -> str:
     """The cursor after ``letters`` (a whole box, in ledger order)."""
-    return f"{len(letters)}.{letters[-1].id}" if letters else "0"
+    return cursor_of(len(letters), letters[-1].id if letters else None)
+
+
+def cursor_of(count: int, last: str | None) -> str:
+    """The cursor after ``count`` distinct letters, the last of them ``last``."""
+    return f"{count}.{last}" if count and last else "0"
 
 
 def parse_cursor(text: str) -> tuple[int, str | None]:

@@ -1,0 +1,207 @@
+"""The inbox view of an ``InboxBook``: counts, flags and the open items in order.
+
+Pure (the caller passes the clocks). ``inbox_audit`` is the whole view every
+face shows as JSON; ``inbox_block`` is the session-start injection block alone,
+read from the same view state without building the rows it does not print.
+
+Both keep the book's last view (``ViewState``), so while the tic and thresholds
+are the same and the clock has not passed the moment any row would change by
+itself, a read redoes only the items touched by new letters. A view restored
+from a fold snapshot holds its rows packed (``msgspec.Raw``) and each row's
+injection lines beside it, so the block after one new letter costs the lines
+it joins, not six thousand decoded rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from dovecote.derive.inbox import (
+    BUCKET_NAMES,
+    BUCKETS,
+    FLAGS,
+    LOOSE,
+    OUTBOUND,
+    Clock,
+    InboxBook,
+    Item,
+    item_row,
+)
+from dovecote.derive.inbox_lines import Lines, block, row_lines
+from dovecote.derive.lifecycle import PRIORITY_RANK, TERMINAL, effective
+from dovecote.roster import Limits
+from dovecote.timeutil import order_key, parse_time
+
+Order = tuple[int, float, datetime, str]
+#: A row as the view holds it: a dict, or its msgpack bytes until first read (restored from a snapshot).
+Held = dict[str, Any] | msgspec.Raw
+
+_decode_row = msgspec.msgpack.Decoder(dict[str, Any]).decode
+
+
+def row_of(held: Held) -> dict[str, Any]:
+    """The row itself (decoded, if it was held packed)."""
+    return held if isinstance(held, dict) else _decode_row(held)
+
+
+def _order(row: dict[str, Any]) -> Order:
+    src = row["source_tic"]
+    created = order_key(row["created_at"])
+    return (PRIORITY_RANK.get(row["priority"], 2), src if src is not None else math.inf, created, row["id"])
+
+
+def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime | None:
+    """When this row would first read differently with no new letter and no new
+    tic: an age in hours ticking over, the stale threshold passing, or a defer
+    coming due by time."""
+    times: list[datetime] = []
+    for hours, since in ((row["age_hours"], row["created_at"]), (row["in_state_hours"], row["entered_at"])):
+        t = parse_time(since)
+        if hours is not None and t is not None:
+            times.append(t + timedelta(hours=hours + 1))
+    entered = parse_time(row["entered_at"])
+    if row["in_state_hours"] is not None and entered is not None:
+        crossing = entered + timedelta(hours=stale_hours, microseconds=1)
+        if crossing > now:
+            times.append(crossing)
+    due = parse_time(row["due_time"])
+    if due is not None and due > now:
+        times.append(due)
+    return min(times) if times else None
+
+
+def _fresh(since: datetime, until: datetime | None, now: datetime) -> bool:
+    """An answer computed at ``since`` holds for ``since <= now < until``."""
+    return since <= now and (until is None or now < until)
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    return a if b is None or a <= b else b
+
+
+@dataclass
+class ViewState:
+    """The last view of a book, kept so the next read redoes only what changed.
+
+    ``rows``: each shown item's order, row (``Held``) and injection lines;
+    ``ordered``: the shown ids in view order (None: to sort again).
+    """
+
+    key: tuple[Any, ...]
+    since: datetime
+    until: datetime | None = None
+    buckets: dict[str, str] = field(default_factory=dict)
+    rows: dict[str, tuple[Order, Held, Lines]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
+    flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
+    ordered: list[str] | None = None
+
+
+def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:
+    """Put one item's bucket and row into the view state (replacing what was there)."""
+    include_terminal = vs.key[-1]
+    r = book.replay_of(item)
+    state = effective(r, clock.tic, clock.now)
+    bucket = BUCKETS[state]
+    old = vs.buckets.get(item.id)
+    if old is not None:
+        vs.counts[old] -= 1
+    vs.counts[bucket] += 1
+    vs.buckets[item.id] = bucket
+    prev = vs.rows.pop(item.id, None)
+    if prev is not None:
+        for f in row_of(prev[1])["flags"]:
+            vs.flags[f] -= 1
+    if state in TERMINAL and not include_terminal:
+        return
+    row = item_row(book, item, clock, limits)
+    for f in row["flags"]:
+        vs.flags[f] += 1
+    vs.rows[item.id] = (_order(row), row, row_lines(row))
+    vs.until = _earliest(vs.until, _row_until(row, clock.now, limits.stale_hours))
+
+
+def current_view(book: InboxBook, clock: Clock, limits: Limits, include_terminal: bool) -> ViewState:
+    """The book's view state brought to ``clock``: kept and patched while it holds, else rebuilt."""
+    key = (clock.tic, limits, include_terminal)
+    vs = book.view_state
+    if vs is None or vs.key != key or not _fresh(vs.since, vs.until, clock.now):
+        vs = ViewState(key, clock.now)
+        for item in book.items.values():
+            _place(vs, book, item, clock, limits)
+    else:
+        for iid in book.touched:
+            _place(vs, book, book.items[iid], clock, limits)
+        if book.touched:
+            vs.ordered = None
+    book.touched.clear()
+    book.view_state = vs
+    if vs.ordered is None:
+        vs.ordered = [iid for iid, _ in sorted(vs.rows.items(), key=lambda pair: pair[1][0])]
+    return vs
+
+
+def inbox_audit(
+    book: InboxBook,
+    clock: Clock,
+    *,
+    limits: Limits,
+    loose: int = 0,
+    include_terminal: bool = False,
+) -> tuple[dict[str, Any], datetime | None]:
+    """Counts, flags and the open items, ordered by priority then age; and the
+    moment this answer would first change with no new letter and no new tic.
+
+    The view is a snapshot: its rows are copies, so neither a caller changing
+    them nor a later read changes the other.
+    """
+    vs = current_view(book, clock, limits, include_terminal)
+    assert vs.ordered is not None
+    rows = vs.rows
+    items = []
+    for iid in vs.ordered:
+        order, held, lines = rows[iid]
+        if not isinstance(held, dict):  # decoded once, kept decoded for the next read
+            held = row_of(held)
+            rows[iid] = (order, held, lines)
+        items.append({**held, "flags": [*held["flags"]]})  # the one nested list
+    drafts = book.pending_drafts()
+    counts = {**vs.counts, OUTBOUND: len(drafts), LOOSE: loose}
+    view = {
+        "entity": book.entity,
+        "current_tic": clock.tic,
+        "counts": counts,
+        "flags": dict(vs.flags),
+        "items": items,
+        "outbound": [
+            {
+                "id": d.id,
+                "to": d.env.recipient,
+                "subject": d.env.subject,
+                "priority": d.env.priority,
+                "category": d.env.category,
+                "created_at": d.env.created_at,
+            }
+            for d in sorted(drafts, key=lambda d: order_key(d.env.created_at))  # stable: ties keep ledger order
+        ],
+    }
+    return view, vs.until
+
+
+def inbox_block(
+    book: InboxBook, clock: Clock, *, limits: Limits, include_terminal: bool = False, items: bool = True
+) -> tuple[str, datetime | None]:
+    """The injection block ``ops.injection.inbox_injection`` prints for ``inbox_audit``'s view
+    (``items``: the view lists its inbound items), and when it would first change."""
+    vs = current_view(book, clock, limits, include_terminal)
+    assert vs.ordered is not None
+    rows = vs.rows
+    lines = [rows[iid][2] for iid in vs.ordered] if items else []
+    return block(book.entity, vs.counts, clock.tic is not None, lines), vs.until
