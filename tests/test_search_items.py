@@ -22,8 +22,8 @@ from dovecote.addresses import entity
 from dovecote.derive.inbox import InboxBook
 from dovecote.derive.lifecycle import TERMINAL, Link, effective
 from dovecote.envelope import build_message
-from dovecote.ops.search_items import LinkRow, link_row
 from dovecote.letters import canonical_line, decode_line, letter_id
+from dovecote.ops.search_items import LinkRow, link_row
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home
 
@@ -114,7 +114,8 @@ def test_verify_catches_a_state_table_that_lies(tmp_path: Path) -> None:
 
 
 _ODD = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=1 << 64, max_value=1 << 70), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=1 << 64, max_value=1 << 70),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8), st.lists(st.integers(), max_size=2), st.sampled_from(["5", "2026-07-10T00:00:00Z"]),
 )
 
