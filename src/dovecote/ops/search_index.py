@@ -60,7 +60,7 @@ from dovecote.ops import search_items
 from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
 from dovecote.osutil import collector_paused
 from dovecote.store import FileStore, Mark, Tail
-from dovecote.timeutil import parse_time
+from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -106,10 +106,9 @@ def ent_token(n: int) -> str:
 
 def ts_key(ts: str | None, lid: str) -> int:
     """The rowid a letter wants: its time in ms, then 20 bits of its id (newest = largest)."""
-    t = parse_time(ts)
-    ms = 0
-    if t is not None:
-        ms = min(max(int(t.timestamp() * 1000), 0), _MS_MAX)
+    # order_key, not parse_time: each letter's time is read once here, so a cache would only
+    # churn (an unreadable time is NO_TIME, before the epoch, so 0 as before)
+    ms = min(max(int(order_key(ts).timestamp() * 1000), 0), _MS_MAX)
     try:
         low = int(lid[:5], 16)
     except ValueError:
