@@ -9,19 +9,21 @@ date at random points in between. After every update, each search answer
 
 from __future__ import annotations
 
+import json
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dovecote.addresses import entity
 from dovecote.derive.inbox import InboxBook
-from dovecote.derive.lifecycle import TERMINAL, effective
+from dovecote.derive.lifecycle import TERMINAL, Link, effective
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, decode_line, letter_id
+from dovecote.ops.search_items import LinkRow, link_row
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home
 
@@ -109,3 +111,23 @@ def test_verify_catches_a_state_table_that_lies(tmp_path: Path) -> None:
     db.close()
     result = dc.verify()
     assert not result.ok and [d["read"] for d in result.differ] == ["search descaling", "search kettle"]
+
+
+_ODD = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=1 << 64, max_value=1 << 70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8), st.lists(st.integers(), max_size=2), st.sampled_from(["5", "2026-07-10T00:00:00Z"]),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(fields=st.dictionaries(st.sampled_from(["kind", "ref", "prev", "ts", "tic", "until_tic", "until", "reason"]),
+                              _ODD, max_size=8))
+def test_a_link_is_read_as_the_whole_line_reads_it(fields: dict[str, object]) -> None:
+    """The typed link reader (only the keys replay needs) gives what ``Link.from_data`` of the
+    whole line gives, for any value a foreign writer may put in those keys."""
+    line = json.dumps({"agent": "a", "note": {"deep": [1, 2]}, **fields}).encode()  # json: wide numbers too
+    letter = decode_line(line)
+    assert letter is not None
+    link = Link.from_data(letter.id, letter.data())
+    assert link_row(letter) == (link.ref, LinkRow.of(link))

@@ -23,7 +23,6 @@ from dovecote import roster_edit, verbs
 from dovecote.addresses import Address, parse_address
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
-from dovecote.errors import Refusal
 from dovecote.folds import Registry
 from dovecote.home import Layout, find_home
 from dovecote.ops import inbox as inbox_op
@@ -367,12 +366,9 @@ class Dovecote:
 
     def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Full text over entity mail, newest first (see ``ops.search.search``)."""
-        from dovecote.ops import search as search_op
+        from dovecote import searchhandle
 
-        v = checked(v)
-        return search_op.search(
-            self.context, v.query, entity=v.entity_id, include_terminal=v.include_terminal, limit=v.limit, now=now
-        )
+        return searchhandle.search(self.context, v, now=now)
 
     def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
@@ -498,10 +494,9 @@ def open_home(
     store: Store | None = None,
 ) -> Dovecote:
     """Open the home found the way git finds a repository (see ``home.find_home``)."""
-    home = find_home(root)
-    if not (home / "config.toml").is_file():
-        raise Refusal("no_home", f"no dovecote home at {home}; run `dovecote init`")
-    return Dovecote(home, actor=actor, clock=clock, store=store)
+    from dovecote.searchhandle import home_of
+
+    return Dovecote(home_of(root), actor=actor, clock=clock, store=store)
 
 
 def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:

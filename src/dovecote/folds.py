@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from dovecote.addresses import Address, entity
-from dovecote.derive.inbox import InboxBook
 from dovecote.errors import Refusal
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.derive.inbox import InboxBook
     from dovecote.letters import Letter
     from dovecote.store import Cursor, Guard, Mark, Where
 
@@ -227,6 +227,7 @@ def inbox(ctx: Context, entity_id: str, held: Guard | None = None) -> Iterator[I
     ``cache/folds`` when one is usable, reading only the letters after its mark.
     """
     from dovecote import foldcache
+    from dovecote.derive.inbox import InboxBook  # here: a context (and a search) never loads the inbox fold
 
     addr = entity_address(ctx, entity_id)
     with ctx.warm.fed(

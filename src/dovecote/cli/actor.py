@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from dovecote.api import Actor
+from dovecote.searchhandle import Actor  # not dovecote.api: the cold search path stays light
 
 
 def bound_actor() -> Actor:

@@ -36,10 +36,13 @@ def main() -> None:
     from dovecote.errors import DovecoteError, Refusal
 
     try:
-        from dovecote.cli.quick import try_quick
         from dovecote.cli.searchpath import try_search
 
-        if try_quick(argv) or try_search(argv):  # a simple ``inbox`` or ``search``: no Typer, no Rich
+        if try_search(argv):  # a simple ``search``: no Typer, no Rich, not the whole handle
+            return
+        from dovecote.cli.quick import try_quick
+
+        if try_quick(argv):  # a simple ``inbox``: no Typer, no Rich
             return
         from dovecote.cli.app import run
 

@@ -86,16 +86,16 @@ def try_search(argv: list[str]) -> bool:
     args = parse(argv)
     if args is None:
         return False
-    from dovecote.api import open_home
     from dovecote.cli.actor import bound_actor
     from dovecote.cli.output import emit_json
-    from dovecote.cli.texts import search_text
+    from dovecote.cli.searchtext import search_text
+    from dovecote.searchhandle import search_home
     from dovecote.verbs import Search
 
     v = Search(query=" ".join(args.words), entity_id=args.entity, include_terminal=args.include_terminal)
     if args.limit is not None:
         v = Search(query=v.query, entity_id=v.entity_id, include_terminal=v.include_terminal, limit=args.limit)
-    result = open_home(args.home, actor=bound_actor()).search(v)
+    result = search_home(args.home, v, actor=bound_actor())
     if args.json:
         emit_json(result)
     else:

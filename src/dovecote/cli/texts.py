@@ -14,6 +14,7 @@ from typing import Any
 
 from dovecote.api import FLAG_OVERDUE, FLAG_STALE
 from dovecote.api import inbox_injection as inbox_injection  # written once, in ops.injection
+from dovecote.cli.searchtext import search_text as search_text  # re-exported: the faces' one rendering
 from dovecote.textsafe import one_line, plural, subject_line
 
 
@@ -153,18 +154,6 @@ def import_text(result: dict[str, Any]) -> str:
     lines += [
         f"skipped {one_line(s['name'])}: {s['reason']}: {one_line(s['detail'])}" for s in result["skipped_entities"]
     ]
-    return "\n".join(lines) + "\n"
-
-def search_text(result: dict[str, Any]) -> str:
-    """The plain summary every face prints: one line per match, its snippet under it."""
-    lines: list[str] = []
-    for m in result["matches"]:
-        lines.append(f"{one_line(m['ts']) or '?'}  {m['id']}  [{m['state'] or '?'}] {one_line(m['entity'])}  "
-                     f"\"{subject_line(m['subject'])}\" from {one_line(m['sender']) or '?'}")
-        lines.append(f"    {one_line(' '.join(m['snippet'].split()))}")
-    shown = len(result["matches"])
-    more = f" (newest {shown} shown; --limit for more)" if result["truncated"] else ""
-    lines.append(f"{result['count']} match{'es' if result['count'] != 1 else ''} for {result['query']!r}{more}")
     return "\n".join(lines) + "\n"
 
 def stale_text(result: dict[str, Any]) -> str:

@@ -58,8 +58,9 @@ from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
 from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
+from dovecote.osutil import collector_paused
 from dovecote.store import FileStore, Mark, Tail
-from dovecote.timeutil import parse_time
+from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -105,10 +106,9 @@ def ent_token(n: int) -> str:
 
 def ts_key(ts: str | None, lid: str) -> int:
     """The rowid a letter wants: its time in ms, then 20 bits of its id (newest = largest)."""
-    t = parse_time(ts)
-    ms = 0
-    if t is not None:
-        ms = min(max(int(t.timestamp() * 1000), 0), _MS_MAX)
+    # order_key, not parse_time: each letter's time is read once here, so a cache would only
+    # churn (an unreadable time is NO_TIME, before the epoch, so 0 as before)
+    ms = min(max(int(order_key(ts).timestamp() * 1000), 0), _MS_MAX)
     try:
         low = int(lid[:5], 16)
     except ValueError:
@@ -350,32 +350,12 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
     conn.execute("BEGIN IMMEDIATE")
+    # a (re)build makes a few objects per message and frees none until it ends: the
+    # cyclic collector would only walk them again and again (a seventh of the build)
+    paused = collector_paused() if big else contextlib.nullcontext()
     try:
-        stored = _stored(conn)
-        check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
-        taken: set[int] = set()
-        docs: list[_Doc] = []
-        for e in gone & set(stored):
-            _drop_box(conn, stored[e][0])
-            conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
-            del stored[e]
-        for e, tail in tails.items():
-            cur = stored.get(e)
-            if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
-                tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
-                if _current(cur, tail):
-                    continue
-            if cur is None:
-                (n,) = conn.execute("SELECT coalesce(max(n), 0) + 1 FROM boxes").fetchone()
-            else:
-                n = cur[0]
-            if tail.fresh and cur is not None and _drop_box(conn, n):
-                idx.stats["box_rebuilds"] += 1
-            docs += _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check)
-            conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
-                         (n, e, _encode_mark(tail.mark)))
-            stored[e] = (n, tail.mark)
-        _insert(conn, docs)
+        with paused:
+            _write(ctx, idx, conn, tails, gone)
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -388,4 +368,34 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA cache_size=-2000")
+
+
+def _write(ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict[str, Tail], gone: set[str]) -> None:
+    """The work of one ``sync`` inside its write transaction: ``idx.boxes`` becomes the marks it
+    wrote (``sync`` clears it again if the transaction fails)."""
+    stored = _stored(conn)
+    check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
+    taken: set[int] = set()
+    docs: list[_Doc] = []
+    for e in gone & set(stored):
+        _drop_box(conn, stored[e][0])
+        conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
+        del stored[e]
+    for e, tail in tails.items():
+        cur = stored.get(e)
+        if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
+            tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
+            if _current(cur, tail):
+                continue
+        if cur is None:
+            (n,) = conn.execute("SELECT coalesce(max(n), 0) + 1 FROM boxes").fetchone()
+        else:
+            n = cur[0]
+        if tail.fresh and cur is not None and _drop_box(conn, n):
+            idx.stats["box_rebuilds"] += 1
+        docs += _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check)
+        conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
+                     (n, e, _encode_mark(tail.mark)))
+        stored[e] = (n, tail.mark)
+    _insert(conn, docs)
     idx.boxes = stored

@@ -23,10 +23,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
-from dovecote.derive.inbox import Item
+from dovecote.derive.inbox_item import Item
 from dovecote.derive.lifecycle import TERMINAL, Link, Replay, State, effective, replay
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
@@ -88,6 +89,42 @@ class Fold(msgspec.Struct, array_like=True, omit_defaults=True):
         return None if r is None else str(effective(r, tic, now))
 
 
+class _LinkKeys(msgspec.Struct):
+    """The keys of a link line ``Link.from_data`` reads beyond the letter's own ``kind``, ``ref``
+    and ``ts``; every other key of the line is skipped unparsed (no dict per line)."""
+
+    prev: Any = None
+    tic: Any = None
+    until_tic: Any = None
+    until: Any = None
+
+
+_decode_link_keys = msgspec.json.Decoder(_LinkKeys).decode
+
+
+def _int(v: object) -> int | None:
+    """``Link``'s reading of a number field: an int (never a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def link_row(letter: Letter) -> tuple[str, LinkRow]:
+    """(the item it names, what replay reads of it) for one link letter, as ``Link.from_data``
+    reads the whole line; a line the typed decoder refuses, or a number wider than 64 bits
+    (which the whole-line reader may not keep exact), is read whole."""
+    try:
+        k = _decode_link_keys(letter.raw)
+    except (msgspec.DecodeError, ValueError):
+        k = None
+    if k is None or any(isinstance(v, int) and not -(1 << 63) <= v < (1 << 64) for v in (k.tic, k.until_tic)):
+        link = Link.from_data(letter.id, letter.data())
+        return link.ref, LinkRow.of(link)
+    ref = letter.ref or ""
+    prev = k.prev if isinstance(k.prev, str) else None
+    until = k.until if isinstance(k.until, str) else None
+    return ref, LinkRow(letter.id, letter.kind or "", prev or letter.ref or "", letter.ts or "", _int(k.tic),
+                        _int(k.until_tic), until)
+
+
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Fold).decode
 
@@ -132,8 +169,8 @@ class Batch:
             if letter.kind == "message":
                 message_ids.append(letter.id)
             elif letter.kind in link_kinds:
-                link = Link.from_data(letter.id, letter.data())
-                self._links.setdefault(link.ref, []).append(LinkRow.of(link))
+                ref, row = link_row(letter)
+                self._links.setdefault(ref, []).append(row)
         if not self.fresh:
             self.rows = load(self.conn, self.n, {*message_ids, *self._links})
             self.was_terminal = {doc for i, (doc, f) in self.rows.items() if doc is not None and f.terminal(i)}
