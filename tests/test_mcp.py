@@ -78,6 +78,26 @@ async def test_send_inbox_show_move_return_structured_content_and_a_line(dc: Dov
     assert row["envelope"]["sender"] == ENTITY
 
 
+async def test_each_tools_one_line_says_the_numbers_of_its_answer(dc: Dovecote) -> None:
+    send(dc, "kingfisher")
+    dc.report([{"tool": "seek", "class": "bug", "what": "w", "ts": "2026-07-05T10:00:00Z"}], actor="probe")
+    async with client(dc, Principal("ent_ops", "operator")) as c:
+        lines = {}
+        for name, args in (("sweep", {"distribute": True}), ("box", {"address": "home"}),
+                           ("search", {"query": "kingfisher"}), ("inbox", {"entity_id": ENTITY})):
+            r = await c.call_tool(name, args)
+            assert not r.is_error and r.structured_content is not None, (name, r.content)
+            lines[name] = (r.content[0].text, r.structured_content)
+    text, d = lines["sweep"]
+    assert text == f"sweep: {d['total']} letters, {d['open']} open, 0 unreachable" and d["total"] == 1
+    text, d = lines["box"]
+    assert text == "box home: 1 letters, 1 open, 1 listed" and d["box"] == "home"
+    text, d = lines["search"]
+    assert text == "search: 1 matches, 1 shown"
+    text, d = lines["inbox"]
+    assert text.startswith(f"inbox {ENTITY}: ") and text.endswith(f"cursor {d['cursor']}") and "None" not in text
+
+
 async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> None:
     mid = send(dc, "unread")
     before = snapshot(dc.layout.root / "boxes")

@@ -126,13 +126,11 @@ def _n(d: dict[str, Any], key: str) -> int:
 def _inbox_text(d: dict[str, Any]) -> str:
     counts = d.get("counts", {})
     shown = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, int) and v) or "empty"
-    return f"inbox {d.get('entity')}: {shown}; {_n(d, 'items')} items listed; cursor {d.get('cursor')}"
+    return f"inbox {d['entity']}: {shown}; {_n(d, 'items')} items listed; cursor {d['cursor']}"
 
 
 def _sweep_text(d: dict[str, Any]) -> str:
-    totals = d.get("totals", {})
-    return f"sweep: {totals.get('letters', '?')} letters, {totals.get('open', '?')} open, " \
-           f"{_n(d, 'unreachable')} unreachable"
+    return f"sweep: {d['total']} letters, {d['open']} open, {_n(d, 'unreachable')} unreachable"
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
@@ -141,7 +139,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", _sweep, _sweep_text,
          schemas.OBJECT),
     Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", _box,
-         lambda d: f"box {d.get('address', '?')}: {_n(d, 'letters')} letters listed", schemas.OBJECT),
+         lambda d: f"box {d['box']}: {d['total']} letters, {d['open']} open, {_n(d, 'letters')} listed",
+         schemas.OBJECT),
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", _doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
     Tool("send", verbs.Message, "Send a message to an entity; durable when this returns.", _send,
@@ -154,7 +153,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("show", verbs.Show, "One item whole: envelope, body, thread, history.", _show,
          lambda d: f"{d['item'].get('state')} {d['item'].get('id')}: {d['envelope'].get('subject')}", schemas.SHOW),
     Tool("search", verbs.Search, "Full-text search of mail, newest first.", _search,
-         lambda d: f"search: {d.get('count')} matches, {_n(d, 'matches')} shown", schemas.OBJECT),
+         lambda d: f"search: {d['count']} matches, {_n(d, 'matches')} shown", schemas.OBJECT),
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", _wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
