@@ -32,6 +32,7 @@ from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.feed import Watch
 from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
+from dovecote.osutil import file_stamp
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
 from dovecote.tokens import Principal
@@ -70,7 +71,7 @@ class Dovecote:
     def __init__(
         self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now, store: Store | None = None
     ) -> None:
-        self._stamp = _stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
+        self._stamp = file_stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
         self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
 
     @property
@@ -105,13 +106,13 @@ class Dovecote:
         calls this before each call, so a project or entity added by another
         process is seen (the warm readers and folds are kept).
         """
-        if _stamp(self.layout.config) == self._stamp:
+        if file_stamp(self.layout.config) == self._stamp:
             return False
         self._load_roster()
         return True
 
     def _load_roster(self) -> None:
-        self._stamp = _stamp(self.layout.config)
+        self._stamp = file_stamp(self.layout.config)
         old = self.context
         roster = roster_mod.load(old.layout.config)
         store = old.store.for_roster(roster)  # warm readers kept: the ledgers did not change
@@ -456,15 +457,6 @@ class Dovecote:
         )
 
     # -- end of waking agents -------------------------------------------------------
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """What tells a changed file from the one read: inode, size, modification time."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _address(address: str | Address) -> Address:

@@ -24,6 +24,15 @@ def lock(fd: int, *, shared: bool = False) -> None:
     fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
 
 
+def file_stamp(path: str | os.PathLike[str]) -> tuple[int, int, int]:
+    """What tells a changed file from the one read: (inode, size, modification time); zeros when absent."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def temp_name(name: str, tag: str = "tmp") -> str:
     """The hidden temp name a write of ``name`` uses in the same folder."""
     return f".{name}.{os.getpid()}.{threading.get_ident()}.{tag}"

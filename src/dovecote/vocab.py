@@ -80,8 +80,17 @@ DEFAULT_FOREIGN_MARKERS: tuple[str, ...] = ("browseros", "context7", "playwright
 #: The one author name reserved for letters dovecote itself mints.
 ENGINE_AGENT = "dovecote:engine"
 
+class Fate(StrEnum):
+    """A field report's fate, in precedence order (highest first)."""
+
+    external = "external"
+    fired_clay = "fired_clay"
+    in_flight = "in_flight"
+    wet_ink = "wet_ink"
+
+
 #: Fates, in precedence order (highest first).
-FATES: tuple[str, ...] = ("external", "fired_clay", "in_flight", "wet_ink")
+FATES: tuple[str, ...] = tuple(f.value for f in Fate)
 
 #: ``kind`` values that still make a letter a field report: absent, ``report``,
 #: and the legacy m1nd lines whose ``kind`` carries a symptom or misdelivery sub-kind.

@@ -14,7 +14,8 @@ environment) checks those and prints the stored bytes. The cache lives in
 through ``Layout.cache_dir`` and ``O_NOFOLLOW``: a ``cache`` that is a file or
 a symlink (even one pointing at a real cache elsewhere) just means no cache.
 
-This module imports only the standard library, and only cheap parts of it.
+This module imports only cheap parts of the standard library, and two leaf modules of its own
+(the env names the CLI reads, and the one file-stamp rule).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import os
 import sys
 import time
 
+from dovecote.cli.utf8 import ENV_TEXT
+from dovecote.osutil import file_stamp
+
 CACHEABLE = frozenset({"inbox"})
-_ENV = ("DOVECOTE_HOME", "DOVECOTE_ENTITY", "DOVECOTE_AGENT")
 
 
 def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -45,20 +48,12 @@ def _entry_path(argv: list[str], *, create: bool) -> str | None:
 
     folder = Layout(find_home(explicit)).cache_dir("cli", create=create)
     h = hashlib.sha256()
-    for part in (*argv, os.getcwd(), *(os.environ.get(k, "") for k in _ENV)):
+    for part in (*argv, os.getcwd(), *(os.environ.get(k, "") for k in ENV_TEXT)):
         h.update(part.encode("utf-8", "surrogateescape") + b"\x00")
     from dovecote._version import __version__
 
     h.update(__version__.encode())
     return os.path.join(folder, h.hexdigest()[:32])
-
-
-def stat_of(path: str) -> tuple[int, int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (0, 0, 0)
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def try_cached(argv: list[str]) -> bool:
@@ -75,10 +70,10 @@ def try_cached(argv: list[str]) -> bool:
         if valid_until is not None and time.time() >= valid_until:
             return False
         for dep, seen in entry["deps"]:
-            if stat_of(dep) != tuple(seen):
+            if file_stamp(dep) != tuple(seen):
                 return False
         for path, ident, size in entry["boxes"]:
-            if stat_of(path)[:2] != (ident, size):
+            if file_stamp(path)[:2] != (ident, size):
                 return False
         sys.stdout.buffer.write(entry["out"])
         sys.stdout.flush()
@@ -90,7 +85,7 @@ def try_cached(argv: list[str]) -> bool:
 def snapshot(deps: list[str]) -> list[tuple[str, tuple[int, int, int]]]:
     """Stat the inputs BEFORE reading them: a change in between then only
     makes the stored entry look older than it is, never newer."""
-    return [(d, stat_of(d)) for d in deps]
+    return [(d, file_stamp(d)) for d in deps]
 
 
 def remember(

@@ -20,10 +20,9 @@ from dovecote.api import open_home
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 from dovecote.errors import Refusal
-from dovecote.verbs import MAX_INT
+from dovecote.verbs import MAX_INT, Direction
 
 FORMATS = ("text", "json", "injection")
-DIRECTIONS = ("inbound", "outbound", "both")
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLAGS = {"--include-terminal": ("all_", True), "--all": ("all_", True), "--json": ("json", True),
           "--detailed": ("detailed", True), "--compact": ("detailed", False)}
@@ -100,7 +99,7 @@ def parse(argv: list[str]) -> dict[str, object] | None:
                 value = next(args, "")
             if name == "--format" and value in FORMATS:
                 got["fmt"] = value
-            elif name == "--direction" and value in DIRECTIONS:
+            elif name == "--direction" and value in list(Direction):
                 got["direction"] = value
             elif name == "--current-tic" and _INT.fullmatch(value) and abs(int(value)) <= MAX_INT:
                 got["current"] = int(value)

@@ -36,9 +36,13 @@ def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]
     _, components = msgspec.json.schema_components([kind], ref_template=REF)
     props = components[kind.__name__]
     out: dict[str, Any] = {}
+    def inline(schema: dict[str, Any]) -> dict[str, Any]:  # a parameter's enum is written out, not referenced
+        ref = schema.get("$ref")
+        return dict(components[ref.rsplit("/", 1)[1]]) if isinstance(ref, str) else schema
+
     for name, prop in props.get("properties", {}).items():
-        prop = dict(prop)
-        alts = [a for a in prop.pop("anyOf", []) if a != {"type": "null"}]
+        prop = inline(dict(prop))
+        alts = [inline(a) for a in prop.pop("anyOf", []) if a != {"type": "null"}]
         if len(alts) == 1:
             prop.update(alts[0])
         elif alts:

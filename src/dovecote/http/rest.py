@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -28,8 +28,8 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 
-Fate = Literal["wet_ink", "in_flight", "fired_clay", "external"]
-FATES: tuple[str, ...] = get_args(Fate)
+#: The fates as the triage filter lists them: the open ones first (``vocab.FATES`` is precedence order).
+FATES: tuple[str, ...] = tuple(f.value for f in reversed(verbs.Fate))
 Tic = Annotated[int, msgspec.Meta(ge=0, le=2**53, description="the current tic (default: the roster's tic source)")]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
 
@@ -47,7 +47,7 @@ SPOOL = "spool"
 
 
 class SweepParams(Params):
-    fate: Fate | None = None
+    fate: verbs.Fate | None = None
     box: Annotated[str | None, msgspec.Meta(description=f"a box address, or {SPOOL} (letters in no box yet)")] = None
     klass: Annotated[str | None, msgspec.Meta(description="a report class, e.g. bug")] = msgspec.field(
         default=None, name="class")
@@ -61,7 +61,7 @@ class BoxParams(Params):
 
 class InboxParams(Params):
     id: str
-    direction: Literal["inbound", "outbound", "both"] = "inbound"
+    direction: verbs.Direction = verbs.Direction.inbound
     include_terminal: bool = False
     current: Tic | None = None
 
@@ -114,7 +114,7 @@ def boxes(dc: Dovecote, _: NoParams) -> dict[str, Any]:
 
 def sweep(dc: Dovecote, p: SweepParams) -> dict[str, Any]:
     """The sweep (no distribution), its letters narrowed to one fate, box and/or class."""
-    include_all = p.all or p.fate in ("fired_clay", "external")
+    include_all = p.all or p.fate in (verbs.Fate.fired_clay, verbs.Fate.external)
     out = dc.sweep(verbs.Sweep(distribute=False, include_all=include_all)).to_dict()
     want = {"fate": p.fate, "box": None if p.box == SPOOL else p.box, "class": p.klass}
     given = {k: v for k, v in want.items() if v is not None or (k == "box" and p.box == SPOOL)}
