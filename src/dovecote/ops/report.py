@@ -111,15 +111,15 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
     return line
 
 
-def report(ctx: Context, objs: list[Any], *, agent: str | None = None) -> list[tuple[str, bool]]:
+def report(ctx: Context, objs: list[Any]) -> list[tuple[str, bool]]:
     """Append field reports to the spool (one fsync). Returns (id, appended) each.
 
-    A report without its own ``agent`` is by ``agent``, else by the context's actor.
+    A report without its own ``agent`` is by the context's actor (the handle's ``actor=``).
     """
     if not objs:
         raise Refusal("missing_field", "no field report was given")
     ts = format_ts(ctx.now())
-    who = agent or ctx.actor.author()
+    who = ctx.actor.author()
     limit = ctx.roster.limits.report_max_bytes
     lines = []
     for n, obj in enumerate(objs, 1):
