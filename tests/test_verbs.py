@@ -260,6 +260,7 @@ def test_each_vocabulary_tuple_is_its_enum() -> None:
 
 def test_the_moves_are_lifecycle_links_and_each_has_its_options() -> None:
     assert {k.value for k in vocab.MoveKind} <= LINK_KINDS
+    assert {k.value for k in vocab.MoveKind} == LINK_KINDS - {"resurface"}, "every move of the table, but time's"
     assert set(verbs.MOVE_OPTIONS) == set(vocab.MoveKind)
     options = {"until_tic", "until", "reason", "result_ref"}
     assert all(o <= options for o in verbs.MOVE_OPTIONS.values())

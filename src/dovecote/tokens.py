@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dovecote.errors import Refusal
+from dovecote.vocab import MoveKind
 
 #: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
 PREFIX = "dct_"
@@ -36,12 +37,7 @@ VERBS: dict[str, str] = {
     "wait": "own",
     "show": "own",
     "search": "own",
-    "seen": "own",
-    "claim": "own",
-    "complete": "own",
-    "defer": "own",
-    "undefer": "own",
-    "nack": "own",
+    **{kind.value: "own" for kind in MoveKind},  # every lifecycle move, from the one vocabulary
 }
 
 
