@@ -20,8 +20,8 @@ PACKAGE = SRC / "dovecote"
 
 #: What the CLI may import besides its own modules: the handle, its typed verb inputs and two leaf helpers.
 CLI_MAY_IMPORT = frozenset(
-    {"dovecote", "dovecote.api", "dovecote.searchhandle", "dovecote.errors", "dovecote.textsafe",
-     "dovecote._version", "dovecote.verbs"}
+    {"dovecote", "dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.errors",
+     "dovecote.textsafe", "dovecote._version", "dovecote.verbs"}
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs"})
@@ -39,9 +39,10 @@ HTTP_MAY_IMPORT = CLI_MAY_IMPORT
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
-#: ``searchhandle`` is the handle's search verb on its own (a cold search need not load the whole handle).
-ABOVE_OPS = ("dovecote.api", "dovecote.searchhandle", "dovecote.cli", "dovecote.http", "dovecote.mcp",
-             "dovecote.__init__", "dovecote.__main__")
+#: ``searchhandle`` is the handle's search verb on its own (a cold search need not load the whole handle),
+#: ``inboxhandle`` its inbox reads (nor a session-start hook).
+ABOVE_OPS = ("dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.cli", "dovecote.http",
+             "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: The faces: nothing below the handle imports one.
 FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).

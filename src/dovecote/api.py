@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from dovecote import inboxhandle, roster_edit, verbs
 from dovecote import roster as roster_mod
-from dovecote import roster_edit, verbs
 from dovecote.addresses import Address, parse_address
 from dovecote.context import Actor, Context, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.folds import Registry
 from dovecote.home import Layout, find_home
-from dovecote.ops import inbox as inbox_op
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
 from dovecote.ops.distribute import Distribution, distribute
@@ -216,7 +215,7 @@ class Dovecote:
 
     def default_entity(self, *, actor: ActorArg = None) -> str:
         """The entity a call that names none is about: the actor's, else the only one."""
-        return inbox_op.default_entity(self._ctx(actor=actor))
+        return inboxhandle.default_entity(self._ctx(actor=actor))
 
     # -- field reports ----------------------------------------------------------
 
@@ -299,30 +298,23 @@ class Dovecote:
 
         A face that caches its rendering keeps it until then.
         """
-        v = checked(v or verbs.Inbox())
-        return inbox_op.read_inbox(
-            self._ctx(actor=actor), v.entity_id, now=now, current=v.current_tic, direction=v.direction.value,
-            include_terminal=v.include_terminal,
-        )
+        return inboxhandle.inbox_until(self._ctx(actor=actor), v or verbs.Inbox(), now=now)
 
     def injection_until(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> tuple[str, datetime | None]:
         """``inbox_injection(self.inbox(v))``, the same text, without building the view (the hook's
         cold path, see ``ops.inbox.read_injection``); and when it changes with no new letter."""
-        v = checked(v or verbs.Inbox())
-        return inbox_op.read_injection(
-            self._ctx(actor=actor), v.entity_id, v.current_tic, now, v.direction.value, v.include_terminal
-        )
+        return inboxhandle.injection_until(self._ctx(actor=actor), v or verbs.Inbox(), now=now)
 
     def inbox_dependencies(self, entity_id: str) -> list[str]:
         """What an inbox reading of ``entity_id`` depends on, for a face's cached rendering."""
-        return inbox_op.dependencies(self.context, entity_id)
+        return inboxhandle.dependencies(self.context, entity_id)
 
     def inbox_probe(self, entity_id: str) -> tuple[str, int, int] | None:
         """After an inbox reading: how a face checks, without this library, that the
         entity's box has had nothing appended since (``store.Probe``); None: it cannot."""
-        return inbox_op.box_probe(self.context, entity_id)
+        return inboxhandle.probe(self.context, entity_id)
 
     def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
         """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""

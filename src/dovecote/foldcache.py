@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from dovecote.derive.inbox import InboxBook
     from dovecote.folds import Fed
 
-VERSION = 3  # 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines
+#: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: as msgpack bins
+VERSION = 4
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.
 REWRITE_AFTER = 256

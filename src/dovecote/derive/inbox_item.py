@@ -26,11 +26,12 @@ class Item(msgspec.Struct, array_like=True):
     """
 
     id: str
-    #: the item's msgpack, a zero-copy slice of the snapshot (decoding skips it whole); empty: unpacked
+    #: the item's msgpack wrapped in a msgpack ``bin``, a zero-copy slice of the snapshot
+    #: (decoding the snapshot steps over it by its length); empty: unpacked
     packed: msgspec.Raw = UNPACKED
     letter_: Letter | None = None
     env_: Envelope | None = None
-    links_: list[Link] = []
+    links_: list[Link] | None = None  # None, not []: a default list is copied into each of 10k items
     r_: Replay | None = None
 
     def _unpack(self) -> None:
@@ -56,6 +57,8 @@ class Item(msgspec.Struct, array_like=True):
     def links(self) -> list[Link]:
         if self.packed:
             self._unpack()
+        if self.links_ is None:
+            self.links_ = []
         return self.links_
 
     @property

@@ -6,11 +6,13 @@ book fed every letter answers (tests fold random letters both ways, split at
 random points). msgpack through msgspec, for speed:
 
 * each item is packed on its own (its letter's line, its links, its replay)
-  and unpacked only when a new letter or a question touches it, so restoring
-  ten thousand items costs ten thousand short byte slices, not ten thousand
-  decoded envelopes; an item never unpacked is written back as the same bytes;
+  and wrapped in a msgpack ``bin``, unpacked only when a new letter or a
+  question touches it, so restoring ten thousand items costs ten thousand
+  short byte slices that the decoder steps over by their length (never
+  through their contents), not ten thousand decoded envelopes; an item never
+  unpacked is written back as the same bytes;
 * the last view (``ViewState``) is kept whole, each row packed on its own
-  (decoded when a face asks for it) beside its injection lines, so a read at
+  in a ``bin`` the same way (decoded when a face asks for it) beside its injection lines, so a read at
   the same tic and thresholds redoes only the items new letters touched, and
   the injection block reads no row at all.
 
@@ -34,7 +36,7 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-VERSION = 3
+VERSION = 4  # 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
@@ -68,6 +70,17 @@ class Book(msgspec.Struct, array_like=True):
 _encode = msgspec.msgpack.Encoder().encode
 _decode_book = msgspec.msgpack.Decoder(Book).decode
 _decode_any = msgspec.msgpack.Decoder().decode
+_decode_bin = msgspec.msgpack.Decoder(bytes).decode
+
+
+def wrap(packed: bytes) -> msgspec.Raw:
+    """``packed`` as one msgpack ``bin``: a decoder skips it by its length."""
+    return msgspec.Raw(_encode(packed))
+
+
+def unwrap(data: msgspec.Raw) -> bytes:
+    """The bytes ``wrap`` wrapped."""
+    return _decode_bin(data)
 _LIMITS = [f.name for f in fields(Limits)]
 
 
@@ -87,11 +100,11 @@ def pack_item(item: Item) -> msgspec.Raw:
         str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
         [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
     ]
-    return msgspec.Raw(_encode([item.letter.raw, [astuple(lk) for lk in item.links], replay]))
+    return wrap(_encode([item.letter.raw, [astuple(lk) for lk in item.links], replay]))
 
 
 def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
-    raw, links_t, rep = _decode_any(data)
+    raw, links_t, rep = _decode_any(unwrap(data))
     links = [Link(*t) for t in links_t]
     if rep is None:
         return _letter(raw), links, None
@@ -104,7 +117,7 @@ def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
 
 def _raw(row: dict[str, Any] | msgspec.Raw) -> msgspec.Raw:
     """A row packed on its own (a row never read since its restore is written back as it was)."""
-    return row if isinstance(row, msgspec.Raw) else msgspec.Raw(_encode(row))
+    return row if isinstance(row, msgspec.Raw) else wrap(_encode(row))
 
 
 def _view(vs: ViewState) -> View:
