@@ -10,16 +10,23 @@ fold's (its expiry never later), whether the view was patched or (many touched) 
 
 from __future__ import annotations
 
+import gc
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.derive import inbox_view
 from dovecote.derive.inbox import Clock, InboxBook
 from dovecote.derive.inbox_view import current_view, inbox_audit
+from dovecote.errors import Refusal
 from dovecote.roster import Limits
+from dovecote.verbs import Inbox
+from mailhelpers import ENTITY as MAIL_ENTITY
+from mailhelpers import mail_home, send
 from test_inbox_clock import ENTITY, T0
 from test_injection_path import _ROW, letters_of
 
@@ -54,3 +61,21 @@ def test_the_patched_order_is_the_full_sort(
     (got, until), (want, want_until) = inbox_audit(book, clock, limits=limits), inbox_audit(cold, clock, limits=limits)
     assert got == want
     assert want_until is None or (until is not None and until <= want_until)  # a kept view may expire earlier
+
+
+def test_an_inbox_read_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The read pauses the cyclic collector (``inboxhandle``) and must resume it, also on a refusal."""
+    dc = mail_home(tmp_path)
+    send(dc, "subject")
+    assert gc.isenabled()
+    assert dc.inbox(Inbox(entity_id=MAIL_ENTITY))["items"]
+    assert gc.isenabled()
+    with pytest.raises(Refusal):
+        dc.inbox(Inbox(entity_id="ent_nobody"))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        dc.inbox(Inbox(entity_id=MAIL_ENTITY))
+        assert not gc.isenabled()  # a caller that paused it keeps it paused
+    finally:
+        gc.enable()
