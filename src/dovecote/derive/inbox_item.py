@@ -12,6 +12,13 @@ from dovecote.derive.lifecycle import Link, Replay, State, replay
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 
+
+def initial(defer_until_tic: int | None) -> tuple[State, int | None]:
+    """An item's state before any link, and its due tic: DEFER to the message's
+    ``defer_until_tic`` when it names one, else WAIT (the search index asks this too)."""
+    return (State.DEFER, defer_until_tic) if defer_until_tic is not None else (State.WAIT, None)
+
+
 #: The ``packed`` of an item whose state is unpacked.
 UNPACKED = msgspec.Raw(b"")
 
@@ -74,8 +81,7 @@ class Item(msgspec.Struct, array_like=True):
         self.r_ = value
 
     def initial(self) -> tuple[State, int | None]:
-        due = self.env.defer_until_tic
-        return (State.DEFER, due) if due is not None else (State.WAIT, None)
+        return initial(self.env.defer_until_tic)
 
     def recompute(self) -> Replay:
         state, due = self.initial()

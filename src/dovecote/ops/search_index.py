@@ -57,7 +57,7 @@ from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
-from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, envelope_of, message_texts, pack, text_of
+from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, message_texts, pack, read_message, text_of
 from dovecote.osutil import collector_paused
 from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import order_key
@@ -262,14 +262,14 @@ def _index_messages(
     for letter in letters:
         if letter.kind != "message" or letter.id in known:
             continue
-        env = envelope_of(letter)
-        subject, body, attach = message_texts(ctx, env)
+        m = read_message(letter)
+        subject, body, attach = message_texts(ctx, m)
         key = ts_key(letter.ts, letter.id)
         while key in taken or (check and conn.execute("SELECT 1 FROM docs WHERE rowid = ?", (key,)).fetchone()):
             key -= 1
         taken.add(key)
-        docs.append((key, letter.id, letter.ts or "", env.sender or "", subject, body, attach, ent))
-        batch.message(letter, env, key)
+        docs.append((key, letter.id, letter.ts or "", m.sender or "", subject, body, attach, ent))
+        batch.message(letter.id, m.defer_until_tic, key)
     batch.write()
     idx.stats["indexed"] += len(docs)
     return docs

@@ -2,7 +2,7 @@
 
 Which items a search leaves out (DONE, NACK) and what state a match shows
 are the lifecycle of ``derive/lifecycle.py``, nothing else: an item's state is
-``replay`` of its root (``Item.initial``: WAIT, or DEFER when the message is
+``replay`` of its root (``inbox_item.initial``: WAIT, or DEFER when the message is
 deferred to a tic) over every link letter naming it in ``ref``, exactly what
 ``InboxBook`` feeds it. Replay is order-free (siblings are sorted by time and
 id), so the table keeps each item's links and replays them again whenever a
@@ -27,9 +27,8 @@ from typing import Any
 
 import msgspec
 
-from dovecote.derive.inbox_item import Item
+from dovecote.derive.inbox_item import initial
 from dovecote.derive.lifecycle import TERMINAL, Link, Replay, State, effective, replay
-from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 
 ITEMS_DDL = """
@@ -78,7 +77,7 @@ class Fold(msgspec.Struct, array_like=True, omit_defaults=True):
         return replay(item_id, State(self.init), [lk.link(item_id) for lk in self.links], due_tic=self.init_due)
 
     def terminal(self, item_id: str) -> bool:
-        if not self.links:  # nothing to replay: the root, which is never terminal (``Item.initial``)
+        if not self.links:  # nothing to replay: the root, which is never terminal (``inbox_item.initial``)
             return False
         r = self.replayed(item_id)
         return r is not None and r.state in TERMINAL
@@ -176,11 +175,12 @@ class Batch:
             self.was_terminal = {doc for i, (doc, f) in self.rows.items() if doc is not None and f.terminal(i)}
         return {i for i in message_ids if i in self.rows and self.rows[i][0] is not None}
 
-    def message(self, letter: Letter, env: Envelope, doc: int) -> None:
-        init, due = Item(letter.id, letter_=letter, env_=env).initial()
-        _, fold = self.rows.get(letter.id) or (None, Fold())
+    def message(self, item_id: str, defer_until_tic: int | None, doc: int) -> None:
+        """The item's message arrived: its root (``inbox_item.initial``) and its doc rowid."""
+        init, due = initial(defer_until_tic)
+        _, fold = self.rows.get(item_id) or (None, Fold())
         fold.init, fold.init_due = str(init), due
-        self.rows[letter.id] = (doc, fold)
+        self.rows[item_id] = (doc, fold)
 
     def write(self) -> None:
         for ref, new in self._links.items():

@@ -1,11 +1,12 @@
 """What the search index reads of a message, and how it keeps the text: compressed in blocks.
 
 Reading. A message line is large (every envelope block) and a first index
-reads every one, so it decodes only the keys ``Envelope`` reads for the
-sender, subject, body, attachments and deferral (``MESSAGE_KEYS``) and skips
-the rest unparsed; the envelope over those keys answers those properties as
-the envelope over the whole line would (tests/test_search_texts.py). A line
-the fast decoder refuses is read whole (``Letter.data``).
+reads every one, so ``read_message`` decodes, in one typed pass, only the
+leaves ``Envelope`` reads for the sender, subject, body, attachments and
+deferral, and skips every other key unparsed (no dict per block); it answers
+what ``Indexed.of`` the envelope over the whole line answers
+(tests/test_search_texts.py, a property over random lines). A line the typed
+decoder refuses is read whole (``Letter.data``).
 
 Query words are cut into terms by the index's own tokenizer (``split_words``).
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 import sqlite3
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
+from dovecote.letters import text_or_none as _str
 from dovecote.ops import artifacts
 
 if TYPE_CHECKING:
@@ -41,20 +43,57 @@ TEXT_FN = "dovecote_text"
 TOKENIZE = "unicode61 remove_diacritics 2"
 
 
-class _MessageKeys(msgspec.Struct):
-    """The top-level keys ``Envelope.sender/subject/body/body_ref/artifact_refs/defer_until_tic``
-    and ``message_texts`` read; every other key of the line is skipped."""
+class _Party(msgspec.Struct):
+    entity_id: Any = None
 
-    sender: Any = None
-    sender_flat: Any = msgspec.field(default=None, name="from")
-    content: Any = None
+
+class _Content(msgspec.Struct):
     subject: Any = None
     body: Any = None
-    lifecycle: Any = None
+    body_ref: Any = None
+    artifacts: Any = None
+    artifact_refs: Any = None
 
 
-MESSAGE_KEYS = ("sender", "from", "content", "subject", "body", "lifecycle")
+class _Life(msgspec.Struct):
+    defer_until_tic: Any = None
+
+
+class _MessageKeys(msgspec.Struct):
+    """The keys of a message line the index reads, typed down to the leaves it reads;
+    every other key, at every level, is skipped unparsed. A block that is not an
+    object (which ``Envelope`` reads as empty) fails the decode: the line is read whole."""
+
+    sender: _Party | None = None
+    sender_flat: Any = msgspec.field(default=None, name="from")
+    content: _Content | None = None
+    subject: Any = None
+    body: Any = None
+    lifecycle: _Life | None = None
+
+
 _decode_keys = msgspec.json.Decoder(_MessageKeys).decode
+_NO_CONTENT = _Content()
+
+
+class Indexed(NamedTuple):
+    """What the index reads of a message, by ``Envelope``'s rules (``of`` is the reference)."""
+
+    sender: str | None
+    subject: str
+    body: str
+    body_ref: str | None
+    #: ``content.artifacts`` as the line holds it (its entries are checked where they are read)
+    artifacts: Any
+    artifact_refs: list[str]
+    defer_until_tic: int | None
+
+    @classmethod
+    def of(cls, env: Envelope) -> Indexed:
+        """The reference reading: the envelope over the whole line."""
+        content = env.data.get("content")
+        found = content.get("artifacts") if isinstance(content, dict) else None
+        return cls(env.sender, env.subject, env.body, env.body_ref, found, env.artifact_refs, env.defer_until_tic)
 
 
 def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
@@ -73,16 +112,27 @@ def _wide(v: object) -> bool:
     return isinstance(v, int) and not -(1 << 63) <= v < (1 << 64)
 
 
-def envelope_of(letter: Letter) -> Envelope:
-    """The message's envelope over the keys the index reads (the whole line if it must)."""
+def read_message(letter: Letter) -> Indexed:
+    """``Indexed.of(Envelope(letter.data()))``, read from the few keys it needs in one typed
+    decode (tests/test_search_texts.py proves them equal); the whole line when it must."""
     try:
         k = _decode_keys(letter.raw)
     except (msgspec.DecodeError, ValueError):
-        return Envelope(letter.data())
-    if isinstance(k.lifecycle, dict) and any(_wide(v) for v in k.lifecycle.values()):
-        return Envelope(letter.data())  # the whole-line reader makes such a number a float
-    values = (k.sender, k.sender_flat, k.content, k.subject, k.body, k.lifecycle)
-    return Envelope({key: v for key, v in zip(MESSAGE_KEYS, values, strict=True) if v is not None})
+        return Indexed.of(Envelope(letter.data()))
+    due = k.lifecycle.defer_until_tic if k.lifecycle is not None else None
+    if _wide(due):
+        return Indexed.of(Envelope(letter.data()))  # the whole-line reader makes such a number a float
+    c = k.content if k.content is not None else _NO_CONTENT
+    refs = c.artifact_refs
+    return Indexed(
+        _str(k.sender.entity_id if k.sender is not None else None) or _str(k.sender_flat),
+        _str(c.subject) or _str(k.subject) or "",
+        _str(c.body) or _str(k.body) or "",
+        _str(c.body_ref),
+        c.artifacts,
+        [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else [],
+        None if due is None else Envelope({"lifecycle": {"defer_until_tic": due}}).defer_until_tic,  # its rule
+    )
 
 
 def _text(data: bytes | None, limit: int) -> str:
@@ -95,27 +145,25 @@ def _text(data: bytes | None, limit: int) -> str:
         return ""
 
 
-def message_texts(ctx: Context, env: Envelope) -> tuple[str, str, str]:
+def message_texts(ctx: Context, m: Indexed) -> tuple[str, str, str]:
     """(subject, body, attachments): the text values of a message, never its keys."""
-    body = env.body
-    if env.body_ref:
-        extra = _text(artifacts.get_bytes(ctx, env.body_ref), ctx.roster.limits.body_hard_limit)
+    body = m.body
+    if m.body_ref:
+        extra = _text(artifacts.get_bytes(ctx, m.body_ref), ctx.roster.limits.body_hard_limit)
         body = f"{body}\n{extra}" if body and extra else body or extra
     parts: list[str] = []
-    content = env.data.get("content")
-    entries = content.get("artifacts") if isinstance(content, dict) else None
     seen: set[str] = set()
-    for a in entries if isinstance(entries, list) else ():
+    for a in m.artifacts if isinstance(m.artifacts, list) else ():
         if not isinstance(a, dict) or not isinstance(a.get("ref"), str):
             continue
         seen.add(a["ref"])
         if isinstance(a.get("name"), str):
             parts.append(a["name"])
         parts.append(_text(artifacts.get_bytes(ctx, a["ref"]), ARTIFACT_TEXT_MAX))
-    for ref in env.artifact_refs:  # refs without an entry (foreign writers)
+    for ref in m.artifact_refs:  # refs without an entry (foreign writers)
         if ref not in seen and ref.startswith("sha256:"):
             parts.append(_text(artifacts.get_bytes(ctx, ref), ARTIFACT_TEXT_MAX))
-    return env.subject, body, "\n".join(p for p in parts if p)
+    return m.subject, body, "\n".join(p for p in parts if p)
 
 
 _decode_block = msgspec.msgpack.Decoder(list[tuple[str, str]]).decode
