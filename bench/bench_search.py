@@ -149,7 +149,8 @@ def main() -> None:
         ledgers = sum(p.stat().st_size for p in (home / "boxes").rglob("*.jsonl"))
         print(f"search, {args.messages:,} messages in {args.entities} entity boxes, {ledgers / 1e6:.1f} MB of ledgers "
               f"(built in {time.perf_counter() - t:.1f} s)")
-        env = {**os.environ, "DOVECOTE_HOME": str(home)}
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc kept
+        env["DOVECOTE_HOME"] = str(home)
         cli = [sys.executable, str(Path(sys.executable).parent / "dovecote"), "search"]
         bare = [process([sys.executable, "-c", "pass"], env) for _ in range(args.rounds)]
         builds, sizes = [], []
