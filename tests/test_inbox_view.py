@@ -67,15 +67,19 @@ def test_an_inbox_read_leaves_the_collector_as_it_found_it(tmp_path: Path) -> No
     """The read pauses the cyclic collector (``inboxhandle``) and must resume it, also on a refusal."""
     dc = mail_home(tmp_path)
     send(dc, "subject")
-    assert gc.isenabled()
-    assert dc.inbox(Inbox(entity_id=MAIL_ENTITY))["items"]
-    assert gc.isenabled()
-    with pytest.raises(Refusal):
-        dc.inbox(Inbox(entity_id="ent_nobody"))
-    assert gc.isenabled()
-    gc.disable()
+    was = gc.isenabled()  # an in-process CLI test before this one (a sweep) may have left it off
+    gc.enable()
     try:
+        assert dc.inbox(Inbox(entity_id=MAIL_ENTITY))["items"]
+        assert gc.isenabled()
+        with pytest.raises(Refusal):
+            dc.inbox(Inbox(entity_id="ent_nobody"))
+        assert gc.isenabled()
+        gc.disable()
         dc.inbox(Inbox(entity_id=MAIL_ENTITY))
         assert not gc.isenabled()  # a caller that paused it keeps it paused
     finally:
-        gc.enable()
+        if was:
+            gc.enable()
+        else:
+            gc.disable()
