@@ -147,7 +147,7 @@ def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Pa
         args = {k: v.replace(REF, ref) if isinstance(v, str) else v for k, v in example.items()}
         writes = verbs.writes(name, verbs.decode(tool.verb, args))
 
-        async def call() -> Any:
+        async def call(args: dict[str, Any] = args) -> Any:
             return await face.call(tool, operator, args)
 
         if writes:
