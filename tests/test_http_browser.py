@@ -158,7 +158,8 @@ PAGES = {
 
 
 def test_a_screenshot_of_each_page(browser: Any, tmp_path: Path) -> None:
-    """Of the demo home (``make run``), so the README shows what a newcomer sees."""
+    """Of the demo home (``make run``), signed in with the login link, so the README shows what a newcomer
+    sees, the actions included."""
     import httpx2 as httpx
 
     from dovecote.api import open_home
@@ -174,11 +175,18 @@ def test_a_screenshot_of_each_page(browser: Any, tmp_path: Path) -> None:
 
 
 def _shoot(browser: Any, server: Server, first: str, out: Path) -> None:
+    login = browser.new_context()
+    login.new_page().goto(server.line("login"))
+    session = login.cookies()
+    login.close()
+    assert session, "the login link set no cookie"
     for name, path in PAGES.items():
         for suffix, size in (("", (1280, 800)), ("-phone", (390, 844))):
             if suffix and name not in ("overview", "inbox"):
                 continue
-            page = _page(browser, *size)
+            context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+            context.add_cookies(session)
+            page = context.new_page()
             page.goto(server.url + (path or f"/entities/{ENTITY}/items/{first}"))
             page.wait_for_selector("#live[data-state=live]")
             target = out / f"{name}{suffix}.png"
@@ -186,4 +194,4 @@ def _shoot(browser: Any, server: Server, first: str, out: Path) -> None:
             assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
             # Nothing spills sideways on a phone: the page is as wide as the screen.
             assert page.evaluate("document.documentElement.scrollWidth") <= size[0] + 1, name
-            page.close()
+            context.close()
