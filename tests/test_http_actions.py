@@ -158,3 +158,13 @@ def test_a_persons_name_is_always_a_valid_actor() -> None:
     assert person_actor("alice").agent == "human.alice"
     assert person_actor("Jean Dupont/ä").agent == "human.Jean_Dupont__"
     assert person_actor("").agent == "human.someone"
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["loopback", "remote"])
+def test_a_session_reads_the_api_but_writes_only_through_the_pages_forms(dc: Dovecote, remote: bool) -> None:
+    c, _ = signed_in(dc, remote=remote)
+    assert c.get(f"/api/v1/entities/{ENTITY}/inbox").status_code == 200
+    before = ledgers(dc)
+    r = c.post(f"/api/v1/entities/{ENTITY}/messages", json={"subject": "s"}, headers=ORIGIN)
+    assert r.status_code == 401 and r.json()["reason"] == "unauthorized"
+    assert ledgers(dc) == before
