@@ -156,3 +156,18 @@ def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Pa
             assert refused.value.reason == "read_only"
         else:
             assert isinstance(anyio.run(call), dict)
+
+
+def test_token_and_hook_verbs_are_on_no_remote_face() -> None:
+    """Whoever holds a token must not mint, list or revoke tokens, nor write files in a project."""
+    operator_work = {"token_issue", "token_list", "token_revoke", "hooks_install"}
+    assert operator_work <= set(verbs.VERBS)
+    assert not operator_work & ({r.verb for r in rest.ROUTES} | set(TOOLS))
+
+
+def test_the_move_route_takes_every_move_kind_and_only_those() -> None:
+    from dovecote.http.openapi import document
+
+    op = document()["paths"]["/api/v1/entities/{entity_id}/items/{ref}/{kind}"]["post"]
+    (kind,) = [p for p in op["parameters"] if p["name"] == "kind"]
+    assert kind["in"] == "path" and sorted(kind["schema"]["enum"]) == sorted(k.value for k in verbs.MoveKind)
