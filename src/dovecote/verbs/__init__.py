@@ -34,6 +34,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
+from dovecote.verbs.delivery import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -71,6 +72,7 @@ __all__ = [
     "VERBS",
     "WRITES",
     "WRITES_WHEN",
+    "Ack",
     "Box",
     "Category",
     "Direction",
@@ -83,12 +85,16 @@ __all__ = [
     "Fate",
     "ImportInboxTree",
     "Inbox",
+    "Intake",
+    "Mailman",
     "Message",
     "MisdeliveryKind",
     "Move",
     "MoveKind",
     "Organize",
     "OutboxSend",
+    "Presence",
+    "PresenceBeat",
     "Priority",
     "ProjectAdd",
     "ProjectList",
@@ -96,10 +102,13 @@ __all__ = [
     "Report",
     "ReportClass",
     "Search",
+    "Send",
     "Show",
     "StaleCheck",
+    "Status",
     "Sweep",
     "Symptom",
+    "Trackers",
     "TrustLevel",
     "Verb",
     "Verify",
@@ -123,7 +132,7 @@ VERBS: dict[str, type[Verb]] = {
     "box": Box,
     "doctor": Doctor,
     "verify": Verify,
-    "send": Message,
+    "send": Send,
     "draft": Message,
     "outbox_send": OutboxSend,
     "move": Move,
@@ -141,6 +150,14 @@ VERBS: dict[str, type[Verb]] = {
     "entity_add": EntityAdd,
     "entity_remove": EntityRemove,
     "entity_list": EntityList,
+    # -- delivery (issue 9) --
+    "intake": Intake,
+    "mailman": Mailman,
+    "ack": Ack,
+    "trackers": Trackers,
+    "presence_beat": PresenceBeat,
+    "presence": Presence,
+    "status": Status,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -148,6 +165,8 @@ VERBS: dict[str, type[Verb]] = {
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
     "project_add", "project_remove", "entity_add", "entity_remove",
+    # -- delivery (issue 9) --
+    "intake", "mailman", "ack", "presence_beat",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
