@@ -126,9 +126,11 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
     by_box: dict[str, list[tuple[bytes, bool]]] = {}  # recipient -> (line, is a delivery)
     files_of_box: dict[str, set[str]] = {}
     bad: list[tuple[str, bytes, Rejected, dict[str, Any] | None]] = []
+    pending = os.path.join(folder, PENDING)
     for name in names:
         try:
-            raw = (folder / PENDING / name).read_bytes()
+            with open(os.path.join(pending, name), "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             continue  # another tool took it away; nothing of it was delivered by us
         except OSError as e:
@@ -171,9 +173,13 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
             else:
                 run.letters_present += 1
     moved = [n for names_ in files_of_box.values() for n in names_ if n not in failed]
+    done_dir = os.path.join(folder, PROCESSED)
     for name in sorted(set(moved)):
-        if _move(folder, name, PROCESSED):
-            run.processed += 1
+        try:
+            os.replace(os.path.join(pending, name), os.path.join(done_dir, name))
+        except FileNotFoundError:
+            continue  # another consumer settled it
+        run.processed += 1
     for name, raw, why, obj in bad:
         if _quarantine(ctx, folder, name, raw, why, obj):
             run.quarantined.append({"file": name, "reason": why.reason, "detail": why.detail})
