@@ -98,13 +98,13 @@ def bench_intake(n: int, repeat: int) -> None:
             folder = Path(tmp) / "intake"
             drop_all(folder, n)
             settle()
-            t, run = timed(lambda: dc.intake(Intake(dir=str(folder)), now=T0))
+            t, run = timed(lambda dc=dc, folder=folder: dc.intake(Intake(dir=str(folder)), now=T0))
             assert run.processed == n and run.letters_appended == n, run.to_dict()
             ours.append(t)
             ref = Path(tmp) / "ref"
             drop_all(ref, n)
             settle()
-            tb, count = timed(lambda: bare_intake(ref))
+            tb, count = timed(lambda ref=ref: bare_intake(ref))
             assert count == n
             bare.append(tb)
         print(f"  round {r + 1}: dovecote {fmt_s(ours[-1])} ({n / ours[-1]:,.0f}/s), bare {fmt_s(bare[-1])}")
@@ -152,10 +152,9 @@ def bench_reconcile(n: int, history: int, repeat: int) -> None:
             with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
                 dc = home(Path(tmp))
                 build_acks(dc, n, hist)
-                cold_dc = open_home(dc.layout.root)
                 dc.trackers(now=when)  # feed the folds, as a mailman loop's earlier passes did
                 settle()
-                t, done = timed(lambda: reconcile(dc.context, when))
+                t, done = timed(lambda dc=dc: reconcile(dc.context, when))
                 assert done.repings == n, done.to_dict()
                 warm.append(t)
             with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
@@ -163,7 +162,7 @@ def bench_reconcile(n: int, history: int, repeat: int) -> None:
                 build_acks(dc, n, hist)
                 cold_dc = open_home(dc.layout.root)
                 settle()
-                t, done = timed(lambda: reconcile(cold_dc.context, when))  # noqa: B023 - called at once
+                t, done = timed(lambda cold_dc=cold_dc: reconcile(cold_dc.context, when))
                 assert done.repings == n
                 cold.append(t)
         rate = n / med(warm)

@@ -24,7 +24,7 @@ def _pair(tmp: Path, home: Path) -> None:
     procs = [subprocess.Popen([str(DOVECOTE_BIN), "mailman", "--once", "--json"], cwd=tmp, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     for p in procs:
-        out, err = p.communicate(timeout=120)
+        _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
 
 

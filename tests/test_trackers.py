@@ -100,7 +100,7 @@ def test_the_fold_fed_in_any_batches_equals_the_reference(objs: list[dict[str, A
     assert got == want
     for lid in book.rows:  # the open set is exactly the deliveries the engine may still act on
         t = book.tracker(lid)
-        may_act = t.ack_state == "pending" and t.ack_required or (
+        may_act = (t.ack_state == "pending" and t.ack_required) or (
             t.ack_state == "timed_out" and not t.escalated and t.escalation_target not in (None, "none"))
         assert (lid in book.open) == may_act
 
