@@ -65,8 +65,6 @@ class IntakeRun:
     letters_present: int = 0
     quarantined: list[dict[str, str]] = field(default_factory=list)
     left_pending: list[dict[str, str]] = field(default_factory=list)
-    #: recipient -> delivery ids appended by this run (what a nudge is about)
-    new: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,12 +162,11 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
             for name in sorted(files_of_box[r]):
                 run.left_pending.append({"file": name, "error": f"box {entity(r)}: {e}"})
             continue
-        for (lid, appended), (_, delivery) in zip(done, lines, strict=True):
+        for (_, appended), (_, delivery) in zip(done, lines, strict=True):
             if not delivery:
                 continue
             if appended:
                 run.letters_appended += 1
-                run.new.setdefault(r, []).append(lid)
             else:
                 run.letters_present += 1
     moved = [n for names_ in files_of_box.values() for n in names_ if n not in failed]
