@@ -237,7 +237,9 @@ async def test_a_legacy_subscriber_is_told_the_box_grew(dc: Dovecote) -> None:
             await heard.wait()
         with pytest.raises(Exception, match="forbidden"):
             await c.subscribe_resource(f"inbox://{SENDER}")
-    assert got == [uri]
+    # only that box, at least once: the first send creates the box's file and then writes it, and a poll
+    # that falls between the two sees it grow twice (seen under load)
+    assert got and set(got) == {uri}
 
 
 def test_every_tool_is_documented_in_the_readme() -> None:
