@@ -129,6 +129,8 @@ TOOL_EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "show": [{"entity_id": ENTITY, "ref": REF}],
     "search": [{"query": "rebuild"}],
     "wait": [{"entity_id": ENTITY, "timeout": 0}],
+    "ack": [{"entity_id": ENTITY, "ref": REF}],
+    "trackers": [{}, {"entity_id": ENTITY}],
 }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -41,11 +41,15 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
+    from dovecote.ops.acks import Acked
     from dovecote.ops.hooks import HookAnswer
     from dovecote.ops.hooks_config import Installed
+    from dovecote.ops.intake import IntakeRun
+    from dovecote.ops.mailman import Pass
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.tokens import Issued, TableCache
     from dovecote.ops.wait import WaitResult
+    from dovecote.ops.work_send import Sent
     from dovecote.tokens import TokenRow
 
 __all__ = [
@@ -265,9 +269,36 @@ class Dovecote:
 
     # -- entity mail --------------------------------------------------------------
 
-    def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
-        """Deliver a message; from the actor's entity unless ``sender``."""
+    @overload
+    def send(  # type: ignore[overload-overlap]
+        self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> mail.Delivery | Sent: ...
+    @overload
+    def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery: ...
+
+    def send(
+        self, v: verbs.Message | verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> mail.Delivery | Sent:
+        """Deliver a message; from the actor's entity unless ``sender``.
+
+        A ``Send`` that is a task or a response, or goes ``to_all``, answers
+        ``Sent`` (one row per delivery); a plain message answers ``Delivery``.
+        """
+        if isinstance(v, verbs.Send):
+            from dovecote.ops import work_send
+
+            v = checked(v)
+            if v.type != "message" or v.to_all:
+                return work_send.send(self._ctx(now=now, actor=actor), v)
+            assert v.recipient is not None  # the verb refuses a send with neither recipient nor to_all
+            v = work_send.as_message(v, v.recipient)
         return mail.send(self._ctx(now=now, actor=actor), checked(v))
+
+    def send_work(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent:
+        """``send`` for a caller that wants ``Sent`` whatever ``v`` is (a task, a response, a broadcast)."""
+        from dovecote.ops import work_send
+
+        return work_send.send(self._ctx(now=now, actor=actor), checked(v))
 
     def draft(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
         """Write an outbound draft into the sender's box."""
@@ -460,6 +491,93 @@ class Dovecote:
         )
 
     # -- end of waking agents -------------------------------------------------------
+
+    # -- delivery (issue 9): intake, the mailman, acks, trackers, presence, status ----
+    # Each method takes its verb and answers a value with ``to_dict``: a REST route is one row.
+
+    def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
+        """The recipient's ack of a delivery, once (see ``ops.acks``)."""
+        from dovecote.ops import acks
+
+        v = checked(v)
+        return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
+
+    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
+        from dovecote.ops import tracker_read
+
+        v = checked(v or verbs.Trackers())
+        ctx = self._ctx(now=now)
+        return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
+
+    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v)
+        return presence_op.beat(self._ctx(now=now), v.agent, v.session)
+
+    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Each agent recently active or not (never "online"); reads only."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v or verbs.Presence())
+        ctx = self._ctx(now=now)
+        return presence_op.presence(ctx, v.active_minutes, ctx.now())
+
+    def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
+        """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops.notify import mode_of
+
+        v = checked(v or verbs.Intake())
+        ctx = self._ctx(now=now)
+        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
+
+    def mailman(
+        self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
+        sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
+    ) -> list[Pass]:
+        """Run the mailman: one pass, or (``loop``) a pass every ``interval`` seconds until ``passes`` ran
+        (None: until interrupted). Nudges run off the pass; before returning it waits for them, bounded."""
+        import time
+
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops import mailman as mailman_op
+        from dovecote.ops.notify import Nudger, mode_of
+
+        v = checked(v or verbs.Mailman())
+        ctx = self._ctx(now=now)
+        mode = mode_of(ctx, v.notify_mode.value if v.notify_mode is not None else None)
+        folder = intake_op.folder_of(ctx, v.dir)
+        nudger = Nudger() if mode == "agent-turn-nudge" else None
+        done: list[Pass] = []
+        limit = passes if v.loop else 1
+        try:
+            while limit is None or len(done) < limit:
+                if done:
+                    (sleep or time.sleep)(v.interval)
+                done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
+                if on_pass is not None:
+                    on_pass(done[-1])
+        finally:
+            if nudger is not None:
+                nudger.drain(float(self.roster.notifier_timeout) + 1)
+        return done
+
+    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
+        from dovecote.ops import delivery_status
+        from dovecote.ops import intake as intake_op
+
+        v = checked(v or verbs.Status())
+        ctx = self._ctx(now=now)
+        return delivery_status.status(
+            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
+            thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
+        )
+
+    # -- end of delivery --------------------------------------------------------------
 
 
 def _address(address: str | Address) -> Address:

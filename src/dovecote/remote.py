@@ -110,10 +110,27 @@ def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> dict[str, Any]
 
 
 def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
+    """A message, or (``verbs.Send``) a task or response, to one recipient or to all."""
     w = writer(p, "send")
     as_self(w, "sender", v.sender)
     refuse_server_files(v)
     return dc.send(v, actor=actor_of(w)).to_dict()
+
+
+def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
+    """Only the recipient acks: the principal's own deliveries (``forbidden`` for another box)."""
+    w = writer(p, "ack")
+    own(w, "ack", v.entity_id)
+    return dc.ack(v, actor=actor_of(w)).to_dict()
+
+
+def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> dict[str, Any]:
+    """An agent's trackers are the deliveries to it; an operator or a local reader may read any, or all."""
+    entity = v.entity_id if v.entity_id is not None or p is None or p.role == "operator" else p.entity
+    if entity is not None:
+        own(p, "trackers", entity)
+    return dc.trackers(verbs.Trackers(entity_id=entity, work_item_id=v.work_item_id, thread_id=v.thread_id,
+                                      limit=v.limit))
 
 
 def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
@@ -170,5 +187,5 @@ def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
-    "wait": wait,
+    "wait": wait, "ack": ack, "trackers": trackers,
 }

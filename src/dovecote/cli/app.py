@@ -11,6 +11,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
+- ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from typing import Annotated, Any, Optional
 import typer
 
 import dovecote
-from dovecote.cli import cmd_agents, cmd_inbox, cmd_mail, cmd_mcp, cmd_misc, cmd_reports, cmd_roster, cmd_serve
+from dovecote.cli import (
+    cmd_agents,
+    cmd_delivery,
+    cmd_inbox,
+    cmd_mail,
+    cmd_mcp,
+    cmd_misc,
+    cmd_reports,
+    cmd_roster,
+    cmd_serve,
+)
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import home_path, opened, set_home
@@ -67,6 +78,7 @@ cmd_inbox.register(app)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
+cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
 
 
 def run() -> Any:

@@ -48,6 +48,12 @@ class Tool:
         return schemas.inline(verbs.schema(self.verb), self.omit)
 
 
+def _sent_text(d: dict[str, Any]) -> str:
+    if d.get("count", 1) == 1:
+        return f"sent {d['id']} to {d['to']} (thread {d['thread_id']})"
+    return f"sent {d['type']} {d['envelope_id'] or ''} to {d['count']} recipients".replace("  ", " ")
+
+
 def _n(d: dict[str, Any], key: str) -> int:
     value = d.get(key)
     return len(value) if isinstance(value, list) else 0
@@ -73,9 +79,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          schemas.OBJECT),
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
-    Tool("send", verbs.Message, "Send a message to an entity; durable when this returns.", remote.send,
-         lambda d: f"sent {d['id']} to {d['to']} (thread {d['thread_id']})", schemas.DELIVERY,
-         omit=("body_file", "artifact_paths")),
+    Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
+         _sent_text, schemas.SENT, omit=("body_file", "artifact_paths")),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
@@ -87,5 +92,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
+    # -- delivery (issue 9): an agent acks and reads its trackers; intake, the mailman and status are operator work
+    Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
+         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
+    Tool("trackers", verbs.Trackers, "Delivery, ack and notify state of your deliveries.", remote.trackers,
+         lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
 )}
 

@@ -35,6 +35,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
+from dovecote.verbs.delivery import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -74,6 +75,7 @@ __all__ = [
     "VERBS",
     "WRITES",
     "WRITES_WHEN",
+    "Ack",
     "Box",
     "Category",
     "Direction",
@@ -88,12 +90,16 @@ __all__ = [
     "HooksInstall",
     "ImportInboxTree",
     "Inbox",
+    "Intake",
+    "Mailman",
     "Message",
     "MisdeliveryKind",
     "Move",
     "MoveKind",
     "Organize",
     "OutboxSend",
+    "Presence",
+    "PresenceBeat",
     "Priority",
     "ProjectAdd",
     "ProjectList",
@@ -101,14 +107,17 @@ __all__ = [
     "Report",
     "ReportClass",
     "Search",
+    "Send",
     "Show",
     "StaleCheck",
+    "Status",
     "Sweep",
     "Symptom",
     "TokenIssue",
     "TokenList",
     "TokenRevoke",
     "TokenRole",
+    "Trackers",
     "TrustLevel",
     "Verb",
     "Verify",
@@ -132,7 +141,7 @@ VERBS: dict[str, type[Verb]] = {
     "box": Box,
     "doctor": Doctor,
     "verify": Verify,
-    "send": Message,
+    "send": Send,
     "draft": Message,
     "outbox_send": OutboxSend,
     "move": Move,
@@ -154,6 +163,14 @@ VERBS: dict[str, type[Verb]] = {
     "token_list": TokenList,
     "token_revoke": TokenRevoke,
     "hooks_install": HooksInstall,
+    # -- delivery (issue 9) --
+    "intake": Intake,
+    "mailman": Mailman,
+    "ack": Ack,
+    "trackers": Trackers,
+    "presence_beat": PresenceBeat,
+    "presence": Presence,
+    "status": Status,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -161,6 +178,8 @@ VERBS: dict[str, type[Verb]] = {
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
     "project_add", "project_remove", "entity_add", "entity_remove", "token_issue", "token_revoke", "hooks_install",
+    # -- delivery (issue 9) --
+    "intake", "mailman", "ack", "presence_beat",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
