@@ -56,6 +56,10 @@ REASONS: dict[str, tuple[int, str]] = {
     "unknown_token": (404, "no token with that id was issued"),
     "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
 }
+# issue 9: import vnext
+REASONS["vnext_malformed"] = (
+    422, "a file of the vNext directory cannot be read as what its place holds; nothing was imported",
+)
 
 
 class DovecoteError(Exception):

@@ -51,6 +51,7 @@ from dovecote.verbs.mail import (
 )
 from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
 from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
+from dovecote.verbs.vnext import ImportVnext
 from dovecote.vocab import (
     Category,
     Direction,
@@ -82,6 +83,7 @@ __all__ = [
     "EntityRemove",
     "Fate",
     "ImportInboxTree",
+    "ImportVnext",
     "Inbox",
     "Message",
     "MisdeliveryKind",
@@ -141,6 +143,8 @@ VERBS: dict[str, type[Verb]] = {
     "entity_add": EntityAdd,
     "entity_remove": EntityRemove,
     "entity_list": EntityList,
+    # issue 9: reading vNext mailbox directories
+    "import_vnext": ImportVnext,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -151,6 +155,8 @@ WRITES: frozenset[str] = frozenset({
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
+# issue 9: an import writes only with --write (the dry run reads the directory only)
+WRITES_WHEN["import_vnext"] = "write"
 
 
 def writes(name: str, v: Verb | None = None) -> bool:
