@@ -99,11 +99,11 @@ def _envelopes(tree: VnextTree, plan: Plan) -> dict[str, dict[str, Any]]:
     return {eid: rec.obj for eid, (_, rec) in found.items()}
 
 
-def _delivery(env: dict[str, Any], recipient: str, tracker: dict[str, Any] | None) -> dict[str, Any]:
-    """The delivery letter of ``env`` to ``recipient`` (the envelope's own fields; the original kept)."""
-    delivered = (tracker or {}).get("delivered_ts") or env.get("ts")
+def _delivery(env: dict[str, Any], recipient: str) -> dict[str, Any]:
+    """The delivery letter of ``env`` to ``recipient``: the envelope's own fields (and the original), so
+    it is the same letter whether the envelope was still pending or already delivered when imported."""
     return {
-        "ts": delivered, "agent": env.get("from"), "kind": env.get("type") or "task", "to": f"entity:{recipient}",
+        "ts": env.get("ts"), "agent": env.get("from"), "kind": env.get("type") or "task", "to": f"entity:{recipient}",
         "recipient": recipient, "envelope_id": env.get("envelope_id"), "work_item_id": env.get("work_item_id"),
         "thread_id": env.get("thread_id") or env.get("work_item_id"), "subject": env.get("subject"),
         "body": env.get("body"), "imported": IMPORTED, "vnext": env,
@@ -176,7 +176,7 @@ def plan(tree: VnextTree) -> Plan:
             env = _from_tracker(view.migrated if view else {})
             p.envelope_counts["without_envelope_file"] += 1
         p.entities.add(sender)
-        ref = p.add(who, _delivery(env, who, view.migrated if view else None))
+        ref = p.add(who, _delivery(env, who))
         p.envelope_counts["deliveries"] += 1
         if view is not None:
             _history(p, view, ref, who)

@@ -1,0 +1,150 @@
+"""``import vnext``: the source is never modified, a re-import adds nothing, malformed files never half-import."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from dovecote.addresses import entity
+from dovecote.api import Dovecote
+from dovecote.errors import Refusal
+from dovecote.verbs import EntityAdd, ImportVnext
+from helpers import new_home, run_cli, snapshot
+from test_import_vnext_counts import busy
+from vnext_fixture import AGENTS, T0, VnextDir
+
+
+def tree_hash(root: Path) -> str:
+    """Every path, mode, and content under ``root``: what "the source was not modified" means."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        st = os.lstat(p)
+        h.update(f"{p.relative_to(root)}\0{st.st_mode}\0{st.st_mtime_ns}\0".encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def home_with_agents(tmp: Path) -> Dovecote:
+    dc = new_home(tmp / "home")
+    for a in AGENTS:
+        dc.add_entity(EntityAdd(entity_id=a))
+    return dc
+
+
+def boxes(dc: Dovecote) -> dict[str, int]:
+    return {a: len(dc.store.read(entity(a)).letters) for a in AGENTS}
+
+
+def test_dry_run_and_write_never_modify_the_source(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = busy(root)
+    v.legacy("jabari", "tariq", ack_status="acked", escalated=True)
+    before = tree_hash(root)
+    dc = home_with_agents(tmp_path)
+    dc.import_vnext(ImportVnext(path=str(root)))
+    assert tree_hash(root) == before
+    dc.import_vnext(ImportVnext(path=str(root), write=True))
+    assert tree_hash(root) == before
+
+
+def test_a_dry_run_writes_nothing_and_says_what_write_appends(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    busy(root)
+    dc = home_with_agents(tmp_path)
+    home = snapshot(dc.layout.root)
+    dry = dc.import_vnext(ImportVnext(path=str(root))).to_dict()
+    assert snapshot(dc.layout.root) == home and dry["letters"]["appended"] == 0
+    wrote = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()
+    assert wrote["letters"] == {"planned": dry["letters"]["planned"], "appended": dry["letters"]["planned"],
+                                "already_present": 0}
+    assert sum(boxes(dc).values()) == dry["letters"]["planned"] > 0
+
+
+def test_a_re_import_adds_nothing_and_a_later_one_adds_only_what_happened_since(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = busy(root)
+    dc = home_with_agents(tmp_path)
+    first = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()["letters"]
+    counts = boxes(dc)
+    again = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()["letters"]
+    assert again == {"planned": first["planned"], "appended": 0, "already_present": first["planned"]}
+    assert boxes(dc) == counts
+    # vNext runs on: the pending envelope is delivered, its tracker repings once
+    v.mailman(T0 + timedelta(hours=1))
+    v.mailman(T0 + timedelta(hours=1, minutes=6))
+    later = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()["letters"]
+    # the delivery (imported while it was pending) is the same letter; only the reping is new
+    assert later == {"planned": first["planned"] + 1, "appended": 1, "already_present": first["planned"]}
+
+
+def test_malformed_files_are_counted_with_a_keyword_and_write_is_refused_whole(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = busy(root)
+    v.drop("torn.json", b'{"envelope_id": "env_torn", "type": "ta')
+    v.drop("list.json", b"[1, 2]")
+    (root / "haiku" / "tracking" / "bad.json").write_bytes(b"\xff\xfe not utf-8")
+    with (root / "ledger" / "deliveries.jsonl").open("ab") as f:
+        f.write(b'{"event_type": "DELIVERY_CONF')
+    (root / "haiku" / "tracking" / "link.json").symlink_to(root / "haiku" / "tracking" / "bad.json")
+    dc = home_with_agents(tmp_path)
+    got = dc.import_vnext(ImportVnext(path=str(root))).to_dict()
+    assert {(m["path"], m["reason"]) for m in got["malformed"]} == {
+        ("intake/pending/torn.json", "invalid_json"), ("intake/pending/list.json", "not_an_object"),
+        ("haiku/tracking/bad.json", "not_utf8"), ("ledger/deliveries.jsonl", "invalid_json"),
+        ("haiku/tracking/link.json", "symlink"),
+    }
+    assert got["malformed_count"] == 5
+    home = snapshot(dc.layout.root)
+    with pytest.raises(Refusal) as e:
+        dc.import_vnext(ImportVnext(path=str(root), write=True))
+    assert e.value.reason == "vnext_malformed" and "torn.json (invalid_json)" in e.value.detail
+    assert snapshot(dc.layout.root) == home  # nothing of the readable files was imported either
+
+
+def test_the_cli_reports_malformed_files_and_refusals_without_a_traceback(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = VnextDir(root)
+    v.send("aya", "tariq")
+    v.drop("torn.json", b"{")
+    dc = new_home(tmp_path / "h")
+    home = dc.layout.root
+    dry = run_cli(tmp_path, "import", "vnext", str(root), home=home, process=True)
+    assert dry.returncode == 0 and b"intake/pending/torn.json: invalid_json" in dry.stdout
+    res = run_cli(tmp_path, "import", "vnext", str(root), "--write", home=home, process=True)
+    assert res.returncode == 2 and res.stderr.startswith(b"Error: vnext_malformed: ")
+    assert b"Traceback" not in res.stderr + res.stdout
+    (root / "intake" / "pending" / "torn.json").unlink()
+    res = run_cli(tmp_path, "import", "vnext", str(root), "--write", home=home, process=True)
+    assert res.returncode == 2
+    assert res.stderr.startswith(b"Error: unknown_recipient: not registered entities: aya, tariq")
+    missing = run_cli(tmp_path, "import", "vnext", str(tmp_path / "nowhere"), home=home)
+    assert missing.returncode == 2 and b"invalid_field" in missing.stderr
+
+
+def test_unregistered_agents_refuse_the_write_and_the_dry_run_names_them(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    busy(root)
+    dc = new_home(tmp_path / "home")
+    dc.add_entity(EntityAdd(entity_id="aya"))
+    dry = dc.import_vnext(ImportVnext(path=str(root))).to_dict()
+    assert dry["entities_missing"] == ["arbiter", "haiku", "heru", "jabari", "kimi", "tariq"]
+    home = snapshot(dc.layout.root)
+    with pytest.raises(Refusal) as e:
+        dc.import_vnext(ImportVnext(path=str(root), write=True))
+    assert e.value.reason == "unknown_recipient" and snapshot(dc.layout.root) == home
+
+
+def test_quarantined_envelopes_are_counted_never_delivered(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = VnextDir(root)
+    v.send("aya", "tariq", trust_plane="plane-a", intent_class="execute")
+    v.mailman(T0)
+    dc = home_with_agents(tmp_path)
+    got = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()
+    assert got["intake"]["quarantine"] == 1 and got["envelopes"]["quarantined"] == 1
+    assert got["letters"]["planned"] == 0 and sum(boxes(dc).values()) == 0
