@@ -148,3 +148,21 @@ def test_quarantined_envelopes_are_counted_never_delivered(tmp_path: Path) -> No
     got = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()
     assert got["intake"]["quarantine"] == 1 and got["envelopes"]["quarantined"] == 1
     assert got["letters"]["planned"] == 0 and sum(boxes(dc).values()) == 0
+
+
+def test_a_late_ack_adds_the_ack_and_keeps_the_timeout_it_came_after(tmp_path: Path) -> None:
+    """B13.8: vNext flips timed_out to acked and reuses ack_ts; the imported timeout letter stays the same."""
+    root = tmp_path / "mailbox"
+    v = VnextDir(root)
+    env = v.send("aya", "tariq", max_repings=0)
+    v.mailman(T0)
+    v.mailman(T0 + timedelta(minutes=6))  # past due, no repings: timed out, escalated to aya
+    dc = home_with_agents(tmp_path)
+    first = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()
+    assert first["letters_by_kind"] == {"ack_timeout": 1, "escalation": 1, "task": 1}
+    v.ack("tariq", env["envelope_id"], T0 + timedelta(minutes=30))
+    v.watch(T0 + timedelta(minutes=31))
+    later = dc.import_vnext(ImportVnext(path=str(root), write=True)).to_dict()
+    assert later["letters_by_kind"] == {"ack": 1, "ack_timeout": 1, "escalation": 1, "task": 1}
+    assert later["letters"]["appended"] == 1 and later["tracker_counts"]["acked"] == 1
+    assert len(dc.store.read(entity("aya")).letters) == 1  # the escalation, once

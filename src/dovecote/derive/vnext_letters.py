@@ -19,7 +19,9 @@ Per (envelope, recipient), one delivery (keyed like a vNext tracker):
   from the tracker's own fields and marked ``envelope_missing``;
 * its tracker history, from the tracker migrated to v3: one reping letter per
   ``reping_count``, a timeout when the ack state is (or was, for a late ack)
-  timed out, an escalation into the target's box when ``escalated``;
+  timed out, an escalation into the target's box when ``escalated``, each
+  dated by its ledger row (``repings``, ``timeouts``, ``escalations``) when
+  there is one;
 * its ack: the tracker's acked/rejected state, else an unreconciled ack file
   in ``agents/<recipient>/acks/`` (what ``receipt_watcher`` had not read yet).
 """
@@ -123,19 +125,36 @@ def _engine(kind: str, ref: str, ts: object, **extra: Any) -> dict[str, Any]:
     return {"ts": ts, "agent": ENGINE_AGENT, "kind": kind, "ref": ref, "imported": IMPORTED, **extra}
 
 
-def _history(plan: Plan, t: vt.TrackerView, ref: str, recipient: str) -> None:
+#: The ledger rows that date a tracker's history (B6, B7): event type -> the letter kind they date.
+DATED_BY = {"ACK_REPING_SENT": "reping", "ACK_TIMEOUT": "ack_timeout", "ACK_ESCALATION": "escalation"}
+
+
+def _times(tree: VnextTree) -> dict[tuple[Any, ...], Any]:
+    """When each reping (by its count), timeout and escalation of a delivery happened, from the ledger rows."""
+    out: dict[tuple[Any, ...], Any] = {}
+    for row in tree.rows:
+        kind = DATED_BY.get(str(row.obj.get("event_type")))
+        if kind is not None:
+            n = row.obj.get("reping_count") if kind == "reping" else None
+            out.setdefault((kind, row.obj.get("delivery_id"), n), row.obj.get("ts"))
+    return out
+
+
+def _history(plan: Plan, t: vt.TrackerView, ref: str, recipient: str, times: dict[tuple[Any, ...], Any]) -> None:
+    """Tracker history as engine letters, each dated by its ledger row, else by what cannot change later
+    (a timeout by its due time: vNext overwrote ``ack_ts`` with a late ack, B13.8)."""
     m = t.migrated
+    did = m.get("delivery_id")
     count = m.get("reping_count")
     for n in range(1, count + 1 if isinstance(count, int) and not isinstance(count, bool) else 1):
-        plan.add(recipient, _engine("reping", ref, None, n=n, delivery_id=m.get("delivery_id")))
-    late = t.ack in ("acked", "rejected") and t.escalated
-    if t.ack == "timed_out" or late:
-        ts = m.get("ack_ts") if t.ack == "timed_out" else m.get("ack_due_ts")
-        plan.add(recipient, _engine("ack_timeout", ref, ts, delivery_id=m.get("delivery_id")))
+        plan.add(recipient, _engine("reping", ref, times.get(("reping", did, n)), n=n, delivery_id=did))
+    if t.ack == "timed_out" or (t.ack in ("acked", "rejected") and t.escalated):  # a late ack keeps its timeout
+        ts = times.get(("ack_timeout", did, None)) or m.get("ack_due_ts")
+        plan.add(recipient, _engine("ack_timeout", ref, ts, delivery_id=did))
     target = _name(m.get("escalation_target"))
     if t.escalated and target is not None and target != "none":
-        plan.add(target, _engine("escalation", ref, None, to=f"entity:{target}", recipient=recipient,
-                                 delivery_id=m.get("delivery_id")))
+        plan.add(target, _engine("escalation", ref, times.get(("escalation", did, None)), to=f"entity:{target}",
+                                 recipient=recipient, delivery_id=did))
 
 
 def _ack(ref: str, recipient: str, status: str, ts: object, **extra: Any) -> dict[str, Any]:
@@ -147,6 +166,7 @@ def plan(tree: VnextTree) -> Plan:
     """Every letter ``tree`` becomes (see the module doc), in a fixed order."""
     p = Plan()
     envs = _envelopes(tree, p)
+    times = _times(tree)
     views = {}
     for rec in tree.trackers:
         key = (rec.obj.get("envelope_id"), rec.obj.get("recipient"))
@@ -179,7 +199,7 @@ def plan(tree: VnextTree) -> Plan:
         ref = p.add(who, _delivery(env, who))
         p.envelope_counts["deliveries"] += 1
         if view is not None:
-            _history(p, view, ref, who)
+            _history(p, view, ref, who, times)
         if view is not None and view.ack in ("acked", "rejected"):
             p.add(who, _ack(ref, who, "accepted" if view.ack == "acked" else "rejected", view.migrated.get("ack_ts")))
             p.ack_counts["from_trackers"] += 1
