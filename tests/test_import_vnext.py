@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dovecote import verbs
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
@@ -52,6 +53,11 @@ def test_dry_run_and_write_never_modify_the_source(tmp_path: Path) -> None:
     assert tree_hash(root) == before
 
 
+def test_the_dry_run_is_a_read_and_write_is_on_the_deny_list() -> None:
+    assert not verbs.writes("import_vnext", ImportVnext(path="/x"))
+    assert verbs.writes("import_vnext", ImportVnext(path="/x", write=True))
+
+
 def test_a_dry_run_writes_nothing_and_says_what_write_appends(tmp_path: Path) -> None:
     root = tmp_path / "mailbox"
     busy(root)
@@ -65,6 +71,7 @@ def test_a_dry_run_writes_nothing_and_says_what_write_appends(tmp_path: Path) ->
     assert sum(boxes(dc).values()) == dry["letters"]["planned"] > 0
 
 
+@pytest.mark.both_stores
 def test_a_re_import_adds_nothing_and_a_later_one_adds_only_what_happened_since(tmp_path: Path) -> None:
     root = tmp_path / "mailbox"
     v = busy(root)
