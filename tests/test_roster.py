@@ -90,7 +90,8 @@ def test_unknown_keys_are_refused(toml: str) -> None:
         "[markers]\nforeign = 'context7'\n",
         "[limits]\nreport_max_bytes = 0\n",
         "[limits]\nreport_max_bytes = true\n",
-        "[notifier]\nmode = 'session-inject'\n",
+        "[notifier]\nmode = 'session-inject-x'\n",
+        "[notifier]\nmode = 'none'\ntimeout = 0\n",
         "owner = 3\n",
         "not toml at all [\n",
     ],
@@ -99,6 +100,23 @@ def test_invalid_values_are_refused(toml: str) -> None:
     with pytest.raises(Refusal) as e:
         roster.parse(toml.encode())
     assert e.value.reason == "invalid_config"
+
+
+def test_session_inject_is_refused_as_unverified_not_as_a_typo() -> None:
+    """notes B8: session-inject is reserved; no runtime support was verified, so it never runs."""
+    with pytest.raises(Refusal) as e:
+        roster.parse(b"[notifier]\nmode = 'session-inject'\n")
+    assert e.value.reason == "unverified_mode"
+
+
+def test_the_notifier_settings_round_trip() -> None:
+    r = roster.parse(b"[notifier]\nmode = 'agent-turn-nudge'\ncommand = 'nudge {agent} {message}'\ntimeout = 3\n"
+                     b"discovery = 'sessions --active {minutes}'\n")
+    assert (r.notifier_mode, r.notifier_command, r.notifier_timeout, r.discovery_command) == (
+        "agent-turn-nudge", "nudge {agent} {message}", 3, "sessions --active {minutes}")
+    again = roster.parse(roster.dump(r))
+    assert (again.notifier_command, again.notifier_timeout, again.discovery_command) == (
+        r.notifier_command, r.notifier_timeout, r.discovery_command)
 
 
 def test_markers_are_lowercased_and_roots_normalized() -> None:

@@ -53,6 +53,15 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.EntityAdd: {"entity_id": "ent_b"},
     verbs.EntityRemove: {"entity_id": "ent_b"},
     verbs.EntityList: {},
+    # -- delivery (issue 9) --
+    verbs.Send: {"recipient": "ent_b", "subject": "s"},
+    verbs.Intake: {},
+    verbs.Mailman: {},
+    verbs.Ack: {"entity_id": "ent_b", "ref": "abcd"},
+    verbs.Trackers: {},
+    verbs.PresenceBeat: {"agent": "ent_b"},
+    verbs.Presence: {},
+    verbs.Status: {},
 }
 
 ALL = sorted(set(verbs.VERBS.values()), key=lambda v: v.__name__)
@@ -110,6 +119,25 @@ def test_decode_gives_the_typed_values_and_defaults() -> None:
         (verbs.Report, {"tool": "t", "class": "bug", "what": "w", "answers": ["nope"]}, "invalid_field", "answers"),
         (verbs.ProjectAdd, {"name": "a", "root": "/r", "aliases": ["ok", "b/c"]}, "invalid_name", "alias"),
         (verbs.StaleCheck, {"emit_signals": 1}, "invalid_field", "emit_signals"),
+        # -- delivery (issue 9) --
+        (verbs.Send, {"subject": "s"}, "missing_field", "recipient"),
+        (verbs.Send, {"recipient": "b", "to_all": True, "subject": "s"}, "invalid_field", "not both"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "task"}, "missing_field", "work_item_id"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "memo"}, "invalid_field", "type"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "task", "work_item_id": "w", "parent_id": "p"},
+         "invalid_field", "parent_id"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "response", "work_item_id": "w",
+                      "task_type": "research"}, "invalid_field", "task_type"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "risk": "high"}, "invalid_field", "risk"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "task", "work_item_id": "w",
+                      "escalation_target": "../x"}, "invalid_name", "escalation target"),
+        (verbs.Send, {"recipient": "b", "subject": "s", "type": "task", "work_item_id": "w", "ack_timeout": 0},
+         "invalid_field", "ack_timeout"),
+        (verbs.Ack, {"entity_id": "b", "ref": "abcd", "status": "maybe"}, "invalid_field", "status"),
+        (verbs.Mailman, {"interval": 0}, "invalid_field", "interval"),
+        (verbs.Mailman, {"notify_mode": "telepathy"}, "invalid_field", "notify_mode"),
+        (verbs.Presence, {"active_minutes": 0}, "invalid_field", "active_minutes"),
+        (verbs.Status, {"limit": 0}, "invalid_field", "limit"),
     ],
 )
 def test_each_bad_input_gets_its_keyword_naming_the_field(

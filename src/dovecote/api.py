@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -43,11 +43,13 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
+    from dovecote.ops.acks import Acked
     from dovecote.ops.hooks import HookAnswer
     from dovecote.ops.hooks_config import Installed
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.tokens import Issued
     from dovecote.ops.wait import WaitResult
+    from dovecote.ops.work_send import Sent
     from dovecote.tokens import TokenRow
 
 __all__ = [
@@ -266,8 +268,23 @@ class Dovecote:
 
     # -- entity mail --------------------------------------------------------------
 
-    def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
-        """Deliver a message; from the actor's entity unless ``sender``."""
+    @overload
+    def send(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent: ...  # type: ignore[overload-overlap]
+    @overload
+    def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery: ...
+
+    def send(
+        self, v: verbs.Message | verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> mail.Delivery | Sent:
+        """Deliver a message; from the actor's entity unless ``sender``.
+
+        A ``Send`` (the verb with ``type`` and ``to_all``) may be a task or a
+        response, or go to every entity; it answers ``Sent``, one row per delivery.
+        """
+        if isinstance(v, verbs.Send):
+            from dovecote.ops import work_send
+
+            return work_send.send(self._ctx(now=now, actor=actor), checked(v))
         return mail.send(self._ctx(now=now, actor=actor), checked(v))
 
     def draft(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
@@ -467,6 +484,41 @@ class Dovecote:
         )
 
     # -- end of waking agents -------------------------------------------------------
+
+    # -- delivery (issue 9): intake, the mailman, acks, trackers, presence, status ----
+    # Each method takes its verb and answers a value with ``to_dict``: a REST route is one row.
+
+    def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
+        """The recipient's ack of a delivery, once (see ``ops.acks``)."""
+        from dovecote.ops import acks
+
+        v = checked(v)
+        return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
+
+    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
+        from dovecote.ops import tracker_read
+
+        v = checked(v or verbs.Trackers())
+        ctx = self._ctx(now=now)
+        return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
+
+    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v)
+        return presence_op.beat(self._ctx(now=now), v.agent, v.session)
+
+    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Each agent recently active or not (never "online"); reads only."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v or verbs.Presence())
+        ctx = self._ctx(now=now)
+        return presence_op.presence(ctx, v.active_minutes, ctx.now())
+
+    # -- end of delivery --------------------------------------------------------------
 
 
 def _address(address: str | Address) -> Address:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 # keyword -> (HTTP status hint, one-line meaning). Sorted by keyword.
 REASONS: dict[str, tuple[int, str]] = {
+    "already_acked": (409, "the delivery was already acked or rejected; the first ack stands"),
     "already_claimed": (409, "the item is already ACTIVE (claimed by someone)"),
     "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
@@ -39,6 +40,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_due": (400, "a defer needs a due tic or time; a DEFER with no due is a dead end"),
     "no_home": (404, "no dovecote home here; run `dovecote init`"),
     "not_found": (404, "no page or API route at that path"),
+    "not_recipient": (403, "only the recipient of a delivery may ack it"),
     "not_seen": (409, "the item must be marked seen before it is completed"),
     "read_only": (403, "this face was started --read-only: it changes nothing, and this request would"),
     "remote_not_allowed": (400, "a non-loopback bind needs --allow-remote (and then every request needs a token)"),
@@ -46,15 +48,19 @@ REASONS: dict[str, tuple[int, str]] = {
     "response_required": (409, "the item expects a response and none has been sent to its sender yet"),
     "stale_head": (409, "the mission head moved; re-read and post against the new head"),
     "too_large": (413, "the input is over the configured size limit"),
+    "trust_violation": (403, "plane-a envelopes may not carry intent execute"),
     "unauthorized": (401, "the request needs a bearer token dovecote issued (none, unknown or revoked)"),
     "unknown_box": (404, "the box address names no project or entity in the roster"),
+    "unknown_delivery": (404, "no delivery (task or response) with that id or envelope id"),
     "unknown_entity": (404, "no entity with that id is in the roster"),
     "unknown_field": (400, "a field is not part of the letter schema"),
     "unknown_letter": (404, "no letter with that id is in the box"),
+    "unknown_parent": (404, "a response's parent_id names no task delivered to its sender"),
     "unknown_project": (404, "no project with that name is in the roster"),
     "unknown_recipient": (404, "the recipient is not a registered entity"),
     "unknown_token": (404, "no token with that id was issued"),
     "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
+    "unverified_mode": (400, "the notifier mode session-inject is reserved: no session injection was ever verified"),
 }
 # issue 9: import vnext
 REASONS["vnext_malformed"] = (

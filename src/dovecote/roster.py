@@ -61,6 +61,10 @@ class Roster:
     limits: Limits = field(default_factory=Limits)
     tic_source: str | None = None
     notifier_mode: str = "none"
+    #: agent-turn-nudge's command template ({agent}, {message}), its timeout, and the discovery command ({minutes})
+    notifier_command: str | None = None
+    notifier_timeout: int = 15
+    discovery_command: str | None = None
     signature: str = ""  # sha256 of the file it was read from
 
     def project(self, name: str) -> Project | None:
@@ -206,10 +210,20 @@ def parse(text: bytes) -> Roster:
     if tic_source is not None:
         _expect(tic_source, str, "tics.source")
     notifier = _expect(doc.get("notifier", {}), dict, "[notifier]")
-    _only(notifier, {"mode"}, "[notifier]")
+    _only(notifier, {"mode", "command", "timeout", "discovery"}, "[notifier]")
     mode = _expect(notifier.get("mode", "none"), str, "notifier.mode")
+    if mode == "session-inject":
+        raise Refusal("unverified_mode", "notifier.mode session-inject is reserved: no session injection is verified")
     if mode not in _NOTIFIER_MODES:
         raise _bad(f"notifier.mode must be one of {', '.join(_NOTIFIER_MODES)}")
+    command = notifier.get("command")
+    discovery = notifier.get("discovery")
+    for value, where in ((command, "notifier.command"), (discovery, "notifier.discovery")):
+        if value is not None:
+            _expect(value, str, where)
+    timeout = _expect(notifier.get("timeout", 15), int, "notifier.timeout")
+    if timeout <= 0:
+        raise _bad("notifier.timeout must be positive")
 
     projects: list[Project] = []
     seen: set[str] = set()
@@ -256,6 +270,9 @@ def parse(text: bytes) -> Roster:
         limits=limits,
         tic_source=tic_source,
         notifier_mode=mode,
+        notifier_command=command,
+        notifier_timeout=timeout,
+        discovery_command=discovery,
         signature=hashlib.sha256(text).hexdigest(),
     )
 
@@ -265,7 +282,12 @@ def dump(r: Roster) -> bytes:
     doc: dict[str, Any] = {
         "owner": {"home": r.owner_home, "roots": list(r.owner_roots)},
         "markers": {"foreign": list(r.foreign_markers)},
-        "notifier": {"mode": r.notifier_mode},
+        "notifier": {
+            "mode": r.notifier_mode,
+            **({"command": r.notifier_command} if r.notifier_command is not None else {}),
+            **({"timeout": r.notifier_timeout} if r.notifier_timeout != 15 else {}),
+            **({"discovery": r.discovery_command} if r.discovery_command is not None else {}),
+        },
     }
     defaults = Limits()
     changed = {

@@ -41,6 +41,7 @@ from dovecote.errors import Refusal
 from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
 from dovecote.timeutil import parse_time
+from dovecote.vocab_delivery import DELIVERY_KINDS
 
 if TYPE_CHECKING:
     from dovecote.derive.inbox_view import ViewState
@@ -51,7 +52,7 @@ FLAG_EXPIRING = "EXPIRING SOON"
 FLAG_EXPIRED = "EXPIRED"
 FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 #: The kinds of letter the fold takes; every other letter in the box plays no part.
-FOLDED = frozenset({"message", "draft", "sent", *LINK_KINDS})
+FOLDED = frozenset({*DELIVERY_KINDS, "draft", "sent", *LINK_KINDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ class InboxBook:
                 others.add(lid)
                 continue
             ids.add(lid)
-            if kind == "message":
+            if kind in DELIVERY_KINDS:  # a message, or work mail (a task or response: issue 9)
                 d = letter.data()
                 env = Envelope(d)
                 item = Item(letter.id, letter_=letter, env_=env)

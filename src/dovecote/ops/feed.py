@@ -34,6 +34,7 @@ from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
 from dovecote.folds import book_for
 from dovecote.ops.tics import current_tic
+from dovecote.vocab_delivery import DELIVERY_KINDS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -120,7 +121,7 @@ def _states(ctx: Context, entity_id: str, letters: list[Letter]) -> dict[str, di
     clock = Clock(tic, ctx.now())
     out: dict[str, dict[str, str]] = {}
     for letter in letters:
-        target = letter.id if letter.kind == "message" else letter.ref if letter.kind in LINK_KINDS else None
+        target = letter.id if letter.kind in DELIVERY_KINDS else letter.ref if letter.kind in LINK_KINDS else None
         item = book.items.get(target) if target else None
         if item is not None:
             out[letter.id] = {"item": item.id, "state": effective(book.replay_of(item), clock.tic, clock.now).value}

@@ -25,6 +25,7 @@ from dovecote.errors import Refusal
 from dovecote.folds import book_for, entity_address
 from dovecote.letters import Letter, is_letter_id
 from dovecote.ops.tics import current_tic
+from dovecote.vocab_delivery import DELIVERY_KINDS
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -105,7 +106,7 @@ def wait(
     start = position(letters, read.index, after) if after is not None else len(letters)
     deadline = None if timeout is None else ctx.now() + timedelta(seconds=timeout)
     while True:
-        new = [letter for letter in letters[start:] if letter.kind == "message"]
+        new = [letter for letter in letters[start:] if letter.kind in DELIVERY_KINDS]
         if new:
             return WaitResult(entity_id, cursor_text(letters), _rows(ctx, entity_id, new))
         if deadline is not None and ctx.now() >= deadline:

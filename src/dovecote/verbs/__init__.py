@@ -34,6 +34,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
+from dovecote.verbs.delivery import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -72,6 +73,7 @@ __all__ = [
     "VERBS",
     "WRITES",
     "WRITES_WHEN",
+    "Ack",
     "Box",
     "Category",
     "Direction",
@@ -85,12 +87,16 @@ __all__ = [
     "ImportInboxTree",
     "ImportVnext",
     "Inbox",
+    "Intake",
+    "Mailman",
     "Message",
     "MisdeliveryKind",
     "Move",
     "MoveKind",
     "Organize",
     "OutboxSend",
+    "Presence",
+    "PresenceBeat",
     "Priority",
     "ProjectAdd",
     "ProjectList",
@@ -98,10 +104,13 @@ __all__ = [
     "Report",
     "ReportClass",
     "Search",
+    "Send",
     "Show",
     "StaleCheck",
+    "Status",
     "Sweep",
     "Symptom",
+    "Trackers",
     "TrustLevel",
     "Verb",
     "Verify",
@@ -125,7 +134,7 @@ VERBS: dict[str, type[Verb]] = {
     "box": Box,
     "doctor": Doctor,
     "verify": Verify,
-    "send": Message,
+    "send": Send,
     "draft": Message,
     "outbox_send": OutboxSend,
     "move": Move,
@@ -145,6 +154,14 @@ VERBS: dict[str, type[Verb]] = {
     "entity_list": EntityList,
     # issue 9: reading vNext mailbox directories
     "import_vnext": ImportVnext,
+    # -- delivery (issue 9) --
+    "intake": Intake,
+    "mailman": Mailman,
+    "ack": Ack,
+    "trackers": Trackers,
+    "presence_beat": PresenceBeat,
+    "presence": Presence,
+    "status": Status,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -152,6 +169,8 @@ VERBS: dict[str, type[Verb]] = {
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
     "project_add", "project_remove", "entity_add", "entity_remove",
+    # -- delivery (issue 9) --
+    "intake", "mailman", "ack", "presence_beat",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}

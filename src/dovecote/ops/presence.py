@@ -1,0 +1,98 @@
+"""Presence: heartbeats in a ledger of their own, read as "recently active" or "no recent session".
+
+Law: presence is assistive (notes B12). A heartbeat is never delivery truth, so
+it lives apart from every box (``presence.jsonl`` in the home: append-only,
+fsynced, deduplicated like a ledger, deletable without losing any mail). No
+reading says "online": an agent is *recently active* when its last beat (or the
+discovery command's freshest session) is within ``active_minutes``, otherwise
+there is *no recent session*. Reading never writes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dovecote import ledger
+from dovecote.folds import Kind
+from dovecote.letters import canonical_line, format_ts
+from dovecote.ops.notify import discover
+from dovecote.timeutil import order_key, parse_time
+
+if TYPE_CHECKING:
+    from dovecote.context import Context
+
+PRESENCE = "presence.jsonl"
+RECENTLY_ACTIVE = "recently_active"
+NO_RECENT_SESSION = "no_recent_session"
+_READER: Kind[ledger.LedgerReader] = Kind("presence-reader")
+
+
+def _path(ctx: Context) -> Path:
+    return ctx.layout.root / PRESENCE
+
+
+def _reader(ctx: Context) -> ledger.LedgerReader:
+    with ctx.warm.lock_of(_READER):
+        r = ctx.warm.get(_READER)
+        if r is None:
+            r = ctx.warm.put(_READER, ledger.LedgerReader(_path(ctx)))
+        return r
+
+
+def beat(ctx: Context, agent: str, session: str | None) -> dict[str, Any]:
+    """Append one heartbeat (durable when this returns)."""
+    ts = format_ts(ctx.now())
+    line = canonical_line({"ts": ts, "agent": agent, "kind": "beat", **({"session": session} if session else {})})
+    ((lid, appended),) = ledger.append(_reader(ctx), [line])
+    return {"id": lid, "agent": agent, "session": session, "ts": ts, "appended": appended}
+
+
+def last_beats(ctx: Context) -> dict[str, tuple[str, str | None]]:
+    """Each agent's newest beat: (ts, session)."""
+    r = _reader(ctx)
+    with r.lock:
+        r.refresh()
+        letters = list(r.letters)
+    out: dict[str, tuple[str, str | None]] = {}
+    for letter in letters:
+        if letter.kind != "beat" or not letter.agent or not letter.ts:
+            continue
+        old = out.get(letter.agent)
+        if old is None or order_key(letter.ts) >= order_key(old[0]):
+            session = letter.data().get("session")
+            out[letter.agent] = (letter.ts, session if isinstance(session, str) else None)
+    return out
+
+
+def presence(ctx: Context, active_minutes: int, now: datetime) -> dict[str, Any]:
+    """Every roster entity (and every agent that beat), recently active or not, with the evidence."""
+    beats = last_beats(ctx)
+    found, error, ran = discover(ctx, active_minutes)
+    window = timedelta(minutes=active_minutes)
+    agents = sorted({e.id for e in ctx.roster.entities} | set(beats) | set(found or {}))
+    rows = []
+    for agent in agents:
+        seen: list[tuple[datetime, str, str | None]] = []
+        if agent in beats:
+            t = parse_time(beats[agent][0])
+            if t is not None:
+                seen.append((t, "heartbeat", beats[agent][1]))
+        d = (found or {}).get(agent)
+        if d is not None and d.get("updated_ms"):
+            seen.append((datetime.fromtimestamp(d["updated_ms"] / 1000, tz=now.tzinfo), "discovery",
+                         d.get("session_key")))
+        last = max(seen, default=None, key=lambda s: s[0])
+        age = None if last is None else int((now - last[0]).total_seconds() * 1000)
+        active = last is not None and now - last[0] <= window
+        rows.append({
+            "agent": agent, "recently_active": active, "status": RECENTLY_ACTIVE if active else NO_RECENT_SESSION,
+            "last_seen": format_ts(last[0]) if last else None, "age_ms": age, "source": last[1] if last else None,
+            "session": last[2] if last else None,
+        })
+    return {
+        "active_minutes": active_minutes, "agents": rows,
+        "recently_active": sum(1 for r in rows if r["recently_active"]),
+        "discovery": {"configured": ctx.roster.discovery_command is not None, "ran": ran, "error": error},
+    }
