@@ -29,7 +29,17 @@ from reference_vnext_status import (
     reference_counts,
     reference_status,
 )
-from vnext_fixture import AGENTS, T0, VnextDir, write_json
+from vnext_fixture import (
+    AGENTS,
+    STATE_COUNTS,
+    T0,
+    VnextDir,
+    busy,
+    busy_with_legacy,
+    home_with_agents,
+    vnext_counts_of,
+    write_json,
+)
 
 SECTIONS = ("tracker_counts", "delivery_state_counts", "ack_state_counts", "live_notify_state_counts",
             "schema_drift_counts")
@@ -48,33 +58,9 @@ def assert_same_counts(tmp: Path, root: Path) -> dict[str, Any]:
     return got
 
 
-def busy(root: Path) -> VnextDir:
-    """A day of vNext: sends, a no-ack send, acks, a rejection, repings, a timeout and escalation, a late ack."""
-    v = VnextDir(root)
-    ok = v.send("aya", "tariq")
-    v.send("kimi", "arbiter", ack_required=False)
-    no = v.send("aya", "kimi", kind="response", parent_id="env_x")
-    slow = v.send("jabari", "heru")
-    late = v.send("haiku", "tariq", escalation_target="none")
-    v.mailman(T0)
-    v.ack("tariq", ok["envelope_id"], T0 + timedelta(minutes=1))
-    v.ack("kimi", no["envelope_id"], T0 + timedelta(minutes=1), status="rejected", reason="not mine")
-    v.watch(T0 + timedelta(minutes=2))
-    for i in range(1, 6):
-        v.mailman(T0 + timedelta(minutes=5 * i + 1))
-    v.ack("tariq", late["envelope_id"], T0 + timedelta(minutes=40))
-    v.watch(T0 + timedelta(minutes=41))
-    v.ack("heru", slow["envelope_id"], T0 + timedelta(minutes=42))  # not reconciled yet: the file stays
-    v.send("aya", "jabari")  # still pending in intake
-    return v
-
-
 def test_a_busy_directory_counts_as_the_status_view_counts(tmp_path: Path) -> None:
     root = tmp_path / "mailbox"
-    v = busy(root)
-    v.legacy("jabari", "tariq", ack_status="acked", escalated=True)
-    v.legacy("kimi", "arbiter", ack_status="escalated", escalated=True)
-    v.legacy("aya", "heru", ack_status="pending", pinged=False)
+    busy_with_legacy(root)
     got = assert_same_counts(tmp_path, root)
     assert got["tracker_counts"] == {
         "total": 7, "pending_ack": 1, "acked": 3, "rejected": 1, "timed_out": 2, "escalated": 3,
@@ -236,6 +222,28 @@ STEPS = st.lists(st.one_of(
 ), max_size=25)
 
 
+def play(root: Path, steps: list[tuple[Any, ...]]) -> None:
+    """Run the vNext scripts in the order ``steps`` says, over the directory ``root``."""
+    v = VnextDir(root)
+    sent: list[dict[str, Any]] = []
+    clock = T0
+    for step in steps:
+        if step[0] == "send":
+            _, frm, to, ack, target, repings = step
+            sent.append(v.send(frm, to, at=clock, ack_required=ack, escalation_target=target,
+                               max_repings=repings))
+        elif step[0] == "mailman":
+            clock += timedelta(minutes=step[1])
+            v.mailman(clock)
+        elif step[0] == "ack" and sent:
+            env = sent[step[1] % len(sent)]
+            v.ack(env["to"], env["envelope_id"], clock, status=step[2])
+        elif step[0] == "watch":
+            v.watch(clock)
+        elif step[0] == "legacy":
+            v.legacy("kimi", "tariq", ack_status=step[1], escalated=step[2], pinged=step[3])
+
+
 @given(STEPS)
 @settings(max_examples=40, deadline=None)
 def test_generated_histories_count_as_the_status_view(steps: list[tuple[Any, ...]]) -> None:
@@ -243,23 +251,20 @@ def test_generated_histories_count_as_the_status_view(steps: list[tuple[Any, ...
     watcher passes, legacy trackers: whatever the scripts left behind, the counts are vNext's."""
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "mailbox"
-        v = VnextDir(root)
-        sent: list[dict[str, Any]] = []
-        clock = T0
-        for step in steps:
-            if step[0] == "send":
-                _, frm, to, ack, target, repings = step
-                sent.append(v.send(frm, to, at=clock, ack_required=ack, escalation_target=target,
-                                   max_repings=repings))
-            elif step[0] == "mailman":
-                clock += timedelta(minutes=step[1])
-                v.mailman(clock)
-            elif step[0] == "ack" and sent:
-                env = sent[step[1] % len(sent)]
-                v.ack(env["to"], env["envelope_id"], clock, status=step[2])
-            elif step[0] == "watch":
-                v.watch(clock)
-            elif step[0] == "legacy":
-                v.legacy("kimi", "tariq", ack_status=step[1], escalated=step[2], pinged=step[3])
+        play(root, steps)
         got = assert_same_counts(Path(d), root)
         assert got["tracker_counts"]["total"] == len(list((root / "haiku" / "tracking").glob("*.json")))
+
+
+@given(STEPS)
+@settings(max_examples=25, deadline=None)
+def test_after_importing_generated_histories_dovecotes_trackers_count_as_the_dry_run(
+    steps: list[tuple[Any, ...]],
+) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "mailbox"
+        play(root, steps)
+        dc = home_with_agents(Path(d))
+        dry = dc.import_vnext(ImportVnext(path=str(root))).to_dict()
+        dc.import_vnext(ImportVnext(path=str(root), write=True))
+        assert vnext_counts_of(dc) == {k: dry["tracker_counts"][k] for k in STATE_COUNTS}

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from dovecote.api import Dovecote
+from dovecote.verbs import EntityAdd
+from dovecote.verbs import Trackers as TrackersVerb
+from helpers import new_home
 from reference_vnext_status import ref_migrate
 
 T0 = datetime.fromisoformat("2026-03-10T10:00:00+00:00")
@@ -210,3 +215,55 @@ class VnextDir:
         }
         write_json(self.root / "haiku" / "tracking" / f"{delivery_id}.json", t)
         return t
+
+
+# -- scenes and readings the tests share -------------------------------------------
+
+def busy(root: Path) -> VnextDir:
+    """A day of vNext: sends, a no-ack send, acks, a rejection, repings, a timeout and escalation, a late ack."""
+    v = VnextDir(root)
+    ok = v.send("aya", "tariq")
+    v.send("kimi", "arbiter", ack_required=False)
+    no = v.send("aya", "kimi", kind="response", parent_id="env_x")
+    slow = v.send("jabari", "heru")
+    late = v.send("haiku", "tariq", escalation_target="none")
+    v.mailman(T0)
+    v.ack("tariq", ok["envelope_id"], T0 + timedelta(minutes=1))
+    v.ack("kimi", no["envelope_id"], T0 + timedelta(minutes=1), status="rejected", reason="not mine")
+    v.watch(T0 + timedelta(minutes=2))
+    for i in range(1, 6):
+        v.mailman(T0 + timedelta(minutes=5 * i + 1))
+    v.ack("tariq", late["envelope_id"], T0 + timedelta(minutes=40))
+    v.watch(T0 + timedelta(minutes=41))
+    v.ack("heru", slow["envelope_id"], T0 + timedelta(minutes=42))  # not reconciled yet: the file stays
+    v.send("aya", "jabari")  # still pending in intake
+    return v
+
+
+def busy_with_legacy(root: Path) -> VnextDir:
+    """``busy``, plus three trackers of the pre-v3 mailman whose envelopes are long gone."""
+    v = busy(root)
+    v.legacy("jabari", "tariq", ack_status="acked", escalated=True)
+    v.legacy("kimi", "arbiter", ack_status="escalated", escalated=True)
+    v.legacy("aya", "heru", ack_status="pending", pinged=False)
+    return v
+
+
+def home_with_agents(tmp: Path) -> Dovecote:
+    dc = new_home(tmp / "home")
+    for a in AGENTS:
+        dc.add_entity(EntityAdd(entity_id=a))
+    return dc
+
+
+#: The tracker counts that are states of deliveries (drift is a property of the files, not of a delivery).
+STATE_COUNTS = ("total", "pending_ack", "acked", "rejected", "timed_out", "escalated")
+
+
+def vnext_counts_of(dc: Dovecote) -> dict[str, int]:
+    """dovecote's own trackers fold, counted the way the vNext status view counts (ack-required deliveries)."""
+    rows = [t for t in dc.trackers(TrackersVerb(limit=10**6))["trackers"] if t["ack_required"]]
+    by_state = Counter(t["ack_state"] for t in rows)
+    return {"total": len(rows), "pending_ack": by_state["pending"], "acked": by_state["acked"],
+            "rejected": by_state["rejected"], "timed_out": by_state["timed_out"],
+            "escalated": sum(t["escalated"] for t in rows)}

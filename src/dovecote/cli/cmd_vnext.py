@@ -37,9 +37,11 @@ def vnext_text(r: dict[str, Any]) -> str:
         *_counts("Live notify states", r["live_notify_state_counts"]),
         *_counts("Schema drift (as written, before normalization)", r["schema_drift_counts"]),
         f"Trackers needing v3 normalization: {r['needs_migration']}",
-        f"Envelopes: {r['envelopes']['distinct']} distinct, {r['envelopes']['deliveries']} deliveries, "
-        f"{r['envelopes']['quarantined']} quarantined (not imported)",
-        f"Ack files: {r['acks']['files']}; ledger rows: {sum(r['ledger_rows'].values())}",
+        f"Envelopes: {r['envelopes']['distinct']} delivered, {r['envelopes']['deliveries']} deliveries "
+        f"({r['envelopes']['without_envelope_file']} from a tracker alone); not imported: "
+        f"{r['envelopes']['pending_not_imported']} pending, {r['envelopes']['quarantined']} quarantined",
+        f"Acks: {r['acks']['from_trackers']} from trackers; {r['acks']['unreconciled_not_imported']} ack file(s) "
+        f"not reconciled by vNext yet (imported once they are); ledger rows: {sum(r['ledger_rows'].values())}",
         f"Letters {head}: {r['letters']['planned']} "
         f"({', '.join(f'{n} {k}' for k, n in r['letters_by_kind'].items()) or 'none'})",
     ]

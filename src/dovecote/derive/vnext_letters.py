@@ -1,47 +1,63 @@
 """The letters a vNext directory becomes: deliveries, acks and tracker history (pure).
 
 Input: the values ``vnext_read.read_tree`` returns. Output: ``(box, line)``
-pairs, each line built from the files' content only (no clock, no file
-times), so importing the same directory twice builds the same bytes and the
-ledgers' content ids append nothing the second time. A letter is built only
-from what cannot change once it has happened in vNext (an envelope, a delivery
-time, the n-th reping, a timeout, an escalation, an ack), never from a
-tracker's current counters, so a re-import after vNext ran on adds only what
-happened since.
+pairs in dovecote's delivery model (``vnext_envelope``, ``derive.trackers``),
+each built from the files' content only (no clock, no file times), so
+importing the same directory twice builds the same bytes and the ledgers'
+content ids append nothing the second time. A letter is built only from what
+cannot change once it has happened in vNext (an envelope, the n-th reping, a
+timeout, an escalation, an ack), never from a tracker's current counters, so a
+re-import after vNext ran on adds only what happened since.
 
-Per (envelope, recipient), one delivery (keyed like a vNext tracker):
+Per (envelope, recipient) that vNext delivered, one delivery:
 
-* the envelope, from the first copy found in ``intake/processed``, the agents'
-  ``inbox``/``received``/``outbox``, then ``intake/pending`` (copies are
-  byte copies; one that differs is noted ``conflicting_copy``). Quarantined
-  envelopes are counted, never delivered. A tracker whose envelope file is
-  gone (old trackers outlive their envelopes) still becomes a delivery, built
-  from the tracker's own fields and marked ``envelope_missing``;
-* its tracker history, from the tracker migrated to v3: one reping letter per
-  ``reping_count``, a timeout when the ack state is (or was, for a late ack)
-  timed out, an escalation into the target's box when ``escalated``, each
-  dated by its ledger row (``repings``, ``timeouts``, ``escalations``) when
-  there is one;
-* its ack: the tracker's acked/rejected state, else an unreconciled ack file
-  in ``agents/<recipient>/acks/`` (what ``receipt_watcher`` had not read yet).
+* the ``task``/``response`` letter ``vnext_envelope.from_envelope`` makes of the
+  envelope (the one normalizer intake and send use), from the first copy found
+  in ``intake/processed``, then the agents' ``inbox``/``received``/``outbox``
+  (copies are byte copies; one that differs is noted ``conflicting_copy``).
+  Envelopes still in ``intake/pending`` were not delivered by vNext and are
+  not imported (counted); quarantined ones are counted, never delivered. A
+  tracker whose envelope file is gone (old trackers outlive their envelopes),
+  or whose envelope dovecote refuses, still becomes a delivery, built from the
+  tracker's own fields and marked ``envelope_missing``;
+* its tracker history, from the tracker migrated to v3: one ``reping`` letter
+  per ``reping_count``, an ``ack_timeout`` when the ack state is (or was, for a
+  late ack) timed out, and an ``escalation`` when ``escalated`` (in the
+  recipient's box, naming the message it sent into the target's box), each
+  dated by its ledger row when there is one;
+* its ``ack``: the tracker's acked/rejected state (one after a timeout is
+  ``late``). An ack file in ``agents/<recipient>/acks/`` that ``receipt_watcher``
+  has not reconciled yet is counted (``unreconciled_not_imported``), not
+  imported: vNext does not count it either, and once reconciled it is in the
+  tracker, so the import after that adds it (the file stays in the directory
+  meanwhile; nothing is lost).
+
+The tracker's live-notify state is assistive and changes on every nudge, so
+it is reported in the counts but never imported as letters.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import Address, check_name, entity
 from dovecote.derive import vnext_trackers as vt
+from dovecote.errors import Refusal
+from dovecote.foreign import norm_ts
 from dovecote.letters import canonical_line, letter_id
-from dovecote.vnext_read import Record, VnextTree
+from dovecote.vnext_envelope import Rejected, from_envelope, work_letters
 from dovecote.vocab import ENGINE_AGENT
+from dovecote.vocab_delivery import ACK, ACK_TIMEOUT, ESCALATION, NO_ESCALATION, REPING
 
-#: Where an envelope copy is looked for, first found first.
-SOURCES = ("intake/processed", "inbox", "received", "outbox", "intake/pending")
+if TYPE_CHECKING:
+    from dovecote.vnext_read import Record, VnextTree
+
 #: What an imported letter says it came from (part of its bytes, so of its id).
 IMPORTED = "vnext"
+#: The ledger rows that date a tracker's history (B6, B7): event type -> the letter kind they date.
+DATED_BY = {"ACK_REPING_SENT": REPING, "ACK_TIMEOUT": ACK_TIMEOUT, "ACK_ESCALATION": ESCALATION}
 
 
 @dataclass
@@ -62,71 +78,53 @@ class Plan:
         self.entities.add(who)
         return letter_id(line)
 
+    def note(self, where: str, reason: str, detail: str) -> None:
+        self.notes.append({"path": where, "reason": reason, "detail": detail})
+
 
 def _name(value: object) -> str | None:
-    """An agent name usable as an entity id, else None (the plan notes it)."""
+    """An agent name usable as an entity id, else None."""
     if not isinstance(value, str):
         return None
     try:
         return check_name(value, "agent")
-    except Exception:  # a Refusal: not a name dovecote can make a box of
+    except Refusal:
         return None
 
 
-def recipients(env: dict[str, Any]) -> list[str]:
-    """vNext's recipients: ``to_all`` when given, else ``to`` (B2)."""
-    if env.get("to_all"):
-        return [str(x).strip() for x in env["to_all"] if str(x).strip()]
-    return [str(env["to"]).strip()] if env.get("to") else []
-
-
-def _envelopes(tree: VnextTree, plan: Plan) -> dict[str, dict[str, Any]]:
-    """The envelope of each envelope_id, from the first place it is found."""
-    found: dict[str, tuple[str, Record]] = {}
-    ordered: list[tuple[str, Record]] = [("intake/processed", r) for r in tree.intake["processed"]]
-    ordered += [(c.folder, c.record) for folder in ("inbox", "received", "outbox")
-                for c in tree.copies if c.folder == folder]
-    ordered += [("intake/pending", r) for r in tree.intake["pending"]]
-    for where, rec in ordered:
+def _envelopes(tree: VnextTree, plan: Plan) -> dict[str, Record]:
+    """The envelope file of each delivered envelope_id, from the first place it is found."""
+    found: dict[str, Record] = {}
+    ordered = [*tree.intake["processed"],
+               *(c.record for folder in ("inbox", "received", "outbox") for c in tree.copies if c.folder == folder)]
+    for rec in ordered:
         eid = rec.obj.get("envelope_id")
         if not isinstance(eid, str) or not eid:
-            plan.notes.append({"path": rec.path, "reason": "missing_field", "detail": "no envelope_id"})
-            continue
-        if eid in found:
-            if found[eid][1].obj != rec.obj:
-                plan.notes.append({"path": rec.path, "reason": "conflicting_copy",
-                                   "detail": f"differs from {found[eid][1].path}; that copy is imported"})
-            continue
-        found[eid] = (where, rec)
-    return {eid: rec.obj for eid, (_, rec) in found.items()}
+            plan.note(rec.path, "missing_field", "no envelope_id: not an envelope send_mail.py writes")
+        elif eid not in found:
+            found[eid] = rec
+        elif found[eid].obj != rec.obj:
+            plan.note(rec.path, "conflicting_copy", f"differs from {found[eid].path}; that copy is imported")
+    return found
 
 
-def _delivery(env: dict[str, Any], recipient: str) -> dict[str, Any]:
-    """The delivery letter of ``env`` to ``recipient``: the envelope's own fields (and the original), so
-    it is the same letter whether the envelope was still pending or already delivered when imported."""
-    return {
-        "ts": env.get("ts"), "agent": env.get("from"), "kind": env.get("type") or "task", "to": f"entity:{recipient}",
-        "recipient": recipient, "envelope_id": env.get("envelope_id"), "work_item_id": env.get("work_item_id"),
-        "thread_id": env.get("thread_id") or env.get("work_item_id"), "subject": env.get("subject"),
-        "body": env.get("body"), "imported": IMPORTED, "vnext": env,
+def _from_tracker(t: dict[str, Any]) -> list[dict[str, Any]]:
+    """The delivery of a tracker whose envelope is gone: its own fields, the rest vNext's defaults, marked so."""
+    plane = t.get("trust_plane") if t.get("trust_plane") in ("plane-a", "plane-b") else "plane-a"
+    target = t.get("escalation_target")
+    fields = {
+        "type": "task", "ts": norm_ts(t.get("delivered_ts")), "from": t.get("sender"),
+        "envelope_id": t.get("envelope_id"), "subject": "(vNext envelope not in the directory)", "body": "",
+        "priority": "normal", "work_item_id": t.get("work_item_id") or t.get("envelope_id"),
+        "thread_id": t.get("thread_id"), "trust_plane": plane, "intent_class": "investigate", "risk": "low",
+        "ack_policy": {"ack_required": True, "max_repings": t.get("max_repings"),
+                       "reping_interval_s": t.get("reping_interval_s"),
+                       "escalation_target": target if isinstance(target, str) else NO_ESCALATION},
     }
-
-
-def _from_tracker(t: dict[str, Any]) -> dict[str, Any]:
-    """An envelope rebuilt from a tracker whose envelope file is gone (marked so)."""
-    return {
-        "envelope_id": t.get("envelope_id"), "type": "task", "from": t.get("sender"), "to": t.get("recipient"),
-        "ts": t.get("delivered_ts"), "work_item_id": t.get("work_item_id"), "thread_id": t.get("thread_id"),
-        "subject": None, "body": None, "envelope_missing": True,
-    }
-
-
-def _engine(kind: str, ref: str, ts: object, **extra: Any) -> dict[str, Any]:
-    return {"ts": ts, "agent": ENGINE_AGENT, "kind": kind, "ref": ref, "imported": IMPORTED, **extra}
-
-
-#: The ledger rows that date a tracker's history (B6, B7): event type -> the letter kind they date.
-DATED_BY = {"ACK_REPING_SENT": "reping", "ACK_TIMEOUT": "ack_timeout", "ACK_ESCALATION": "escalation"}
+    (letter,) = work_letters(fields, [str(t.get("recipient"))], broadcast=False)
+    letter["envelope_missing"] = True
+    letter["imported"] = IMPORTED
+    return [letter]
 
 
 def _times(tree: VnextTree) -> dict[tuple[Any, ...], Any]:
@@ -135,9 +133,21 @@ def _times(tree: VnextTree) -> dict[tuple[Any, ...], Any]:
     for row in tree.rows:
         kind = DATED_BY.get(str(row.obj.get("event_type")))
         if kind is not None:
-            n = row.obj.get("reping_count") if kind == "reping" else None
-            out.setdefault((kind, row.obj.get("delivery_id"), n), row.obj.get("ts"))
+            n = row.obj.get("reping_count") if kind == REPING else None
+            out.setdefault((kind, row.obj.get("delivery_id"), n), norm_ts(row.obj.get("ts")))
     return out
+
+
+def _engine(kind: str, ref: str, ts: object, **extra: Any) -> dict[str, Any]:
+    letter = {"agent": ENGINE_AGENT, "kind": kind, "ref": ref, "imported": IMPORTED, **extra}
+    return {"ts": ts, **letter} if ts is not None else letter
+
+
+def timed_out(t: vt.TrackerView, times: dict[tuple[Any, ...], Any]) -> bool:
+    """Whether the ack ever timed out: the tracker says so, or its late ack came after an escalation,
+    or the ledger holds its ``ACK_TIMEOUT`` row (vNext let a late ack erase the timeout, B13.8)."""
+    return (t.ack == "timed_out" or (t.ack in ("acked", "rejected") and t.escalated)
+            or (ACK_TIMEOUT, t.migrated.get("delivery_id"), None) in times)
 
 
 def _history(plan: Plan, t: vt.TrackerView, ref: str, recipient: str, times: dict[tuple[Any, ...], Any]) -> None:
@@ -147,19 +157,37 @@ def _history(plan: Plan, t: vt.TrackerView, ref: str, recipient: str, times: dic
     did = m.get("delivery_id")
     count = m.get("reping_count")
     for n in range(1, count + 1 if isinstance(count, int) and not isinstance(count, bool) else 1):
-        plan.add(recipient, _engine("reping", ref, times.get(("reping", did, n)), n=n, delivery_id=did))
-    if t.ack == "timed_out" or (t.ack in ("acked", "rejected") and t.escalated):  # a late ack keeps its timeout
-        ts = times.get(("ack_timeout", did, None)) or m.get("ack_due_ts")
-        plan.add(recipient, _engine("ack_timeout", ref, ts, delivery_id=did))
+        plan.add(recipient, _engine(REPING, ref, times.get((REPING, did, n)), count=n, delivery_id=did))
+    timeout_ts = times.get((ACK_TIMEOUT, did, None)) or norm_ts(m.get("ack_due_ts"))
+    if timed_out(t, times):  # a late ack keeps its timeout
+        plan.add(recipient, _engine(ACK_TIMEOUT, ref, timeout_ts, delivery_id=did))
     target = _name(m.get("escalation_target"))
-    if t.escalated and target is not None and target != "none":
-        plan.add(target, _engine("escalation", ref, times.get(("escalation", did, None)), to=f"entity:{target}",
-                                 recipient=recipient, delivery_id=did))
+    if t.escalated and target is not None and target != NO_ESCALATION:
+        ts = times.get((ESCALATION, did, None)) or timeout_ts  # vNext escalates in the pass that times out (B6)
+        text = (f"Escalation: {recipient} never acked {m.get('envelope_id')} ({m.get('work_item_id')}); "
+                f"delivery {ref}, imported from vNext")
+        message = plan.add(target, _engine(ESCALATION, ref, ts, to=target, recipient=recipient, delivery_id=did,
+                                           text=text))
+        plan.add(recipient, _engine(ESCALATION, ref, ts, target=target, message=message, delivery_id=did))
 
 
-def _ack(ref: str, recipient: str, status: str, ts: object, **extra: Any) -> dict[str, Any]:
-    return {"ts": ts, "agent": recipient, "kind": "ack", "ref": ref, "status": status, "imported": IMPORTED,
-            **extra}
+def _ack(ref: str, recipient: str, envelope_id: object, status: str, ts: object, late: bool) -> dict[str, Any]:
+    letter: dict[str, Any] = {"ts": norm_ts(ts), "agent": recipient, "kind": ACK, "ref": ref,
+                              "envelope_id": envelope_id, "status": status, "imported": IMPORTED}
+    if late:
+        letter["late"] = True
+    return letter
+
+
+def _deliveries(env: Record | None, trackers: list[vt.TrackerView], plan: Plan) -> list[dict[str, Any]]:
+    """The delivery letters of one envelope (one per recipient), else of its trackers alone."""
+    if env is not None:
+        made = from_envelope(env.obj, lambda _: True)  # registration is checked by the use case, for all at once
+        if not isinstance(made, Rejected):
+            return made
+        plan.note(env.path, "envelope_rejected", f"{made.reason}: {made.detail}; imported from its tracker(s)")
+    plan.envelope_counts["without_envelope_file"] += len(trackers)
+    return [letter for t in trackers for letter in _from_tracker(t.migrated)]
 
 
 def plan(tree: VnextTree) -> Plan:
@@ -167,45 +195,47 @@ def plan(tree: VnextTree) -> Plan:
     p = Plan()
     envs = _envelopes(tree, p)
     times = _times(tree)
-    views = {}
+    views: dict[tuple[Any, Any], vt.TrackerView] = {}
     for rec in tree.trackers:
         key = (rec.obj.get("envelope_id"), rec.obj.get("recipient"))
         if key in views:
-            p.notes.append({"path": rec.path, "reason": "duplicate_tracker",
-                            "detail": "a second tracker of one envelope and recipient (B13.7); the first is used"})
-            continue
-        views[key] = vt.view(rec.obj)
-    ack_files = {(a.record.obj.get("envelope_id"), a.agent): a.record for a in tree.acks}
-    delivered: set[tuple[Any, Any]] = set()
-    p.envelope_counts = {"distinct": len(envs), "quarantined": len(tree.intake["quarantine"]), "deliveries": 0,
-                         "without_envelope_file": 0}
-    p.ack_counts = {"files": len(tree.acks), "from_trackers": 0, "from_files": 0}
-    pairs: list[tuple[Any, dict[str, Any] | None, Any]] = [
-        (eid, env, r) for eid, env in envs.items() for r in recipients(env)
+            p.note(rec.path, "duplicate_tracker", "a second tracker of one envelope and recipient (B13.7); "
+                   "the first is imported")
+        else:
+            views[key] = vt.view(rec.obj)
+    ack_files = {(a.record.obj.get("envelope_id"), a.agent): a.record.obj for a in tree.acks}
+    p.envelope_counts = {"distinct": len(envs), "pending_not_imported": len(tree.intake["pending"]),
+                         "quarantined": len(tree.intake["quarantine"]), "deliveries": 0, "without_envelope_file": 0}
+    p.ack_counts = {"files": len(tree.acks), "from_trackers": 0, "unreconciled_not_imported": 0}
+    groups: list[tuple[Record | None, list[vt.TrackerView]]] = [
+        (rec, [v for k, v in views.items() if k[0] == eid]) for eid, rec in envs.items()
     ]
-    pairs += [(k[0], None, k[1]) for k in views if k[0] not in envs]
-    for eid, env, r in pairs:
-        who, sender = _name(r), _name((env or views[(eid, r)].migrated).get("from" if env else "sender"))
-        if who is None or sender is None or (eid, r) in delivered:
-            if (eid, r) not in delivered:
-                p.notes.append({"envelope_id": eid, "reason": "invalid_name", "detail": f"recipient {r!r}"})
-            continue
-        delivered.add((eid, r))
-        view = views.get((eid, r))
-        if env is None:
-            env = _from_tracker(view.migrated if view else {})
-            p.envelope_counts["without_envelope_file"] += 1
-        p.entities.add(sender)
-        ref = p.add(who, _delivery(env, who))
-        p.envelope_counts["deliveries"] += 1
-        if view is not None:
-            _history(p, view, ref, who, times)
-        if view is not None and view.ack in ("acked", "rejected"):
-            p.add(who, _ack(ref, who, "accepted" if view.ack == "acked" else "rejected", view.migrated.get("ack_ts")))
-            p.ack_counts["from_trackers"] += 1
-        elif (eid, r) in ack_files:
-            a = ack_files[(eid, r)].obj
-            p.add(who, _ack(ref, who, str(a.get("status") or "accepted"), a.get("received_ts"),
-                            reason=a.get("reason"), ack_id=a.get("ack_id")))
-            p.ack_counts["from_files"] += 1
+    groups += [(None, [v]) for k, v in views.items() if k[0] not in envs]
+    for env, trackers in groups:
+        for letter in _deliveries(env, trackers, p):
+            who, sender = _name(letter.get("to")), _name(letter.get("from"))
+            if who is None or sender is None:
+                p.note(str(letter.get("envelope_id")), "invalid_name",
+                       f"{letter.get('from')!r} -> {letter.get('to')!r} is not a pair of entity ids")
+                continue
+            if "imported" not in letter:
+                letter["imported"] = IMPORTED
+            p.entities.add(sender)
+            ref = p.add(who, letter)
+            p.envelope_counts["deliveries"] += 1
+            _after(p, letter, views.get((letter.get("envelope_id"), who)), ack_files, ref, who, times)
     return p
+
+
+def _after(p: Plan, letter: dict[str, Any], view: vt.TrackerView | None, ack_files: dict[tuple[Any, Any], Any],
+           ref: str, who: str, times: dict[tuple[Any, ...], Any]) -> None:
+    """What happened to one delivery after it arrived: its tracker history, then its ack."""
+    eid = letter.get("envelope_id")
+    if view is not None:
+        _history(p, view, ref, who, times)
+    if view is not None and view.ack in ("acked", "rejected"):
+        status = "accepted" if view.ack == "acked" else "rejected"
+        p.add(who, _ack(ref, who, eid, status, view.migrated.get("ack_ts"), timed_out(view, times)))
+        p.ack_counts["from_trackers"] += 1
+    elif (eid, who) in ack_files:
+        p.ack_counts["unreconciled_not_imported"] += 1

@@ -4,7 +4,7 @@ The directory is read once (``vnext_read.read_tree``: values, never a write),
 then everything is a function of those values: the tracker counts are the
 vNext status view's (``derive.vnext_trackers``; drift measured before
 normalization), and the letters are the envelopes, acks and tracker history
-(``vnext_letters``). A dry run (the default) reports what an import would
+(``derive.vnext_letters``, in the delivery model). A dry run (the default) reports what an import would
 append; ``write`` appends it.
 
 No half import: every file is read and every letter built before the first
