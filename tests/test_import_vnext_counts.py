@@ -268,3 +268,15 @@ def test_after_importing_generated_histories_dovecotes_trackers_count_as_the_dry
         dry = dc.import_vnext(ImportVnext(path=str(root))).to_dict()
         dc.import_vnext(ImportVnext(path=str(root), write=True))
         assert vnext_counts_of(dc) == {k: dry["tracker_counts"][k] for k in STATE_COUNTS}
+
+
+def test_the_dry_run_lists_each_normalized_tracker_with_its_reasons(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    v = busy(root)
+    legacy = v.legacy("jabari", "tariq", ack_status="acked", escalated=True)
+    got = dry_run(tmp_path, root)
+    (only,) = got["migrated_trackers"]  # the v3 trackers the mailman wrote need nothing
+    assert only["delivery_id"] == legacy["delivery_id"] and only["recipient"] == "tariq"
+    assert only["legacy_fields_preserved"] == {"ack_status": "acked", "receipt_path": None}
+    assert only["migration_inference"]["ack_state"] == "migration:derived_ack_state"
+    assert "legacy_ack_status" in only["schema_drift"] and got["needs_migration"] == 1

@@ -36,7 +36,9 @@ def vnext_text(r: dict[str, Any]) -> str:
         *_counts("Ack states", r["ack_state_counts"]),
         *_counts("Live notify states", r["live_notify_state_counts"]),
         *_counts("Schema drift (as written, before normalization)", r["schema_drift_counts"]),
-        f"Trackers needing v3 normalization: {r['needs_migration']}",
+        f"Trackers needing v3 normalization: {r['needs_migration']} (the files stay as they are)",
+        *[f"  - {one_line(str(m['recipient']))} :: {one_line(str(m['envelope_id']))} :: inferred="
+          f"{','.join(sorted(m['migration_inference'])) or 'none'}" for m in r["migrated_trackers"][:10]],
         f"Envelopes: {r['envelopes']['distinct']} delivered, {r['envelopes']['deliveries']} deliveries "
         f"({r['envelopes']['without_envelope_file']} from a tracker alone); not imported: "
         f"{r['envelopes']['pending_not_imported']} pending, {r['envelopes']['quarantined']} quarantined",

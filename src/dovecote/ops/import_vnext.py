@@ -50,6 +50,7 @@ class VnextImport:
     by_kind: dict[str, int]
     boxes: dict[str, int]
     entities_missing: list[str]
+    migrated: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,13 +59,28 @@ class VnextImport:
             "envelopes": self.envelopes, "acks": self.acks, "ledger_rows": self.ledger_rows,
             "malformed_count": len(self.malformed), "malformed": self.malformed, "letters": self.letters,
             "letters_by_kind": self.by_kind, "letters_by_box": self.boxes,
-            "entities_missing": self.entities_missing, "notes": self.notes,
+            "entities_missing": self.entities_missing, "migrated_trackers": self.migrated, "notes": self.notes,
         }
 
 
 def tracker_summary(tree: VnextTree) -> vt.TrackerSummary:
     """The vNext status view's tracker sections for ``tree`` (B11, drift as written)."""
     return vt.summarize(vt.view(r.obj) for r in tree.trackers)
+
+
+def migrated_trackers(tree: VnextTree) -> list[dict[str, Any]]:
+    """Each tracker the v3 normalization changes, as vNext's ``migrate_trackers.py --json`` lists it
+    (``changed_trackers``), plus its drift as written and the legacy fields it preserves."""
+    out = []
+    for rec in tree.trackers:
+        v = vt.view(rec.obj)
+        if v.changed:
+            m = v.migrated
+            out.append({"path": rec.path, "delivery_id": m.get("delivery_id"), "envelope_id": m.get("envelope_id"),
+                        "recipient": m.get("recipient"), "schema_drift": list(v.drift),
+                        "migration_inference": m["migration_inference"],
+                        "legacy_fields_preserved": m["legacy_fields_preserved"]})
+    return out
 
 
 def _rows(tree: VnextTree) -> dict[str, int]:
@@ -109,7 +125,7 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
         malformed=[m.to_dict() for m in tree.malformed],
         letters={"planned": len(plan.letters), "appended": appended, "already_present": present},
         by_kind=dict(sorted(plan.kinds.items())), boxes=_box_counts(plan.letters), entities_missing=missing,
-        notes=plan.notes,
+        migrated=migrated_trackers(tree), notes=plan.notes,
     )
 
 
