@@ -52,7 +52,7 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("box",): verbs.Box,
     ("doctor",): verbs.Doctor,
     ("verify",): verbs.Verify,
-    ("send",): verbs.Message,
+    ("send",): verbs.Send,
     ("draft",): verbs.Message,
     ("outbox", "send"): verbs.OutboxSend,
     **{(k.value,): verbs.Move for k in verbs.MoveKind},
@@ -71,6 +71,14 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("entity", "add"): verbs.EntityAdd,
     ("entity", "remove"): verbs.EntityRemove,
     ("entity", "list"): verbs.EntityList,
+    # -- delivery (issue 9) --
+    ("intake",): verbs.Intake,
+    ("mailman",): verbs.Mailman,
+    ("ack",): verbs.Ack,
+    ("trackers",): verbs.Trackers,
+    ("presence", "beat"): verbs.PresenceBeat,
+    ("presence", "list"): verbs.Presence,
+    ("status",): verbs.Status,
 }
 
 #: Options of the face, not of the verb: they choose a rendering or bind who acts.
@@ -102,7 +110,8 @@ OPTIONAL_ON_CLI = {
 }
 
 #: A repeatable option is named for one value.
-SINGULAR = {"aliases": "--alias", "artifact_paths": "--artifact"}
+SINGULAR = {"aliases": "--alias", "artifact_paths": "--artifact", "constraints": "--constraint",
+            "acceptance_criteria": "--acceptance-criterion"}
 
 #: A CLI type that differs from the field's on purpose.
 OTHER_TYPE = {(verbs.Search, "query"): "the query's words as separate arguments, joined by spaces"}
@@ -117,6 +126,8 @@ ALIASES: dict[tuple[str, ...], set[str]] = {
     ("inbox",): {"--all"},
     ("search",): {"--entity"},
     ("import", "inbox-tree"): {"--entity"},
+    ("trackers",): {"--work-item", "--thread"},
+    ("status",): {"--work-item", "--thread"},
 }
 
 
@@ -276,11 +287,11 @@ def test_a_bad_enum_on_the_cli_is_the_same_refusal_as_over_the_api(tmp_path: Pat
     before = snapshot(home)
     r = run_cli(tmp_path, "send", "--to", "ent_b", "--subject", "s", "--priority", "asap", home=home)
     tic = run_cli(tmp_path, "send", "--to", "ent_b", "--subject", "s", "--expires-at-tic", "-1", home=home)
-    assert tic.returncode == 2 and tic.stderr.startswith(b"Error: invalid_field: message: expires_at_tic:")
+    assert tic.returncode == 2 and tic.stderr.startswith(b"Error: invalid_field: send: expires_at_tic:")
     assert snapshot(home) == before
     assert r.returncode == 2
-    assert r.stderr.decode().startswith("Error: invalid_field: message: priority:"), r.stderr
+    assert r.stderr.decode().startswith("Error: invalid_field: send: priority:"), r.stderr
     assert "urgent, high, normal, low" in r.stderr.decode()
     with pytest.raises(Refusal) as e:
-        verbs.decode(verbs.Message, {"recipient": "ent_b", "subject": "s", "priority": "asap"})
+        verbs.decode(verbs.Send, {"recipient": "ent_b", "subject": "s", "priority": "asap"})
     assert str(e.value).split(" (one of")[0] in r.stderr.decode()

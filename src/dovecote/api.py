@@ -46,6 +46,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.acks import Acked
     from dovecote.ops.hooks import HookAnswer
     from dovecote.ops.hooks_config import Installed
+    from dovecote.ops.intake import IntakeRun
+    from dovecote.ops.mailman import Pass
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.tokens import Issued
     from dovecote.ops.wait import WaitResult
@@ -517,6 +519,58 @@ class Dovecote:
         v = checked(v or verbs.Presence())
         ctx = self._ctx(now=now)
         return presence_op.presence(ctx, v.active_minutes, ctx.now())
+
+    def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
+        """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops.notify import mode_of
+
+        v = checked(v or verbs.Intake())
+        ctx = self._ctx(now=now)
+        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
+
+    def mailman(
+        self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
+        sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
+    ) -> list[Pass]:
+        """Run the mailman: one pass, or (``loop``) a pass every ``interval`` seconds until ``passes`` ran
+        (None: until interrupted). Nudges run off the pass; before returning it waits for them, bounded."""
+        import time
+
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops import mailman as mailman_op
+        from dovecote.ops.notify import Nudger, mode_of
+
+        v = checked(v or verbs.Mailman())
+        ctx = self._ctx(now=now)
+        mode = mode_of(ctx, v.notify_mode.value if v.notify_mode is not None else None)
+        folder = intake_op.folder_of(ctx, v.dir)
+        nudger = Nudger() if mode == "agent-turn-nudge" else None
+        done: list[Pass] = []
+        limit = passes if v.loop else 1
+        try:
+            while limit is None or len(done) < limit:
+                if done:
+                    (sleep or time.sleep)(v.interval)
+                done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
+                if on_pass is not None:
+                    on_pass(done[-1])
+        finally:
+            if nudger is not None:
+                nudger.drain(float(self.roster.notifier_timeout) + 1)
+        return done
+
+    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
+        from dovecote.ops import delivery_status
+        from dovecote.ops import intake as intake_op
+
+        v = checked(v or verbs.Status())
+        ctx = self._ctx(now=now)
+        return delivery_status.status(
+            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
+            thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
+        )
 
     # -- end of delivery --------------------------------------------------------------
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from dovecote.derive.inbox import InboxBook
     from dovecote.folds import Fed
 
-# 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: tasks and responses are items
+#: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: tasks and responses are items
 VERSION = 4
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.

@@ -12,6 +12,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
 - ``cmd_vnext``: import vnext (issue 9)
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
+- ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import typer
 import dovecote
 from dovecote.cli import (
     cmd_agents,
+    cmd_delivery,
     cmd_inbox,
     cmd_mail,
     cmd_mcp,
@@ -79,6 +81,7 @@ cmd_vnext.register(cmd_inbox.import_app)  # import vnext (issue 9)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
+cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
 
 
 def run() -> Any:

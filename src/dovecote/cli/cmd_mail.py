@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from dovecote.cli import cmd_delivery
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, one_of, opened, repeated
 from dovecote.cli.output import show
@@ -26,6 +27,7 @@ from dovecote.verbs import (
     MoveKind,
     OutboxSend,
     Priority,
+    Send,
     TrustLevel,
     decode,
     doc,
@@ -37,7 +39,12 @@ CurrentOpt = Annotated[Optional[int], typer.Option("--current-tic", help=doc(Mov
 
 
 def _message_command(app: Typer, name: str, doc_text: str) -> None:
-    """Register ``send`` or ``draft``: one verb (``Message``), another destination."""
+    """Register ``send`` or ``draft``: the options of ``Message``, another destination.
+
+    ``send`` takes the ``Send`` verb: ``Message`` plus the options in
+    ``cmd_delivery.send_options`` (``--type``, ``--to-all``, the vNext fields),
+    spliced into its signature; its ``--recipient`` is optional (``--to-all``).
+    """
 
     def command(
         recipient: Annotated[str, typer.Option("--recipient", "--to", help=doc(Message, "recipient"))],
@@ -83,21 +90,30 @@ def _message_command(app: Typer, name: str, doc_text: str) -> None:
             Optional[str], typer.Option("--idempotency-key", help=doc(Message, "idempotency_key"))
         ] = None,
         json: JsonOpt = False,
+        **work: Any,
     ) -> None:
-        m = decode(Message, {
+        fields = {
             "recipient": recipient, "subject": subject, "body": body,
             "body_file": None if body_file is None else str(body_file), "sender": sender, "priority": priority,
             "category": category, "trust_level": trust_level, "thread_id": thread_id, "reply_to": reply_to,
             "expires_at_tic": expires_at_tic, "defer_until_tic": defer_until_tic, "reminder_tic": reminder_tic,
             "artifact_paths": [str(p) for p in artifact_paths or ()], "response_expected": response_expected,
             "current_tic": current_tic, "idempotency_key": idempotency_key,
-        })
+        }
         dc = opened()
-        result = dc.send(m) if name == "send" else dc.draft(m)
-        show(result, json=json, text=lambda r: (
+        if name == "send":
+            cmd_delivery.show_sent(dc.send(decode(Send, {**fields, **cmd_delivery.send_fields(work)})), json)
+            return
+        show(dc.draft(decode(Message, fields)), json=json, text=lambda r: (
             f"{r['id']}\n" if r["appended"] else f"{r['id']} (already present: same idempotency key)\n"
         ))
 
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    if name == "send":
+        extra = inspect.signature(cmd_delivery.send_options, eval_str=True).parameters
+        own = [extra["recipient"] if p.name == "recipient" else p for p in own]
+        own += [p for n, p in extra.items() if n != "recipient"]
+    command.__signature__ = inspect.Signature([p.replace(kind=p.KEYWORD_ONLY) for p in own])  # type: ignore[attr-defined]
     command.__doc__ = doc_text
     app.command(name)(command)
 

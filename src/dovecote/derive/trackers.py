@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from dovecote.letters import Letter
@@ -88,6 +89,10 @@ class Tracker:
     response_type: str | None = None
     status: str | None = None
     delivery_state: str = "durably_delivered"
+    #: an imported legacy tracker: its legacy fields kept (``legacy_fields_preserved`` on the letter)
+    legacy_compat_only: bool = False
+    #: the fields an imported tracker lacked or had in another shape, as written (``schema_drift``)
+    schema_drift: tuple[str, ...] = ()
 
     @property
     def is_completed_result(self) -> bool:
@@ -98,7 +103,8 @@ class Tracker:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for name in self.__slots__:
-            out[name] = getattr(self, name)
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else str(value) if isinstance(value, StrEnum) else value
         return out
 
 
@@ -166,6 +172,8 @@ class TrackerBook:
     by_envelope: dict[str, str] = field(default_factory=dict)
     #: deliveries whose ack may still move (pending, or timed out and not yet escalated)
     open: set[str] = field(default_factory=set)
+    #: deliveries no notify letter names yet (what agent-turn-nudge still has to nudge)
+    unnotified: set[str] = field(default_factory=set)
     #: letters naming a delivery this box does not hold (counted, never guessed at)
     orphans: int = 0
 
@@ -196,6 +204,7 @@ class TrackerBook:
             self.by_envelope.setdefault(env, letter.id)
         if row.ack_required:
             self.open.add(letter.id)
+        self.unnotified.add(letter.id)
 
     def _ack(self, row: _Row, letter: Letter) -> None:
         if row.ack_ts is not None or letter.agent != self.owner:  # the first ack, by the recipient, decides
@@ -227,6 +236,7 @@ class TrackerBook:
             self.open.discard(row.letter.id)
 
     def _notify(self, row: _Row, letter: Letter) -> None:
+        self.unnotified.discard(row.letter.id)
         data = letter.data()
         outcome, mode = data.get("outcome"), data.get("mode")
         if isinstance(mode, str):
@@ -320,7 +330,9 @@ def _snapshot(r: _Row) -> Tracker:
         escalated=r.escalated_ts is not None, escalated_ts=r.escalated_ts, escalation_id=r.escalation_id,
         notify_mode=r.notify_mode, live_notify_state=r.notify, nudge_claimed=r.claimed, ignored_acks=r.ignored,
         parent_id=_text(d.get("parent_id")), response_type=_text(d.get("response_type")),
-        status=_text(d.get("status")),
+        status=_text(d.get("status")), legacy_compat_only=bool(d.get("legacy_fields_preserved")),
+        schema_drift=tuple(x for x in d.get("schema_drift") or () if isinstance(x, str))
+        if isinstance(d.get("schema_drift"), list) else (),
     )
 
 

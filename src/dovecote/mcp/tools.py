@@ -80,11 +80,32 @@ def _doctor(dc: Dovecote, p: Principal, v: verbs.Doctor) -> dict[str, Any]:
     return dc.doctor(v)
 
 
-def _send(dc: Dovecote, p: Principal, v: verbs.Message) -> dict[str, Any]:
+def _send(dc: Dovecote, p: Principal, v: verbs.Send) -> dict[str, Any]:
     _as_self(p, "sender", v.sender)
     if v.body_file is not None or v.artifact_paths:
         raise Refusal("invalid_field", "body_file and artifact_paths name files on the server; give body instead")
     return dc.send(v, actor=actor_of(p)).to_dict()
+
+
+def _ack(dc: Dovecote, p: Principal, v: verbs.Ack) -> dict[str, Any]:
+    """Only the recipient acks: the principal's own deliveries (``forbidden`` for another box)."""
+    _own(p, "ack", v.entity_id)
+    return dc.ack(v, actor=actor_of(p)).to_dict()
+
+
+def _trackers(dc: Dovecote, p: Principal, v: verbs.Trackers) -> dict[str, Any]:
+    """An agent's trackers are the deliveries to it; an operator may read any recipient's, or all."""
+    entity = v.entity_id if v.entity_id is not None or p.role == "operator" else p.entity
+    if entity is not None:
+        _own(p, "trackers", entity)
+    return dc.trackers(verbs.Trackers(entity_id=entity, work_item_id=v.work_item_id, thread_id=v.thread_id,
+                                      limit=v.limit))
+
+
+def _sent_text(d: dict[str, Any]) -> str:
+    if d["count"] == 1:
+        return f"sent {d['id']} to {d['to']} (thread {d['thread_id']})"
+    return f"sent {d['type']} {d['envelope_id'] or ''} to {d['count']} recipients".replace("  ", " ")
 
 
 def _move(dc: Dovecote, p: Principal, v: verbs.Move) -> dict[str, Any]:
@@ -143,9 +164,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          schemas.OBJECT),
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", _doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
-    Tool("send", verbs.Message, "Send a message to an entity; durable when this returns.", _send,
-         lambda d: f"sent {d['id']} to {d['to']} (thread {d['thread_id']})", schemas.DELIVERY,
-         omit=("body_file", "artifact_paths")),
+    Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", _send,
+         _sent_text, schemas.SENT, omit=("body_file", "artifact_paths")),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", _move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", _inbox, _inbox_text,
@@ -157,6 +177,11 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", _wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
+    # -- delivery (issue 9): an agent acks and reads its trackers; intake, the mailman and status are operator work
+    Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", _ack,
+         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
+    Tool("trackers", verbs.Trackers, "Delivery, ack and notify state of your deliveries.", _trackers,
+         lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
 )}
 
 

@@ -1,0 +1,74 @@
+"""Helpers for the delivery tests: homes with the vNext agents, and envelopes as ``send_mail.py`` writes them."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from dovecote.api import Dovecote
+from dovecote.verbs import EntityAdd
+from helpers import new_home, rewrite_roster
+
+#: The vNext mailbox's fixed agents (notes B1).
+AGENTS = ("arbiter", "aya", "haiku", "heru", "jabari", "kimi", "tariq")
+T0 = datetime(2026, 3, 18, 10, 0, tzinfo=UTC)
+
+
+def delivery_home(tmp: Path, *, mode: str = "none", command: str | None = None, timeout: int = 15,
+                  discovery: str | None = None) -> Dovecote:
+    """A home with the seven vNext agents and the given notifier settings."""
+    dc = new_home(tmp)
+    for a in AGENTS:
+        dc.add_entity(EntityAdd(entity_id=a))
+    if mode != "none" or command or discovery or timeout != 15:
+        dc = rewrite_roster(dc, notifier_mode=mode, notifier_command=command, notifier_timeout=timeout,
+                            discovery_command=discovery)
+    return dc
+
+
+def envelope(**fields: Any) -> dict[str, Any]:
+    """A vNext task envelope (notes B2) with every required field; ``fields`` override."""
+    env: dict[str, Any] = {
+        "envelope_id": f"env_{uuid.uuid4().hex}", "type": "task", "from": "aya", "to": "tariq",
+        "ts": "2026-03-18T10:00:00+00:00", "work_item_id": "wi-7", "thread_id": "wi-7", "trust_plane": "plane-b",
+        "intent_class": "investigate", "risk": "low", "subject": "review the plan", "body": "see attached",
+        "priority": "normal", "task_type": "architecture-review", "constraints": [], "acceptance_criteria": [],
+        "ack_policy": {"ack_required": True, "ack_timeout_s": 300, "max_repings": 2, "reping_interval_s": 300,
+                       "escalation_target": "aya", "notify_on_delivery": True, "notify_on_ack": True,
+                       "notify_on_timeout": True},
+    }
+    env.update(fields)
+    return env
+
+
+def drop(dc: Dovecote, env: dict[str, Any] | bytes, name: str | None = None, folder: Path | None = None) -> Path:
+    """Write one envelope file into ``<intake>/pending/`` as ``send_mail.py`` does; return its path."""
+    pending = (folder or dc.layout.root / "intake") / "pending"
+    pending.mkdir(parents=True, exist_ok=True)
+    data = env if isinstance(env, bytes) else orjson.dumps(env, option=orjson.OPT_INDENT_2)
+    fname = name or (f"{env['envelope_id']}.json" if isinstance(env, dict) else f"{uuid.uuid4().hex}.json")
+    path = pending / fname
+    path.write_bytes(data)
+    return path
+
+
+def box_letters(dc: Dovecote, entity_id: str) -> list[dict[str, Any]]:
+    """Every letter in an entity's box, as objects."""
+    path = dc.layout.entity_box(entity_id)
+    if not path.exists():
+        return []
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def kinds(dc: Dovecote, entity_id: str, kind: str) -> list[dict[str, Any]]:
+    return [x for x in box_letters(dc, entity_id) if x.get("kind") == kind]
+
+
+def intake_files(dc: Dovecote, which: str, folder: Path | None = None) -> list[str]:
+    d = (folder or dc.layout.root / "intake") / which
+    return sorted(p.name for p in d.iterdir() if p.name.endswith(".json") and not p.name.endswith(".reason.json")) \
+        if d.is_dir() else []
