@@ -256,14 +256,18 @@ def home_with_agents(tmp: Path) -> Dovecote:
     return dc
 
 
-#: The tracker counts that are states of deliveries (drift is a property of the files, not of a delivery).
-STATE_COUNTS = ("total", "pending_ack", "acked", "rejected", "timed_out", "escalated")
+#: The eight tracker counts of the vNext status view.
+STATE_COUNTS = ("total", "pending_ack", "acked", "rejected", "timed_out", "escalated", "legacy_compat_only",
+                "schema_drifted")
 
 
 def vnext_counts_of(dc: Dovecote) -> dict[str, int]:
-    """dovecote's own trackers fold, counted the way the vNext status view counts (ack-required deliveries)."""
+    """dovecote's own trackers fold, counted the way the vNext status view counts: over the deliveries that
+    need an ack (vNext writes a tracker for those only)."""
     rows = [t for t in dc.trackers(TrackersVerb(limit=10**6))["trackers"] if t["ack_required"]]
     by_state = Counter(t["ack_state"] for t in rows)
     return {"total": len(rows), "pending_ack": by_state["pending"], "acked": by_state["acked"],
             "rejected": by_state["rejected"], "timed_out": by_state["timed_out"],
-            "escalated": sum(t["escalated"] for t in rows)}
+            "escalated": sum(t["escalated"] for t in rows),
+            "legacy_compat_only": sum(t["legacy_compat_only"] for t in rows),
+            "schema_drifted": sum(bool(t["schema_drift"]) for t in rows)}

@@ -22,9 +22,10 @@ Per (envelope, recipient) that vNext delivered, one delivery:
   tracker's own fields and marked ``envelope_missing``;
 * its tracker history, from the tracker migrated to v3: one ``reping`` letter
   per ``reping_count``, an ``ack_timeout`` when the ack state is (or was, for a
-  late ack) timed out, and an ``escalation`` when ``escalated`` (in the
-  recipient's box, naming the message it sent into the target's box), each
-  dated by its ledger row when there is one;
+  late ack) timed out, and an ``escalation`` when ``escalated``: the real
+  ``message`` into the target's box and the marker in the recipient's box
+  naming it, as the mailman writes them; each dated by its ledger row when
+  there is one;
 * its ``ack``: the tracker's acked/rejected state (one after a timeout is
   ``late``). An ack file in ``agents/<recipient>/acks/`` that ``receipt_watcher``
   has not reconciled yet is counted (``unreconciled_not_imported``), not
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import Address, check_name, entity
 from dovecote.derive import vnext_trackers as vt
+from dovecote.envelope import build_message, keyed_message_id
 from dovecote.errors import Refusal
 from dovecote.foreign import norm_ts
 from dovecote.letters import canonical_line, letter_id
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 
 #: What an imported letter says it came from (part of its bytes, so of its id).
 IMPORTED = "vnext"
+#: The time of a letter whose tracker names no time at all (the intake normalizer's fallback too).
+EPOCH = "1970-01-01T00:00:00Z"
 #: The ledger rows that date a tracker's history (B6, B7): event type -> the letter kind they date.
 DATED_BY = {"ACK_REPING_SENT": REPING, "ACK_TIMEOUT": ACK_TIMEOUT, "ACK_ESCALATION": ESCALATION}
 
@@ -157,18 +161,40 @@ def _history(plan: Plan, t: vt.TrackerView, ref: str, recipient: str, times: dic
     did = m.get("delivery_id")
     count = m.get("reping_count")
     for n in range(1, count + 1 if isinstance(count, int) and not isinstance(count, bool) else 1):
-        plan.add(recipient, _engine(REPING, ref, times.get((REPING, did, n)), count=n, delivery_id=did))
+        plan.add(recipient, _engine(REPING, ref, times.get((REPING, did, n)), envelope_id=m.get("envelope_id"),
+                                    to=recipient, count=n, delivery_id=did))
     timeout_ts = times.get((ACK_TIMEOUT, did, None)) or norm_ts(m.get("ack_due_ts"))
     if timed_out(t, times):  # a late ack keeps its timeout
-        plan.add(recipient, _engine(ACK_TIMEOUT, ref, timeout_ts, delivery_id=did))
+        plan.add(recipient, _engine(ACK_TIMEOUT, ref, timeout_ts, envelope_id=m.get("envelope_id"), to=recipient,
+                                    delivery_id=did))
     target = _name(m.get("escalation_target"))
     if t.escalated and target is not None and target != NO_ESCALATION:
         ts = times.get((ESCALATION, did, None)) or timeout_ts  # vNext escalates in the pass that times out (B6)
-        text = (f"Escalation: {recipient} never acked {m.get('envelope_id')} ({m.get('work_item_id')}); "
-                f"delivery {ref}, imported from vNext")
-        message = plan.add(target, _engine(ESCALATION, ref, ts, to=target, recipient=recipient, delivery_id=did,
-                                           text=text))
-        plan.add(recipient, _engine(ESCALATION, ref, ts, target=target, message=message, delivery_id=did))
+        msg = _escalation_message(m, ref, recipient, target, ts or norm_ts(m.get("delivered_ts")) or EPOCH)
+        message = plan.add(target, msg)
+        plan.add(recipient, _engine(ESCALATION, ref, ts, envelope_id=m.get("envelope_id"), to=recipient,
+                                    target=target, box=f"entity:{target}", message=message, delivery_id=did))
+
+
+def _escalation_message(m: dict[str, Any], ref: str, recipient: str, target: str, ts: str) -> dict[str, Any]:
+    """The escalation as the real message to ``target`` the mailman writes (same template fields, same
+    keyed message id, so dovecote's own mailman and an import name one escalation alike)."""
+    def clean(value: object) -> str:
+        return str(value).replace("\x00", "")
+
+    env, work = clean(m.get("envelope_id")), clean(m.get("work_item_id"))
+    body = (f"{recipient} has not acked {env} (delivery {ref}, work item {work}) from {clean(m.get('sender'))}; "
+            f"{clean(m.get('reping_count'))} reping(s) sent; timed out in vNext (vNext delivery "
+            f"{clean(m.get('delivery_id'))}, imported). Follow up with {recipient} or reassign the work.")
+    msg = build_message(
+        ts=ts, sender=ENGINE_AGENT, recipient=target, subject=f"Escalation: no ack from {recipient} for {env}"[:200],
+        body=body, priority="high", category="directive", trust_level="operator",
+        thread_id=m.get("thread_id") if isinstance(m.get("thread_id"), str) else None,
+        message_id=keyed_message_id(ENGINE_AGENT, target, f"escalation:{ref}"),
+    )
+    msg["escalates"] = ref
+    msg["imported"] = IMPORTED
+    return msg
 
 
 def _ack(ref: str, recipient: str, envelope_id: object, status: str, ts: object, late: bool) -> dict[str, Any]:
@@ -190,9 +216,20 @@ def _deliveries(env: Record | None, trackers: list[vt.TrackerView], plan: Plan) 
     return [letter for t in trackers for letter in _from_tracker(t.migrated)]
 
 
-def plan(tree: VnextTree) -> Plan:
-    """Every letter ``tree`` becomes (see the module doc), in a fixed order."""
+#: (envelope_id, recipient) -> the id of the delivery letter already in the recipient's box.
+Known = dict[tuple[str, str], str]
+
+
+def plan(tree: VnextTree, known: Known | None = None) -> Plan:
+    """Every letter ``tree`` becomes (see the module doc), in a fixed order.
+
+    ``known`` names the deliveries the boxes already hold (by envelope and
+    recipient): those are not delivered again, and their history and ack name
+    the letter that is there, so an import after vNext rewrote a tracker (a
+    migration in place drops its drift) never makes a second delivery.
+    """
     p = Plan()
+    known = known or {}
     envs = _envelopes(tree, p)
     times = _times(tree)
     views: dict[tuple[Any, Any], vt.TrackerView] = {}
@@ -205,7 +242,8 @@ def plan(tree: VnextTree) -> Plan:
             views[key] = vt.view(rec.obj)
     ack_files = {(a.record.obj.get("envelope_id"), a.agent): a.record.obj for a in tree.acks}
     p.envelope_counts = {"distinct": len(envs), "pending_not_imported": len(tree.intake["pending"]),
-                         "quarantined": len(tree.intake["quarantine"]), "deliveries": 0, "without_envelope_file": 0}
+                         "quarantined": len(tree.intake["quarantine"]), "deliveries": 0, "already_in_boxes": 0,
+                         "without_envelope_file": 0}
     p.ack_counts = {"files": len(tree.acks), "from_trackers": 0, "unreconciled_not_imported": 0}
     groups: list[tuple[Record | None, list[vt.TrackerView]]] = [
         (rec, [v for k, v in views.items() if k[0] == eid]) for eid, rec in envs.items()
@@ -218,13 +256,32 @@ def plan(tree: VnextTree) -> Plan:
                 p.note(str(letter.get("envelope_id")), "invalid_name",
                        f"{letter.get('from')!r} -> {letter.get('to')!r} is not a pair of entity ids")
                 continue
-            if "imported" not in letter:
-                letter["imported"] = IMPORTED
-            p.entities.add(sender)
-            ref = p.add(who, letter)
+            view = views.get((letter.get("envelope_id"), who))
+            p.entities.update((sender, who))
             p.envelope_counts["deliveries"] += 1
-            _after(p, letter, views.get((letter.get("envelope_id"), who)), ack_files, ref, who, times)
+            ref = known.get((str(letter.get("envelope_id")), who))
+            if ref is None:
+                ref = p.add(who, _lineage({**letter, "imported": IMPORTED}, view))
+            else:
+                p.envelope_counts["already_in_boxes"] += 1
+            _after(p, letter, view, ack_files, ref, who, times)
     return p
+
+
+def _lineage(letter: dict[str, Any], view: vt.TrackerView | None) -> dict[str, Any]:
+    """The delivery letter with its tracker's drift as written (``schema_drift``) and, for a legacy
+    tracker (``ack_status`` without ``ack_state``), its v3 normalization's lineage: the legacy fields
+    preserved, each inferred field with its reason, and the migration version. ``derive.trackers`` reads
+    them, so dovecote's own trackers count ``schema_drifted`` and ``legacy_compat_only`` as vNext does."""
+    if view is None or not view.drift:
+        return letter
+    out = {**letter, "schema_drift": list(view.drift)}
+    if "legacy_ack_status" in view.drift:
+        m = view.migrated
+        out.update(legacy_fields_preserved=m["legacy_fields_preserved"],
+                   migration_inference=m["migration_inference"], migration_version=m["migration_version"],
+                   vnext_delivery_id=m.get("delivery_id"))
+    return out
 
 
 def _after(p: Plan, letter: dict[str, Any], view: vt.TrackerView | None, ack_files: dict[tuple[Any, Any], Any],

@@ -4,8 +4,8 @@ The directory is read once (``vnext_read.read_tree``: values, never a write),
 then everything is a function of those values: the tracker counts are the
 vNext status view's (``derive.vnext_trackers``; drift measured before
 normalization), and the letters are the envelopes, acks and tracker history
-(``derive.vnext_letters``, in the delivery model). A dry run (the default) reports what an import would
-append; ``write`` appends it.
+(``derive.vnext_letters``, in the delivery model). A dry run (the default)
+reports what an import would append; ``write`` appends it.
 
 No half import: every file is read and every letter built before the first
 append, and a tree with a malformed file is refused as a whole with
@@ -13,7 +13,11 @@ append, and a tree with a malformed file is refused as a whole with
 from a tree the importer cannot read completely. Recipients and senders that
 are not registered entities are refused the same way (``unknown_recipient``),
 before anything is written. A re-import appends nothing: every letter is built
-from the files' content only (no clock), so its content id is the same.
+from the files' content only (no clock), so its content id is the same; and a
+delivery a box already holds (by envelope and recipient) is never delivered
+again, whatever vNext rewrote in its tracker since: the plan is made again
+under the boxes' locks against what they hold then (a compare-and-swap), and
+its history and ack name the letter that is there.
 """
 
 from __future__ import annotations
@@ -23,15 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.addresses import Address
+from dovecote.addresses import Address, entity
 from dovecote.derive import vnext_letters
 from dovecote.derive import vnext_trackers as vt
 from dovecote.errors import Refusal
 from dovecote.folds import guarded_many
+from dovecote.ops.trackbook import book
 from dovecote.vnext_read import INTAKE_FOLDERS, VnextTree, read_tree
 
 if TYPE_CHECKING:
     from dovecote.context import Context
+    from dovecote.store import Guard
 
 
 @dataclass
@@ -99,7 +105,7 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
         raise Refusal("invalid_field", f"{str(path)!r} is not a directory (a vNext root holds intake/, agents/...)")
     root = root.resolve()
     tree = read_tree(root)
-    plan = vnext_letters.plan(tree)
+    plan = vnext_letters.plan(tree, _known(ctx, vnext_letters.plan(tree).entities))
     missing = sorted(n for n in plan.entities if ctx.roster.entity(n) is None)
     if write and tree.malformed:
         listed = ", ".join(f"{m.path} ({m.reason})" for m in tree.malformed[:10])
@@ -110,9 +116,11 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
                       "(dovecote entity add each one, then import again)")
     appended = present = 0
     if write and plan.letters:
-        boxes = sorted({a for a, _ in plan.letters}, key=str)
+        boxes = sorted({entity(n) for n in plan.entities}, key=str)
         with guarded_many(ctx, boxes) as held:
-            for addr in boxes:
+            # again under the locks: the deliveries the boxes hold now (a compare-and-swap)
+            plan = vnext_letters.plan(tree, _known(ctx, plan.entities, held))
+            for addr in sorted({a for a, _ in plan.letters}, key=str):
                 lines = [line for a, line in plan.letters if a == addr]
                 for _, new in held[addr].append(lines):
                     appended += new
@@ -127,6 +135,18 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
         by_kind=dict(sorted(plan.kinds.items())), boxes=_box_counts(plan.letters), entities_missing=missing,
         migrated=migrated_trackers(tree), notes=plan.notes,
     )
+
+
+def _known(ctx: Context, names: set[str], held: dict[Address, Guard] | None = None) -> vnext_letters.Known:
+    """The deliveries (by envelope and recipient) the registered boxes among ``names`` already hold."""
+    out: vnext_letters.Known = {}
+    for name in sorted(names):
+        addr = entity(name)
+        if ctx.roster.entity(name) is None or (held is None and not ctx.store.reachable(addr)):
+            continue
+        with book(ctx, name, held.get(addr) if held is not None else None) as b:
+            out.update(((env, name), lid) for env, lid in b.by_envelope.items())
+    return out
 
 
 def _box_counts(letters: list[tuple[Address, bytes]]) -> dict[str, int]:
