@@ -461,3 +461,30 @@ def test_presence_says_recently_active_or_no_recent_session_never_online(tmp_pat
     old = dc.presence(now=T0 + timedelta(days=3650))
     assert all(a["status"] == "no_recent_session" for a in old["agents"])
     assert not any(p.name == "presence.jsonl" for p in (home / "boxes").rglob("*"))  # apart from every box
+
+
+def test_a_crash_between_the_timeout_and_the_escalation_heals_to_one_message(tmp_path: Path) -> None:
+    """A pass that wrote the timeout and died: the next pass escalates once, dated at the timeout."""
+    from dovecote.addresses import entity
+    from dovecote.letters import canonical_line
+    from dovecote.ops.mailman import _escalation_message
+
+    dc = delivery_home(tmp_path)
+    s = task(dc, max_repings=0)
+    lid = s.deliveries[0]["id"]
+    dc.store.append(entity("tariq"), [canonical_line({
+        "ts": "2026-03-18T10:05:00Z", "agent": "dovecote:engine", "kind": "ack_timeout", "ref": lid,
+        "envelope_id": s.envelope_id, "to": "tariq"})])
+    t = one_tracker(dc)
+    assert (t["ack_state"], t["escalated"]) == ("timed_out", False)
+    from dovecote.derive.trackers import Tracker
+
+    tracker = Tracker(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in t.items()
+                         if k in Tracker.__slots__})
+    dc.store.append(entity("aya"), [canonical_line(_escalation_message(tracker, "aya", "2026-03-18T10:05:00Z"))])
+    for minutes in (30, 31):  # the message is there, its marker is not: the pass writes only the marker
+        dc.mailman(Mailman(), now=T0 + timedelta(minutes=minutes))
+    messages = [m for m in kinds(dc, "aya", "message") if m.get("escalates") == lid]
+    assert len(messages) == 1 and messages[0]["ts"] == "2026-03-18T10:05:00Z"
+    (marker,) = kinds(dc, "tariq", "escalation")
+    assert marker["ts"] == "2026-03-18T10:05:00Z" and one_tracker(dc)["escalated"] is True

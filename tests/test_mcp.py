@@ -46,7 +46,8 @@ async def test_tools_list_is_the_agent_verbs_under_the_token_budget(dc: Dovecote
     async with client(dc) as c:
         listed = (await c.list_tools()).tools
     names = [t.name for t in listed]
-    assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait"]
+    assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
+                     "trackers"]
     wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
     assert len(wire) / 4 < 4000, f"tools/list is {len(wire) / 4:.0f} tokens"
     move = next(t for t in listed if t.name == "move")
@@ -172,15 +173,17 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
         for name, args in [("send", {"recipient": SENDER, "subject": "s"}),
                            ("move", {"kind": "seen", "entity_id": ENTITY, "ref": mid}),
                            ("report", {"tool": "t", "class": "bug", "what": "w"}),
-                           ("sweep", {})]:
+                           ("sweep", {}),
+                           ("ack", {"entity_id": ENTITY, "ref": mid})]:
             r = await c.call_tool(name, args)
             assert r.is_error and r.content[0].text.startswith("read_only: "), name
         assert not (await c.call_tool("sweep", {"distribute": False})).is_error
         assert not (await c.call_tool("inbox", {})).is_error
         assert not (await c.call_tool("doctor", {})).is_error
+        assert not (await c.call_tool("trackers", {})).is_error
     assert ledgers(dc) == before
     for name in TOOLS:
-        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep"}), name
+        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep", "ack"}), name
 
 
 async def test_report_files_as_the_principal(dc: Dovecote) -> None:
@@ -259,3 +262,25 @@ async def test_a_store_failure_or_a_bug_is_an_error_line_never_a_traceback(
         r = await c.call_tool("doctor", {})
     assert r.is_error and r.content[0].text.startswith(start)
     assert "Traceback" not in r.content[0].text and "secret" not in r.content[0].text
+
+
+async def test_an_agent_sends_a_task_acks_its_own_delivery_and_reads_its_trackers(dc: Dovecote) -> None:
+    """Delivery over MCP (issue 9): a task to ops; ops acks it; another agent cannot ack it."""
+    ops = Principal(SENDER, "agent")
+    async with client(dc) as c:
+        sent = await c.call_tool("send", {"recipient": SENDER, "subject": "review", "type": "task",
+                                          "work_item_id": "wi-1"})
+        assert not sent.is_error and sent.structured_content is not None
+        envelope_id = sent.structured_content["envelope_id"]
+        assert sent.structured_content["from"] == ENTITY and sent.content[0].text.startswith("sent ")
+        theirs = await c.call_tool("ack", {"entity_id": SENDER, "ref": envelope_id})
+        assert theirs.is_error and theirs.content[0].text.startswith("forbidden: ")
+    async with client(dc, ops) as c:
+        acked = await c.call_tool("ack", {"entity_id": SENDER, "ref": envelope_id})
+        assert not acked.is_error and acked.structured_content is not None
+        assert acked.structured_content["ack_state"] == "acked"
+        rows = await c.call_tool("trackers", {})
+        assert rows.structured_content is not None
+        assert [t["ack_state"] for t in rows.structured_content["trackers"]] == ["acked"]
+        again = await c.call_tool("ack", {"entity_id": SENDER, "ref": envelope_id})
+        assert again.is_error and again.content[0].text.startswith("already_acked: ")

@@ -271,7 +271,9 @@ class Dovecote:
     # -- entity mail --------------------------------------------------------------
 
     @overload
-    def send(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent: ...  # type: ignore[overload-overlap]
+    def send(  # type: ignore[overload-overlap]
+        self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None
+    ) -> mail.Delivery | Sent: ...
     @overload
     def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery: ...
 
@@ -280,14 +282,24 @@ class Dovecote:
     ) -> mail.Delivery | Sent:
         """Deliver a message; from the actor's entity unless ``sender``.
 
-        A ``Send`` (the verb with ``type`` and ``to_all``) may be a task or a
-        response, or go to every entity; it answers ``Sent``, one row per delivery.
+        A ``Send`` that is a task or a response, or goes ``to_all``, answers
+        ``Sent`` (one row per delivery); a plain message answers ``Delivery``.
         """
         if isinstance(v, verbs.Send):
             from dovecote.ops import work_send
 
-            return work_send.send(self._ctx(now=now, actor=actor), checked(v))
+            v = checked(v)
+            if v.type != "message" or v.to_all:
+                return work_send.send(self._ctx(now=now, actor=actor), v)
+            assert v.recipient is not None  # the verb refuses a send with neither recipient nor to_all
+            v = work_send.as_message(v, v.recipient)
         return mail.send(self._ctx(now=now, actor=actor), checked(v))
+
+    def send_work(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent:
+        """``send`` for a caller that wants ``Sent`` whatever ``v`` is (a task, a response, a broadcast)."""
+        from dovecote.ops import work_send
+
+        return work_send.send(self._ctx(now=now, actor=actor), checked(v))
 
     def draft(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
         """Write an outbound draft into the sender's box."""

@@ -78,7 +78,7 @@ def send_fields(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sent_text(r: dict[str, Any]) -> str:
-    if r.get("type") == "message" and r["count"] == 1:
+    if "deliveries" not in r:  # one message: its Delivery
         return f"{r['id']}\n" if r["appended"] else f"{r['id']} (already present: same idempotency key)\n"
     head = f"{r['type']} {r['envelope_id'] or ''}".rstrip()
     lines = [f"{d['id']} -> {one_line(d['to'])}{'' if d['appended'] else ' (already present)'}\n"

@@ -70,9 +70,9 @@ REPORT = _obj({"letters": {"type": "array", "items": _obj({"id": _S, "appended":
 DELIVERY = _obj({"id": _S, "to": _S, "from": _S, "thread_id": _S, "appended": _B},
                 message_id=_S_OR_NULL, idempotency_key=_S_OR_NULL, sent_record=_S_OR_NULL)
 
-#: send answers one row per delivery (a broadcast has many; ``id``/``to`` name the one when there is one).
-SENT = _obj({"type": _S, "from": _S, "count": {"type": "integer"}, "appended": _B, "deliveries": _ITEMS},
-            id=_S_OR_NULL, to=_S_OR_NULL, thread_id=_S_OR_NULL, envelope_id=_S_OR_NULL)
+#: send: a message's delivery, or (a task, a response, a broadcast) one row per delivery in ``deliveries``.
+SENT = _obj({"from": _S, "appended": _B}, id=_S_OR_NULL, to=_S_OR_NULL, thread_id=_S_OR_NULL,
+            envelope_id=_S_OR_NULL, type=_S, count={"type": "integer"}, deliveries=_ITEMS)
 
 ACKED = _obj({"id": _S, "delivery_id": _S, "envelope_id": _S, "status": _S, "late": _B, "ack_state": _S})
 

@@ -103,7 +103,7 @@ def _trackers(dc: Dovecote, p: Principal, v: verbs.Trackers) -> dict[str, Any]:
 
 
 def _sent_text(d: dict[str, Any]) -> str:
-    if d["count"] == 1:
+    if d.get("count", 1) == 1:
         return f"sent {d['id']} to {d['to']} (thread {d['thread_id']})"
     return f"sent {d['type']} {d['envelope_id'] or ''} to {d['count']} recipients".replace("  ", " ")
 

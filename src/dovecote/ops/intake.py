@@ -65,8 +65,6 @@ class IntakeRun:
     letters_present: int = 0
     quarantined: list[dict[str, str]] = field(default_factory=list)
     left_pending: list[dict[str, str]] = field(default_factory=list)
-    #: recipient -> delivery ids appended by this run (what a nudge is about)
-    new: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,9 +124,11 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
     by_box: dict[str, list[tuple[bytes, bool]]] = {}  # recipient -> (line, is a delivery)
     files_of_box: dict[str, set[str]] = {}
     bad: list[tuple[str, bytes, Rejected, dict[str, Any] | None]] = []
+    pending = os.path.join(folder, PENDING)
     for name in names:
         try:
-            raw = (folder / PENDING / name).read_bytes()
+            with open(os.path.join(pending, name), "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             continue  # another tool took it away; nothing of it was delivered by us
         except OSError as e:
@@ -162,18 +162,21 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
             for name in sorted(files_of_box[r]):
                 run.left_pending.append({"file": name, "error": f"box {entity(r)}: {e}"})
             continue
-        for (lid, appended), (_, delivery) in zip(done, lines, strict=True):
+        for (_, appended), (_, delivery) in zip(done, lines, strict=True):
             if not delivery:
                 continue
             if appended:
                 run.letters_appended += 1
-                run.new.setdefault(r, []).append(lid)
             else:
                 run.letters_present += 1
     moved = [n for names_ in files_of_box.values() for n in names_ if n not in failed]
+    done_dir = os.path.join(folder, PROCESSED)
     for name in sorted(set(moved)):
-        if _move(folder, name, PROCESSED):
-            run.processed += 1
+        try:
+            os.replace(os.path.join(pending, name), os.path.join(done_dir, name))
+        except FileNotFoundError:
+            continue  # another consumer settled it
+        run.processed += 1
     for name, raw, why, obj in bad:
         if _quarantine(ctx, folder, name, raw, why, obj):
             run.quarantined.append({"file": name, "reason": why.reason, "detail": why.detail})

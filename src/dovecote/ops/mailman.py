@@ -86,11 +86,18 @@ def _escalation_message(t: Tracker, target: str, ts: str) -> dict[str, Any]:
 
 
 def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: datetime) -> tuple[
-    list[bytes], dict[Address, list[bytes]], Reconciled
+    list[bytes], dict[Address, list[bytes]], list[bytes], Reconciled
 ]:
-    """The lines the due ``steps`` append: the recipient box's, and each escalation box's."""
+    """The lines the due ``steps`` append, in the order they are written: the recipient box's repings and
+    timeouts, then each escalation box's messages, then the recipient box's escalation markers.
+
+    That order heals a crash anywhere: a timeout written alone makes the next
+    pass escalate with the message dated at the timeout (the same bytes); a
+    message written without its marker is found again by content id.
+    """
     ts = format_ts(now)
     own: list[bytes] = []
+    markers: list[bytes] = []
     others: dict[Address, list[bytes]] = {}
     done = Reconciled()
     for s in steps:
@@ -112,10 +119,10 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
         box = _escalation_box(ctx, s.target)
         msg = canonical_line(_escalation_message(t, s.target, esc_ts))
         others.setdefault(box, []).append(msg)
-        own.append(canonical_line(_engine(ESCALATION, t, esc_ts, target=s.target, box=str(box),
-                                          message=letter_id(msg))))
+        markers.append(canonical_line(_engine(ESCALATION, t, esc_ts, target=s.target, box=str(box),
+                                              message=letter_id(msg))))
         done.escalations += 1
-    return own, others, done
+    return own, others, markers, done
 
 
 def reconcile(ctx: Context, now: datetime) -> Reconciled:
@@ -133,11 +140,13 @@ def reconcile(ctx: Context, now: datetime) -> Reconciled:
             with guarded_many(ctx, [addr, *targets]) as held, book(ctx, e.id, held[addr]) as b:
                 steps = b.due_steps(now)  # again, under the lock: the compare-and-swap
                 trackers = {s.delivery_id: b.tracker(s.delivery_id) for s in steps}
-                own, others, done = _plan(ctx, steps, trackers, now)
-                for box, lines in others.items():  # the message first: the marker names it
-                    held[box].append(lines)
+                own, others, markers, done = _plan(ctx, steps, trackers, now)
                 if own:
                     held[addr].append(own)
+                for box, lines in others.items():
+                    held[box].append(lines)
+                if markers:
+                    held[addr].append(markers)
         except StoreError as err:
             total.errors.append({"box": str(addr), "error": str(err)})
             continue

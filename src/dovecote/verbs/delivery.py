@@ -10,6 +10,7 @@ misplaced field is never silently dropped.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, ClassVar
 
@@ -103,8 +104,13 @@ class Send(Message, frozen=True, kw_only=True):
 
     def given(self) -> set[str]:
         """The work fields that differ from their defaults (what the caller set)."""
-        return {f.name for f in msgspec.structs.fields(self)
-                if f.name in WORK_ONLY and getattr(self, f.name) != f.default}
+        return {name for name, default in _work_defaults().items() if getattr(self, name) != default}
+
+
+@functools.cache
+def _work_defaults() -> dict[str, object]:
+    """``Send``'s work fields and their defaults (read once: reading a Struct's fields is slow)."""
+    return {f.name: f.default for f in msgspec.structs.fields(Send) if f.name in WORK_ONLY}
 
 
 class Intake(Verb, frozen=True):

@@ -1,0 +1,65 @@
+"""The delivery commands as a user runs them: intake of a vNext mailbox's folder, the mailman's loop, trackers."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from deliveryhelpers import delivery_home, drop, envelope, intake_files, kinds
+from helpers import DOVECOTE_BIN, cli_env, run_cli
+
+pytestmark = pytest.mark.files_only
+
+
+def test_intake_reads_a_vnext_mailbox_intake_folder_in_place(tmp_path: Path) -> None:
+    dc = delivery_home(tmp_path)
+    mailbox = tmp_path / "mailbox" / "intake"
+    envs = [envelope(to="kimi"), envelope(to="heru", type="work_complete", parent_id=None)]
+    for env in envs:
+        drop(dc, env, folder=mailbox)
+    r = run_cli(tmp_path, "intake", "--dir", str(mailbox), "--json", home=dc.layout.root)
+    assert r.returncode == 0, r.stderr
+    out = orjson.loads(r.stdout)
+    assert (out["seen"], out["processed"], out["quarantined"]) == (2, 2, 0)
+    assert intake_files(dc, "processed", folder=mailbox) == sorted(f"{e['envelope_id']}.json" for e in envs)
+    (done,) = kinds(dc, "heru", "response")
+    assert (done["response_type"], done["status"], done["parent_id"]) == ("result", "completed", "wi-7")
+    assert done["parent_inferred"] == {"alias": "work_complete", "from": "thread_id"}
+    text = run_cli(tmp_path, "intake", "--dir", str(mailbox), home=dc.layout.root).stdout.decode()
+    assert text.startswith(f"intake {mailbox}: 0 seen, 0 delivered")
+
+
+def test_trackers_cli_filters_exactly_and_prints_one_line_each(tmp_path: Path) -> None:
+    dc = delivery_home(tmp_path)
+    home = dc.layout.root
+    for wi in ("wi-1", "wi-2", "wi-2"):
+        assert run_cli(tmp_path, "send", "--type", "task", "--recipient", "tariq", "--sender", "aya", "--subject",
+                       "s", "--work-item-id", wi, home=home).returncode == 0
+    r = run_cli(tmp_path, "trackers", "--work-item", "wi-2", "--json", home=home)
+    got = orjson.loads(r.stdout)
+    assert got["total"] == 2 and {t["work_item_id"] for t in got["trackers"]} == {"wi-2"}
+    text = run_cli(tmp_path, "trackers", "--limit", "1", home=home).stdout.decode().splitlines()
+    assert len(text) == 2 and text[-1] == "1 of 3 trackers" and "pending, notify disabled" in text[0]
+    assert run_cli(tmp_path, "trackers", "--work-item", "wi", home=home).stdout.decode() == "0 of 0 trackers\n"
+
+
+def test_mailman_loop_runs_a_pass_every_interval_until_stopped(tmp_path: Path) -> None:
+    dc = delivery_home(tmp_path)
+    p = subprocess.Popen([str(DOVECOTE_BIN), "mailman", "--loop", "--interval", "0.2"], cwd=tmp_path,
+                         env=cli_env(tmp_path, dc.layout.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)
+        drop(dc, envelope())
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not kinds(dc, "tariq", "task"):
+            time.sleep(0.1)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    assert len(kinds(dc, "tariq", "task")) == 1, err
+    assert p.returncode == 0 and out.count(b"mailman ") >= 2 and b"Traceback" not in err

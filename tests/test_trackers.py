@@ -1,0 +1,160 @@
+"""The tracker fold (``derive.trackers``) against its reference (``reference_trackers``), and its steps.
+
+Pure: no home, no files. Histories are generated (hypothesis): deliveries with
+random ack policies, then acks by the recipient and by others, repings with
+counts, timeouts, escalations and notify outcomes, in any order after the
+delivery; the fold, fed in random batches, must agree with the reference read
+of the whole history.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deliveryhelpers import T0
+from dovecote.derive.trackers import TrackerBook, close_tasks, next_step
+from dovecote.letters import Letter, make_letter
+from dovecote.timeutil import format_ts
+from reference_trackers import reference
+
+OWNER = "tariq"
+ENGINE = "dovecote:engine"
+FIELDS = ("ack_state", "ack_late", "timed_out_ts", "reping_count", "escalated", "ack_due_ts", "live_notify_state",
+          "ignored_acks")
+
+
+def _ts(minutes: int) -> str:
+    return format_ts(T0 + timedelta(minutes=minutes))
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    n = draw(st.integers(1, 3))
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        policy = draw(st.one_of(
+            st.just({}), st.just({"ack_required": False}),
+            st.fixed_dictionaries({"ack_required": st.just(True), "ack_timeout_s": st.integers(0, 900),
+                                   "max_repings": st.integers(0, 3), "reping_interval_s": st.integers(1, 900),
+                                   "escalation_target": st.sampled_from(["aya", "none"])}),
+        ))
+        out.append({"ts": _ts(i), "agent": "aya", "kind": draw(st.sampled_from(["task", "response"])),
+                    "envelope_id": f"env_{i}", "from": "aya", "to": draw(st.sampled_from([OWNER, OWNER, "kimi"])),
+                    "work_item_id": "wi", "ack_policy": policy})
+    events = draw(st.lists(st.tuples(
+        st.integers(0, n - 1),
+        st.sampled_from(["ack", "ack_other", "reping", "ack_timeout", "escalation", "notify", "claim"]),
+        st.integers(0, 60), st.integers(-1, 4), st.sampled_from(["accepted", "rejected", "maybe"]),
+        st.sampled_from(["disabled", "discovered_only", "nudge_sent", "nudge_failed", "bogus"]),
+    ), max_size=14))
+    for target, kind, minute, count, status, outcome in events:
+        ref = _id(out[target])
+        base: dict[str, Any] = {"ts": _ts(n + minute), "ref": ref}
+        if kind == "ack":
+            out.append({**base, "agent": OWNER, "kind": "ack", "status": status})
+        elif kind == "ack_other":
+            out.append({**base, "agent": "kimi", "kind": "ack", "status": status})
+        elif kind == "reping":
+            out.append({**base, "agent": ENGINE, "kind": "reping", **({"count": count} if count >= 0 else {})})
+        elif kind in ("ack_timeout", "escalation"):
+            out.append({**base, "agent": ENGINE, "kind": kind, "n": len(out)})
+        else:
+            out.append({**base, "agent": ENGINE, "kind": "notify", "mode": "none",
+                        "outcome": "claimed" if kind == "claim" else outcome, "n": len(out)})
+    return out
+
+
+def _id(obj: dict[str, Any]) -> str:
+    return make_letter(obj).id
+
+
+def _letters(objs: list[dict[str, Any]]) -> list[Letter]:
+    seen: set[str] = set()
+    out = []
+    for o in objs:
+        letter = make_letter(o)
+        if letter.id not in seen:  # a ledger holds each line once
+            seen.add(letter.id)
+            out.append(letter)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.lists(st.integers(1, 5), min_size=1, max_size=6))
+def test_the_fold_fed_in_any_batches_equals_the_reference(objs: list[dict[str, Any]], cuts: list[int]) -> None:
+    letters = _letters(objs)
+    book = TrackerBook(OWNER)
+    i = 0
+    for c in cuts * 10:
+        if i >= len(letters):
+            break
+        book.add(letters[i:i + c])
+        i += c
+    book.add(letters[i:])
+    want = reference(OWNER, [(x.id, x.data()) for x in letters])
+    got = {t.delivery_id: {f: getattr(t, f) for f in FIELDS} for t in book.trackers()}
+    assert got == want
+    for lid in book.rows:  # the open set is exactly the deliveries the engine may still act on
+        t = book.tracker(lid)
+        may_act = (t.ack_state == "pending" and t.ack_required) or (
+            t.ack_state == "timed_out" and not t.escalated and t.escalation_target not in (None, "none"))
+        assert (lid in book.open) == may_act
+
+
+def _delivery(policy: dict[str, Any], kind: str = "task", **extra: Any) -> Letter:
+    return make_letter({"ts": _ts(0), "agent": "aya", "kind": kind, "envelope_id": "env_1", "from": "aya",
+                        "to": OWNER, "work_item_id": "wi", "ack_policy": policy, **extra})
+
+
+def test_the_steps_in_order_reping_reping_timeout_then_escalate() -> None:
+    d = _delivery({"ack_required": True, "ack_timeout_s": 300, "max_repings": 2, "reping_interval_s": 60,
+                   "escalation_target": "aya"})
+    book = TrackerBook(OWNER)
+    book.add([d])
+    assert next_step(book, d.id, T0 + timedelta(minutes=4)) is None
+    s = next_step(book, d.id, T0 + timedelta(minutes=5))
+    assert s is not None and (s.action, s.count) == ("reping", 1)
+    book.add([make_letter({"ts": _ts(5), "agent": ENGINE, "kind": "reping", "ref": d.id, "count": 1})])
+    assert next_step(book, d.id, T0 + timedelta(minutes=5, seconds=59)) is None
+    s = next_step(book, d.id, T0 + timedelta(minutes=6))
+    assert s is not None and (s.action, s.count) == ("reping", 2)
+    book.add([make_letter({"ts": _ts(6), "agent": ENGINE, "kind": "reping", "ref": d.id, "count": 2})])
+    s = next_step(book, d.id, T0 + timedelta(minutes=7))
+    assert s is not None and (s.action, s.target) == ("timeout", "aya")
+    book.add([make_letter({"ts": _ts(7), "agent": ENGINE, "kind": "ack_timeout", "ref": d.id})])
+    s = next_step(book, d.id, T0 + timedelta(minutes=7))
+    assert s is not None and s.action == "escalate"  # the timeout's pass escalates, or the next one does
+    book.add([make_letter({"ts": _ts(7), "agent": ENGINE, "kind": "escalation", "ref": d.id, "target": "aya"})])
+    assert next_step(book, d.id, T0 + timedelta(days=9)) is None and d.id not in book.open
+
+
+def test_an_ack_by_someone_else_is_never_applied() -> None:
+    d = _delivery({"ack_required": True})
+    book = TrackerBook(OWNER)
+    book.add([d, make_letter({"ts": _ts(1), "agent": "kimi", "kind": "ack", "ref": d.id, "status": "accepted"})])
+    t = book.tracker(d.id)
+    assert (t.ack_state, t.ignored_acks) == ("pending", 1)
+
+
+def test_close_tasks_only_by_the_worker_and_by_a_completed_result() -> None:
+    task = make_letter({"ts": _ts(0), "agent": "aya", "kind": "task", "envelope_id": "env_t", "from": "aya",
+                        "to": OWNER, "work_item_id": "wi"})
+    worker = TrackerBook(OWNER)
+    worker.add([task])
+    requester = TrackerBook("aya")
+
+    def result(sender: str, status: str = "completed", n: int = 0) -> Letter:
+        return make_letter({"ts": _ts(1 + n), "agent": sender, "kind": "response", "envelope_id": f"env_r{n}",
+                            "from": sender, "to": "aya", "work_item_id": "wi", "parent_id": "env_t",
+                            "response_type": "result", "status": status})
+
+    requester.add([result("kimi", n=0), result(OWNER, "partial_complete", n=1)])
+    rows = [*worker.trackers(), *requester.trackers()]
+    assert close_tasks(rows) == {}
+    requester.add([result(OWNER, n=2)])
+    closed = close_tasks([*worker.trackers(), *requester.trackers()])
+    assert list(closed) == [task.id] and closed[task.id].envelope_id == "env_r2"
