@@ -203,3 +203,15 @@ def test_a_re_import_after_vnext_migrated_its_trackers_in_place_delivers_nothing
     assert again["tracker_counts"]["schema_drifted"] == 0 and again["letters"]["appended"] == 0
     assert len(dc.store.read(entity("tariq")).letters) == 1
     assert vnext_counts_of(dc)["total"] == 1  # one tracker, never a duplicate (B13.7)
+
+
+def test_links_and_unreadable_entries_are_named_never_followed(tmp_path: Path) -> None:
+    root = tmp_path / "mailbox"
+    busy(root)
+    elsewhere = tmp_path / "elsewhere"
+    VnextDir(elsewhere).legacy("aya", "tariq")
+    (root / "agents" / "ghost").symlink_to(elsewhere / "agents" / "tariq")
+    (root / "haiku" / "tracking" / "folder.json").mkdir()
+    got = home_with_agents(tmp_path).import_vnext(ImportVnext(path=str(root))).to_dict()
+    assert {(m["path"], m["reason"]) for m in got["malformed"]} == {
+        ("agents/ghost", "symlink"), ("haiku/tracking/folder.json", "unreadable")}

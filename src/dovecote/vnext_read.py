@@ -15,8 +15,8 @@ The layout it knows (notes B1)::
     ledger/**/*.jsonl                                          event rows (mailbox-event-v1)
 
 A file that cannot be read as what it should be is a ``Malformed`` value with a
-keyword (``invalid_json``, ``not_an_object``, ``not_utf8``, ``unreadable``,
-``symlink``), never an exception: the vNext status view crashed on one bad
+keyword (``invalid_json``, ``not_an_object``, ``not_utf8``, ``unreadable``
+(including a folder where a file belongs), ``symlink``), never an exception: the vNext status view crashed on one bad
 tracker (B13.11); this reader names it and reads on. Paths are reported
 relative to the root. Files are read in name order, as the vNext tools do.
 """
@@ -130,23 +130,44 @@ class _Reader:
         if not stat.S_ISDIR(st.st_mode):
             return []
         out = []
-        for name in sorted(os.listdir(folder)):
-            p = folder / name
-            if not name.endswith(suffix) or name.startswith("."):
+        for p, mode in self.listing(folder):
+            if not p.name.endswith(suffix):
                 continue
-            mode = os.lstat(p).st_mode
             if stat.S_ISLNK(mode):
                 self.bad(p, "symlink", "a symbolic link is never followed")
             elif stat.S_ISREG(mode):
                 out.append(p)
+            else:
+                self.bad(p, "unreadable", "not a regular file")
+        return out
+
+    def listing(self, folder: Path) -> list[tuple[Path, int]]:
+        """The entries of ``folder`` (dot-files skipped, sorted) with their ``lstat`` modes; what cannot
+        be listed or stat'ed is reported ``unreadable``, never raised."""
+        try:
+            names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            self.bad(folder, "unreadable", e.strerror or str(e))
+            return []
+        out = []
+        for name in names:
+            try:
+                out.append((folder / name, os.lstat(folder / name).st_mode))
+            except OSError as e:
+                self.bad(folder / name, "unreadable", e.strerror or str(e))
         return out
 
     def subdirs(self, folder: Path) -> list[str]:
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            return []
-        return [n for n in names if not n.startswith(".") and stat.S_ISDIR(os.lstat(folder / n).st_mode)]
+        """The folders directly in ``folder``; a symbolic link in their place is reported, never followed."""
+        out = []
+        for p, mode in self.listing(folder):
+            if stat.S_ISLNK(mode):
+                self.bad(p, "symlink", "a symbolic link is never followed")
+            elif stat.S_ISDIR(mode):
+                out.append(p.name)
+        return out
 
     def raw(self, path: Path) -> bytes | None:
         try:
@@ -154,8 +175,12 @@ class _Reader:
         except OSError as e:
             self.bad(path, "unreadable", e.strerror or str(e))
             return None
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
+        try:
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+        except OSError as e:  # an I/O error after the open
+            self.bad(path, "unreadable", e.strerror or str(e))
+            return None
 
     def obj(self, path: Path, data: bytes, line: int | None = None) -> dict[str, Any] | None:
         try:
