@@ -245,8 +245,11 @@ def plan(tree: VnextTree, known: Known | None = None) -> Plan:
                          "quarantined": len(tree.intake["quarantine"]), "deliveries": 0, "already_in_boxes": 0,
                          "without_envelope_file": 0}
     p.ack_counts = {"files": len(tree.acks), "from_trackers": 0, "unreconciled_not_imported": 0}
+    of_envelope: dict[Any, list[vt.TrackerView]] = {}
+    for k, v in views.items():
+        of_envelope.setdefault(k[0], []).append(v)
     groups: list[tuple[Record | None, list[vt.TrackerView]]] = [
-        (rec, [v for k, v in views.items() if k[0] == eid]) for eid, rec in envs.items()
+        (rec, of_envelope.get(eid, [])) for eid, rec in envs.items()
     ]
     groups += [(None, [v]) for k, v in views.items() if k[0] not in envs]
     for env, trackers in groups:
