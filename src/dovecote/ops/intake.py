@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 PENDING, PROCESSED, QUARANTINE = "pending", "processed", "quarantine"
 FOLDERS = (PENDING, PROCESSED, QUARANTINE)
 #: How many files one batch appends together (one fsync per recipient box per batch).
-CHUNK = 2500
+CHUNK = 10_000
 REASON_SUFFIX = ".reason.json"
 
 
