@@ -55,6 +55,7 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("show",): verbs.Show,
     ("view",): verbs.View,
     ("import", "inbox-tree"): verbs.ImportInboxTree,
+    ("import", "vnext"): verbs.ImportVnext,  # issue 9
     ("search",): verbs.Search,
     ("stale-check",): verbs.StaleCheck,
     ("organize",): verbs.Organize,

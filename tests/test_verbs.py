@@ -42,6 +42,7 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.Show: {"entity_id": "ent_b", "ref": "abcd"},
     verbs.View: {},
     verbs.ImportInboxTree: {"path": "/tmp/x"},
+    verbs.ImportVnext: {"path": "/tmp/x"},
     verbs.Search: {"query": "deploy"},
     verbs.StaleCheck: {},
     verbs.Organize: {"entity_id": "ent_b"},

@@ -38,6 +38,7 @@ from dovecote.tokens import Principal
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
+    from dovecote.ops import import_vnext as import_vnext_op
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
@@ -370,6 +371,15 @@ class Dovecote:
         from dovecote.ops import tree_import as tree_import_op
 
         return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(v.path), v.entity_id, current=v.current_tic)
+
+    # -- issue 9: vNext mailbox directories ---------------------------------------------
+
+    def import_vnext(self, v: verbs.ImportVnext, /) -> import_vnext_op.VnextImport:
+        """Read a vNext mailbox directory; with ``write``, import it (see ``ops.import_vnext``)."""
+        v = checked(v)
+        from dovecote.ops import import_vnext as import_vnext_op
+
+        return import_vnext_op.import_vnext(self._ctx(), Path(v.path), write=v.write)
 
     # -- the letter feed (live events; see ``ops.feed``) ------------------------------
 

@@ -64,6 +64,10 @@ REASONS: dict[str, tuple[int, str]] = {
     "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
     "unverified_mode": (400, "the notifier mode session-inject is reserved: no session injection was ever verified"),
 }
+# issue 9: import vnext
+REASONS["vnext_malformed"] = (
+    422, "a file of the vNext directory cannot be read as what its place holds; nothing was imported",
+)
 
 
 class DovecoteError(Exception):

@@ -10,6 +10,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_mail``: send, draft, outbox send, and the lifecycle moves
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
+- ``cmd_vnext``: import vnext (issue 9)
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 """
@@ -31,6 +32,7 @@ from dovecote.cli import (
     cmd_reports,
     cmd_roster,
     cmd_serve,
+    cmd_vnext,
 )
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
@@ -75,6 +77,7 @@ cmd_reports.register(app)
 cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
+cmd_vnext.register(cmd_inbox.import_app)  # import vnext (issue 9)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)

@@ -53,6 +53,7 @@ from dovecote.verbs.mail import (
 )
 from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
 from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
+from dovecote.verbs.vnext import ImportVnext
 from dovecote.vocab import (
     Category,
     Direction,
@@ -89,6 +90,7 @@ __all__ = [
     "HookAgent",
     "HooksInstall",
     "ImportInboxTree",
+    "ImportVnext",
     "Inbox",
     "Intake",
     "Mailman",
@@ -163,6 +165,8 @@ VERBS: dict[str, type[Verb]] = {
     "token_list": TokenList,
     "token_revoke": TokenRevoke,
     "hooks_install": HooksInstall,
+    # issue 9: reading vNext mailbox directories
+    "import_vnext": ImportVnext,
     # -- delivery (issue 9) --
     "intake": Intake,
     "mailman": Mailman,
@@ -183,6 +187,8 @@ WRITES: frozenset[str] = frozenset({
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
+# issue 9: an import writes only with --write (the dry run reads the directory only)
+WRITES_WHEN["import_vnext"] = "write"
 
 
 def writes(name: str, v: Verb | None = None) -> bool:
