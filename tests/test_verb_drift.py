@@ -70,6 +70,14 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("entity", "add"): verbs.EntityAdd,
     ("entity", "remove"): verbs.EntityRemove,
     ("entity", "list"): verbs.EntityList,
+    # case intelligence (issue 10)
+    ("receipt",): verbs.Receipt,
+    ("cases",): verbs.Cases,
+    ("case",): verbs.Case,
+    ("sentinels",): verbs.Sentinels,
+    ("claims",): verbs.Claims,
+    ("monitor", "add"): verbs.MonitorAdd,
+    ("monitors",): verbs.Monitors,
 }
 
 #: Options of the face, not of the verb: they choose a rendering or bind who acts.

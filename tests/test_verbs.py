@@ -52,6 +52,14 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.EntityAdd: {"entity_id": "ent_b"},
     verbs.EntityRemove: {"entity_id": "ent_b"},
     verbs.EntityList: {},
+    # case intelligence (issue 10)
+    verbs.Receipt: {"answers": ["0123456789ab"], "disposition": "moot"},
+    verbs.Cases: {},
+    verbs.Case: {"fingerprint": "fp:north/crash"},
+    verbs.Sentinels: {},
+    verbs.Claims: {},
+    verbs.MonitorAdd: {"name": "nightly", "expect": "tool=backup", "every": "1d"},
+    verbs.Monitors: {},
 }
 
 ALL = sorted(set(verbs.VERBS.values()), key=lambda v: v.__name__)

@@ -48,11 +48,13 @@ REASONS: dict[str, tuple[int, str]] = {
     "too_large": (413, "the input is over the configured size limit"),
     "unauthorized": (401, "the request needs a bearer token dovecote issued (none, unknown or revoked)"),
     "unknown_box": (404, "the box address names no project or entity in the roster"),
+    "unknown_case": (404, "no case has that fingerprint or case id"),
     "unknown_entity": (404, "no entity with that id is in the roster"),
     "unknown_field": (400, "a field is not part of the letter schema"),
     "unknown_letter": (404, "no letter with that id is in the box"),
     "unknown_project": (404, "no project with that name is in the roster"),
     "unknown_recipient": (404, "the recipient is not a registered entity"),
+    "unknown_symptom": (400, "the symptom is not in the closed vocabulary (there is no other)"),
     "unknown_token": (404, "no token with that id was issued"),
     "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
 }

@@ -7,6 +7,7 @@ a summary otherwise). The commands live in one module per group:
 
 - ``cmd_roster``: project and entity add/remove/list
 - ``cmd_reports``: report, distribute, sweep, box, doctor, verify
+- ``cmd_cases``: receipt, cases, case, sentinels, claims, monitor add, monitors (issue 10)
 - ``cmd_mail``: send, draft, outbox send, and the lifecycle moves
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
@@ -20,7 +21,17 @@ from typing import Annotated, Any, Optional
 import typer
 
 import dovecote
-from dovecote.cli import cmd_agents, cmd_inbox, cmd_mail, cmd_mcp, cmd_misc, cmd_reports, cmd_roster, cmd_serve
+from dovecote.cli import (
+    cmd_agents,
+    cmd_cases,
+    cmd_inbox,
+    cmd_mail,
+    cmd_mcp,
+    cmd_misc,
+    cmd_reports,
+    cmd_roster,
+    cmd_serve,
+)
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import home_path, opened, set_home
@@ -61,6 +72,7 @@ def main(
 cmd_misc.register_init(app)
 cmd_roster.register(app)
 cmd_reports.register(app)
+cmd_cases.register(app)  # receipt, cases, case, sentinels, claims, monitors (issue 10)
 cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)

@@ -118,6 +118,20 @@ def _wait(dc: Dovecote, p: Principal, v: verbs.Wait) -> dict[str, Any]:
     return dc.wait(v).to_dict()
 
 
+# -- case intelligence (issue 10): reading the cases and filing a receipt are an agent's;
+# running sentinels (commands on this machine), monitors and claims are operator work.
+
+
+def _cases(dc: Dovecote, p: Principal, v: verbs.Cases) -> dict[str, Any]:
+    return dc.cases(v)
+
+
+def _receipt(dc: Dovecote, p: Principal, v: verbs.Receipt) -> dict[str, Any]:
+    if v.sentinel_probe is not None and p.role != "operator":  # a probe is a command this machine will run
+        raise Refusal("forbidden", f"{p.entity} may not set a sentinel probe (an operator's, at a terminal)")
+    return dc.receipt(v, actor=actor_of(p))
+
+
 def _n(d: dict[str, Any], key: str) -> int:
     value = d.get(key)
     return len(value) if isinstance(value, list) else 0
@@ -157,6 +171,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", _wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
+    Tool("cases", verbs.Cases, "Cases: letters grouped by fingerprint, with receipt and label.", _cases,
+         lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+    Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
+         _receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}", schemas.RECEIPT),
 )}
 
 

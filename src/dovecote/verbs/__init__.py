@@ -34,6 +34,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
+from dovecote.verbs.cases import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -72,7 +73,10 @@ __all__ = [
     "WRITES",
     "WRITES_WHEN",
     "Box",
+    "Case",
+    "Cases",
     "Category",
+    "Claims",
     "Direction",
     "Disposition",
     "Distribute",
@@ -85,6 +89,8 @@ __all__ = [
     "Inbox",
     "Message",
     "MisdeliveryKind",
+    "MonitorAdd",
+    "Monitors",
     "Move",
     "MoveKind",
     "Organize",
@@ -93,9 +99,11 @@ __all__ = [
     "ProjectAdd",
     "ProjectList",
     "ProjectRemove",
+    "Receipt",
     "Report",
     "ReportClass",
     "Search",
+    "Sentinels",
     "Show",
     "StaleCheck",
     "Sweep",
@@ -141,6 +149,14 @@ VERBS: dict[str, type[Verb]] = {
     "entity_add": EntityAdd,
     "entity_remove": EntityRemove,
     "entity_list": EntityList,
+    # case intelligence (issue 10)
+    "receipt": Receipt,
+    "cases": Cases,
+    "case": Case,
+    "sentinels": Sentinels,
+    "claims": Claims,
+    "monitor_add": MonitorAdd,
+    "monitors": Monitors,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -148,9 +164,14 @@ VERBS: dict[str, type[Verb]] = {
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
     "project_add", "project_remove", "entity_add", "entity_remove",
+    # case intelligence (issue 10): a sentinel run mints engine letters when a state changes
+    "receipt", "sentinels", "monitor_add",
 })
 #: The verbs that write only when one of their fields is true, and that field.
-WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
+WRITES_WHEN: dict[str, str] = {
+    "sweep": "distribute", "stale_check": "emit_signals", "organize": "apply",
+    "claims": "write_labels",  # case intelligence (issue 10)
+}
 
 
 def writes(name: str, v: Verb | None = None) -> bool:
