@@ -61,6 +61,7 @@ from dovecote.vocab import (
     MoveKind,
     Priority,
     ReportClass,
+    SentinelExpect,
     Symptom,
     TrustLevel,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "Report",
     "ReportClass",
     "Search",
+    "SentinelExpect",
     "Sentinels",
     "Show",
     "StaleCheck",
