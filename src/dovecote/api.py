@@ -507,6 +507,21 @@ class Dovecote:
 
         return monitors_op.listing(self._ctx(now=now))
 
+    def hook_post_tool(self, payload: dict[str, Any], watch: Sequence[str] = (), *, now: datetime | None = None
+                       ) -> bool:
+        """``hook post-tool``: record a watched tool call for abandonment; whether it was watched."""
+        from dovecote.ops import abandonment
+
+        return abandonment.record(self._ctx(now=now), payload, watch)
+
+    def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
+        """``hook stop``'s abandonment half: the id of the session's letter when its last watched call
+        failed (minted once per session), else None."""
+        from dovecote.ops import abandonment
+
+        got = abandonment.at_stop(self._ctx(now=now), payload)
+        return got[0] if got else None
+
     # -- end of case intelligence -------------------------------------------------------
 
 

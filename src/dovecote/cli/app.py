@@ -77,6 +77,7 @@ cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
+cmd_cases.register_hooks(app)  # hook post-tool (abandonment, issue 10)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
 

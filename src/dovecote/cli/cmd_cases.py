@@ -165,6 +165,31 @@ def _monitors_text(d: dict[str, Any]) -> str:
     return "\n".join([head, *rows]) + "\n"
 
 
+def post_tool_cmd(
+    watch: Annotated[
+        Optional[str],
+        typer.Option("--watch", metavar="PREFIX,...", help="Tool-name prefixes to watch (default: every MCP tool)."),
+    ] = None,
+    agent: Annotated[
+        str, typer.Option("--agent", help="Whose output form: claude-code (plain text) or codex (JSON).")
+    ] = "claude-code",
+) -> None:
+    """Record a call to a watched tool for abandonment (a failed last call, then a stop, mints one letter)."""
+    from dovecote.cli.common import home_path
+    from dovecote.cli.hookrun import main
+
+    main(home_path(), ["post-tool", *(["--watch", watch] if watch else []), "--agent", agent])
+
+
+def register_hooks(app: Typer) -> None:
+    """``hook post-tool`` joins the ``hook`` group (abandonment's half of the hooks; stop does both)."""
+    for group in app.registered_groups:
+        if group.name == "hook" and group.typer_instance is not None:
+            group.typer_instance.command("post-tool")(post_tool_cmd)
+            return
+    raise RuntimeError("the hook group must be registered before hook post-tool")
+
+
 def register(app: Typer) -> None:
     app.command("receipt")(receipt_cmd)
     app.command("cases")(cases_cmd)
