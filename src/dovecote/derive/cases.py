@@ -30,7 +30,7 @@ from dovecote.derive.monitors import matches
 from dovecote.derive.symptoms import fingerprint, symptom_of, tool_family
 from dovecote.letters import Letter
 from dovecote.timeutil import instant_text
-from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
+from dovecote.vocab import ENGINE_AGENT, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 
 #: The kind of a monitor's definition letter (in home; see ``derive.monitors``).
 MONITOR = "monitor"
@@ -40,6 +40,8 @@ MONITOR_UP = "monitor_up"
 ENGINE_KINDS = frozenset({SENTINEL_GREEN, MONITOR_UP})
 #: Classes never counted kindless: a win is no trouble, a receipt is no witness.
 _NOT_TROUBLE = frozenset({"win", "triage"})
+#: Classes known not to be the receipt class (the fate fold's shortcut, from the same vocabulary).
+_NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
 
 
 class Witness(msgspec.Struct, array_like=True, gc=False):
@@ -99,6 +101,28 @@ class CaseState(msgspec.Struct, array_like=True):
     monitors: list[MonitorDef] = msgspec.field(default_factory=list)
     #: each distinct (agent, brain, class, kind, repo, symptom, tool) of a report, and its newest time key
     signatures: list[tuple[tuple[str | None, ...], tuple[str, str | None]]] = msgspec.field(default_factory=list)
+
+
+class _ReceiptFields(msgspec.Struct):
+    """The receipt fields a case reads, decoded alone (the rest of the line is skipped)."""
+
+    fingerprint: object = None
+    case_id: object = None
+    disposition: object = None
+    commit: object = None
+    sentinel: object = None
+
+
+_decode_receipt = msgspec.json.Decoder(_ReceiptFields).decode
+
+
+def _receipt_fields(lt: Letter) -> _ReceiptFields:
+    try:
+        return _decode_receipt(lt.raw)
+    except (msgspec.DecodeError, RecursionError):
+        d = lt.data()
+        return _ReceiptFields(d.get("fingerprint"), d.get("case_id"), d.get("disposition"), d.get("commit"),
+                              d.get("sentinel"))
 
 
 def _str(value: object) -> str | None:
@@ -161,6 +185,10 @@ class CaseBook:
         """Fold one source's letters (``box``: its label, None for the spool)."""
         seen = self.seen
         signatures = self.signatures
+        closed = self.closed
+        kindless = 0
+        key = instant_text
+        symptom = symptom_of
         for lt in letters:
             lid = lt.id
             if lid in seen:
@@ -177,25 +205,27 @@ class CaseBook:
                     self._monitor(lt)
                 continue
             seen.add(lid)
-            sig = (lt.agent, lt.brain, lt.klass, kind, lt.repo, lt.symptom, lt.tool)
-            at = instant_text(lt.ts) + lid
+            klass, agent = lt.klass, lt.agent
+            sig = (agent, lt.brain, klass, kind, lt.repo, lt.symptom, lt.tool)
+            at = key(lt.ts) + lid
             had = signatures.get(sig)
             if had is None or at > had[0]:
                 signatures[sig] = (at, lt.ts)
-            if lt.is_receipt:
+            if klass is not None and klass not in _NOT_RECEIPT and klass.lower() == RECEIPT_CLASS:
                 self._receipt(lt, box)
                 continue
-            fp = fingerprint(tool_family(lt.tool), symptom_of(lt))
-            if lt.agent == ENGINE_AGENT:
+            s = symptom(lt)
+            fp = fingerprint(tool_family(lt.tool), s) if s is not None else None
+            if agent == ENGINE_AGENT:
                 self._engine(lt, box)
             if fp is None:
-                if lt.klass not in _NOT_TROUBLE and lt.agent != ENGINE_AGENT:
-                    self.kindless += 1
-                self.closed.discard(lid)
+                if klass not in _NOT_TROUBLE and agent != ENGINE_AGENT:
+                    kindless += 1
+                if closed:
+                    closed.discard(lid)
                 continue
-            self.witnesses[lid] = Witness(
-                instant_text(lt.ts) + lid, lid, lt.ts, fp, box, lt.brain, lt.repo, lt.klass == "honesty"
-            )
+            self.witnesses[lid] = Witness(at, lid, lt.ts, fp, box, lt.brain, lt.repo, klass == "honesty")
+        self.kindless += kindless
 
     def _monitor(self, lt: Letter) -> None:
         d = lt.data()
@@ -242,17 +272,15 @@ class CaseBook:
         if lt.agent == ENGINE_AGENT:
             self._engine(lt, box)
             return
-        data = lt.data()
-        fp, case_id = _str(data.get("fingerprint")), _str(data.get("case_id"))
-        disposition = _str(data.get("disposition"))
+        f = _receipt_fields(lt)
+        fp, case_id, disposition = _str(f.fingerprint), _str(f.case_id), _str(f.disposition)
         if fp is None and case_id is None and disposition is None:
             return
-        sentinel = data.get("sentinel")
         probe = expect = None
-        if isinstance(sentinel, dict):
-            probe, expect = _str(sentinel.get("probe")), _str(sentinel.get("expect"))
+        if isinstance(f.sentinel, dict):
+            probe, expect = _str(f.sentinel.get("probe")), _str(f.sentinel.get("expect"))
         self.receipts[lt.id] = Receipt(
-            instant_text(lt.ts) + lt.id, lt.id, lt.ts, fp, case_id, disposition, _str(data.get("commit")), probe,
+            instant_text(lt.ts) + lt.id, lt.id, lt.ts, fp, case_id, disposition, _str(f.commit), probe,
             expect, answers, box,
         )
 

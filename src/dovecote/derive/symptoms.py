@@ -89,14 +89,29 @@ class Rule:
     and_any_of: tuple[str, ...] = ()
 
     def matches(self, klass: str | None, what: str) -> bool:
+        """Whether the rule applies to a letter of ``klass`` whose lowercased text is ``what``."""
         if klass not in self.classes:
             return False
-        return any(w in what for w in self.any_of) and (
-            not self.and_any_of or any(w in what for w in self.and_any_of)
-        )
+        return _applies(_patterns(self), what)
 
 
 _PROBLEMS = frozenset({"honesty", "bug", "friction"})
+
+def _words(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+Patterns = tuple[re.Pattern[str], re.Pattern[str] | None]
+
+
+def _patterns(rule: Rule) -> Patterns:
+    """A rule's word lists as two patterns (one search each, not a scan per word)."""
+    return _words(rule.any_of), (_words(rule.and_any_of) if rule.and_any_of else None)
+
+
+def _applies(p: Patterns, what: str) -> bool:
+    return p[0].search(what) is not None and (p[1] is None or p[1].search(what) is not None)
+
 
 #: The backfill rules, first match wins. Each has its own test and a row in the README.
 RULES: tuple[Rule, ...] = (
@@ -138,6 +153,14 @@ RULES: tuple[Rule, ...] = (
         ("confusing", "unclear", "misleading", "hard to read", "could not tell"),
     ),
 )
+
+#: Per class, the rules that reach it (in table order) with their patterns, and one pattern of every
+#: word they start from: a text with none of those is matched by no rule, decided by one search.
+_BY_CLASS: dict[str, tuple[re.Pattern[str], tuple[tuple[Rule, Patterns], ...]]] = {
+    k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
+        tuple((r, _patterns(r)) for r in RULES if k in r.classes))
+    for k in sorted({k for r in RULES for k in r.classes})
+}
 
 RULE_NAMES: tuple[str, ...] = (
     "authored", "legacy_kind", "misdelivery_kind", *(r.name for r in RULES),
@@ -185,9 +208,12 @@ def symptom_rule(letter: Letter) -> tuple[str, str] | None:
         return (mapped, "misdelivery_kind") if mapped else None
     if not isinstance(text.what, str):
         return None
+    starts, rules = _BY_CLASS[klass]
     what = text.what.lower()
-    for rule in RULES:
-        if rule.matches(klass, what):
+    if starts.search(what) is None:
+        return None
+    for rule, patterns in rules:
+        if _applies(patterns, what):
             return rule.symptom, rule.name
     return None
 
