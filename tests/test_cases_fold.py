@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.derive.cases import CaseBook, CaseState
+from dovecote.derive.claims import claims, labels
 from dovecote.derive.symptoms import fingerprint_of
 from dovecote.letters import Letter, make_letter
 from dovecote.timeutil import instant_text
@@ -105,12 +106,12 @@ def reference(pairs: list[tuple[str | None, Letter]]) -> dict[str, Any]:
 
 
 def project(book: CaseBook) -> dict[str, Any]:
-    claims = {fp: [r["claimed_right"], r["claimed_wrong"], r["unresolved"]]
-              for fp, r in book.claims()["by_fingerprint"].items()}
+    counted = {fp: [r["claimed_right"], r["claimed_wrong"], r["unresolved"]]
+               for fp, r in claims(book)["by_fingerprint"].items()}
     return {
         "cases": [(c["fingerprint"], c["witness_ids"], c["label"], (c["receipt"] or {}).get("id"), c["boxes"])
                   for c in book.cases()],
-        "recurrence": book.recurrence(), "kindless": book.kindless, "claims": claims,
+        "recurrence": book.recurrence(), "kindless": book.kindless, "claims": counted,
     }
 
 
@@ -148,4 +149,4 @@ def test_the_state_round_trips_through_its_snapshot(pairs: list[tuple[str | None
         book.feed(b, [lt])
     again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
     assert again.cases() == book.cases() and again.state() == book.state()
-    assert again.claims() == book.claims() and again.labels() == book.labels()
+    assert claims(again) == claims(book) and labels(again) == labels(book)

@@ -36,7 +36,8 @@ async def test_cases_and_a_receipt_over_mcp(tmp_path: Path) -> None:
         assert got.content[0].text == "cases: 1 cases, 0 kindless letters"
         done = await c.call_tool("receipt", {"answers": ids, "disposition": "fixed", "ref": "abc123"})
         assert not done.is_error, done.content
-        assert done.structured_content is not None and done.structured_content["fingerprint"] == "fp:north/false_absence"
+        assert done.structured_content is not None
+        assert done.structured_content["fingerprint"] == "fp:north/false_absence"
         probe = await c.call_tool("receipt", {"answers": ids, "disposition": "fixed", "sentinel_probe": "true"})
         assert probe.is_error and probe.content[0].text.startswith("forbidden:")  # a probe is an operator's
         bad = await c.call_tool("receipt", {"answers": ids, "disposition": "fixed", "fingerprint": "fp:north/x"})

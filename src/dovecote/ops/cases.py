@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from dovecote import ledger, verbs
 from dovecote.addresses import parse_address
 from dovecote.derive.cases import CaseBook
+from dovecote.derive.claims import claims as claims_of
+from dovecote.derive.claims import labels as labels_of
 from dovecote.derive.symptoms import check_fingerprint
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
@@ -138,8 +140,8 @@ def claims(ctx: Context, write_labels: bool = False, persist: bool = True) -> di
     """Claim vs measure, counts only; with ``write_labels`` the resolved claims are appended
     to ``field-labels.jsonl`` once each (by letter and receipt)."""
     book = casebook.load(ctx, persist).book
-    out = book.claims()
-    rows = book.labels()
+    out = claims_of(book)
+    rows = labels_of(book)
     out["resolved"] = len(rows)
     out["labels_path"] = str(ctx.layout.root / LABELS_FILE)
     out["labels_appended"] = _append_labels(ctx, rows) if write_labels else 0
