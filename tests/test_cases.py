@@ -292,3 +292,15 @@ def test_cases_by_box_and_a_receipt_for_a_project_goes_to_its_box(tmp_path: Path
     ids = dc.cases()["cases"][0]["witness_ids"]
     assert dc.receipt(verbs.Receipt(answers=ids, disposition=verbs.Disposition.moot))["box"] == "project:atlas"
     assert engine(dc, "escalation") == [], "the escalation went to the case's box, not home"
+
+
+def test_a_case_whose_box_is_unreachable_here_does_not_fail_the_sweep(tmp_path: Path) -> None:
+    from helpers import add_project
+
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "ghost", exists=False, box_in_repo=True)  # its repository is not cloned here
+    dc.report([rep("empty answer over data that exists", tool="north", klass="honesty", repo="ghost",
+                   ts=f"2026-07-05T10:00:0{n}Z") for n in range(2)])
+    swept = dc.sweep().to_dict()
+    assert swept["recurrence"] == {FP: 2} and "project:ghost" in swept["unreachable"]
+    assert engine(dc, "escalation") == []

@@ -18,7 +18,7 @@ from dovecote.derive.cases import CaseBook
 from dovecote.derive.claims import claims as claims_of
 from dovecote.derive.claims import labels as labels_of
 from dovecote.derive.symptoms import check_fingerprint
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import casebook, engine
 from dovecote.ops.report import check_report
@@ -130,7 +130,11 @@ def escalate(ctx: Context) -> list[str]:
         if where is None:
             continue  # the first witness is pending: it escalates once it is filed
         obj = engine.escalation(fp, ws[0], ws[1])
-        lid, appended = engine.mint(ctx, where, obj, engine.same("escalation", fingerprint=fp))
+        try:
+            lid, appended = engine.mint(ctx, where, obj, engine.same("escalation", fingerprint=fp))
+        except StoreError:
+            continue  # the case's box cannot be written here (the sweep names it unreachable): a later sweep will
+
         if appended:
             minted.append(lid)
     return minted

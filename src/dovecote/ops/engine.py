@@ -47,16 +47,19 @@ def mint(ctx: Context, where: Where, obj: dict[str, Any], already: Already) -> t
 
 def case_box(ctx: Context, witnesses: Sequence[Witness]) -> Where | None:
     """Where a case's engine letters go: the box of its first witness, else where the
-    ownership law files that witness; None while it is pending (never re-routed home)."""
+    ownership law files that witness; None while it is pending (never re-routed home)
+    or that box cannot be reached on this machine."""
     for w in witnesses:
+        where = None
         if w.box is not None:
             try:
-                return parse_address(w.box)
+                where = parse_address(w.box)
             except Refusal:
                 continue
-        r = route(w.brain, w.repo, ctx.index)
-        if r.address is not None:
-            return r.address
+        else:
+            where = route(w.brain, w.repo, ctx.index).address
+        if where is not None:
+            return where if ctx.store.reachable(where) else None
     return None
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote import verbs
 from dovecote.addresses import HOME
 from dovecote.derive import monitors as rules
+from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import casebook, engine
 
@@ -70,7 +71,11 @@ def mint(ctx: Context) -> list[str]:
                                                                                      monitor_streak=number)
         else:
             continue
-        lid, appended = engine.mint(ctx, HOME, obj, check)
+        try:
+            lid, appended = engine.mint(ctx, HOME, obj, check)
+        except StoreError:
+            continue  # home cannot be written now: the next distributing sweep mints it
+
         if appended:
             minted.append(lid)
     return minted
