@@ -36,7 +36,7 @@ NOT_VERBS = {
     ("merge-driver",): "git calls it with three file paths; it unions ledgers, below any home",
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
-       for k in ("session-start", "prompt", "stop")},
+       for k in ("session-start", "prompt", "stop", "post-tool")},
     # Added by the waking-agents work before the verbs existed; they become verbs with the server (issue 8).
     ("token", "issue"): "not yet a verb: becomes one with the server's token routes (issue 8)",
     ("token", "list"): "not yet a verb: becomes one with the server's token routes (issue 8)",

@@ -114,7 +114,7 @@ def answer(home: str | None, args: list[str], stdin: bytes) -> str:
     kind, opts = parse_args(args)
     payload = read_payload(stdin)
     if kind == "post-tool":  # abandonment's record (issue 10): no entity, no inbox, prints nothing
-        watch = [p for p in opts.get("watch", "").split(",") if p]
+        watch = opts["watch"].split(",") if "watch" in opts else []
         open_home(home).hook_post_tool(payload, watch)
         return wire(kind, "", opts.get("agent", AGENTS[0]))
     who = opts.get("entity") or os.environ.get("DOVECOTE_ENTITY") or None

@@ -17,6 +17,7 @@ others (``ops.engine``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ import orjson
 
 from dovecote import ledger
 from dovecote.addresses import HOME
+from dovecote.errors import Refusal
 from dovecote.ops import engine
 from dovecote.routing import route
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from dovecote.context import Context
 
 SESSIONS_FILE = "sessions.jsonl"
+_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,128}")
 #: Watched when the hook names no prefix: every MCP tool.
 DEFAULT_WATCH = ("mcp__",)
 #: The event Claude Code sends for a tool call that failed (PostToolUse is a success).
@@ -60,10 +63,20 @@ def shape(tool: str, payload: Mapping[str, Any]) -> str:
     return f"{tool}({', '.join(names)})"
 
 
+def check_watch(watch: Sequence[str]) -> None:
+    """Prefixes are tool-name text: letters, digits, ``_`` and ``-``, 1 to 128 of them."""
+    for prefix in watch:
+        if not _PREFIX.fullmatch(prefix):
+            raise Refusal("invalid_field", f"--watch takes tool-name prefixes ([A-Za-z0-9_-], 1-128), not {prefix!r}")
+
+
 def record(ctx: Context, payload: Mapping[str, Any], watch: Sequence[str] = DEFAULT_WATCH) -> bool:
     """Append the call to the assistive ledger if its tool is watched; whether it was."""
+    check_watch(watch)
     tool, sid = payload.get("tool_name"), _session(payload)
-    if not isinstance(tool, str) or sid is None or not any(tool.startswith(p) for p in watch or DEFAULT_WATCH):
+    if not isinstance(tool, str) or sid is None:  # a hook wired to the wrong event, or run by hand
+        raise Refusal("missing_field", "a post-tool payload needs session_id and tool_name")
+    if not any(tool.startswith(p) for p in watch or DEFAULT_WATCH):
         return False
     event = {"ts": ctx.now().isoformat(), "session": sid, "tool": tool, "failed": failed(payload),
              "shape": shape(tool, payload)}
