@@ -220,7 +220,7 @@ def test_report_json_batch_refusals_write_nothing(tmp_path: Path, stdin: bytes, 
     [
         (["--tool", "t", "--what", "w"], "missing_field"),
         (["--tool", "t", "--class", "bugs", "--what", "w"], "invalid_field"),
-        (["--tool", "t", "--class", "bug", "--what", "w", "--symptom", "other"], "invalid_field"),
+        (["--tool", "t", "--class", "bug", "--what", "w", "--symptom", "other"], "unknown_symptom"),
         (["--tool", "t", "--class", "memory_misdelivery", "--what", "w"], "missing_field"),
         (["--tool", "t", "--class", "memory_misdelivery", "--what", "w", "--misdelivery-kind", "x"], "invalid_field"),
         (["--tool", "t", "--class", "bug", "--what", "w", "--answers", "nothex"], "invalid_field"),

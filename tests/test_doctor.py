@@ -19,6 +19,7 @@ MAILBOX_KEYS = {
     "available", "spool_letters", "misdelivery_total", "misdelivery_7d", "misdelivery_by_kind",
     "misdelivery_unrecognized_kind", "pending_distribution", "pending_letters", "pending_detail", "unreachable",
     "malformed_lines", "spool_path",
+    "recurrence", "kindless", "claims",  # case intelligence (issue 10)
 }
 
 

@@ -46,7 +46,7 @@ def test_claude_code_gets_the_three_hooks_and_they_run_as_written(tmp_path: Path
     path = project / ".claude" / "settings.json"
     assert out["path"] == str(path) and out["changed"] and out["backup"] is None
     settings = json.loads(path.read_text())
-    assert list(settings["hooks"]) == ["SessionStart", "UserPromptSubmit", "Stop"]
+    assert list(settings["hooks"]) == ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop"]
     for event, kind in EVENTS:
         (group,) = settings["hooks"][event]
         (handler,) = group["hooks"]
@@ -116,7 +116,7 @@ def test_codex_gets_its_hooks_file_and_a_note(tmp_path: Path) -> None:
     path = project / ".codex" / "hooks.json"
     assert out["path"] == str(path) and "codex_hooks = true" in out["notes"][0]
     hooks = json.loads(path.read_text())["hooks"]
-    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "Stop"]
+    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop"]
     command = hooks["SessionStart"][0]["hooks"][0]["command"]
     assert command.endswith(f"hook session-start --entity {ENTITY} --agent codex")
     assert not (project / ".codex" / "config.toml").exists()

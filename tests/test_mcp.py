@@ -47,7 +47,7 @@ async def test_tools_list_is_the_agent_verbs_under_the_token_budget(dc: Dovecote
         listed = (await c.list_tools()).tools
     names = [t.name for t in listed]
     assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
-                     "trackers"]
+                     "trackers", "cases", "receipt"]
     wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
     assert len(wire) / 4 < 4000, f"tools/list is {len(wire) / 4:.0f} tokens"
     move = next(t for t in listed if t.name == "move")
@@ -183,7 +183,7 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
         assert not (await c.call_tool("trackers", {})).is_error
     assert ledgers(dc) == before
     for name in TOOLS:
-        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep", "ack"}), name
+        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep", "ack", "receipt"}), name
 
 
 async def test_report_files_as_the_principal(dc: Dovecote) -> None:

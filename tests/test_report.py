@@ -148,7 +148,7 @@ def test_bad_class(dc: Dovecote, klass: str) -> None:
 
 
 def test_bad_symptom(dc: Dovecote) -> None:
-    assert refused(dc, [rep(symptom="other")]).reason == "invalid_field"
+    assert refused(dc, [rep(symptom="other")]).reason == "unknown_symptom"  # issue 10: no "other"
 
 
 def test_bad_kind(dc: Dovecote) -> None:
@@ -187,7 +187,7 @@ def test_a_sentinel_rides_only_a_fixed_receipt(dc: Dovecote, disposition: str | 
 
 
 def test_a_fingerprint_names_a_symptom_from_the_vocabulary(dc: Dovecote) -> None:
-    assert refused(dc, [rep(klass="triage", answers=[ID], fingerprint="fp:north/other")]).reason == "invalid_field"
+    assert refused(dc, [rep(klass="triage", answers=[ID], fingerprint="fp:north/other")]).reason == "unknown_symptom"
     dc.report([rep(klass="triage", answers=[ID], fingerprint="fp:north/false_absence")])
 
 

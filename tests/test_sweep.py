@@ -18,7 +18,7 @@ pytestmark = pytest.mark.both_stores
 
 SWEEP_KEYS = [
     "schema", "spool_path", "distribution", "total", "open", "counts", "receipts",
-    "misdelivery", "unreachable", "malformed", "letters",
+    "misdelivery", "recurrence", "kindless", "unreachable", "malformed", "letters",
 ]
 ROW_KEYS = ["id", "ts", "agent", "class", "repo", "brain", "tool", "what", "answers", "answered_by", "fate", "box"]
 COUNT_KEYS = ["wet_ink", "in_flight", "fired_clay", "external"]

@@ -36,7 +36,7 @@ NOT_VERBS = {
     ("merge-driver",): "git calls it with three file paths; it unions ledgers, below any home",
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
-       for k in ("session-start", "prompt", "stop")},
+       for k in ("session-start", "prompt", "stop", "post-tool")},
 }
 
 #: Command -> its verb. The six lifecycle commands are one verb, ``Move``, whose ``kind`` is the command.
@@ -78,6 +78,14 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("presence", "beat"): verbs.PresenceBeat,
     ("presence", "list"): verbs.Presence,
     ("status",): verbs.Status,
+    # case intelligence (issue 10)
+    ("receipt",): verbs.Receipt,
+    ("cases",): verbs.Cases,
+    ("case",): verbs.Case,
+    ("sentinels",): verbs.Sentinels,
+    ("claims",): verbs.Claims,
+    ("monitor", "add"): verbs.MonitorAdd,
+    ("monitors",): verbs.Monitors,
 }
 
 #: Options of the face, not of the verb: they choose a rendering or bind who acts.

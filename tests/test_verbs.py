@@ -66,6 +66,14 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.PresenceBeat: {"agent": "ent_b"},
     verbs.Presence: {},
     verbs.Status: {},
+    # case intelligence (issue 10)
+    verbs.Receipt: {"answers": ["0123456789ab"], "disposition": "moot"},
+    verbs.Cases: {},
+    verbs.Case: {"fingerprint": "fp:north/crash"},
+    verbs.Sentinels: {},
+    verbs.Claims: {},
+    verbs.MonitorAdd: {"name": "nightly", "expect": "tool=backup", "every": "1d"},
+    verbs.Monitors: {},
 }
 
 ALL = sorted(set(verbs.VERBS.values()), key=lambda v: v.__name__)

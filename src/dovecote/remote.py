@@ -182,10 +182,25 @@ def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
     return dc.wait(v).to_dict()
 
 
+# -- case intelligence (issue 10): reading the cases and filing a receipt are an agent's;
+# running sentinels (commands on this machine), monitors and claims are operator work.
+
+
+def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> dict[str, Any]:
+    return dc.cases(v)
+
+
+def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, Any]:
+    w = writer(p, "receipt")
+    if v.sentinel_probe is not None and w.role != "operator":  # a probe is a command this machine will run
+        raise Refusal("forbidden", f"{w.entity} may not set a sentinel probe (an operator's, at a terminal)")
+    return dc.receipt(v, actor=actor_of(w))
+
+
 #: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
 #: verify, view, import, organize and stale-check are operator work at a terminal: not here.
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
-    "wait": wait, "ack": ack, "trackers": trackers,
+    "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
 }

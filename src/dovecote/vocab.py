@@ -74,6 +74,13 @@ class Disposition(StrEnum):
 
 DISPOSITIONS: tuple[str, ...] = tuple(d.value for d in Disposition)
 
+class SentinelExpect(StrEnum):
+    """What a sentinel probe must show to be green."""
+
+    absent = "absent"  # it printed nothing (and exited 0, or 1 as grep does when nothing matched)
+    exit0 = "exit0"  # it exited 0
+
+
 #: Foreign-tool markers a new roster starts with. The roster holds the live list.
 DEFAULT_FOREIGN_MARKERS: tuple[str, ...] = ("browseros", "context7", "playwright", "semgrep")
 

@@ -7,6 +7,7 @@ a summary otherwise). The commands live in one module per group:
 
 - ``cmd_roster``: project and entity add/remove/list
 - ``cmd_reports``: report, distribute, sweep, box, doctor, verify
+- ``cmd_cases``: receipt, cases, case, sentinels, claims, monitor add, monitors (issue 10)
 - ``cmd_mail``: send, draft, outbox send, and the lifecycle moves
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
@@ -24,6 +25,7 @@ import typer
 import dovecote
 from dovecote.cli import (
     cmd_agents,
+    cmd_cases,
     cmd_delivery,
     cmd_inbox,
     cmd_mail,
@@ -74,11 +76,13 @@ def main(
 cmd_misc.register_init(app)
 cmd_roster.register(app)
 cmd_reports.register(app)
+cmd_cases.register(app)  # receipt, cases, case, sentinels, claims, monitors (issue 10)
 cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
 cmd_vnext.register(cmd_inbox.import_app)  # import vnext (issue 9)
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
+cmd_cases.register_hooks(app)  # hook post-tool (abandonment, issue 10)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
 cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)

@@ -33,10 +33,11 @@ import sys
 import time
 from typing import Any
 
-USAGE = "usage: dovecote [--home H] hook session-start|prompt|stop [--entity E] [--agent claude-code|codex] < payload"
+USAGE = ("usage: dovecote [--home H] hook session-start|prompt|stop|post-tool [--entity E] [--agent claude-code|codex]"
+         " [--watch PREFIX,...] < payload")
 AGENTS = ("claude-code", "codex")
 #: hook kind -> the agent's event name (what Codex wants in ``hookSpecificOutput``).
-EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
+EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop", "post-tool": "PostToolUse"}
 #: Payloads larger than this are not read whole (no agent sends anything near it).
 MAX_PAYLOAD = 4 * 1024 * 1024
 
@@ -49,7 +50,7 @@ def parse_args(args: list[str]) -> tuple[str, dict[str, str]]:
     while rest:
         flag = rest.pop(0)
         name, eq, value = flag.partition("=")
-        if name in ("--entity", "--agent") and (eq or rest):
+        if name in ("--entity", "--agent", "--watch") and (eq or rest):
             opts[name[2:]] = value if eq else rest.pop(0)
         else:
             raise ValueError(f"unexpected argument {flag!r}; {USAGE}")
@@ -112,8 +113,14 @@ def answer(home: str | None, args: list[str], stdin: bytes) -> str:
 
     kind, opts = parse_args(args)
     payload = read_payload(stdin)
+    if kind == "post-tool":  # abandonment's record (issue 10): no entity, no inbox, prints nothing
+        watch = opts["watch"].split(",") if "watch" in opts else []
+        open_home(home).hook_post_tool(payload, watch)
+        return wire(kind, "", opts.get("agent", AGENTS[0]))
     who = opts.get("entity") or os.environ.get("DOVECOTE_ENTITY") or None
     dc = open_home(home, actor=Actor(entity=who))
+    if kind == "stop":  # abandonment first (issue 10): one stop hook does both, and this part needs no entity
+        dc.hook_stop_abandonment(payload)
     target = who or dc.default_entity()
     return wire(kind, dc.hook(kind, target, payload).stdout, opts.get("agent", AGENTS[0]))
 

@@ -58,7 +58,7 @@ def _obj(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
     return {"type": "object", "properties": {**required, **optional}, "required": sorted(required)}
 
 
-_S, _B = {"type": "string"}, {"type": "boolean"}
+_S, _B, _I = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}
 _S_OR_NULL = {"type": ["string", "null"]}
 _ITEMS = {"type": "array", "items": {"type": "object"}}
 
@@ -88,4 +88,7 @@ SHOW = _obj({"entity": _S, "item": {"type": "object"}, "envelope": {"type": "obj
             body=_S_OR_NULL, body_ref=_S_OR_NULL)
 
 WAIT = _obj({"entity": _S, "cursor": _S, "timed_out": _B, "items": _ITEMS})
-
+CASES = _obj({"cases": _ITEMS, "count": _I, "recurrence": {"type": "object"}, "kindless": _I,
+              "unreachable": {"type": "array", "items": _S}})
+RECEIPT = _obj({"id": _S, "appended": _B, "box": _S, "fingerprint": _S_OR_NULL,
+                "answers": {"type": "array", "items": _S}})

@@ -97,5 +97,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
     Tool("trackers", verbs.Trackers, "Delivery, ack and notify state of your deliveries.", remote.trackers,
          lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
+    Tool("cases", verbs.Cases, "Cases: letters grouped by fingerprint, with receipt and label.", remote.cases,
+         lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+    Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
+         remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
+         schemas.RECEIPT),
 )}
 

@@ -87,5 +87,14 @@ def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:
         "pending_detail": detail,
         "unreachable": result.unreachable,
         "malformed_lines": len(result.malformed),
+        **result.cases,  # recurrence and kindless (issue 10)
+        "claims": _claims(ctx),
         "spool_path": str(ctx.layout.spool),
     }
+
+
+def _claims(ctx: Context) -> dict[str, int]:
+    """Claim vs measure's totals (counts only; ``dovecote claims`` has them per fingerprint)."""
+    from dovecote.ops.cases import claims
+
+    return dict(claims(ctx, persist=False)["totals"])

@@ -8,7 +8,8 @@ Claude Code reads it from ``<project>/.claude/settings.json`` (next to every
 other setting, which is kept as it is), Codex from ``<project>/.codex/hooks.json``
 (its hooks engine; older Codex releases turn it on with ``[features]
 codex_hooks = true`` in ``config.toml``, which this does not edit). The three
-events are SessionStart, UserPromptSubmit and Stop.
+events are SessionStart, UserPromptSubmit, PostToolUse and PostToolUseFailure
+(abandonment's record of each tool call) and Stop (mail and abandonment, one hook).
 
 Installing is idempotent: a handler whose command runs ``dovecote ... hook
 <kind>`` is ours and is replaced in place, anything else is left alone, and a
@@ -37,14 +38,19 @@ if TYPE_CHECKING:
 #: agent -> (folder, file) under the project directory.
 AGENTS: dict[str, tuple[str, str]] = {"claude-code": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
 #: (agent event, ``dovecote hook`` kind), in the order they fire.
-EVENTS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"), ("Stop", "stop"))
+EVENTS = (
+    ("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"),
+    # abandonment (issue 10): every tool call's outcome, success and failure; the Stop hook does both jobs
+    ("PostToolUse", "post-tool"), ("PostToolUseFailure", "post-tool"),
+    ("Stop", "stop"),
+)
 #: Seconds the agent gives a hook before cancelling it (the hook answers in well under one).
 TIMEOUT = 10
 NOTES = {
     "codex": "Codex releases that do not run hooks by default need `[features] codex_hooks = true` in "
              ".codex/config.toml (not written here).",
 }
-_OURS = re.compile(r"\bhook (session-start|prompt|stop)\b")
+_OURS = re.compile(r"\bhook (session-start|prompt|stop|post-tool)\b")
 
 
 def is_ours(command: object) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from dovecote.derive.symptoms import check_fingerprint
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts, is_letter_id
 from dovecote.timeutil import parse_time
@@ -28,12 +29,11 @@ if TYPE_CHECKING:
 
 STRING_FIELDS = (
     "ts", "agent", "kind", "repo", "brain", "tool", "class", "what", "expected",
-    "snippet", "symptom", "misdelivery_kind", "disposition", "fingerprint", "case_id",
+    "snippet", "symptom", "misdelivery_kind", "disposition", "fingerprint", "case_id", "commit",
 )
 REPORT_FIELDS = frozenset({*STRING_FIELDS, "answers", "sentinel"})
-RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "sentinel")
+RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "commit", "sentinel")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
-_FP = re.compile(r"fp:[^/\s]+/([a-z_]+)")
 
 
 def check_ts(value: str, where: str = "ts") -> str:
@@ -74,7 +74,8 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
     check_ts(obj["ts"])
     _one_of(obj, "class", REPORT_CLASSES)
     _one_of(obj, "kind", ("report",))
-    _one_of(obj, "symptom", SYMPTOMS)
+    if "symptom" in obj and obj["symptom"] not in SYMPTOMS:
+        raise Refusal("unknown_symptom", f"symptom {obj['symptom']!r} is not one of {', '.join(SYMPTOMS)}")
     if obj["class"] == MISDELIVERY_CLASS:
         if "misdelivery_kind" not in obj:
             kinds = ", ".join(MISDELIVERY_KINDS)
@@ -88,10 +89,7 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
                 raise Refusal("invalid_field", f"{k} belongs only to a receipt (class {RECEIPT_CLASS})")
     _one_of(obj, "disposition", DISPOSITIONS)
     if "fingerprint" in obj:
-        fp = _FP.fullmatch(obj["fingerprint"])
-        if not fp or fp.group(1) not in SYMPTOMS:
-            symptoms = ", ".join(SYMPTOMS)
-            raise Refusal("invalid_field", f"fingerprint must be fp:<tool_family>/<symptom>, a symptom of {symptoms}")
+        check_fingerprint(obj["fingerprint"])
     if "sentinel" in obj and obj.get("disposition") != "fixed":
         raise Refusal("invalid_field", "only a receipt with disposition fixed carries a sentinel (CASE-INV-4)")
     if "sentinel" in obj:

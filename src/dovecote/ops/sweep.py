@@ -97,6 +97,9 @@ class SweepResult:
     include_all: bool = False
     resumed: sweepcache.Resumed | None = None
     ready: list[Row] | None = None  # the open rows, when the sweep built them for its snapshot
+    #: recurrence and kindless (``ops.cases.overlay``), computed when first shown: a caller that
+    #: asks only for counts or open ids never folds the cases
+    overlay: Callable[[], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         fold: FateBook | sweepcache.Resumed | None = self.book if self.book is not None else self.resumed
@@ -110,6 +113,12 @@ class SweepResult:
     @property
     def counts(self) -> dict[str, int]:
         return {k: self._counts[k] for k in ("wet_ink", "in_flight", "fired_clay", "external")}
+
+    @property
+    def cases(self) -> dict[str, Any]:
+        if self.overlay is not None:
+            self._cases, self.overlay = self.overlay(), None
+        return getattr(self, "_cases", {})
 
     def letter_ids(self) -> list[str]:
         if self.resumed is not None:
@@ -140,6 +149,7 @@ class SweepResult:
             "counts": self.counts,
             "receipts": self.receipts,
             "misdelivery": self.misdelivery,
+            **self.cases,
             "unreachable": self.unreachable,
             "malformed": [d.to_dict() for d in self.malformed],
         }
@@ -230,6 +240,7 @@ def _sweep(
     ctx: Context, do_distribute: bool, include_all: bool, progress: Progress | None, persisted: bool
 ) -> SweepResult:
     receipt = distribute(ctx) if do_distribute else None
+    overlay = _cases(ctx, do_distribute, persisted)  # escalates now; the overlay is read when shown
     sources, unreachable = _sources(ctx)
     files = isinstance(ctx.store, FileStore)
     if persisted and files and not include_all and SWEEP not in ctx.warm:
@@ -237,7 +248,8 @@ def _sweep(
         if resumed is not None:
             fold, malformed = resumed
             return SweepResult(
-                str(ctx.layout.spool), receipt, None, [], sorted(set(unreachable)), malformed, False, fold
+                str(ctx.layout.spool), receipt, None, [], sorted(set(unreachable)), malformed, False, fold,
+                overlay=overlay,
             )
     folded = _fold(ctx, sources, unreachable, progress)
     if folded is None:  # a ledger was replaced under us: fold everything again
@@ -252,10 +264,23 @@ def _sweep(
         unreachable=sorted(set(unreachable)),
         malformed=malformed,
         include_all=include_all,
+        overlay=overlay,
     )
     if persisted and files and fresh:
         _persist(ctx, result, sources)
     return result
+
+
+def _cases(ctx: Context, escalate: bool, persisted: bool) -> Callable[[], dict[str, Any]]:
+    """Case intelligence's part of the sweep: a distributing sweep escalates and mints the
+    monitors' letters first (they are then in what it sweeps); every sweep shows recurrence
+    and kindless."""
+    from dovecote.ops import cases, monitors
+
+    if escalate:
+        cases.escalate(ctx)
+        monitors.mint(ctx)
+    return lambda: cases.overlay(ctx, persisted)
 
 
 def _persist(ctx: Context, result: SweepResult, sources: list[Where]) -> None:

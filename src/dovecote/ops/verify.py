@@ -61,7 +61,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
 
     ``now`` pins doctor's 7-day window so both runs use the same instant.
     """
-    from dovecote.ops import doctor, inbox, search
+    from dovecote.ops import cases, doctor, inbox, search
     from dovecote.ops.sweep import box, sweep
 
     out: dict[str, bytes] = {
@@ -70,6 +70,8 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
         "doctor": orjson.dumps(doctor.doctor(ctx, now)),
+        "cases": orjson.dumps(cases.cases(ctx)),  # issue 10: a case is derived, its cache no authority
+        "claims": orjson.dumps(cases.claims(ctx)),
     }
     for addr in [*ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]:
         out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())

@@ -35,6 +35,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
+from dovecote.verbs.cases import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.delivery import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
@@ -64,6 +65,7 @@ from dovecote.vocab import (
     MoveKind,
     Priority,
     ReportClass,
+    SentinelExpect,
     Symptom,
     TokenRole,
     TrustLevel,
@@ -78,7 +80,10 @@ __all__ = [
     "WRITES_WHEN",
     "Ack",
     "Box",
+    "Case",
+    "Cases",
     "Category",
+    "Claims",
     "Direction",
     "Disposition",
     "Distribute",
@@ -96,6 +101,8 @@ __all__ = [
     "Mailman",
     "Message",
     "MisdeliveryKind",
+    "MonitorAdd",
+    "Monitors",
     "Move",
     "MoveKind",
     "Organize",
@@ -106,10 +113,13 @@ __all__ = [
     "ProjectAdd",
     "ProjectList",
     "ProjectRemove",
+    "Receipt",
     "Report",
     "ReportClass",
     "Search",
     "Send",
+    "SentinelExpect",
+    "Sentinels",
     "Show",
     "StaleCheck",
     "Status",
@@ -175,6 +185,14 @@ VERBS: dict[str, type[Verb]] = {
     "presence_beat": PresenceBeat,
     "presence": Presence,
     "status": Status,
+    # case intelligence (issue 10)
+    "receipt": Receipt,
+    "cases": Cases,
+    "case": Case,
+    "sentinels": Sentinels,
+    "claims": Claims,
+    "monitor_add": MonitorAdd,
+    "monitors": Monitors,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -184,11 +202,15 @@ WRITES: frozenset[str] = frozenset({
     "project_add", "project_remove", "entity_add", "entity_remove", "token_issue", "token_revoke", "hooks_install",
     # -- delivery (issue 9) --
     "intake", "mailman", "ack", "presence_beat",
+    # case intelligence (issue 10): a sentinel run mints engine letters when a state changes
+    "receipt", "sentinels", "monitor_add",
 })
 #: The verbs that write only when one of their fields is true, and that field.
-WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}
-# issue 9: an import writes only with --write (the dry run reads the directory only)
-WRITES_WHEN["import_vnext"] = "write"
+WRITES_WHEN: dict[str, str] = {
+    "sweep": "distribute", "stale_check": "emit_signals", "organize": "apply",
+    "claims": "write_labels",  # case intelligence (issue 10)
+    "import_vnext": "write",  # issue 9: the dry run reads the directory only
+}
 
 
 def writes(name: str, v: Verb | None = None) -> bool:

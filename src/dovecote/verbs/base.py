@@ -21,6 +21,7 @@ from msgspec import Meta
 
 from dovecote.addresses import NAME_PATTERN, check_name
 from dovecote.errors import Refusal
+from dovecote.vocab import Symptom
 
 MAX_INT = 2**53 - 1
 
@@ -91,6 +92,8 @@ def _refusal(e: msgspec.ValidationError, verb: type[Verb]) -> Refusal:
         return Refusal("unknown_field", f"{_verb_name(verb)}: {what.split('`')[1]} is not a field of it")
     if field in _enums(verb):
         what += f" (one of: {', '.join(choices(verb, field))})"
+        if _enums(verb)[field] is Symptom:  # the closed vocabulary has its own keyword: there is no "other"
+            return Refusal("unknown_symptom", f"{_verb_name(verb)}: {field}: {what}")
     return Refusal("invalid_field", f"{_verb_name(verb)}: {field}: {what}" if field else f"{_verb_name(verb)}: {what}")
 
 

@@ -1,0 +1,202 @@
+"""Case intelligence on the command line: ``receipt``, ``cases``, ``case``, ``sentinels``, ``claims``,
+``monitor add`` and ``monitors``.
+
+Each option is a field of its verb (``dovecote.verbs.cases``), and its help is that field's doc.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from dovecote.cli.boundary import Typer
+from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.output import show
+from dovecote.verbs import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels, doc
+
+
+def receipt_cmd(
+    answers: Annotated[
+        list[str],
+        typer.Option("--answers", metavar="ID", help=repeated(doc(Receipt, "answers"), "repeat, or comma-separated")),
+    ],
+    disposition: Annotated[
+        str, typer.Option("--disposition", metavar=one_of(Receipt, "disposition"), help=doc(Receipt, "disposition"))
+    ],
+    fingerprint: Annotated[
+        Optional[str], typer.Option("--fingerprint", help=doc(Receipt, "fingerprint"))
+    ] = None,
+    case_id: Annotated[Optional[str], typer.Option("--case-id", help=doc(Receipt, "case_id"))] = None,
+    ref: Annotated[Optional[str], typer.Option("--ref", help=doc(Receipt, "ref"))] = None,
+    sentinel_probe: Annotated[
+        Optional[str], typer.Option("--sentinel-probe", help=doc(Receipt, "sentinel_probe"))
+    ] = None,
+    sentinel_expect: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sentinel-expect", metavar=one_of(Receipt, "sentinel_expect"), help=doc(Receipt, "sentinel_expect")
+        ),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """File a triage receipt into the case's box: it closes the letters it answers.
+
+    A sentinel probe is run by `dovecote sentinels`; with --sentinel-expect absent (the default)
+    it is green when it prints nothing, so give it a command that prints what it finds.
+
+    Example: dovecote receipt --answers 1a2b3c4d5e6f --disposition fixed --ref abc123
+    --sentinel-probe "grep -n 'return \\[\\]' src/north.py"
+    """
+    from dovecote.verbs import decode
+
+    fields: dict[str, Any] = {
+        "answers": [a for chunk in answers for a in chunk.replace(",", " ").split()],
+        "disposition": disposition, "fingerprint": fingerprint, "case_id": case_id, "ref": ref,
+        "sentinel_probe": sentinel_probe, "sentinel_expect": sentinel_expect,
+    }
+    v = decode(Receipt, {k: val for k, val in fields.items() if val is not None})
+    show(opened().receipt(v), json=json, text=_receipt_text)
+
+
+def _receipt_text(d: dict[str, Any]) -> str:
+    what = "filed" if d["appended"] else "already present:"
+    return f"{what} {d['id']} in {d['box']} (answers {len(d['answers'])}; case {d['fingerprint'] or 'none'})\n"
+
+
+def cases_cmd(
+    box: Annotated[Optional[str], typer.Option("--box", help=doc(Cases, "box"))] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Every case: witnesses, first and last seen, boxes, receipt, label, and its one-line case receipt."""
+    show(opened().cases(Cases(box=box)), json=json, text=_cases_text)
+
+
+def _cases_text(d: dict[str, Any]) -> str:
+    lines = [f"{c['line']}  [{c['label']}]" for c in d["cases"]]
+    lines.append(f"{d['count']} cases · {d['kindless']} kindless letters")
+    if d["unreachable"]:
+        lines.append("unreachable: " + ", ".join(d["unreachable"]))
+    return "\n".join(lines) + "\n"
+
+
+def case_cmd(
+    fingerprint: Annotated[str, typer.Argument(help=doc(Case, "fingerprint"))],
+    json: JsonOpt = False,
+) -> None:
+    """One case whole: witnesses, boxes, receipt, sentinel, regressions."""
+    show(opened().case(Case(fingerprint=fingerprint)), json=json, text=_case_text)
+
+
+def _case_text(c: dict[str, Any]) -> str:
+    lines = [c["line"], f"label: {c['label']}", f"first seen {c['first_seen']} · last seen {c['last_seen']}"]
+    lines.append("witnesses: " + (", ".join(c["witness_ids"]) or "none"))
+    lines.append("boxes: " + (", ".join(c["boxes"]) or "none (spool only)"))
+    if c["escalation"]:
+        lines.append(f"escalation: {c['escalation']}")
+    if c["regressions"]:
+        lines.append("regressions: " + ", ".join(c["regressions"]))
+    return "\n".join(lines) + "\n"
+
+
+def sentinels_cmd(
+    timeout: Annotated[float, typer.Option("--timeout", help=doc(Sentinels, "timeout"))] = 30.0,
+    json: JsonOpt = False,
+) -> None:
+    """Run the probe of every fixed receipt (read-only, no shell); a red one mints one regression letter."""
+    show(opened().sentinels(Sentinels(timeout=timeout)), json=json, text=_sentinels_text)
+
+
+def _sentinels_text(d: dict[str, Any]) -> str:
+    rows = [f"  {s['state']:<11} {s['fingerprint']}  {s['probe']}  ({s['why']})" for s in d["sentinels"]]
+    return "\n".join([d["line"], *rows]) + "\n"
+
+
+def claims_cmd(
+    write_labels: Annotated[
+        bool, typer.Option("--write-labels", help=doc(Claims, "write_labels"))
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Claim vs measure per fingerprint: claimed right, claimed wrong, unresolved (counts, each of its claims)."""
+    show(opened().claims(Claims(write_labels=write_labels)), json=json, text=_claims_text)
+
+
+def _claims_text(d: dict[str, Any]) -> str:
+    lines = [
+        f"{fp}: {r['claimed_right']} of {r['claims']} claimed right, {r['claimed_wrong']} of {r['claims']} "
+        f"claimed wrong, {r['unresolved']} of {r['claims']} unresolved"
+        for fp, r in d["by_fingerprint"].items()
+    ]
+    t = d["totals"]
+    lines.append(
+        f"{t['claims']} claims: {t['claimed_right']} right, {t['claimed_wrong']} wrong, {t['unresolved']} unresolved"
+    )
+    if d["labels_appended"]:
+        lines.append(f"{d['labels_appended']} rows appended to {d['labels_path']}")
+    return "\n".join(lines) + "\n"
+
+
+def monitor_add_cmd(
+    name: Annotated[str, typer.Argument(help=doc(MonitorAdd, "name"))],
+    expect: Annotated[str, typer.Option("--expect", help=doc(MonitorAdd, "expect"))],
+    every: Annotated[str, typer.Option("--every", help=doc(MonitorAdd, "every"))],
+    grace: Annotated[Optional[str], typer.Option("--grace", help=doc(MonitorAdd, "grace"))] = None,
+    paused: Annotated[bool, typer.Option("--paused", help=doc(MonitorAdd, "paused"))] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Add a dead-man's switch: a letter matching --expect at least every period, else it goes down.
+
+    Example: dovecote monitor add nightly --expect tool=backup,class=win --every 1d --grace 2h
+    """
+    v = MonitorAdd(name=name, expect=expect, every=every, grace=grace, paused=paused)
+    show(opened().monitor_add(v), json=json, text=lambda d: f"monitor {d['name']}: {d['id']}\n")
+
+
+def monitors_cmd(json: JsonOpt = False) -> None:
+    """Every monitor and its state: new, up, late, down or paused (a distributing sweep mints a down letter)."""
+    show(opened().monitors(Monitors()), json=json, text=_monitors_text)
+
+
+def _monitors_text(d: dict[str, Any]) -> str:
+    rows = [f"  {m['state']:<7} {m['name']}  expect {m['expect']} every {m['every']}  last {m['last']}"
+            for m in d["monitors"]]
+    head = f"{d['count']} monitors: " + ", ".join(f"{d[s]} {s}" for s in ("new", "up", "late", "down", "paused"))
+    return "\n".join([head, *rows]) + "\n"
+
+
+def post_tool_cmd(
+    watch: Annotated[
+        Optional[str],
+        typer.Option("--watch", metavar="PREFIX,...", help="Tool-name prefixes to watch (default: every MCP tool)."),
+    ] = None,
+    agent: Annotated[
+        str, typer.Option("--agent", help="Whose output form: claude-code (plain text) or codex (JSON).")
+    ] = "claude-code",
+) -> None:
+    """Record a call to a watched tool for abandonment (a failed last call, then a stop, mints one letter)."""
+    from dovecote.cli.common import home_path
+    from dovecote.cli.hookrun import main
+
+    main(home_path(), ["post-tool", *(["--watch", watch] if watch else []), "--agent", agent])
+
+
+def register_hooks(app: Typer) -> None:
+    """``hook post-tool`` joins the ``hook`` group (abandonment's half of the hooks; stop does both)."""
+    for group in app.registered_groups:
+        if group.name == "hook" and group.typer_instance is not None:
+            group.typer_instance.command("post-tool")(post_tool_cmd)
+            return
+    raise RuntimeError("the hook group must be registered before hook post-tool")
+
+
+def register(app: Typer) -> None:
+    app.command("receipt")(receipt_cmd)
+    app.command("cases")(cases_cmd)
+    app.command("case")(case_cmd)
+    app.command("sentinels")(sentinels_cmd)
+    app.command("claims")(claims_cmd)
+    monitor = Typer(help="Dead-man's switch monitors.", no_args_is_help=True)
+    monitor.command("add")(monitor_add_cmd)
+    app.add_typer(monitor, name="monitor")
+    app.command("monitors")(monitors_cmd)

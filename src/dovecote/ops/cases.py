@@ -1,0 +1,161 @@
+"""Cases, receipts, escalation and claims: the use cases over the case fold.
+
+Reads (``cases``, ``case``, ``claims``, ``overlay``) never write a letter; the
+writes are the receipt a person or agent files (``receipt``), the engine's
+escalation at the second witness (``escalate``, run by a distributing sweep),
+and the field-label rows (``claims`` with ``write_labels``). Every rule of
+what a case *is* lives in ``derive.cases``; this module only reads the store
+into it and writes what it decides.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dovecote import ledger, verbs
+from dovecote.addresses import parse_address
+from dovecote.derive.cases import CaseBook
+from dovecote.derive.claims import claims as claims_of
+from dovecote.derive.claims import labels as labels_of
+from dovecote.derive.symptoms import check_fingerprint
+from dovecote.errors import Refusal, StoreError
+from dovecote.letters import canonical_line, format_ts
+from dovecote.ops import casebook, engine
+from dovecote.ops.report import check_report
+
+if TYPE_CHECKING:
+    from dovecote.context import Context
+    from dovecote.store import Where
+
+LABELS_FILE = "field-labels.jsonl"
+
+
+def overlay(ctx: Context, persist: bool = True) -> dict[str, Any]:
+    """What the sweep and doctor show of the cases: recurrence (fingerprint -> witnesses) and kindless."""
+    book = casebook.load(ctx, persist).book
+    return {"recurrence": book.recurrence(), "kindless": book.kindless}
+
+
+def cases(ctx: Context, box: str | None = None) -> dict[str, Any]:
+    loaded = casebook.load(ctx)
+    rows = loaded.book.cases()
+    if box is not None:
+        label = str(parse_address(box))
+        rows = [c for c in rows if label in c["boxes"]]
+    return {
+        "cases": rows,
+        "count": len(rows),
+        "recurrence": loaded.book.recurrence(),
+        "kindless": loaded.book.kindless,
+        "unreachable": loaded.unreachable,
+    }
+
+
+def resolve(book: CaseBook, name: str) -> str:
+    """A fingerprint from a fingerprint or a receipt's case id; ``unknown_case`` otherwise."""
+    known = {c["fingerprint"] for c in book.cases()}
+    if name in known:
+        return name
+    aliases = sorted(r.fingerprint for r in book.receipts.values() if r.case_id == name and r.fingerprint)
+    if aliases:
+        return aliases[-1]
+    raise Refusal("unknown_case", f"no case has the fingerprint or case id {name!r}")
+
+
+def case(ctx: Context, name: str) -> dict[str, Any]:
+    book = casebook.load(ctx).book
+    fp = resolve(book, name)
+    return next(c for c in book.cases() if c["fingerprint"] == fp)
+
+
+def receipt(ctx: Context, v: verbs.Receipt) -> dict[str, Any]:
+    """File a triage receipt into the case's box; it closes what it answers (fired_clay)."""
+    book = casebook.load(ctx).book
+    unknown = [a for a in v.answers if a not in book.seen]
+    if unknown:
+        raise Refusal("unknown_letter", f"no field report has the id {unknown[0]} (in the spool or a reachable box)")
+    fp = v.fingerprint
+    family: str | None = None
+    if fp is not None:
+        family, _ = check_fingerprint(fp)
+    else:
+        fps = {book.witnesses[a].fingerprint for a in v.answers if a in book.witnesses}
+        fp = fps.pop() if len(fps) == 1 else None
+        family = fp[3:].rpartition("/")[0] if fp else None
+    if (v.sentinel_probe or v.sentinel_expect) and v.disposition.value != "fixed":
+        raise Refusal("invalid_field", "only a fixed receipt carries a sentinel (CASE-INV-4)")
+    if v.sentinel_expect and not v.sentinel_probe:
+        raise Refusal("missing_field", "sentinel_expect needs sentinel_probe")
+    obj: dict[str, Any] = {
+        "class": "triage", "tool": family or "triage", "answers": list(v.answers),
+        "disposition": v.disposition.value, "fingerprint": fp, "case_id": v.case_id, "commit": v.ref,
+        "what": f"receipt: {v.disposition.value} " + (fp or f"{len(v.answers)} letters"),
+    }
+    if v.sentinel_probe:
+        obj["sentinel"] = {"probe": v.sentinel_probe, "expect": (v.sentinel_expect or "absent")}
+    where, owner = _receipt_box(ctx, book, fp, list(v.answers))
+    obj.update(owner)
+    obj = {k: val for k, val in obj.items() if val is not None}
+    line = check_report(
+        obj, agent=ctx.actor.author(), ts=format_ts(ctx.now()), max_bytes=ctx.roster.limits.report_max_bytes
+    )
+    (lid, appended), = ctx.store.append(where, [line])
+    return {"id": lid, "appended": appended, "box": str(where), "fingerprint": fp, "answers": list(v.answers)}
+
+
+def _receipt_box(ctx: Context, book: CaseBook, fp: str | None, answers: list[str]) -> tuple[Where, dict[str, Any]]:
+    """The case's box (of its first witness); else the box of the first answered letter;
+    else the spool, carrying that letter's project so distribution files it where it belongs."""
+    group = book.by_fingerprint().get(fp, []) if fp else []
+    answered = [book.witnesses[a] for a in answers if a in book.witnesses]
+    found = engine.case_box(ctx, group or answered)
+    if found is not None:
+        return found, {}
+    for addr in ctx.roster.report_boxes():
+        if ctx.store.reachable(addr) and any(a in ctx.store.read(addr).index for a in answers):
+            return addr, {}
+    first = (group or answered)[:1]
+    return "spool", ({"brain": first[0].brain, "repo": first[0].repo} if first else {})
+
+
+def escalate(ctx: Context) -> list[str]:
+    """Mint the escalation of every fingerprint with two witnesses and none yet; the ids written."""
+    book = casebook.load(ctx).book
+    done = book.engine_of("escalation")
+    minted = []
+    for fp, ws in book.by_fingerprint().items():
+        if len(ws) < 2 or fp in done:
+            continue
+        where = engine.case_box(ctx, ws)
+        if where is None:
+            continue  # the first witness is pending: it escalates once it is filed
+        obj = engine.escalation(fp, ws[0], ws[1])
+        try:
+            lid, appended = engine.mint(ctx, where, obj, engine.same("escalation", fingerprint=fp))
+        except StoreError:
+            continue  # the case's box cannot be written here (the sweep names it unreachable): a later sweep will
+
+        if appended:
+            minted.append(lid)
+    return minted
+
+
+def claims(ctx: Context, write_labels: bool = False, persist: bool = True) -> dict[str, Any]:
+    """Claim vs measure, counts only; with ``write_labels`` the resolved claims are appended
+    to ``field-labels.jsonl`` once each (by letter and receipt)."""
+    book = casebook.load(ctx, persist).book
+    out = claims_of(book)
+    rows = labels_of(book)
+    out["resolved"] = len(rows)
+    out["labels_path"] = str(ctx.layout.root / LABELS_FILE)
+    out["labels_appended"] = _append_labels(ctx, rows) if write_labels else 0
+    return out
+
+
+def _append_labels(ctx: Context, rows: list[dict[str, Any]]) -> int:
+    """The rows are deterministic, so the file is a ledger like any other: content-id dedup
+    under its lock, fsynced (two runs at once append each row once)."""
+    if not rows:
+        return 0
+    filed = ledger.append(ledger.LedgerReader(ctx.layout.root / LABELS_FILE), [canonical_line(r) for r in rows])
+    return sum(1 for _, new in filed if new)

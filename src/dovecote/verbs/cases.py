@@ -1,0 +1,80 @@
+"""The verbs of case intelligence (issue 10): receipt, cases, case, sentinels, claims, monitors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, ClassVar
+
+from msgspec import Meta
+
+from dovecote.verbs.base import LetterId, Name, Verb
+from dovecote.vocab import Disposition, SentinelExpect
+
+FingerprintText = Annotated[str, Meta(min_length=1, max_length=256)]
+Short = Annotated[str, Meta(min_length=1, max_length=128)]
+Command = Annotated[str, Meta(min_length=1, max_length=1024)]
+#: A duration: a number and a unit (s, m, h, d), e.g. 90s, 15m, 1h, 2d.
+Duration = Annotated[str, Meta(pattern=r"^[1-9][0-9]{0,8}[smhd]$")]
+
+
+class Receipt(Verb, frozen=True):
+    """A triage receipt: it closes the letters it answers and names their case."""
+
+    answers: Annotated[list[LetterId], Meta(min_length=1, description="The letters the receipt answers (closes).")]
+    disposition: Annotated[Disposition, Meta(description="The verdict: fixed, declined or moot.")]
+    fingerprint: Annotated[
+        FingerprintText | None,
+        Meta(description="The case, fp:<tool_family>/<symptom> (default: the answered letters' one)."),
+    ] = None
+    case_id: Annotated[Short | None, Meta(description="An alias of the case.")] = None
+    ref: Annotated[Short | None, Meta(description="The fix: a commit or change id.")] = None
+    sentinel_probe: Annotated[
+        Command | None, Meta(description="A fixed receipt's probe: a command run read-only, without a shell.")
+    ] = None
+    sentinel_expect: Annotated[
+        SentinelExpect | None, Meta(description="What the probe must show: absent (no output) or exit0.")
+    ] = None
+
+
+class Cases(Verb, frozen=True):
+    """Every case: witnesses, first and last seen, boxes, receipt, label, the one-line case receipt."""
+
+    box: Annotated[str | None, Meta(description="Only the cases with a witness or receipt in this box.")] = None
+
+
+class Case(Verb, frozen=True):
+    """One case whole, by fingerprint or case id."""
+
+    fingerprint: Annotated[FingerprintText, Meta(description="The fingerprint, or a receipt's case id.")]
+
+
+class Sentinels(Verb, frozen=True):
+    """Run the probe of every fixed receipt; a red probe mints one regression letter per red streak."""
+
+    timeout: Annotated[float, Meta(gt=0, le=600, description="Seconds each probe may run.")] = 30.0
+
+
+class Claims(Verb, frozen=True):
+    """Claim vs measure: per fingerprint, claimed right, claimed wrong, unresolved (counts only)."""
+
+    write_labels: Annotated[
+        bool, Meta(description="Append the resolved claims to field-labels.jsonl (deduplicated).")
+    ] = False
+
+
+class MonitorAdd(Verb, frozen=True):
+    """A dead-man's switch: expect a matching letter at least every period."""
+
+    NAMES: ClassVar[Mapping[str, str]] = {"name": "monitor name"}
+
+    name: Annotated[Name, Meta(description="The monitor's name.")]
+    expect: Annotated[
+        str, Meta(min_length=1, max_length=512, description="The letters that count: key=value pairs, comma-separated.")
+    ]
+    every: Annotated[Duration, Meta(description="The period: a letter at least this often (90s, 15m, 1h, 2d).")]
+    grace: Annotated[Duration | None, Meta(description="How long past the period it is late before down.")] = None
+    paused: Annotated[bool, Meta(description="Add it paused (never late, never down).")] = False
+
+
+class Monitors(Verb, frozen=True):
+    """Every monitor and its state: new, up, late, down or paused."""
