@@ -34,10 +34,11 @@ can always take the lock.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from dovecote.errors import StoreError
@@ -125,7 +126,8 @@ class Committer:
     def _check(self, ticket: int) -> None:
         for f in self._failures:
             if f.lo <= ticket <= f.hi:
-                raise OSError(f.error.errno, f"not durable: fsync of {self.path} failed ({f.error.strerror or f.error})")
+                why = f.error.strerror or f.error
+                raise OSError(f.error.errno, f"not durable: fsync of {self.path} failed ({why})")
 
     def _recover(self, upto: int) -> int:
         """After a failed fsync of the writes up to ``upto``: truncate this process's
@@ -142,15 +144,13 @@ class Committer:
                 spans = sorted(self._spans.values())
             size = os.fstat(fd).st_size
             whole = bool(spans) and spans[-1][1] == size and all(
-                a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False)
+                a[1] == b[0] for a, b in itertools.pairwise(spans)
             )
             if not whole:
                 return upto
             os.ftruncate(fd, spans[0][0])
-            try:
+            with suppress(OSError):
                 os.fsync(fd)
-            except OSError:
-                pass
             return last
         except OSError:
             return upto
@@ -189,16 +189,15 @@ def deferred() -> Iterator[None]:
     if getattr(_local, "pending", None) is not None:
         yield
         return
-    _local.pending = pending = []
+    pending: list[tuple[Committer, int]] = []
+    _local.pending = pending
     try:
         yield
     except BaseException:
         _local.pending = None
         for c, t in pending:
-            try:
+            with suppress(OSError):  # the block's own error is the one to report
                 c.wait(t)
-            except OSError:
-                pass  # the block's own error is the one to report
         raise
     _local.pending = None
     first: OSError | None = None
