@@ -305,9 +305,10 @@ class FileStore:
         if path is None:
             return None
         r = self._readers.get(path)
-        if r is None:
-            r = self._readers[path] = LedgerReader(path)
-            r.bound = self.bound_of(path)
+        if r is None:  # two threads may race here: one reader wins, both use it
+            made = LedgerReader(path)
+            made.bound = self.bound_of(path)
+            r = self._readers.setdefault(path, made)
         return r
 
     def snapshot(self, wheres: Iterable[Where]) -> dict[Path, int]:
