@@ -24,7 +24,8 @@ CLI_MAY_IMPORT = frozenset(
      "dovecote._version", "dovecote.verbs"}
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
-MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs"})
+MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
+                            "dovecote.remote"})
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
@@ -34,14 +35,15 @@ CLI_EXCEPTIONS = {
     # `serve` starts the HTTP face: the one command that stands a second face up.
     "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session"}),
 }
-#: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI.
-HTTP_MAY_IMPORT = CLI_MAY_IMPORT
+#: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
+#: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
+HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.remote"}
 
 
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
 #: ``searchhandle`` is the handle's search verb on its own (a cold search need not load the whole handle).
-ABOVE_OPS = ("dovecote.api", "dovecote.searchhandle", "dovecote.cli", "dovecote.http", "dovecote.mcp",
-             "dovecote.__init__", "dovecote.__main__")
+ABOVE_OPS = ("dovecote.api", "dovecote.searchhandle", "dovecote.remote", "dovecote.cli", "dovecote.http",
+             "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: The faces: nothing below the handle imports one.
 FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")
 #: What reads the environment or the wall clock (module attribute, or name imported from it).

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from dovecote.api import Dovecote
-from dovecote.http.app import WRITES, create_app
+from dovecote.http.app import SERVER_STATE, create_app
 from dovecote.http.session import COOKIE, Sessions
 from dovecote.verbs import Inbox, Message, Sweep
 from serverhelpers import ENTITY, assert_error_shape, served_home
@@ -145,8 +145,11 @@ def test_a_bearer_token_is_never_a_human_session(dc: Dovecote) -> None:
     c, sessions = _app(dc)
     c.get(f"/login/{sessions.issue('alice')}")
     assert "Signed in as" in c.get("/").text
-    for token in ("anything", "the-real-one", ""):
+    for role in ("agent", "operator"):
+        token = dc.token_issue(ENTITY, role).token
         assert "Not signed in" in c.get("/", headers={"Authorization": f"Bearer {token}"}).text
+    for token in ("anything", ""):  # a bad token is no one at all
+        assert c.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 401
 
 
 def test_an_unknown_login_link_is_refused(client: TestClient) -> None:
@@ -162,14 +165,15 @@ def test_read_only_switches_off_every_write_route(dc: Dovecote) -> None:
     assert sessions.links, "the link was not burned"
     assert c.get("/api/v1/doctor").status_code == 200 and c.get("/").status_code == 200
     names = {r.name for r in c.app.routes if isinstance(r, Route)}  # type: ignore[attr-defined]
-    assert names >= WRITES, "the deny list names only routes that exist"
+    assert names >= SERVER_STATE, "the deny list names only routes that exist"
 
 
-def test_a_server_open_to_the_network_needs_its_token(dc: Dovecote) -> None:
-    c, sessions = _app(dc, token="s3cret")
+def test_a_server_open_to_the_network_needs_a_token_of_the_token_file(dc: Dovecote) -> None:
+    c, sessions = _app(dc, remote=True)
+    token = dc.token_issue(ENTITY).token
     assert_error_shape(c.get("/api/v1/doctor"), 401, "unauthorized")
     assert_error_shape(c.get("/api/v1/doctor", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
-    assert c.get("/api/v1/doctor", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert c.get("/api/v1/doctor", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     assert c.get("/").status_code == 401
     c.get(f"/login/{sessions.issue('alice')}")  # the link needs no token, and its session stands for one
     assert c.get("/").status_code == 200 and c.get("/api/v1/doctor").status_code == 200

@@ -50,14 +50,14 @@ def test_boxes_counts_every_box_the_roster_names(client: TestClient, dc: Dovecot
 
 @pytest.mark.parametrize(("url", "call"), [
     ("/api/v1/boxes/project:atlas", lambda dc: dc.box(Box(address="project:atlas")).to_dict()),
-    ("/api/v1/boxes/project:atlas?all=true",
+    ("/api/v1/boxes/project:atlas?include_all=true",
      lambda dc: dc.box(Box(address="project:atlas", include_all=True)).to_dict()),
     ("/api/v1/entities", lambda dc: dc.entities()),
     ("/api/v1/projects", lambda dc: dc.projects()),
-    (f"/api/v1/entities/{ENTITY}/inbox?current=101", lambda dc: dc.inbox(Inbox(entity_id=ENTITY, current_tic=101))),
-    (f"/api/v1/entities/{ENTITY}/inbox?current=101&direction=both&include_terminal=true",
+    (f"/api/v1/entities/{ENTITY}/inbox?current_tic=101", lambda dc: dc.inbox(Inbox(entity_id=ENTITY, current_tic=101))),
+    (f"/api/v1/entities/{ENTITY}/inbox?current_tic=101&direction=both&include_terminal=true",
      lambda dc: dc.inbox(Inbox(entity_id=ENTITY, current_tic=101, direction="both", include_terminal=True))),
-    ("/api/v1/search?q=rebuild", lambda dc: dc.search(Search(query="rebuild", limit=20))),
+    ("/api/v1/search?query=rebuild", lambda dc: dc.search(Search(query="rebuild"))),
     ("/api/v1/doctor", lambda dc: dc.doctor()),
 ])
 def test_a_route_answers_what_the_handle_answers(client: TestClient, dc: Dovecote, url: str, call: Any) -> None:
@@ -79,7 +79,7 @@ def _without_clock(d: Any) -> Any:
 
 def test_an_item_is_show_by_entity_and_ref(client: TestClient, dc: Dovecote) -> None:
     item = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
-    got = client.get(f"/api/v1/entities/{ENTITY}/items/{item[:8]}?current=101").json()
+    got = client.get(f"/api/v1/entities/{ENTITY}/items/{item[:8]}?current_tic=101").json()
     assert got["item"]["id"] == item and got["body"] == "body of index rebuild failed"
     assert [h["kind"] for h in got["history"]] == ["seen"]
 
@@ -119,15 +119,15 @@ ERRORS = [
     ("/api/v1/boxes?x=1", 400, "unknown_field"),
     ("/api/v1/boxes/nowhere", 400, "invalid_address"),
     ("/api/v1/boxes/project:..", 400, "invalid_name"),
-    (f"/api/v1/entities/{ENTITY}/inbox?current=-1", 400, "invalid_field"),
-    (f"/api/v1/entities/{ENTITY}/inbox?current=soon", 400, "invalid_field"),
+    (f"/api/v1/entities/{ENTITY}/inbox?current_tic=-1", 400, "invalid_field"),
+    (f"/api/v1/entities/{ENTITY}/inbox?current_tic=soon", 400, "invalid_field"),
     (f"/api/v1/entities/{ENTITY}/inbox?direction=up", 400, "invalid_field"),
     ("/api/v1/entities/ent_nobody/inbox", 404, "unknown_entity"),
     (f"/api/v1/entities/{ENTITY}/items/ffffffffffff", 404, "unknown_letter"),
     ("/api/v1/search", 400, "missing_field"),
-    ("/api/v1/search?q=", 400, "invalid_field"),
-    ("/api/v1/search?q=x&limit=0", 400, "invalid_field"),
-    ("/api/v1/search?q=x&entity=ent_nobody", 404, "unknown_entity"),
+    ("/api/v1/search?query=", 400, "invalid_field"),
+    ("/api/v1/search?query=x&limit=0", 400, "invalid_field"),
+    ("/api/v1/search?query=x&entity_id=ent_nobody", 404, "unknown_entity"),
     ("/api/v1/doctor?verbose=1", 400, "unknown_field"),
     ("/api/v1/no-such-route", 404, "not_found"),
     ("/openapi.json?x=1", 400, "unknown_field"),
@@ -168,13 +168,19 @@ def test_openapi_lists_every_route_with_its_parameters(client: TestClient) -> No
     doc = client.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.1")
     ops = {(m.upper(), p): op for p, item in doc["paths"].items() for m, op in item.items()}
-    assert {("GET", "/api/v1" + r.path) for r in rest.ROUTES} | {("GET", "/api/v1/events")} == set(ops)
+    assert {(r.method, "/api/v1" + r.path) for r in rest.ROUTES} | {("GET", "/api/v1/events")} == set(ops)
     sweep = ops[("GET", "/api/v1/sweep")]
     params = {p["name"]: p for p in sweep["parameters"]}
     assert set(params) == {"fate", "box", "class", "all"}
     assert sorted(params["fate"]["schema"]["enum"]) == sorted(rest.FATES) and params["fate"]["in"] == "query"
-    item = {p["name"]: p for p in ops[("GET", "/api/v1/entities/{id}/items/{ref}")]["parameters"]}
-    assert item["id"]["in"] == item["ref"]["in"] == "path" and item["id"]["required"]
+    item = {p["name"]: p for p in ops[("GET", "/api/v1/entities/{entity_id}/items/{ref}")]["parameters"]}
+    assert item["entity_id"]["in"] == item["ref"]["in"] == "path" and item["entity_id"]["required"]
+    assert set(item) == {"entity_id", "ref", "current_tic"}  # the verb's fields: Show, not a copy of it
+    send = ops[("POST", "/api/v1/entities/{recipient}/messages")]
+    assert [p["name"] for p in send["parameters"]] == ["recipient"]
+    body = send["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["subject"] and "recipient" not in body["properties"]
+    assert not {"body_file", "artifact_paths"} & set(body["properties"])  # a remote caller names no server file
     assert sweep["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
     assert set(doc["components"]["schemas"]["ErrorBody"]["required"]) == {"ok", "error", "reason", "detail", "status"}
     assert doc == openapi.document()

@@ -117,7 +117,7 @@ async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> Non
     ("send", {"recipient": SENDER, "subject": "s", "priority": "asap"}, "invalid_field"),
     ("send", {"recipient": "ent_nobody", "subject": "s"}, "unknown_recipient"),
     ("send", {"recipient": SENDER, "subject": "s", "sender": SENDER}, "forbidden"),
-    ("send", {"recipient": SENDER, "subject": "s", "body_file": "/etc/passwd"}, "invalid_field"),
+    ("send", {"recipient": SENDER, "subject": "s", "body_file": "/etc/passwd"}, "server_file"),
     ("move", {"kind": "complete", "entity_id": ENTITY, "ref": "MID"}, "illegal_transition"),
     ("move", {"kind": "claim", "entity_id": ENTITY, "ref": "ffffffffffff"}, "unknown_letter"),
     ("move", {"kind": "seen", "entity_id": "../x", "ref": "MID"}, "invalid_name"),

@@ -10,6 +10,7 @@ import httpx2 as httpx
 import pytest
 
 from dovecote.cli.cmd_serve import is_loopback
+from dovecote.verbs import TokenIssue, TokenRevoke, TokenRole
 from helpers import run_cli
 from serverhelpers import served_home, serving
 
@@ -51,13 +52,19 @@ def test_a_non_loopback_host_is_refused_without_allow_remote(tmp_path: Path) -> 
     assert r.stderr.decode().startswith("Error: remote_not_allowed: 0.0.0.0 is not a loopback address")
 
 
-def test_allow_remote_mints_a_token_every_request_needs(tmp_path: Path) -> None:
-    home = served_home(tmp_path).layout.root
+def test_allow_remote_needs_a_token_of_the_token_file_on_every_request(tmp_path: Path) -> None:
+    dc = served_home(tmp_path)
+    token = dc.token_issue(TokenIssue(entity_id="ops", role=TokenRole.operator)).token
+    revoked = dc.token_issue(TokenIssue(entity_id="ops", role=TokenRole.operator))
+    dc.token_revoke(TokenRevoke(token_id=revoked.row.id))
     # Bound to every address, but this test only ever talks to the loopback one.
-    with serving(tmp_path, home, "--host", "0.0.0.0", "--allow-remote") as server:
-        token = server.line("token")
+    with serving(tmp_path, dc.layout.root, "--host", "0.0.0.0", "--allow-remote") as server:
+        assert "token issue" in server.line("tokens") or any("dovecote token issue" in x for x in server.lines)
         local = server.url.replace("0.0.0.0", "127.0.0.1")
         assert httpx.get(local + "/api/v1/doctor").status_code == 401
+        assert httpx.get(local + "/", follow_redirects=False).status_code == 401
+        bad = httpx.get(local + "/api/v1/doctor", headers={"Authorization": f"Bearer {revoked.token}"})
+        assert bad.status_code == 401 and bad.json()["reason"] == "unauthorized"
         ok = httpx.get(local + "/api/v1/doctor", headers={"Authorization": f"Bearer {token}"})
         assert ok.status_code == 200
 

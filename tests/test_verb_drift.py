@@ -37,11 +37,6 @@ NOT_VERBS = {
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
        for k in ("session-start", "prompt", "stop")},
-    # Added by the waking-agents work before the verbs existed; they become verbs with the server (issue 8).
-    ("token", "issue"): "not yet a verb: becomes one with the server's token routes (issue 8)",
-    ("token", "list"): "not yet a verb: becomes one with the server's token routes (issue 8)",
-    ("token", "revoke"): "not yet a verb: becomes one with the server's token routes (issue 8)",
-    ("hooks", "install"): "not yet a verb: becomes one with the rest of issue 8",
 }
 
 #: Command -> its verb. The six lifecycle commands are one verb, ``Move``, whose ``kind`` is the command.
@@ -70,6 +65,10 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("entity", "add"): verbs.EntityAdd,
     ("entity", "remove"): verbs.EntityRemove,
     ("entity", "list"): verbs.EntityList,
+    ("token", "issue"): verbs.TokenIssue,
+    ("token", "list"): verbs.TokenList,
+    ("token", "revoke"): verbs.TokenRevoke,
+    ("hooks", "install"): verbs.HooksInstall,
 }
 
 #: Options of the face, not of the verb: they choose a rendering or bind who acts.
@@ -116,6 +115,7 @@ ALIASES: dict[tuple[str, ...], set[str]] = {
     ("inbox",): {"--all"},
     ("search",): {"--entity"},
     ("import", "inbox-tree"): {"--entity"},
+    ("hooks", "install"): {"--entity"},
 }
 
 

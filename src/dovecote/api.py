@@ -388,23 +388,30 @@ class Dovecote:
     # -- waking agents: tokens, wait, hooks (issue 8) ---------------------------
     # Imported on first use, like search: the hook path stays light.
 
-    def token_issue(self, entity_id: str, role: str = "agent", *, actor: ActorArg = None) -> Issued:
-        """Issue a token bound to ``entity_id``; the answer is the only place the token is ever shown."""
+    def token_issue(
+        self, v: verbs.TokenIssue | str, role: str = "agent", /, *, actor: ActorArg = None
+    ) -> Issued:
+        """Issue a token bound to an entity; the answer is the only place the token is ever shown.
+
+        A plain entity id (and role), as a script writes it, is ``TokenIssue(entity_id=..., role=...)``.
+        """
         from dovecote.ops import tokens as tokens_op
 
-        return tokens_op.issue(self._ctx(actor=actor), entity_id, role)
+        v = verbs.decode(verbs.TokenIssue, {"entity_id": v, "role": role}) if isinstance(v, str) else checked(v)
+        return tokens_op.issue(self._ctx(actor=actor), v.entity_id, v.role.value)
 
-    def tokens(self) -> list[TokenRow]:
+    def tokens(self, v: verbs.TokenList | None = None, /) -> list[TokenRow]:
         """Every issued token (entity, role, id, created, revoked), never the token itself."""
         from dovecote.ops import tokens as tokens_op
 
         return tokens_op.list_tokens(self.context)
 
-    def token_revoke(self, token_id: str, *, actor: ActorArg = None) -> TokenRow:
-        """Revoke a token by id (an appended record; revoking twice changes nothing)."""
+    def token_revoke(self, v: verbs.TokenRevoke | str, /, *, actor: ActorArg = None) -> TokenRow:
+        """Revoke a token by id (an appended record; revoking twice changes nothing). A plain id is that id."""
         from dovecote.ops import tokens as tokens_op
 
-        return tokens_op.revoke(self._ctx(actor=actor), token_id)
+        v = verbs.TokenRevoke(token_id=v) if isinstance(v, str) else v
+        return tokens_op.revoke(self._ctx(actor=actor), checked(v).token_id)
 
     def authenticate(self, token: str) -> Principal:
         """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one."""
@@ -445,15 +452,13 @@ class Dovecote:
 
         return hooks_op.run_hook(self._ctx(now=now), kind, entity_id, payload)
 
-    def hooks_install(
-        self, agent: str, entity_id: str, project_dir: str | os.PathLike[str], command: str, *, dry_run: bool = False,
-        now: datetime | None = None,
-    ) -> Installed:
-        """Write ``agent``'s hook configuration in ``project_dir``, each hook running ``<command> hook <kind>``."""
+    def hooks_install(self, v: verbs.HooksInstall, /, command: str, *, now: datetime | None = None) -> Installed:
+        """Write ``v.agent``'s hook configuration in ``v.project_dir``, each hook running ``<command> hook <kind>``."""
         from dovecote.ops import hooks_config
 
+        v = checked(v)
         return hooks_config.install(
-            self._ctx(now=now), agent, entity_id, Path(project_dir), command, dry_run=dry_run
+            self._ctx(now=now), v.agent.value, v.entity_id, Path(v.project_dir), command, dry_run=v.dry_run
         )
 
     # -- end of waking agents -------------------------------------------------------

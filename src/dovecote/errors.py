@@ -19,6 +19,7 @@ from __future__ import annotations
 REASONS: dict[str, tuple[int, str]] = {
     "already_claimed": (409, "the item is already ACTIVE (claimed by someone)"),
     "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
+    "csrf_failed": (403, "a page's form came without this session's CSRF token, or from another origin"),
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "duplicate_root": (409, "another project already has that root (one root, one box)"),
@@ -44,6 +45,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "remote_not_allowed": (400, "a non-loopback bind needs --allow-remote (and then every request needs a token)"),
     "reserved_agent": (403, "the agent name dovecote:engine is reserved for the engine"),
     "response_required": (409, "the item expects a response and none has been sent to its sender yet"),
+    "server_file": (403, "a remote caller named a file on the server (body_file, artifact_paths): send the text"),
     "stale_head": (409, "the mission head moved; re-read and post against the new head"),
     "too_large": (413, "the input is over the configured size limit"),
     "unauthorized": (401, "the request needs a bearer token dovecote issued (none, unknown or revoked)"),

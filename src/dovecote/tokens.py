@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dovecote.errors import Refusal
-from dovecote.vocab import MoveKind
+from dovecote.vocab import MoveKind, TokenRole
 
 #: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
 PREFIX = "dct_"
-ROLES = ("agent", "operator")
+ROLES = tuple(r.value for r in TokenRole)
 #: How many hex digits of the hash name a token in ``list`` and ``revoke``.
 ID_DIGITS = 12
 

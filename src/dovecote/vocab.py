@@ -156,5 +156,21 @@ class MoveKind(StrEnum):
     nack = "nack"
     seen = "seen"
 
+
+
+class TokenRole(StrEnum):
+    """What a token may reach: an agent its own box (and send to anyone), an operator every box."""
+
+    agent = "agent"
+    operator = "operator"
+
+
+class HookAgent(StrEnum):
+    """The agents whose hook configuration ``hooks install`` writes."""
+
+    claude_code = "claude-code"
+    codex = "codex"
+
+
 #: Categories whose items expect a response unless the sender said otherwise.
 RESPONSE_CATEGORIES: frozenset[str] = frozenset({"query", "directive"})

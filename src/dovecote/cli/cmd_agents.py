@@ -12,16 +12,16 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from dovecote.api import Dovecote
 from dovecote.cli.boundary import Typer
+from dovecote.cli.common import one_of
 from dovecote.cli.output import EXIT_FAIL, emit_json
 from dovecote.textsafe import one_line, subject_line
-from dovecote.verbs import MAX_WAIT, Wait, doc
+from dovecote.verbs import MAX_WAIT, HooksInstall, TokenIssue, TokenList, TokenRevoke, Wait, decode, doc
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of text.")]
 EntityOpt = Annotated[
@@ -47,15 +47,17 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @token_app.command("issue")
     def token_issue(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help="The entity the token acts as.")],
-        role: Annotated[str, typer.Option("--role", help="agent (its own box only) or operator.")] = "agent",
+        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(TokenIssue, "entity_id"))],
+        role: Annotated[
+            str, typer.Option("--role", metavar=one_of(TokenIssue, "role"), help=doc(TokenIssue, "role"))
+        ] = "agent",
         json: JsonOpt = False,
     ) -> None:
         """Issue a token and print it once; only its hash is stored (tokens.jsonl, mode 0600).
 
         Example: dovecote token issue ent_builder --role agent
         """
-        issued = open_home().token_issue(entity_id, role)
+        issued = open_home().token_issue(decode(TokenIssue, {"entity_id": entity_id, "role": role}))
         if json:
             emit_json(issued.to_dict())
             return
@@ -66,7 +68,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     @token_app.command("list")
     def token_list(json: JsonOpt = False) -> None:
         """List issued tokens: id, entity, role, created, revoked (never the token)."""
-        rows = [r.to_dict() for r in open_home().tokens()]
+        rows = [r.to_dict() for r in open_home().tokens(TokenList())]
         if json:
             emit_json(rows)
             return
@@ -77,11 +79,11 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @token_app.command("revoke")
     def token_revoke(
-        token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id, as `token list` shows it.")],
+        token_id: Annotated[str, typer.Argument(metavar="ID", help=doc(TokenRevoke, "token_id"))],
         json: JsonOpt = False,
     ) -> None:
         """Revoke a token (an appended record; the token stops working at once)."""
-        row = open_home().token_revoke(token_id)
+        row = open_home().token_revoke(decode(TokenRevoke, {"token_id": token_id}))
         if json:
             emit_json(row.to_dict())
         else:
@@ -115,22 +117,26 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @hooks_app.command("install")
     def hooks_install(
-        agent: Annotated[str, typer.Option("--agent", help="claude-code or codex.")],
-        entity_id: Annotated[str, typer.Option("--entity", help="The entity whose mail the agent is told of.")],
-        project_dir: Annotated[
-            Path, typer.Option("--project-dir", help="The project the agent runs in (default: here).")
-        ] = Path("."),
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing.")] = False,
+        agent: Annotated[
+            str, typer.Option("--agent", metavar=one_of(HooksInstall, "agent"), help=doc(HooksInstall, "agent"))
+        ],
+        entity_id: Annotated[
+            str, typer.Option("--entity-id", "--entity", help=doc(HooksInstall, "entity_id"))
+        ],
+        project_dir: Annotated[str, typer.Option("--project-dir", help=doc(HooksInstall, "project_dir"))] = ".",
+        dry_run: Annotated[bool, typer.Option("--dry-run", help=doc(HooksInstall, "dry_run"))] = False,
         json: JsonOpt = False,
     ) -> None:
         """Write the agent's hooks (SessionStart, UserPromptSubmit, Stop) to call `dovecote hook`.
 
         Claude Code: <project>/.claude/settings.json; Codex: <project>/.codex/hooks.json. Idempotent;
         a changed file is first copied to <file>.bak-<time>.
-        Example: dovecote hooks install --agent claude-code --entity ent_builder --dry-run
+        Example: dovecote hooks install --agent claude-code --entity-id ent_builder --dry-run
         """
         dc = open_home()
-        result = dc.hooks_install(agent, entity_id, project_dir, command_prefix(dc), dry_run=dry_run)
+        v = decode(HooksInstall, {"agent": agent, "entity_id": entity_id, "project_dir": project_dir,
+                                  "dry_run": dry_run})
+        result = dc.hooks_install(v, command_prefix(dc))
         if json:
             emit_json(result.to_dict())
             return

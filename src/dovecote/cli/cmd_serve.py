@@ -1,8 +1,10 @@
 """``dovecote serve``: MCP, REST, live events and the Human View of one home, in the foreground.
 
 Loopback by default. A non-loopback ``--host`` is refused ``remote_not_allowed``
-unless ``--allow-remote``, and then the server mints a bearer token that every
-request must carry (the person at the screen uses the login link instead).
+unless ``--allow-remote``, and then every request must carry a token of the
+home's token file (``dovecote token issue``; an operator token reads
+everything), the same tokens MCP takes: there is no second, server-minted
+secret to leak or rotate (the person at the screen uses the login link instead).
 The socket is bound before anything is printed, so the printed addresses
 answer (``--port 0`` picks a free port and prints it).
 """
@@ -10,7 +12,6 @@ answer (``--port 0`` picks a free port and prints it).
 from __future__ import annotations
 
 import ipaddress
-import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -64,7 +65,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         read_only: Annotated[bool, typer.Option("--read-only", help="Switch off every route that changes state.")] = (
             False),
         allow_remote: Annotated[bool, typer.Option(
-            "--allow-remote", help="Allow a non-loopback --host; every request then needs the printed token.")] = False,
+            "--allow-remote", help="Allow a non-loopback --host; every request then needs a token.")] = False,
     ) -> None:
         """Serve MCP (/mcp), REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/).
 
@@ -85,10 +86,9 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sock = bind(host, port)
         actual = sock.getsockname()[1]
         url = base_url(host, actual)
-        token = secrets.token_urlsafe(32) if remote else None
         sessions = Sessions()
         hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
-        web = create_app(dc, read_only=read_only, token=token, hosts=hosts, sessions=sessions)
+        web = create_app(dc, read_only=read_only, remote=remote, hosts=hosts, sessions=sessions)
         app = in_front_of(web, dc, read_only=read_only, host=host)
         person = dc.context.actor.user or "operator"
         lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
@@ -99,8 +99,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
             lines.append(f"  login:   {url}/login/{login}   (works once: opens a session for {person} in a browser)")
         lines += [f"  api:     {url}/api/v1   (OpenAPI: {url}/openapi.json)", f"  events:  {url}/api/v1/events",
                   f"  mcp:     {url}/mcp   (streamable HTTP; each request: Bearer <a `dovecote token issue` token>)"]
-        if token:
-            lines.append(f"  token:   {token}   (every request: Authorization: Bearer <token>)")
+        if remote:
+            lines.append("  tokens:  every request: Authorization: Bearer <a `dovecote token issue` token>")
         lines.append("Ctrl-C stops it.")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()

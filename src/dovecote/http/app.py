@@ -10,21 +10,33 @@ Mounted here:
     /openapi.json      the OpenAPI 3.1 document (``openapi``)
     /, /triage, ...    the Human View (``pages``), /static its CSS and script
     /login/{token}     the one-time login link (``session``)
+    POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 
-``read_only`` switches off every route in ``WRITES`` (today the login, the only
-state the server keeps; the write routes join the list when they land).
-``token`` set (a non-loopback bind) means every request needs
-``Authorization: Bearer <token>``, except the login link and the requests of
-the session it opened; ``hosts`` set means a request naming another Host is
-refused (a loopback server must not answer a page that rebound its DNS).
+``read_only`` refuses every route whose verb writes, by the one deny list
+(``verbs.writes``, the function MCP asks): the REST writes and the page's
+actions are lifecycle moves and sends. The login link is not a verb but it
+changes the server's own state (it opens a session), so it is denied as server
+state (``SERVER_STATE``), and a read-only server prints no link.
+
+Who a request is (``Guard``): a request carrying ``Authorization: Bearer
+<token>`` is the token's principal (``Dovecote.authenticate`` over the token
+file, the check MCP's ``BearerAuth`` makes: one rule), and a bad token is
+``unauthorized`` whatever the route. On loopback, a request without a token
+reads (``remote``: it writes nothing). With ``remote`` (``--allow-remote``)
+every request needs a valid token, or the session of the login link (the
+person at the screen reads pages and events; it writes only through the page's
+forms); the login link itself needs neither. ``hosts`` set means a request
+naming another Host is refused (a loopback server must not answer a page that
+rebound its DNS).
 """
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,46 +45,58 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dovecote.api import Dovecote
+from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.http import errors, events, openapi, rest
 from dovecote.http.pages import Pages
 from dovecote.http.runner import Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
 
-#: Routes that change state, by name: refused ``read_only`` under ``--read-only``.
-WRITES = frozenset({"login"})
+#: Page routes that are no verb but change the server's own state (a session): refused under ``--read-only``.
+SERVER_STATE = frozenset({"login"})
 
 
 class Guard:
-    """The checks before any route: the Host, and the bearer token of a server open to the network."""
+    """The checks before any route: the Host, and who the request is (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, hosts: Sequence[str] | None, sessions: Sessions) -> None:
+    def __init__(self, app: ASGIApp, *, handle: Dovecote, remote: bool, hosts: Sequence[str] | None,
+                 sessions: Sessions) -> None:
         self.app = app
-        self.token = token
+        self.handle = handle
+        self.remote = remote
         self.hosts = frozenset(h.lower() for h in hosts) if hosts is not None else None
         self.sessions = sessions
+        self._limiter: anyio.CapacityLimiter | None = None
 
-    def refusal(self, request: Request) -> Refusal | None:
+    async def principal(self, request: Request) -> Principal | None:
+        """The principal of the request's bearer token; None without one; refuses what it cannot admit."""
         if self.hosts is not None and (request.url.hostname or "").lower() not in self.hosts:
-            return Refusal("invalid_field", f"the Host header {request.headers.get('host', '')!r} is not this server")
-        if self.token is None or request.url.path.startswith("/login/"):
-            return None
-        given = request.headers.get("authorization", "")
-        if given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), self.token.encode()):
-            return None
-        if self.sessions.person(request) is not None:
-            return None
-        return Refusal("unauthorized", "this server is open to the network: send Authorization: Bearer <token>")
+            raise Refusal("invalid_field", f"the Host header {request.headers.get('host', '')!r} is not this server")
+        given = request.headers.get("authorization")
+        if given is not None:
+            scheme, _, token = given.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Refusal("unauthorized", "send Authorization: Bearer <token> (dovecote token issue)")
+            if self._limiter is None:  # made on the event loop that uses it; not the handle's worker
+                self._limiter = anyio.CapacityLimiter(4)
+            found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token.strip(),
+                                                              limiter=self._limiter)
+            return found
+        if self.remote and not request.url.path.startswith("/login/") and self.sessions.person(request) is None:
+            raise Refusal("unauthorized", "this server is open to the network: send Authorization: Bearer <token> "
+                                          "(dovecote token issue), or open the login link")
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = Request(scope)
-            refused = self.refusal(request)
-            if refused is not None:
+            try:
+                who = await self.principal(request)
+            except Refusal as refused:
                 response = await errors.handle(request, refused)
                 await response(scope, receive, send)
                 return
+            scope.setdefault("state", {})[rest.PRINCIPAL] = who
         await self.app(scope, receive, send)
 
 
@@ -84,7 +108,7 @@ def create_app(
     handle: Dovecote,
     *,
     read_only: bool = False,
-    token: str | None = None,
+    remote: bool = False,
     hosts: Sequence[str] | None = None,
     sessions: Sessions | None = None,
     interval: float = events.INTERVAL,
@@ -92,7 +116,11 @@ def create_app(
     """The app over ``handle`` (see the module docstring); ``sessions`` holds the login links it honours."""
     run = Runner(handle)
     table = sessions if sessions is not None else Sessions()
-    pages = Pages(run, table)
+    pages = Pages(run, table, read_only=read_only)
+    stamps = anyio.CapacityLimiter(4)
+
+    async def stamp(address: str) -> Any:  # a stat of one ledger: never the handle's worker (see longpoll)
+        return await anyio.to_thread.run_sync(handle.stamp, address, limiter=stamps)
     spec = openapi.document()
 
     async def events_endpoint(request: Request) -> Response:
@@ -103,17 +131,20 @@ def create_app(
         return rest.json_response(spec)
 
     def guarded(path: str, endpoint: Callable[..., Any], name: str) -> Route:
-        return Route(path, _read_only if read_only and name in WRITES else endpoint, methods=["GET"], name=name)
+        return Route(path, _read_only if read_only and name in SERVER_STATE else endpoint, methods=["GET"],
+                     name=name)
 
-    api: list[BaseRoute] = [*rest.routes(run), Route(events.PATH, events_endpoint, methods=["GET"], name="events")]
+    api: list[BaseRoute] = [*rest.routes(run, read_only=read_only, stamp=stamp),
+                            Route(events.PATH, events_endpoint, methods=["GET"], name="events")]
     routes: list[BaseRoute] = [
         Mount("/api/v1", routes=api),
         Route("/openapi.json", openapi_endpoint, methods=["GET"], name="openapi"),
         guarded("/", pages.overview, "overview"),
         guarded("/triage", pages.triage, "triage"),
         guarded("/search", pages.search, "search"),
-        guarded("/entities/{id}", pages.entity, "entity"),
-        guarded("/entities/{id}/items/{ref}", pages.item, "item"),
+        guarded("/entities/{entity_id}", pages.entity, "entity"),
+        guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),
+        Route("/entities/{entity_id}/items/{ref}/{kind}", pages.act, methods=["POST"], name="act"),
         guarded(LOGIN_PATH, pages.login, "login"),
         Mount("/static", StaticFiles(packages=[("dovecote.http", "static")]), name="static"),
     ]
@@ -122,5 +153,5 @@ def create_app(
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.sessions = table
     app.state.read_only = read_only
-    app.add_middleware(Guard, token=token, hosts=hosts, sessions=table)
+    app.add_middleware(Guard, handle=handle, remote=remote, hosts=hosts, sessions=table)
     return app

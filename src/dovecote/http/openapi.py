@@ -1,11 +1,13 @@
 """The OpenAPI 3.1 document, generated from the route table and the msgspec types.
 
 Law: nothing here is written by hand per route. Each row of ``rest.ROUTES``
-gives its path, its parameters (the fields of its parameter type: in the path
-when the path names them, else in the query) and its answer type; msgspec
-writes the JSON schemas, and every route also answers the one error shape
-(``errors.ErrorBody``) for each 4xx/5xx it can give. The events stream is
-listed from ``events.PATH`` the same way.
+gives its path, its input type (a typed verb wherever one exists: the fields
+the path names are path parameters; a GET's others are query parameters, a
+POST's are its JSON body, whose schema is the verb's without the path's
+fields and without the fields a remote caller may not give, ``SERVER_FILES``)
+and its answer type; msgspec writes the JSON schemas, and every route also
+answers the one error shape (``errors.ErrorBody``) for each 4xx/5xx it can
+give. The events stream is listed from ``events.PATH`` the same way.
 """
 
 from __future__ import annotations
@@ -25,10 +27,18 @@ REF = "#/components/schemas/{name}"
 #: The statuses a read route can answer besides 200, each in the error shape.
 ERROR_STATUSES = {
     "400": "the request broke a rule (a refusal: see `reason`)",
-    "401": "the server is open to the network and the request has no valid token",
+    "401": "no valid token: a write needs one, and so does every request to a server open to the network",
+    "403": "forbidden for this token, a file on the server named, or the server is read-only",
     "404": "an address, entity, letter or route that is not there",
     "503": "the store could not be read (io_error): try again",
 }
+#: What a write route can answer besides those.
+WRITE_STATUSES = {
+    "409": "the move or message conflicts with what is stored (illegal_transition, already_claimed, ...)",
+    "413": "the body is over the size limit (too_large)",
+}
+#: Fields of a verb a remote caller may not give (``remote.refuse_server_files``): not in a body's schema.
+SERVER_FILES = ("body_file", "artifact_paths")
 
 
 def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]]:
@@ -53,11 +63,28 @@ def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]
     return out, list(props.get("required", []))
 
 
+def _body(route: Route, in_path: set[str], components: dict[str, Any]) -> dict[str, Any]:
+    """A POST's request body: the verb's schema without the path's fields (and the server's files)."""
+    (_,), comps = msgspec.json.schema_components([route.params], ref_template=REF)
+    schema = dict(comps.pop(route.params.__name__))
+    components.update(comps)
+    drop = in_path | set(SERVER_FILES)
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in drop}
+    required = [k for k in schema.get("required", []) if k not in drop]
+    schema.pop("required", None)
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return {"required": False, "content": {"application/json": {"schema": schema}}}
+
+
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     in_path = set(re.findall(r"{(\w+)}", route.path))
     props, required = param_schemas(route.params)
     parameters = []
     for name, prop in props.items():
+        if route.body and name not in in_path:
+            continue
         where = "path" if name in in_path else "query"
         desc = prop.pop("description", None)
         p: dict[str, Any] = {"name": name, "in": where, "required": where == "path" or name in required,
@@ -67,11 +94,16 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
         parameters.append(p)
     (ok,), comps = msgspec.json.schema_components([route.response], ref_template=REF)
     components.update(comps)
-    responses: dict[str, Any] = {"200": {"description": route.summary, "content": {"application/json": {"schema": ok}}}}
-    for status, why in ERROR_STATUSES.items():
+    responses: dict[str, Any] = {str(route.status): {"description": route.summary,
+                                                      "content": {"application/json": {"schema": ok}}}}
+    for status, why in {**ERROR_STATUSES, **(WRITE_STATUSES if route.body else {})}.items():
         responses[status] = {"description": why, "content": {"application/json": {"schema": {"$ref": REF.format(
             name="ErrorBody")}}}}
-    return {"operationId": route.name, "summary": route.summary, "parameters": parameters, "responses": responses}
+    op = {"operationId": route.name, "summary": route.summary, "parameters": parameters, "responses": responses,
+          "security": [{"bearer": []}] if route.body else [{}, {"bearer": []}]}
+    if route.body:
+        op["requestBody"] = _body(route, in_path, components)
+    return op
 
 
 def _events_operation() -> dict[str, Any]:
@@ -102,7 +134,9 @@ def document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "dovecote", "version": __version__,
-                 "description": "REST over one dovecote home: the read side of every verb."},
+                 "description": "REST over one dovecote home: the verbs of mail and reports."},
         "paths": paths,
-        "components": {"schemas": components},
+        "components": {"schemas": components, "securitySchemes": {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "a `dovecote token issue` token; its entity is the actor of every write"}}},
     }

@@ -9,22 +9,34 @@ the page again and swaps its ``<main>``, so a new row appears without a reload.
 
 Pages: ``/`` (overview: boxes and their open counts, entity inboxes, pending
 distribution, unreachable boxes, doctor), ``/triage`` (the sweep's letters by
-fate and box), ``/entities/{id}`` (one inbox), ``/entities/{id}/items/{ref}``
-(an item with its thread and history) and ``/search``.
+fate and box), ``/entities/{entity_id}`` (one inbox),
+``/entities/{entity_id}/items/{ref}`` (an item with its thread and history)
+and ``/search``.
+
+Actions: the signed-in person (the login link's session) moves items from the
+inbox and item pages: POST forms to ``/entities/{entity_id}/items/{ref}/{kind}``
+(``act``), each carrying the session's CSRF token and checked same-origin. The
+person acts as ``human:<name>`` (the name the login link was issued for: the
+login of whoever ran ``dovecote serve``), so an item's history says a person,
+not an agent, moved it; a person may move items in every box, as the home's
+owner may at a terminal. A request carrying a bearer token is never a person
+(``human_gesture_required``): a token is an agent's or an operator's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from dovecote import verbs
-from dovecote.api import Dovecote
-from dovecote.http import rest
+from dovecote import remote, verbs
+from dovecote.api import Actor, Dovecote
+from dovecote.errors import Refusal
+from dovecote.http import inputs, rest
 from dovecote.http.session import COOKIE, Sessions
 
 Run = Callable[..., Awaitable[Any]]
@@ -45,8 +57,19 @@ SHOW = {
 }
 
 
+#: The moves a page offers in each state (the lifecycle table's, less resurface, which the engine makes;
+#: ``seen`` only while unseen). A test holds this to ``derive.lifecycle.TRANSITIONS``.
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "WAIT": ("seen", "claim", "defer", "nack"),
+    "ACTIVE": ("seen", "complete", "defer"),
+    "DEFER": ("seen", "undefer"),
+}
+#: How a person is named as the actor of a move.
+PERSON = "human:{}"
+
+
 class EntityParams(rest.Params):
-    id: str
+    entity_id: str
     show: Literal["inbound", "processing", "deferred", "archive", "outbound"] | None = None
 
 
@@ -57,7 +80,7 @@ class SearchPageParams(rest.Params):
 
 def render(request: Request, sessions: Sessions, name: str, status: int = 200, **data: Any) -> HTMLResponse:
     html = ENV.get_template(name).render(request=request, person=sessions.person(request), path=request.url.path,
-                                         **data)
+                                         csrf=sessions.csrf(request), actions=ACTIONS, **data)
     return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
 
@@ -80,7 +103,8 @@ def overview(dc: Dovecote) -> dict[str, Any]:
 
 def entity_view(dc: Dovecote, p: EntityParams) -> dict[str, Any]:
     direction, states = SHOW[p.show] if p.show else ("inbound", ())
-    inbox = dc.inbox(verbs.Inbox(entity_id=p.id, direction=verbs.Direction.both, include_terminal=p.show == "archive"))
+    inbox = dc.inbox(verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
+                                 include_terminal=p.show == "archive"))
     rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
     if states:
         rows = [r for r in rows if r.get("state") in states]
@@ -95,9 +119,10 @@ def search_view(dc: Dovecote, p: SearchPageParams) -> dict[str, Any]:
 class Pages:
     """The page endpoints, bound to one runner and one session table."""
 
-    def __init__(self, run: Run, sessions: Sessions) -> None:
+    def __init__(self, run: Run, sessions: Sessions, *, read_only: bool = False) -> None:
         self.run = run
         self.sessions = sessions
+        self.read_only = read_only
 
     def _page(self, request: Request, name: str, **data: Any) -> HTMLResponse:
         return render(request, self.sessions, name, **data)
@@ -113,12 +138,31 @@ class Pages:
 
     async def entity(self, request: Request) -> Response:
         p = rest.parse(EntityParams, request)
-        return self._page(request, "entity.html", entity=p.id, **await self.run(entity_view, p))
+        return self._page(request, "entity.html", entity=p.entity_id, **await self.run(entity_view, p))
 
     async def item(self, request: Request) -> Response:
-        p = rest.parse(rest.ItemParams, request)
-        shown = await self.run(lambda dc, q: dc.show(verbs.Show(entity_id=q.id, ref=q.ref, current_tic=q.current)), p)
-        return self._page(request, "item.html", entity=p.id, shown=shown)
+        p = rest.parse(verbs.Show, request)
+        shown = await self.run(lambda dc, q: dc.show(q), p)
+        return self._page(request, "item.html", entity=p.entity_id, shown=shown)
+
+    async def act(self, request: Request) -> Response:
+        """A move by the signed-in person (see the module docstring), then back to the page it came from."""
+        if "authorization" in request.headers:
+            raise Refusal("human_gesture_required", "a page's action is the signed-in person's; a bearer token is "
+                                                    "an agent's or an operator's (it moves items through the API)")
+        person = self.sessions.person(request)
+        if person is None:
+            raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
+        form = dict(parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True))
+        self.sessions.check_csrf(request, form.pop("csrf", ""))
+        back = form.pop("next", "")
+        raw = {**{k: v for k, v in form.items() if v.strip()}, **request.path_params}
+        v = inputs.convert(verbs.Move, raw)
+        remote.refuse_if_read_only("move", v, self.read_only)
+        actor = Actor(agent=PERSON.format(person), user=person)
+        await self.run(lambda dc, m: dc.move(m, actor=actor), v)
+        item = f"/entities/{v.entity_id}/items/{v.ref}"
+        return RedirectResponse(back if back.startswith("/") and not back.startswith("//") else item, status_code=303)
 
     async def search(self, request: Request) -> Response:
         p = rest.parse(SearchPageParams, request)

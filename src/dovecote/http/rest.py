@@ -1,41 +1,64 @@
-"""REST under ``/api/v1``: one declarative table of read routes over the handle.
+"""REST under ``/api/v1``: one declarative table of routes over the typed verbs.
 
-Law: a route is a row of ``ROUTES`` (method, path, the handle call, the type of
-its parameters, the type of its answer), and everything else is generated from
-the table: the Starlette routes, the parameter validation and the OpenAPI
-document (``openapi.py``). A handler parses the path and query into the
-route's parameter type (unknown parameters refused ``unknown_field``, bad
-values ``invalid_field``), makes one call on the handle in a worker thread
-and answers its JSON. When the typed verb inputs land, their types take the
-place of the parameter types here and the write routes join the table.
+Law: a route is a row of ``ROUTES``: its method and path, the verb it is
+(``verb``, a name in ``verbs.VERBS``), the type of its input (the verb's own
+Struct wherever a verb exists, so the OpenAPI, MCP and the CLI cannot
+disagree), the type of its answer, who may call it (``access``) and its call.
+Everything else is generated from the table: the Starlette routes, the input
+validation (``inputs``) and the OpenAPI document (``openapi.py``).
 
-Every GET is safe: ``/sweep`` reads without distributing the spool first
-(distribution writes; it will be a POST).
+A request goes: its input is parsed (a GET's query, a POST's JSON body with the
+path's fields put in); a read-only server refuses it iff ``verbs.writes`` says
+the verb with that input writes (the same function MCP asks); the call runs on
+the handle in a worker thread with the request's principal (``remote.CALLS``:
+the one authorization rule MCP applies too) and its JSON is the answer.
+
+Who (``access``, checked by the calls themselves, listed for the docs):
+
+- ``open``: anyone the server admits (on loopback, with or without a token).
+- ``own``: a read of an entity's mail; an agent token reaches only its own box.
+- ``token``: a write; it needs a token, whose entity is the write's actor.
+- ``own_token``: a move; a token, and an agent's only in its own box.
+
+Every GET is safe: ``/sweep`` reads without distributing the spool (that is
+``POST /distribute``). ``GET /entities/{entity_id}/wait`` is a long poll
+(``longpoll``): it holds no worker while it waits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
-from dovecote import verbs
-from dovecote.api import Dovecote
-from dovecote.errors import Refusal
+from dovecote import remote, verbs
+from dovecote.api import Dovecote, Principal
+from dovecote.http import longpoll
+from dovecote.http.inputs import json_response, parse, parse_body
 
+__all__ = ["ACCESS", "FATES", "PRINCIPAL", "ROUTES", "SPOOL", "Boxes", "NoParams", "Params", "Route",
+           "SweepParams", "boxes", "json_response", "parse", "principal", "routes", "sweep"]
+
+#: Where the app's guard leaves the principal of a request's bearer token (``scope["state"]``).
+PRINCIPAL = "dovecote.principal"
 #: The fates as the triage filter lists them: the open ones first (``vocab.FATES`` is precedence order).
 FATES: tuple[str, ...] = tuple(f.value for f in reversed(verbs.Fate))
-Tic = Annotated[int, msgspec.Meta(ge=0, le=2**53, description="the current tic (default: the roster's tic source)")]
-Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
+#: Who may call a route (see the module docstring).
+ACCESS = {
+    "open": "anyone the server admits",
+    "own": "an agent token: its own box only; an operator token or no token (loopback): any",
+    "token": "a token; its entity is the actor",
+    "own_token": "a token; an agent's only in its own box",
+}
 
 
 class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Base of every route's parameters: a parameter the route does not declare is refused."""
+    """Base of a route's parameters where no verb fits: a parameter the route does not declare is refused."""
 
 
 class NoParams(Params):
@@ -47,36 +70,14 @@ SPOOL = "spool"
 
 
 class SweepParams(Params):
+    """The sweep's read with the triage filters (the verb has none; a GET never distributes)."""
+
+    distribute: ClassVar[bool] = False  # what ``verbs.writes("sweep", ...)`` asks of a sweep's input
     fate: verbs.Fate | None = None
     box: Annotated[str | None, msgspec.Meta(description=f"a box address, or {SPOOL} (letters in no box yet)")] = None
     klass: Annotated[str | None, msgspec.Meta(description="a report class, e.g. bug")] = msgspec.field(
         default=None, name="class")
     all: bool = False
-
-
-class BoxParams(Params):
-    address: Annotated[str, msgspec.Meta(description="home, project:NAME or entity:ID")]
-    all: bool = False
-
-
-class InboxParams(Params):
-    id: str
-    direction: verbs.Direction = verbs.Direction.inbound
-    include_terminal: bool = False
-    current: Tic | None = None
-
-
-class ItemParams(Params):
-    id: str
-    ref: Annotated[str, msgspec.Meta(description="a letter id, a foreign message id or a unique prefix")]
-    current: Tic | None = None
-
-
-class SearchParams(Params):
-    q: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
-    entity: str | None = None
-    include_terminal: bool = False
-    limit: Limit = 20
 
 
 class BoxSummary(msgspec.Struct):
@@ -106,7 +107,7 @@ def box_summary(dc: Dovecote, address: str) -> dict[str, Any]:
     return {"reachable": dc.reachable(address), **d}
 
 
-def boxes(dc: Dovecote, _: NoParams) -> dict[str, Any]:
+def boxes(dc: Dovecote, _: Any) -> dict[str, Any]:
     """Every box the roster names: home, each project, each entity."""
     names = [str(a) for a in dc.report_boxes()] + [f"entity:{e['id']}" for e in dc.entities()]
     return {"boxes": [box_summary(dc, n) for n in names]}
@@ -124,81 +125,106 @@ def sweep(dc: Dovecote, p: SweepParams) -> dict[str, Any]:
     return out
 
 
+Call = Callable[[Dovecote, "Principal | None", Any], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
-    """One REST route: ``call`` is the one handle call it makes with its parsed parameters."""
+    """One REST route: ``call`` is the one handle call it makes with the principal and its parsed input."""
 
     method: str
     path: str
     name: str
     summary: str
-    params: type[Params]
+    verb: str
+    params: type[msgspec.Struct]
     response: Any
-    call: Callable[[Dovecote, Any], Any]
+    access: str
+    call: Call
+    status: int = 200
 
+    @property
+    def body(self) -> bool:
+        """Whether the input is a JSON body (a POST) rather than the query."""
+        return self.method == "POST"
+
+
+def _read(fn: Callable[[Dovecote, Any], Any]) -> Call:
+    """A call open to anyone: the principal does not narrow it."""
+    return lambda dc, p, v: fn(dc, v)
+
+
+def _remote(name: str) -> Call:
+    return remote.CALLS[name]
+
+
+ENTITY = "/entities/{entity_id}"
+ITEM = ENTITY + "/items/{ref}"
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", NoParams, Boxes, boxes),
-    Route("GET", "/sweep", "sweep", "Fates across the spool and every reachable box (no distribution)",
-          SweepParams, dict[str, Any], sweep),
-    Route("GET", "/boxes/{address}", "box", "One box read alone", BoxParams, dict[str, Any],
-          lambda dc, p: dc.box(verbs.Box(address=p.address, include_all=p.all)).to_dict()),
-    Route("GET", "/projects", "projects", "The roster's projects and where their boxes are", NoParams,
-          list[dict[str, Any]], lambda dc, p: dc.projects()),
-    Route("GET", "/entities", "entities", "The roster's entities", NoParams, list[dict[str, Any]],
-          lambda dc, p: dc.entities()),
-    Route("GET", "/entities/{id}/inbox", "inbox", "The audit of one entity's inbox", InboxParams,
-          dict[str, Any],
-          lambda dc, p: dc.inbox(verbs.Inbox(entity_id=p.id, current_tic=p.current, direction=p.direction,
-                                             include_terminal=p.include_terminal))),
-    Route("GET", "/entities/{id}/items/{ref}", "item", "One inbound item whole: envelope, body, thread, history",
-          ItemParams, dict[str, Any],
-          lambda dc, p: dc.show(verbs.Show(entity_id=p.id, ref=p.ref, current_tic=p.current))),
-    Route("GET", "/search", "search", "Full text over entity mail, newest first", SearchParams, dict[str, Any],
-          lambda dc, p: dc.search(verbs.Search(query=p.q, entity_id=p.entity, include_terminal=p.include_terminal,
-                                               limit=p.limit))),
-    Route("GET", "/doctor", "doctor", "Counts only; fails open", NoParams, dict[str, Any],
-          lambda dc, p: dc.doctor()),
+    Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
+          "open", _read(boxes)),
+    Route("GET", "/sweep", "sweep", "Fates across the spool and every reachable box (no distribution)", "sweep",
+          SweepParams, dict[str, Any], "open", _read(sweep)),
+    Route("GET", "/boxes/{address}", "box", "One box read alone", "box", verbs.Box, dict[str, Any], "own",
+          _remote("box")),
+    Route("GET", "/projects", "projects", "The roster's projects and where their boxes are", "project_list",
+          verbs.ProjectList, list[dict[str, Any]], "open", _read(lambda dc, v: dc.projects(v))),
+    Route("GET", "/entities", "entities", "The roster's entities", "entity_list", verbs.EntityList,
+          list[dict[str, Any]], "open", _read(lambda dc, v: dc.entities(v))),
+    Route("GET", ENTITY + "/inbox", "inbox", "The audit of one entity's inbox", "inbox", verbs.Inbox,
+          dict[str, Any], "own", _remote("inbox")),
+    Route("GET", ITEM, "item", "One inbound item whole: envelope, body, thread, history", "show", verbs.Show,
+          dict[str, Any], "own", _remote("show")),
+    Route("GET", ENTITY + "/wait", "wait", "Long poll: new mail after a cursor, or the timeout (as `dovecote wait`)",
+          "wait", verbs.Wait, dict[str, Any], "own", _remote("wait")),
+    Route("GET", "/search", "search", "Full text over entity mail, newest first", "search", verbs.Search,
+          dict[str, Any], "own", _remote("search")),
+    Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, dict[str, Any], "open",
+          _remote("doctor")),
+    Route("POST", "/entities/{recipient}/messages", "send", "Send a message; durable when this answers", "send",
+          verbs.Message, dict[str, Any], "token", _remote("send"), status=201),
+    Route("POST", "/entities/{recipient}/drafts", "draft", "Keep a draft in the sender's outbox", "draft",
+          verbs.Message, dict[str, Any], "token", _remote("draft"), status=201),
+    Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
+          verbs.OutboxSend, dict[str, Any], "token", _remote("outbox_send")),
+    Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,
+          dict[str, Any], "own_token", _remote("move")),
+    Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,
+          dict[str, Any], "token", _remote("report"), status=201),
+    Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
+          verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
 )
 
 
-def _explain(e: msgspec.ValidationError) -> Refusal:
-    msg = str(e)
-    if msg.startswith("Object contains unknown field"):
-        return Refusal("unknown_field", msg.replace("Object contains unknown field", "unknown parameter"))
-    if msg.startswith("Object missing required field"):
-        return Refusal("missing_field", msg.replace("Object missing required field", "missing parameter"))
-    return Refusal("invalid_field", msg)
+def principal(request: Request) -> Principal | None:
+    """The principal of the request's bearer token (the app's guard put it there), or None."""
+    found = request.scope.get("state", {}).get(PRINCIPAL)
+    return found if isinstance(found, Principal) else None
 
 
-def parse(kind: type[msgspec.Struct], request: Request) -> Any:
-    """The request's path and query parameters as ``kind``; refuses what ``kind`` does not allow."""
-    raw: dict[str, str] = dict(request.path_params)
-    for key, value in request.query_params.multi_items():
-        if key in raw:
-            raise Refusal("invalid_field", f"parameter {key!r} is given more than once")
-        raw[key] = value
-    try:
-        return msgspec.convert(raw, kind, strict=False)
-    except msgspec.ValidationError as e:
-        raise _explain(e) from None
+Run = Callable[..., Awaitable[Any]]
 
 
-def json_response(data: Any, status: int = 200) -> Response:
-    """JSON the way the CLI prints it (msgspec: no float or key surprises)."""
-    return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
+def routes(run: Run, *, read_only: bool = False, stamp: Run | None = None) -> list[StarletteRoute]:
+    """The Starlette routes of ``ROUTES``; ``run(fn, *args)`` calls the handle off the event loop,
+    ``stamp(address)`` marks a box without taking the handle's worker (the long poll's watch)."""
 
-
-def routes(run: Callable[..., Any]) -> list[StarletteRoute]:
-    """The Starlette routes of ``ROUTES``; ``run(fn, *args)`` calls the handle off the event loop."""
-
-    def endpoint(route: Route) -> Callable[[Request], Any]:
+    def endpoint(route: Route) -> Callable[[Request], Awaitable[Response]]:
         async def answer(request: Request) -> Response:
-            params = parse(route.params, request)
-            return json_response(await run(route.call, params))
+            who = principal(request)
+            if route.body:  # a write: refused before its body is read when the server or the caller cannot write
+                remote.refuse_if_read_only(route.verb, None, read_only)
+                remote.writer(who, route.verb)
+                value = await parse_body(route.params, request)  # type: ignore[arg-type]
+            else:
+                value = parse(route.params, request)
+                remote.refuse_if_read_only(route.verb, value, read_only)
+            if route.name == "wait" and stamp is not None:
+                return json_response(await longpoll.wait(run, stamp, route.call, who, value))
+            return json_response(await run(route.call, who, value), route.status)
 
         answer.__name__ = route.name
         return answer
 
     return [StarletteRoute(r.path, endpoint(r), methods=[r.method], name=r.name) for r in ROUTES]
-

@@ -8,6 +8,12 @@ agent's or an operator's, whatever it is) is a human session. Links and
 sessions live in this process's memory only, as SHA-256 digests compared in
 constant time: a restart signs everyone out, and a leaked log line of the
 server's memory holds no usable secret.
+
+A page's action (a POST form) carries the session's CSRF token (``csrf``: an
+HMAC of the session cookie under a key of this process, so it is bound to that
+session and never stored) and must come from this server's own origin
+(``same_origin``): another site can neither read the token nor pass the
+Origin check, even before SameSite=Strict keeps the cookie from it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class Sessions:
     links: dict[str, str] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     def issue(self, person: str) -> str:
         """A new one-time login token for ``person`` (the path is ``LOGIN_PATH``)."""
@@ -73,3 +80,30 @@ class Sessions:
         with self._lock:
             key = _find(self.sessions, cookie)
             return self.sessions[key] if key is not None else None
+
+    def csrf(self, request: Request) -> str | None:
+        """The CSRF token of the request's session (None: no session)."""
+        if self.person(request) is None:
+            return None
+        cookie = request.cookies.get(COOKIE, "")
+        return hmac.new(self._key, cookie.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+    def check_csrf(self, request: Request, given: str) -> None:
+        """Refuse ``csrf_failed`` unless ``given`` is this session's CSRF token and the request is same-origin."""
+        same_origin(request)
+        want = self.csrf(request)
+        if want is None or not hmac.compare_digest(want.encode(), given.encode("utf-8", "surrogatepass")):
+            raise Refusal("csrf_failed", "the form did not carry this session's token; reload the page and try again")
+
+
+def same_origin(request: Request) -> None:
+    """Refuse ``csrf_failed`` unless the request's Origin (else its Referer) is this server."""
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if origin != own:
+            raise Refusal("csrf_failed", f"the form came from {origin!r}, not from this server")
+        return
+    referer = request.headers.get("referer", "")
+    if referer != own and not referer.startswith(own + "/"):
+        raise Refusal("csrf_failed", "the form came with neither an Origin nor a Referer of this server")

@@ -24,6 +24,7 @@ package imports msgspec and the leaf modules only: the CLI's start-up path loads
 
 from __future__ import annotations
 
+from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
     MAX_INT,
     Verb,
@@ -56,11 +57,13 @@ from dovecote.vocab import (
     Direction,
     Disposition,
     Fate,
+    HookAgent,
     MisdeliveryKind,
     MoveKind,
     Priority,
     ReportClass,
     Symptom,
+    TokenRole,
     TrustLevel,
 )
 
@@ -81,6 +84,8 @@ __all__ = [
     "EntityList",
     "EntityRemove",
     "Fate",
+    "HookAgent",
+    "HooksInstall",
     "ImportInboxTree",
     "Inbox",
     "Message",
@@ -100,6 +105,10 @@ __all__ = [
     "StaleCheck",
     "Sweep",
     "Symptom",
+    "TokenIssue",
+    "TokenList",
+    "TokenRevoke",
+    "TokenRole",
     "TrustLevel",
     "Verb",
     "Verify",
@@ -141,13 +150,17 @@ VERBS: dict[str, type[Verb]] = {
     "entity_add": EntityAdd,
     "entity_remove": EntityRemove,
     "entity_list": EntityList,
+    "token_issue": TokenIssue,
+    "token_list": TokenList,
+    "token_revoke": TokenRevoke,
+    "hooks_install": HooksInstall,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
 #: ``--read-only`` applies, on every face (MCP tools, REST routes).
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
-    "project_add", "project_remove", "entity_add", "entity_remove",
+    "project_add", "project_remove", "entity_add", "entity_remove", "token_issue", "token_revoke", "hooks_install",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {"sweep": "distribute", "stale_check": "emit_signals", "organize": "apply"}

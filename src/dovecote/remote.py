@@ -1,0 +1,160 @@
+"""What a remote caller may do: the one call of each verb for a principal, shared by MCP and REST.
+
+Law: a remote face (MCP tools, REST routes) decodes a verb, asks
+``refuse_if_read_only`` (the one deny list, ``verbs.writes``), and makes the
+verb's call from ``CALLS`` with the principal its request carries. Each call
+applies the one authorization rule first (``tokens.authorize`` through
+``Dovecote.authorize``: an agent sends to anyone but reads and moves only its
+own box's items; an operator reads everything) and binds the principal's entity
+as the actor of every write, so the two faces cannot disagree on who may do
+what.
+
+``principal`` is None only for a request with no token on a loopback server
+(the person at this machine reading with curl or the page): it reads
+everything and writes nothing (``unauthorized``): a write always has a token's
+entity behind it. A remote caller never names a file on the server
+(``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
+file the server can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dovecote import verbs
+from dovecote.api import Actor, Dovecote, Principal
+from dovecote.errors import Refusal
+
+Call = Callable[[Dovecote, "Principal | None", Any], Any]
+
+
+def refuse_if_read_only(name: str, v: verbs.Verb | None, read_only: bool) -> None:
+    """The one deny list (``verbs.writes``), applied to a call on a read-only face."""
+    if read_only and verbs.writes(name, v):
+        raise Refusal("read_only", f"{name} writes, and this server was started read-only")
+
+
+def actor_of(p: Principal) -> Actor:
+    """The actor of every write over a connection: the principal's entity."""
+    return Actor(agent=p.entity, entity=p.entity)
+
+
+def writer(p: Principal | None, verb: str) -> Principal:
+    """The principal a write acts as; a write without a token is ``unauthorized``."""
+    if p is None:
+        raise Refusal("unauthorized", f"{verb} writes: send Authorization: Bearer <token> (dovecote token issue)")
+    return p
+
+
+def own(p: Principal | None, verb: str, entity: str) -> None:
+    """``verb`` in ``entity``'s box is the principal's to do (no principal: a local read, allowed)."""
+    if p is not None:
+        Dovecote.authorize(p, verb, entity)
+
+
+def as_self(p: Principal, field: str, given: str | None) -> None:
+    """An agent writes as itself: naming another author or sender is ``forbidden``."""
+    if given is not None and given != p.entity and p.role != "operator":
+        raise Refusal("forbidden", f"{p.entity} may not write as {given!r} ({field})")
+
+
+def refuse_server_files(v: verbs.Message) -> None:
+    """A remote caller names no file on the server (see the module docstring)."""
+    named = [f for f in ("body_file", "artifact_paths") if getattr(v, f)]
+    if named:
+        raise Refusal("server_file", f"{' and '.join(named)} would read files on the server; a remote caller "
+                                     "sends the body itself")
+
+
+def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> dict[str, Any]:
+    w = writer(p, "report")
+    as_self(w, "agent", v.agent)
+    filed = dc.report(v, actor=actor_of(w))
+    return {"letters": [{"id": lid, "appended": new} for lid, new in filed]}
+
+
+def distribute(dc: Dovecote, p: Principal | None, v: verbs.Distribute) -> dict[str, Any]:
+    writer(p, "distribute")
+    return dc.distribute(v).to_dict()
+
+
+def sweep(dc: Dovecote, p: Principal | None, v: verbs.Sweep) -> dict[str, Any]:
+    if v.distribute:
+        writer(p, "sweep --distribute")
+    return dc.sweep(v).to_dict()
+
+
+def box(dc: Dovecote, p: Principal | None, v: verbs.Box) -> dict[str, Any]:
+    if v.address.startswith("entity:"):  # an entity's box holds message bodies
+        own(p, "show", v.address.partition(":")[2])
+    return dc.box(v).to_dict()
+
+
+def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> dict[str, Any]:
+    return dc.doctor(v)
+
+
+def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
+    w = writer(p, "send")
+    as_self(w, "sender", v.sender)
+    refuse_server_files(v)
+    return dc.send(v, actor=actor_of(w)).to_dict()
+
+
+def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
+    w = writer(p, "draft")
+    as_self(w, "sender", v.sender)
+    refuse_server_files(v)
+    return dc.draft(v, actor=actor_of(w)).to_dict()
+
+
+def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> dict[str, Any]:
+    """An agent delivers its own drafts (by default, and only those); an operator anyone's."""
+    w = writer(p, "outbox_send")
+    as_self(w, "sender", v.sender)
+    sender = v.sender if v.sender is not None or w.role == "operator" else w.entity
+    return {"sent": dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w))}
+
+
+def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> dict[str, Any]:
+    w = writer(p, v.kind.value)
+    own(w, v.kind.value, v.entity_id)
+    return dc.move(v, actor=actor_of(w)).to_dict()
+
+
+def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> dict[str, Any]:
+    """The inbox as it is; reading it never marks anything seen (seen is the explicit move)."""
+    entity = v.entity_id or (p.entity if p is not None else None)
+    if entity is not None:
+        own(p, "inbox", entity)
+    return dc.inbox(verbs.Inbox(entity_id=entity, current_tic=v.current_tic, direction=v.direction,
+                                include_terminal=v.include_terminal))
+
+
+def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> dict[str, Any]:
+    own(p, "show", v.entity_id)
+    return dc.show(v)
+
+
+def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]:
+    """An agent searches its own inbox (by default, and only that); an operator or a local reader all."""
+    entity = v.entity_id if v.entity_id is not None or p is None or p.role == "operator" else p.entity
+    if entity is not None:
+        own(p, "search", entity)
+    return dc.search(verbs.Search(query=v.query, entity_id=entity, include_terminal=v.include_terminal,
+                                  limit=v.limit))
+
+
+def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
+    own(p, "wait", v.entity_id)
+    return dc.wait(v).to_dict()
+
+
+#: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
+#: verify, view, import, organize and stale-check are operator work at a terminal: not here.
+CALLS: dict[str, Call] = {
+    "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
+    "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
+    "wait": wait,
+}
