@@ -132,9 +132,10 @@ class Round:
 
     def line(self, no: int) -> str:
         rate = len(self.acked) / self.wall if self.wall else 0.0
-        return (f"round {no}: {len(self.acked)} sends in {self.wall:.2f} s = {rate:.0f}/s; p50 {pct(self.lat, 50):.1f} ms, "
-                f"p95 {pct(self.lat, 95):.1f} ms, p99 {pct(self.lat, 99):.1f} ms; errors {len(self.errors)} "
-                f"{self.errors[0] if self.errors else ''}; fds {self.fd_first}..{self.fd_last}")
+        first = self.errors[0] if self.errors else ""
+        return (f"round {no}: {len(self.acked)} sends in {self.wall:.2f} s = {rate:.0f}/s; "
+                f"p50 {pct(self.lat, 50):.1f} ms, p95 {pct(self.lat, 95):.1f} ms, p99 {pct(self.lat, 99):.1f} ms; "
+                f"errors {len(self.errors)} {first}; fds {self.fd_first}..{self.fd_last}")
 
 
 def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_target: int,

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 from _load import agents_home, pct, raw_fsync_rate
-
 from dovecote.api import open_home
 from dovecote.verbs import Message
 

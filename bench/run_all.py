@@ -23,6 +23,8 @@ QUICK: dict[str, list[str]] = {  # the known ones, in this order; --quick passes
     "bench_resweep.py": ["--letters", "50000"],
     "bench_cli_sweep.py": ["--letters", "50000", "--repeat", "2"],
     "bench_mcp.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
+    "bench_rest.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
+    "bench_send.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
 }
 
 
