@@ -10,13 +10,15 @@ fsynced per send, one after another, as a writer without group commit pays it.
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,3 +160,38 @@ def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_ta
           f"{raw[1] / 2:.0f} sends/s; measured is {rate / (raw[1] / 2):.2f}x that")
     print(f"CPU per send: server {cpu[0] / sends * 1000:.2f} ms, clients {cpu[1] / sends * 1000:.2f} ms; "
           f"load average now {os.getloadavg()[0]:.1f}")
+
+
+#: One round of a bench: (port, tokens, names, sends per client, round number, server pid) -> Round.
+OneRound = Callable[[int, dict[str, str], list[str], int, int, int], Round]
+
+
+def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, rate_target: int,
+        p95_target: int) -> None:
+    """The whole of a server bench: parse the options, build the home, measure the raw
+    reference, start the server (``argv(port)``), run the rounds, stop it, report."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=30)
+    ap.add_argument("--sends", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        home, names, tokens = agents_home(Path(tmp), args.clients)
+        raw = raw_fsync_rate(Path(tmp))
+        port = free_port()
+        server = start(argv(port), home, port)
+        try:
+            fd_start = fds(server.pid)
+            rounds = []
+            for r in range(args.rounds):
+                res = one(port, tokens, names, args.sends, r, server.pid)
+                rounds.append(res)
+                print(res.line(r + 1), flush=True)
+            time.sleep(1.0)
+            fd_end = fds(server.pid)
+            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()))
+        finally:
+            stop(server)
+        raw_after = raw_fsync_rate(Path(tmp))
+        summary(f"{name}, {args.clients} clients x {args.sends} sends", rounds, home, rate_target, p95_target,
+                min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)

@@ -17,18 +17,14 @@ reference in the same run is the raw cost of one fsynced append per send.
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 import time
-from pathlib import Path
 
 import anyio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from _load import Round, agents_home, cpu_seconds, fds, free_port, raw_fsync_rate, start, stop, summary
+from _load import Round, run
 
 
 async def agent(url: str, token: str, me: str, to: str, sends: int, round_no: int, res: Round, pid: int) -> None:
@@ -60,32 +56,8 @@ async def one_round(url: str, tokens: dict[str, str], names: list[str], sends: i
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--clients", type=int, default=30)
-    ap.add_argument("--sends", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
-        home, names, tokens = agents_home(Path(tmp), args.clients)
-        raw = raw_fsync_rate(Path(tmp))
-        port = free_port()
-        server = start(["mcp", "--http", "--port", str(port)], home, port)
-        try:
-            fd_start = fds(server.pid)
-            url = f"http://127.0.0.1:{port}/mcp"
-            rounds = []
-            for r in range(args.rounds):
-                res = anyio.run(one_round, url, tokens, names, args.sends, r, server.pid)
-                rounds.append(res)
-                print(res.line(r + 1), flush=True)
-            time.sleep(1.0)
-            fd_end = fds(server.pid)
-            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()))
-        finally:
-            stop(server)
-        raw_after = raw_fsync_rate(Path(tmp))
-        summary(f"MCP, {args.clients} clients x {args.sends} sends", rounds, home, 300, 100,
-                min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)
+    run(__doc__ or "", "MCP", lambda port: ["mcp", "--http", "--port", str(port)],
+        lambda port, *a: anyio.run(one_round, f"http://127.0.0.1:{port}/mcp", *a), 300, 100)
 
 
 if __name__ == "__main__":

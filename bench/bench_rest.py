@@ -17,16 +17,12 @@ reference in the same run is the raw cost of one fsynced append per send.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
 
-from _load import Round, agents_home, cpu_seconds, fds, free_port, raw_fsync_rate, start, stop, summary
+from _load import Round, run
 
 
 class Conn:
@@ -93,31 +89,8 @@ async def one_round(port: int, tokens: dict[str, str], names: list[str], sends: 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--clients", type=int, default=30)
-    ap.add_argument("--sends", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-rest-") as tmp:
-        home, names, tokens = agents_home(Path(tmp), args.clients)
-        raw = raw_fsync_rate(Path(tmp))
-        port = free_port()
-        server = start(["serve", "--port", str(port)], home, port)
-        try:
-            fd_start = fds(server.pid)
-            rounds = []
-            for r in range(args.rounds):
-                res = asyncio.run(one_round(port, tokens, names, args.sends, r, server.pid))
-                rounds.append(res)
-                print(res.line(r + 1), flush=True)
-            time.sleep(1.0)
-            fd_end = fds(server.pid)
-            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()))
-        finally:
-            stop(server)
-        raw_after = raw_fsync_rate(Path(tmp))
-        summary(f"REST, {args.clients} clients x {args.sends} sends", rounds, home, 1000, 50,
-                min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)
+    run(__doc__ or "", "REST", lambda port: ["serve", "--port", str(port)],
+        lambda *a: asyncio.run(one_round(*a)), 1000, 50)
 
 
 if __name__ == "__main__":
