@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from dovecote import tokens as tk
+from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from helpers import cli_json, ledger_lines, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home
@@ -171,3 +172,19 @@ def test_the_cli_prints_the_token_once_and_list_never_shows_it(tmp_path: Path) -
     bad = run_cli(tmp_path, "token", "revoke", "feedfeedfeed", home=home)
     assert bad.returncode == 2 and b"unknown_token" in bad.stderr
     assert orjson.loads(run_cli(tmp_path, "doctor", "--json", home=home).stdout)["tokens"]["active"] == 0
+
+
+def test_a_warm_handle_sees_a_revoke_and_a_chmod_at_once(tmp_path: Path) -> None:
+    """The handle keeps the token table between checks (a server checks every request), never past a change."""
+    dc = mail_home(tmp_path)
+    first, second = dc.token_issue(ENTITY), dc.token_issue(ENTITY)
+    assert dc.authenticate(first.token).entity == ENTITY  # read and kept
+    Dovecote(dc.layout.root).token_revoke(first.row.id)  # another process revokes
+    with pytest.raises(Refusal) as revoked:
+        dc.authenticate(first.token)
+    assert revoked.value.reason == "unauthorized"
+    assert dc.authenticate(second.token).entity == ENTITY
+    (dc.layout.root / "tokens.jsonl").chmod(0o644)
+    with pytest.raises(Refusal) as insecure:
+        dc.authenticate(second.token)
+    assert insecure.value.reason == "insecure_tokens"

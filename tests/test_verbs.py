@@ -52,6 +52,10 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.EntityAdd: {"entity_id": "ent_b"},
     verbs.EntityRemove: {"entity_id": "ent_b"},
     verbs.EntityList: {},
+    verbs.TokenIssue: {"entity_id": "ent_b"},
+    verbs.TokenList: {},
+    verbs.TokenRevoke: {"token_id": "0123456789ab"},
+    verbs.HooksInstall: {"agent": "codex", "entity_id": "ent_b"},
 }
 
 ALL = sorted(set(verbs.VERBS.values()), key=lambda v: v.__name__)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.hooks import HookAnswer
     from dovecote.ops.hooks_config import Installed
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
-    from dovecote.ops.tokens import Issued
+    from dovecote.ops.tokens import Issued, TableCache
     from dovecote.ops.wait import WaitResult
     from dovecote.tokens import TokenRow
 
@@ -73,6 +73,7 @@ class Dovecote:
     ) -> None:
         self._stamp = file_stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
         self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
+        self._tokens: TableCache | None = None
 
     @property
     def layout(self) -> Layout:
@@ -414,10 +415,15 @@ class Dovecote:
         return tokens_op.revoke(self._ctx(actor=actor), checked(v).token_id)
 
     def authenticate(self, token: str) -> Principal:
-        """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one."""
+        """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one.
+
+        The token file is read again only when it changed (a server checks every request's token).
+        """
         from dovecote.ops import tokens as tokens_op
 
-        return tokens_op.authenticate(self.context, token)
+        if self._tokens is None:
+            self._tokens = tokens_op.TableCache()
+        return tokens_op.authenticate(self.context, token, self._tokens)
 
     @staticmethod
     def authorize(principal: Principal, verb: str, target_entity: str) -> None:

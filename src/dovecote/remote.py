@@ -29,6 +29,20 @@ from dovecote.errors import Refusal
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
 
 
+def bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization`` header (None: no header); anything but ``Bearer <token>`` is refused.
+
+    Both HTTP faces (MCP's middleware and the REST guard) read the header here, then ask
+    ``Dovecote.authenticate``: one rule for who a request is.
+    """
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Refusal("unauthorized", "send Authorization: Bearer <token> (dovecote token issue)")
+    return token.strip()
+
+
 def refuse_if_read_only(name: str, v: verbs.Verb | None, read_only: bool) -> None:
     """The one deny list (``verbs.writes``), applied to a call on a read-only face."""
     if read_only and verbs.writes(name, v):

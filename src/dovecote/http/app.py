@@ -51,6 +51,7 @@ from dovecote.http import errors, events, openapi, rest
 from dovecote.http.pages import Pages
 from dovecote.http.runner import Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
+from dovecote.remote import bearer
 
 #: Page routes that are no verb but change the server's own state (a session): refused under ``--read-only``.
 SERVER_STATE = frozenset({"login"})
@@ -72,15 +73,11 @@ class Guard:
         """The principal of the request's bearer token; None without one; refuses what it cannot admit."""
         if self.hosts is not None and (request.url.hostname or "").lower() not in self.hosts:
             raise Refusal("invalid_field", f"the Host header {request.headers.get('host', '')!r} is not this server")
-        given = request.headers.get("authorization")
-        if given is not None:
-            scheme, _, token = given.partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Refusal("unauthorized", "send Authorization: Bearer <token> (dovecote token issue)")
+        token = bearer(request.headers.get("authorization"))
+        if token is not None:
             if self._limiter is None:  # made on the event loop that uses it; not the handle's worker
                 self._limiter = anyio.CapacityLimiter(4)
-            found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token.strip(),
-                                                              limiter=self._limiter)
+            found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token, limiter=self._limiter)
             return found
         if self.remote and not request.url.path.startswith("/login/") and self.sessions.person(request) is None:
             raise Refusal("unauthorized", "this server is open to the network: send Authorization: Bearer <token> "

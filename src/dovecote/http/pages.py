@@ -16,8 +16,8 @@ and ``/search``.
 Actions: the signed-in person (the login link's session) moves items from the
 inbox and item pages: POST forms to ``/entities/{entity_id}/items/{ref}/{kind}``
 (``act``), each carrying the session's CSRF token and checked same-origin. The
-person acts as ``human:<name>`` (the name the login link was issued for: the
-login of whoever ran ``dovecote serve``), so an item's history says a person,
+person acts as ``human.<name>`` (the name the login link was issued for: the
+login of whoever ran ``dovecote serve``; an actor is a name, so no colon), so an item's history says a person,
 not an agent, moved it; a person may move items in every box, as the home's
 owner may at a terminal. A request carrying a bearer token is never a person
 (``human_gesture_required``): a token is an agent's or an operator's.
@@ -25,6 +25,7 @@ owner may at a terminal. A request carrying a bearer token is never a person
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import parse_qsl
@@ -64,8 +65,14 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "ACTIVE": ("seen", "complete", "defer"),
     "DEFER": ("seen", "undefer"),
 }
-#: How a person is named as the actor of a move.
-PERSON = "human:{}"
+#: How a person is named as the actor of a move (``person_actor``).
+PERSON = "human.{}"
+
+
+def person_actor(person: str) -> Actor:
+    """The actor of a person's move: ``human.<name>``, the name's characters outside a name's made ``_``."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", person)[:100] or "someone"
+    return Actor(agent=PERSON.format(name), user=person)
 
 
 class EntityParams(rest.Params):
@@ -159,7 +166,7 @@ class Pages:
         raw = {**{k: v for k, v in form.items() if v.strip()}, **request.path_params}
         v = inputs.convert(verbs.Move, raw)
         remote.refuse_if_read_only("move", v, self.read_only)
-        actor = Actor(agent=PERSON.format(person), user=person)
+        actor = person_actor(person)
         await self.run(lambda dc, m: dc.move(m, actor=actor), v)
         item = f"/entities/{v.entity_id}/items/{v.ref}"
         return RedirectResponse(back if back.startswith("/") and not back.startswith("//") else item, status_code=303)

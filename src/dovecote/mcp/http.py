@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.mcp.server import PRINCIPAL_KEY, Face, build
+from dovecote.remote import bearer
 
 
 class BearerAuth:
@@ -34,13 +35,10 @@ class BearerAuth:
             await self.inner(scope, receive, send)
             return
         headers = dict(scope.get("headers", []))
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        given = headers.get(b"authorization")
         try:
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Refusal("unauthorized", "send Authorization: Bearer <token> (dovecote token issue)")
-            principal = await anyio.to_thread.run_sync(
-                self.face.dc.authenticate, token.strip(), limiter=self.face.workers
-            )
+            token = bearer(given.decode("latin-1") if given is not None else "") or ""  # no header: refused there
+            principal = await anyio.to_thread.run_sync(self.face.dc.authenticate, token, limiter=self.face.workers)
         except Refusal as r:
             await _reply(send, r.status, r.to_dict())
             return

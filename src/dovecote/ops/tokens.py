@@ -121,9 +121,33 @@ def revoke(ctx: Context, tid: str) -> tk.TokenRow:
     return tk.fold(letter.data() for letter in led.reader.letters)[tid]
 
 
-def authenticate(ctx: Context, token: str) -> tk.Principal:
-    """The principal of a token; ``unauthorized`` for an unknown or revoked one."""
-    return tk.principal_of(_table(ctx), token)
+@dataclass
+class TableCache:
+    """The token table as last read, and the file's stamp then: a server checks every request's token, and
+    re-reading an unchanged file each time would cost more than the request. Any append (an issue, a revoke)
+    or a chmod changes the stamp, so the next check reads the file again (a revoke stops a token at once)."""
+
+    state: tuple[tuple[int, ...], dict[str, tk.TokenRow]] | None = None
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+
+
+def authenticate(ctx: Context, token: str, cache: TableCache | None = None) -> tk.Principal:
+    """The principal of a token; ``unauthorized`` for an unknown or revoked one (``cache``: see ``TableCache``)."""
+    if cache is None:
+        return tk.principal_of(_table(ctx), token)
+    stamp = _stamp(tokens_path(ctx))  # before the read: a change meanwhile is read again next time
+    state = cache.state
+    if state is None or state[0] != stamp:
+        state = (stamp, _table(ctx))
+        cache.state = state  # one assignment: a thread reads the old pair or the new one, never half
+    return tk.principal_of(state[1], token)
 
 
 def health(ctx: Context) -> dict[str, Any]:

@@ -1,0 +1,158 @@
+"""Who may call what, on every face, from tables that fail when a route or a tool is added without its rule.
+
+- Every REST route has an example request here and an ``access`` in the route table; each caller (no token,
+  an agent token of the box's entity, an agent token of another entity, an operator token) gets what that
+  access promises, on a loopback server and on one open to the network.
+- ``--read-only`` refuses a REST route, and an MCP tool, exactly when ``verbs.writes`` says its verb (with
+  that input) writes: one deny list, every face.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from starlette.testclient import TestClient
+
+from dovecote import verbs
+from dovecote.api import Dovecote, Principal
+from dovecote.errors import Refusal
+from dovecote.http import rest
+from dovecote.http.app import create_app
+from dovecote.mcp.server import Face
+from dovecote.mcp.tools import TOOLS
+from dovecote.verbs import Inbox
+from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
+
+pytestmark = pytest.mark.files_only
+
+REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
+
+#: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
+EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
+    "boxes": ({}, {}, None),
+    "sweep": ({}, {"all": "true"}, None),
+    "box": ({"address": f"entity:{ENTITY}"}, {}, None),
+    "projects": ({}, {}, None),
+    "entities": ({}, {}, None),
+    "inbox": ({"entity_id": ENTITY}, {}, None),
+    "item": ({"entity_id": ENTITY, "ref": REF}, {}, None),
+    "wait": ({"entity_id": ENTITY}, {"timeout": "0"}, None),
+    "search": ({}, {"query": "rebuild", "entity_id": ENTITY}, None),
+    "doctor": ({}, {}, None),
+    "send": ({"recipient": ENTITY}, {}, {"subject": "hello"}),
+    "draft": ({"recipient": ENTITY}, {}, {"subject": "a draft"}),
+    "outbox_send": ({}, {}, {}),
+    "move": ({"entity_id": ENTITY, "ref": REF, "kind": "seen"}, {}, {}),
+    "report": ({}, {}, {"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}),
+    "distribute": ({}, {}, {}),
+}
+
+#: What each access promises each caller: a 2xx, or the refusal keyword.
+PROMISES: dict[str, dict[str, str]] = {
+    "open": {"none": "ok", "own": "ok", "other": "ok", "operator": "ok"},
+    "own": {"none": "ok", "own": "ok", "other": "forbidden", "operator": "ok"},
+    "token": {"none": "unauthorized", "own": "ok", "other": "ok", "operator": "ok"},
+    "own_token": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "ok"},
+}
+
+
+def test_every_route_has_an_example_and_an_access_rule() -> None:
+    assert set(EXAMPLES) == {r.name for r in rest.ROUTES}, "a route without a row here has no checked rule"
+    assert {r.access for r in rest.ROUTES} <= set(PROMISES) == set(rest.ACCESS)
+
+
+def _request(client: TestClient, route: rest.Route, ref: str, headers: dict[str, str]) -> Any:
+    path_params, query, body = EXAMPLES[route.name]
+    path = "/api/v1" + route.path.format(**{k: v.replace(REF, ref) for k, v in path_params.items()})
+    if route.method == "POST":
+        return client.post(path, params=query, json=body, headers=headers)
+    return client.get(path, params=query, headers=headers)
+
+
+def _callers(dc: Dovecote) -> dict[str, dict[str, str]]:
+    def bearer(entity: str, role: str = "agent") -> dict[str, str]:
+        return {"Authorization": f"Bearer {dc.token_issue(entity, role).token}"}
+
+    return {"none": {}, "own": bearer(ENTITY), "other": bearer(SENDER), "operator": bearer(SENDER, "operator")}
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["loopback", "remote"])
+@pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
+def test_each_caller_gets_what_the_routes_access_promises(tmp_path: Path, route: rest.Route, remote: bool) -> None:
+    dc = served_home(tmp_path)
+    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    with TestClient(create_app(dc, remote=remote)) as client:
+        for caller, headers in _callers(dc).items():
+            want = "unauthorized" if remote and caller == "none" else PROMISES[route.access][caller]
+            r = _request(client, route, ref, headers)
+            if want == "ok":
+                assert r.status_code == route.status, (caller, r.text)
+            else:
+                assert_error_shape(r, 401 if want == "unauthorized" else 403, want)
+
+
+def _input(route: rest.Route, ref: str) -> Any:
+    """The route's example as its typed input, as the route decodes it."""
+    path_params, query, body = EXAMPLES[route.name]
+    fields = {k: v.replace(REF, ref) for k, v in path_params.items()}
+    if route.method == "POST":
+        return verbs.decode(route.params, {**(body or {}), **fields})  # type: ignore[type-var]
+    return msgspec.convert({**fields, **query}, route.params, strict=False)
+
+
+@pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
+def test_read_only_refuses_a_route_exactly_when_its_verb_writes(tmp_path: Path, route: rest.Route) -> None:
+    dc = served_home(tmp_path)
+    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    operator = _callers(dc)["operator"]
+    with TestClient(create_app(dc, read_only=True)) as client:
+        r = _request(client, route, ref, operator)
+        if verbs.writes(route.verb, _input(route, ref)):
+            assert_error_shape(r, 403, "read_only")
+        else:
+            assert r.status_code == route.status, r.text
+
+
+#: Tool name -> example arguments (several for a tool that writes only with some of them).
+TOOL_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "report": [{"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}],
+    "sweep": [{"distribute": False}, {"distribute": True}],
+    "box": [{"address": "home"}],
+    "doctor": [{}],
+    "send": [{"recipient": ENTITY, "subject": "s"}],
+    "move": [{"kind": "seen", "entity_id": ENTITY, "ref": REF}],
+    "inbox": [{"entity_id": ENTITY}],
+    "show": [{"entity_id": ENTITY, "ref": REF}],
+    "search": [{"query": "rebuild"}],
+    "wait": [{"entity_id": ENTITY, "timeout": 0}],
+}
+
+
+def test_every_mcp_tool_has_an_example() -> None:
+    assert set(TOOL_EXAMPLES) == set(TOOLS)
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Path, name: str) -> None:
+    dc = served_home(tmp_path)
+    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    face = Face(dc, read_only=True)
+    operator = Principal("ops", "operator")
+    tool = TOOLS[name]
+    for example in TOOL_EXAMPLES[name]:
+        args = {k: v.replace(REF, ref) if isinstance(v, str) else v for k, v in example.items()}
+        writes = verbs.writes(name, verbs.decode(tool.verb, args))
+
+        async def call(args: dict[str, Any] = args) -> Any:
+            return await face.call(tool, operator, args)
+
+        if writes:
+            with pytest.raises(Refusal) as refused:
+                anyio.run(call)
+            assert refused.value.reason == "read_only"
+        else:
+            assert isinstance(anyio.run(call), dict)
