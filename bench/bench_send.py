@@ -4,7 +4,9 @@ The server benches (``bench_rest.py``, ``bench_mcp.py``) add HTTP, JSON-RPC and
 auth on top of this; here is the handle's own share: ``dc.send(Message(...))``
 (two durable appends: the message into the recipient's box, then the sender's
 ``sent`` record, each fsynced), first one after another, then from 30 threads
-that each send to the next agent (group commit lets their fsyncs overlap).
+that each send to the next agent (``ring``: their fsyncs, of different files,
+overlap), then from 30 threads that all send to one agent (``hot``: group
+commit shares the fsyncs of that one box). Each phase counts its fsyncs.
 Reference in the same run: one raw append + fsync. ``--profile`` prints where
 the sequential sends spend their CPU (cProfile, top functions by own time).
 """
@@ -13,16 +15,51 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from _load import agents_home, pct, raw_fsync_rate
 from dovecote.api import open_home
 from dovecote.verbs import Message
+
+Phase = tuple[float, float, float, float, float]  # sends/s, ms CPU a send, fsyncs a send, p50 ms, p95 ms
+
+
+def measure(threads: int, per: int, send: Callable[[int, int], None], synced: list[int]) -> Phase:
+    """``send(thread, k)`` for k < ``per`` from ``threads`` threads released together."""
+    lat: list[float] = []
+    lock = threading.Lock()
+    gate = threading.Barrier(threads)
+
+    def work(i: int) -> None:
+        gate.wait()
+        for k in range(per):
+            s = time.perf_counter()
+            send(i, k)
+            with lock:
+                lat.append((time.perf_counter() - s) * 1000)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    synced[0] = 0
+    c0, t0 = time.process_time(), time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return len(lat) / wall, cpu / len(lat) * 1000, synced[0] / len(lat), pct(lat, 50), pct(lat, 95)
+
+
+def show(name: str, p: Phase) -> str:
+    return (f"{name} {p[0]:.0f} sends/s ({p[1]:.2f} ms CPU, {p[2]:.2f} fsyncs a send; p50 {p[3]:.1f} ms, "
+            f"p95 {p[4]:.1f} ms)")
 
 
 def main() -> None:
@@ -33,60 +70,37 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-send-") as tmp:
-        home, names, _ = agents_home(Path(tmp), args.clients)
+        home, names, _ = agents_home(Path(tmp), args.clients + 1)
+        hot, names = names[-1], names[:-1]
         dc = open_home(home)
         raw = raw_fsync_rate(Path(tmp))
         n = len(names)
-        seq_rates, thr_rates, seq_cpu, thr_cpu, thr_p95 = [], [], [], [], []
+        real_fsync, synced = os.fsync, [0]
+
+        def counted(fd: int) -> None:  # how many fsyncs the sends cost (group commit shares them)
+            synced[0] += 1
+            real_fsync(fd)
+
+        os.fsync = counted
+        phases: dict[str, list[Phase]] = {"sequential": [], "ring": [], "hot": []}
         for r in range(args.rounds):
-            lat: list[float] = []
-            c0, t0 = time.process_time(), time.perf_counter()
             prof = cProfile.Profile() if args.profile and r == 0 else None
             if prof:
                 prof.enable()
-            for k in range(args.sends * 3):
-                a, b = names[k % n], names[(k + 1) % n]
-                s = time.perf_counter()
-                dc.send(Message(recipient=b, subject=f"seq {r} {k}", body="b", sender=a))
-                lat.append((time.perf_counter() - s) * 1000)
+            phases["sequential"].append(measure(1, args.sends * 3, lambda _, k, r=r: dc.send(Message(
+                recipient=names[(k + 1) % n], subject=f"seq {r} {k}", body="b", sender=names[k % n])), synced))
             if prof:
                 prof.disable()
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            seq_rates.append(len(lat) / wall)
-            seq_cpu.append(cpu / len(lat) * 1000)
-
-            tlat: list[float] = []
-            lock = threading.Lock()
-            gate = threading.Barrier(n)
-
-            def work(i: int, r: int = r, tlat: list[float] = tlat, lock: threading.Lock = lock,
-                     gate: threading.Barrier = gate) -> None:
-                gate.wait()
-                for k in range(args.sends):
-                    s = time.perf_counter()
-                    dc.send(Message(recipient=names[(i + 1) % n], subject=f"thr {r} {i} {k}", body="b",
-                                    sender=names[i]))
-                    with lock:
-                        tlat.append((time.perf_counter() - s) * 1000)
-
-            ts = [threading.Thread(target=work, args=(i,)) for i in range(n)]
-            c0, t0 = time.process_time(), time.perf_counter()
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            thr_rates.append(len(tlat) / wall)
-            thr_cpu.append(cpu / len(tlat) * 1000)
-            thr_p95.append(pct(tlat, 95))
-            print(f"round {r + 1}: sequential {seq_rates[-1]:.0f} sends/s ({seq_cpu[-1]:.2f} ms CPU each, "
-                  f"p50 {pct(lat, 50):.2f} ms); {n} threads {thr_rates[-1]:.0f} sends/s ({thr_cpu[-1]:.2f} ms CPU "
-                  f"each, p50 {pct(tlat, 50):.1f} ms, p95 {thr_p95[-1]:.1f} ms)", flush=True)
+            phases["ring"].append(measure(n, args.sends, lambda i, k, r=r: dc.send(Message(
+                recipient=names[(i + 1) % n], subject=f"ring {r} {i} {k}", body="b", sender=names[i])), synced))
+            phases["hot"].append(measure(n, args.sends, lambda i, k, r=r: dc.send(Message(
+                recipient=hot, subject=f"hot {r} {i} {k}", body="b", sender=names[i])), synced))
+            print(f"round {r + 1}: " + "; ".join(show(k, v[-1]) for k, v in phases.items()), flush=True)
             if prof:
                 pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        m = statistics.median
-        print(f"\nhandle send, medians of {args.rounds}: sequential {m(seq_rates):.0f}/s at {m(seq_cpu):.2f} ms CPU "
-              f"a send; {n} threads {m(thr_rates):.0f}/s at {m(thr_cpu):.2f} ms CPU a send, p95 {m(thr_p95):.1f} ms")
+        print(f"\nhandle send, medians of {args.rounds} rounds ({n} threads for ring and hot):")
+        for k, v in phases.items():
+            print("  " + show(k, cast(Phase, tuple(statistics.median(p[j] for p in v) for j in range(5)))))
         print(f"reference (same run): one raw append + fsync {raw[0]:.0f} µs ({raw[1]:.0f}/s); a send is two, so "
               f"{raw[1] / 2:.0f} sends/s one after another")
 
