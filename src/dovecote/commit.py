@@ -17,7 +17,11 @@ other processes keep their own committers and still take the ``flock``, which
 keeps lines whole and in order. A section that read letters another thread of
 this process wrote but had not yet synced waits for them too (its ticket is the
 last write it could have seen), so no answer, a refusal included, is given on
-a letter that may still vanish.
+a letter that may still vanish. (A letter another *process* wrote is synced by
+that process before it acknowledges it, but a section here may read it before
+then: a refusal such as ``already_claimed`` can rest on a claim that a power
+cut takes before its writer heard back. The item is then unclaimed, never lost;
+the refused agent may claim it again.)
 
 A failed fsync fails every write it was to cover: none is acknowledged. The
 leader then takes the ledger's lock and, when every byte after the last
