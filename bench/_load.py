@@ -64,7 +64,7 @@ def agents_home(root: Path, clients: int) -> tuple[Path, list[str], dict[str, st
 def start(argv: list[str], home: Path, port: int) -> subprocess.Popen[bytes]:
     """Start a server process and return once its port answers."""
     env = {**os.environ, "DOVECOTE_HOME": str(home)}
-    prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. a profiler to run the server under
+    prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. bench/profile_server.py
     server = subprocess.Popen([*prefix, str(BIN), *argv], env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:
