@@ -19,6 +19,7 @@ import cProfile
 import io
 import os
 import pstats
+import signal
 import sys
 import threading
 import time
@@ -47,16 +48,7 @@ def _profiled_call(self: runner_mod.Runner, fn: Any, *args: Any) -> Any:
         p.disable()
 
 
-def main() -> None:
-    runner_mod.Runner._call = _profiled_call  # type: ignore[method-assign]
-    loop = cProfile.Profile(time.thread_time)
-    args = sys.argv[1:]
-    if args and args[0].endswith("/dovecote"):  # the bench passes the entry point's path first
-        args = args[1:]
-    sys.argv = ["dovecote", *args]
-    loop.enable()
-    with contextlib.suppress(SystemExit):
-        cli_main()
+def _report(loop: cProfile.Profile) -> None:
     loop.disable()
     stats = pstats.Stats(loop)
     for p in _profiles:
@@ -66,6 +58,25 @@ def main() -> None:
     stats.sort_stats("tottime").print_stats(45)
     stats.sort_stats("cumtime").print_stats(45)
     Path(os.environ.get("PROF_OUT", "server.prof.txt")).write_text(out.getvalue())
+
+
+def main() -> None:
+    runner_mod.Runner._call = _profiled_call  # type: ignore[method-assign]
+    loop = cProfile.Profile(time.thread_time)
+
+    def on_term(signum: int, frame: object) -> None:  # uvicorn re-raises SIGTERM after its graceful stop
+        _report(loop)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    args = sys.argv[1:]
+    if args and args[0].endswith("/dovecote"):  # the bench passes the entry point's path first
+        args = args[1:]
+    sys.argv = ["dovecote", *args]
+    loop.enable()
+    with contextlib.suppress(SystemExit):
+        cli_main()
+    _report(loop)
 
 
 if __name__ == "__main__":
