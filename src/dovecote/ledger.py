@@ -387,9 +387,13 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     ticket = 0
     try:
         try:
-            ensure_dir(path.parent)
-            created = not path.exists()
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            try:  # the ledger is there (the common case): no walk up its folders
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                created = False
+            except FileNotFoundError:
+                ensure_dir(path.parent)
+                created = not path.exists()
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         except OSError as e:
             raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
         try:
