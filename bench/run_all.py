@@ -24,6 +24,8 @@ QUICK: dict[str, list[str]] = {  # the known ones, in this order; --quick passes
     "bench_cli_sweep.py": ["--letters", "50000", "--repeat", "2"],
     "bench_mcp.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
     "bench_delivery.py": ["--envelopes", "2000", "--history", "4000", "--repeat", "2", "--trips", "100"],
+    "bench_rest.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
+    "bench_send.py": ["--clients", "5", "--sends", "20", "--rounds", "2"],
 }
 
 

@@ -241,9 +241,12 @@ def inbox(ctx: Context, entity_id: str, held: Guard | None = None) -> Iterator[I
 @contextmanager
 def guarded_many(ctx: Context, addrs: list[Address]) -> Iterator[dict[Address, Guard]]:
     """Hold several boxes under their store locks, always taken in address order
-    (so two writers over the same boxes never wait on each other)."""
+    (so two writers over the same boxes never wait on each other). The fsyncs the
+    section's writes wait for come after every lock is released (``commit.deferred``)."""
+    from dovecote import commit
+
     held: dict[Address, Guard] = {}
-    with ExitStack() as stack:
+    with commit.deferred(), ExitStack() as stack:
         for a in sorted(set(addrs), key=str):
             held[a] = stack.enter_context(ctx.store.guarded(a))
         yield held

@@ -4,7 +4,9 @@ Laws this module upholds (DESIGN 1.2, 1.3, 1.5):
 
 * Appends happen under an exclusive ``flock`` on the ledger itself, skip any
   line whose id is already present, and return only after ``fsync`` (and an
-  ``fsync`` of the directory when the file or a folder was created). A write
+  ``fsync`` of the directory when the file or a folder was created); the file's
+  fsync comes after the lock is released and is shared by the appenders of the
+  same moment (group commit, ``commit.py``). A write
   that raises is truncated back to the length it started from, so a failed
   append leaves no partial line behind.
 * A line is a letter only once its newline is on disk. A crash can leave at
@@ -39,6 +41,7 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import force_setattr
 
+from dovecote import commit
 from dovecote.errors import StoreError
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.osutil import collector_paused, lock, temp_name
@@ -324,12 +327,15 @@ class LockedLedger:
 
     This is the compare-and-swap primitive: callers derive state from
     ``reader.letters``, check their rule, and append or refuse, all before the
-    lock is released.
+    lock is released. ``append`` writes; the fsync comes after the lock is
+    released, shared with the other appenders of this ledger (``commit``), and
+    ``locked`` returns only once it covers everything the section wrote or read.
     """
 
-    def __init__(self, fd: int, reader: LedgerReader) -> None:
+    def __init__(self, fd: int, reader: LedgerReader, committer: commit.Committer) -> None:
         self._fd = fd
         self.reader = reader
+        self.committer = committer
 
     def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         """Append the lines whose ids are new; fsync; return (id, appended) per line."""
@@ -356,7 +362,6 @@ class LockedLedger:
             payload = b"\n" + payload  # a torn tail: start on a fresh line
         try:
             _write_all(fd, payload)
-            os.fsync(fd)
         except BaseException:
             try:
                 os.ftruncate(fd, size)
@@ -364,35 +369,62 @@ class LockedLedger:
             except OSError:
                 pass
             raise
+        self.committer.wrote(size, size + len(payload))  # fsynced once the lock is released (commit.py)
         self.reader.refresh()
         return out
 
 
 @contextmanager
 def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
-    """Open (creating if needed), lock exclusively, refresh, and yield the ledger."""
+    """Open (creating if needed), lock exclusively, refresh, and yield the ledger.
+
+    On leaving, the lock is released first and then the section waits (``commit``)
+    until every write it made, or could have read, is fsynced: also when it
+    leaves with an error (a refusal is never given on a letter that may vanish).
+    """
     path = reader.path
+    committer = commit.of(path)
+    ticket = 0
     try:
-        ensure_dir(path.parent)
-        created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            try:  # the ledger is there (the common case): no walk up its folders
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                created = False
+            except FileNotFoundError:
+                ensure_dir(path.parent)
+                created = not path.exists()
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+        try:
+            lock(fd)
+            if created or os.fstat(fd).st_size == 0:
+                # A new (or still empty, perhaps created by a process that died) file's
+                # directory entry must be durable before any append to it is acknowledged.
+                fsync_dir(path.parent)
+            with reader.lock:
+                bound, reader.bound = reader.bound, None  # a compare-and-swap decides on the whole ledger
+                try:
+                    reader.refresh()
+                    yield LockedLedger(fd, reader, committer)
+                finally:
+                    reader.bound = bound
+                    ticket = committer.latest()  # every write this section made or could have read
+        finally:
+            os.close(fd)  # closing releases the flock
+    except BaseException as error:
+        _settle(committer, ticket, path, error)
+        raise
+    _settle(committer, ticket, path, None)
+
+
+def _settle(committer: commit.Committer, ticket: int, path: Path, error: BaseException | None) -> None:
+    if not ticket:
+        return
+    try:
+        commit.settle(committer, ticket)
     except OSError as e:
-        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
-    try:
-        lock(fd)
-        if created or os.fstat(fd).st_size == 0:
-            # A new (or still empty, perhaps created by a process that died) file's
-            # directory entry must be durable before any append to it is acknowledged.
-            fsync_dir(path.parent)
-        with reader.lock:
-            bound, reader.bound = reader.bound, None  # a compare-and-swap decides on the whole ledger
-            try:
-                reader.refresh()
-                yield LockedLedger(fd, reader)
-            finally:
-                reader.bound = bound
-    finally:
-        os.close(fd)  # closing releases the flock
+        raise StoreError(f"cannot append to {path}: {e.strerror or e}") from (error or e)
 
 
 def append(reader: LedgerReader, lines: Sequence[bytes]) -> list[tuple[str, bool]]:

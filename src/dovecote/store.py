@@ -17,7 +17,10 @@ backend, PostgreSQL the third):
   something only to the store that made it (persisted checkpoints need more).
 * ``guarded(where)`` yields a ``Guard``: the box's letters as read under its
   lock, and ``append``. A compare-and-swap decides from ``guard.letters``,
-  never from an earlier read that happens to be fresh.
+  never from an earlier read that happens to be fresh. What a section appends
+  is durable when the ``with`` block ends (the file store fsyncs after
+  releasing the lock, one fsync shared by the concurrent sections of a box:
+  ``commit.py``), so a caller acknowledges only after the block.
 * A **mark** is a cursor written down, for folds persisted into ``cache/``
   (they outlive the process, so a cursor's generation means nothing to them):
   ``tail(where, mark)`` reads the letters after it privately (the store's own
@@ -305,9 +308,10 @@ class FileStore:
         if path is None:
             return None
         r = self._readers.get(path)
-        if r is None:
-            r = self._readers[path] = LedgerReader(path)
-            r.bound = self.bound_of(path)
+        if r is None:  # two threads may race here: one reader wins, both use it
+            made = LedgerReader(path)
+            made.bound = self.bound_of(path)
+            r = self._readers.setdefault(path, made)
         return r
 
     def snapshot(self, wheres: Iterable[Where]) -> dict[Path, int]:

@@ -1,9 +1,10 @@
 """The HTTP face: one Starlette app over one warm handle.
 
 Law: the app holds one ``Dovecote`` for its whole life (warm folds, warm
-readers) and calls it only through ``Runner``: in a worker thread, one call
-at a time, never on the event loop (a durable write's fsync, or a cold read of
-a big ledger, must not stall the event streams). Mounted here:
+readers) and calls it only through ``Runner`` (``runner.py``): in worker
+threads, several calls at once, never on the event loop (a durable write's
+fsync, or a cold read of a big ledger, must not stall the event streams).
+Mounted here:
 
     /api/v1/...        REST (``rest.ROUTES``) and /api/v1/events (``events``)
     /openapi.json      the OpenAPI 3.1 document (``openapi``)
@@ -31,7 +32,6 @@ rebound its DNS).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,29 +49,12 @@ from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.http import errors, events, openapi, rest
 from dovecote.http.pages import Pages
+from dovecote.http.runner import Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
 from dovecote.remote import bearer
 
 #: Page routes that are no verb but change the server's own state (a session): refused under ``--read-only``.
 SERVER_STATE = frozenset({"login"})
-
-
-class Runner:
-    """Calls on the handle, each in a worker thread, one at a time (the handle's folds are not shared-safe),
-    each on the roster as it is on disk now."""
-
-    def __init__(self, handle: Dovecote) -> None:
-        self.handle = handle
-        self._limiter: anyio.CapacityLimiter | None = None
-
-    async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._limiter is None:  # made on the event loop that uses it
-            self._limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(functools.partial(self._call, fn, *args), limiter=self._limiter)
-
-    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        self.handle.refresh()  # a project or entity another process added is seen at once
-        return fn(self.handle, *args)
 
 
 class Guard:

@@ -2,7 +2,8 @@
 
 Sending writes two boxes: the message into the recipient's, then a ``sent``
 record into the sender's. No lock makes two files one write, so the order is
-chosen for the retry to converge: deliver first, record second, and make the
+chosen for the retry to converge: deliver first (fsynced before the record is
+written, so a crash never leaves a record of a delivery it took), record second, and make the
 delivered line a function of what is being retried. A draft's delivery is the
 draft's own bytes with ``kind: message`` (no fresh ts or id at delivery time),
 so delivering it again dedups by content id; a ``send`` with an idempotency key
@@ -202,29 +203,24 @@ def _find_sent(book: InboxBook, mid: str, draft: str | None) -> str | None:
     return next((s.id for s in book.sent if s.message == mid and s.draft is None), None)
 
 
-def _record(
-    ctx: Context,
-    held: dict[Address, Guard],
-    mid: str,
-    msg: dict[str, Any],
-    *,
-    fresh: bool,
-    draft: str | None = None,
-) -> str | None:
+def _record(ctx: Context, mid: str, msg: dict[str, Any], *, fresh: bool, draft: str | None = None) -> str | None:
     """Write the sender's ``sent`` record of a delivered message, unless it is there.
 
-    Called under both locks, after the delivery: a failure here is partial and
-    says so. ``fresh`` (the delivery was appended just now) skips the look-up.
+    Called once the delivery's section has ended, so the delivery is fsynced
+    before the record is written (the record never outlives a delivery a crash
+    took): a failure here is partial and says so. ``fresh`` (the delivery was
+    appended just now) skips the look-up.
     """
     sender, env = msg["agent"], Envelope(msg)
     box = entity(sender)
-    if box not in held:  # an unregistered sender has no box to record in
+    if ctx.roster.entity(sender) is None:  # an unregistered sender has no box to record in
         return None
-    found = None if fresh and draft is None else _find_sent(folds.book_for(ctx, sender, held[box]), mid, draft)
-    if found is not None:
-        return found
     try:
-        rid, _ = _append(held[box], _sent_record(mid, msg, format_ts(ctx.now()), draft), box)
+        with ctx.store.guarded(box) as led:
+            found = None if fresh and draft is None else _find_sent(folds.book_for(ctx, sender, led), mid, draft)
+            if found is not None:
+                return found
+            rid, _ = _append(led, _sent_record(mid, msg, format_ts(ctx.now()), draft), box)
     except StoreError as e:
         retry = (
             "a retry writes the record without delivering again" if draft or env.idempotency_key
@@ -262,11 +258,9 @@ def send(ctx: Context, m: Message) -> Delivery:
                 mid, appended, msg = known, False, old
             else:
                 mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
-            record = _record(ctx, held, mid, msg, fresh=appended)
-    except PartialWrite:
-        raise
     except StoreError as e:
         raise StoreError(f"{e}; nothing was delivered") from e
+    record = _record(ctx, mid, msg, fresh=appended)
     return Delivery.of(mid, msg, appended=appended, record=record)
 
 
@@ -294,8 +288,11 @@ def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "kind": "message"}
 
 
-def _deliver_draft(ctx: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]) -> str | None:
-    """Deliver one draft under both locks; None if someone else did meanwhile."""
+def _deliver_draft(
+    ctx: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]
+) -> tuple[str, dict[str, Any]] | None:
+    """Deliver one draft under both locks (the caller writes the record after them);
+    None if someone else did meanwhile."""
     if d.id in folds.book_for(ctx, who, held[entity(who)]).delivered:
         return None
     msg = delivery_of(d.env.data)
@@ -308,8 +305,7 @@ def _deliver_draft(ctx: Context, who: str, to: str, d: Draft, held: dict[Address
         mid = known
     else:
         mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
-    _record(ctx, held, mid, msg, fresh=False, draft=d.id)
-    return mid
+    return mid, msg
 
 
 def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -> PartialWrite:
@@ -345,9 +341,11 @@ def outbox_send(ctx: Context, sender: str | None = None) -> list[dict[str, Any]]
                 continue
             try:
                 with guarded_many(ctx, [entity(who), entity(to)]) as held:
-                    mid = _deliver_draft(ctx, who, to, d, held)
+                    done = _deliver_draft(ctx, who, to, d, held)
+                if done is not None:
+                    _record(ctx, done[0], done[1], fresh=False, draft=d.id)
             except StoreError as e:
                 raise _stopped(e, out, d.id, f"draft {d.id} was not delivered") from e
-            if mid is not None:
-                out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": mid})
+            if done is not None:
+                out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": done[0]})
     return out

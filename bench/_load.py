@@ -1,0 +1,197 @@
+"""Shared pieces of the load benchmarks (``bench_rest.py``, ``bench_mcp.py``, ``bench_send.py``).
+
+A server bench builds a home of N agents, each with its own token, starts a real
+server process on loopback, has every agent send to the next one at once, then
+looks every acknowledged id up in its recipient's ledger (lost = acknowledged
+and not there). The reference, measured in the same run and the same
+directory, is the raw cost of the durability itself: one line appended and
+fsynced per send, one after another, as a writer without group commit pays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dovecote.addresses import entity
+from dovecote.api import Dovecote, init, open_home
+from dovecote.verbs import EntityAdd
+
+BIN = Path(sys.executable).parent / "dovecote"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def pct(xs: Sequence[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))] if s else float("nan")
+
+
+def agents_home(root: Path, clients: int) -> tuple[Path, list[str], dict[str, str]]:
+    """A home with ``clients`` agents and a token each: (home, names, tokens by name)."""
+    home, _ = init(root / ".dovecote", owner_root=str(root))
+    dc = open_home(home)
+    names = [f"ent_agent{i:02d}" for i in range(clients)]
+    for n in names:
+        dc.add_entity(EntityAdd(entity_id=n))
+    return home, names, {n: dc.token_issue(n).token for n in names}
+
+
+def start(argv: list[str], home: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start a server process and return once its port answers."""
+    env = {**os.environ, "DOVECOTE_HOME": str(home)}
+    prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. bench/profile_server.py
+    server = subprocess.Popen([*prefix, str(BIN), *argv], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the server did not start") from None
+            time.sleep(0.05)
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def lost(home: Path, acked: Sequence[tuple[str, str]]) -> int:
+    """How many acknowledged (recipient, id) pairs are not in the recipient's ledger (read cold)."""
+    reader: Dovecote = open_home(home)
+    index = {to: reader.store.read(entity(to)).index for to in {t for t, _ in acked}}
+    return sum(1 for to, lid in acked if lid not in index[to])
+
+
+def raw_fsync_rate(directory: Path, n: int = 300) -> tuple[float, float]:
+    """The reference: (median µs, appends/s) of open("ab") + write + fsync + close of one send-sized line."""
+    path = directory / "raw-reference.jsonl"
+    line = b'{"agent":"ent_agent00","kind":"message","subject":"r0 #0","body":"b","to":"entity:ent_agent01"}\n'
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        with open(path, "ab") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        times.append(time.perf_counter() - t0)
+    path.unlink()
+    m = statistics.median(times)
+    return m * 1e6, 1 / m
+
+
+@dataclass
+class Round:
+    """One round of sends: latencies (ms), acknowledged (recipient, id), errors, fds sampled."""
+
+    total: int
+    lat: list[float] = field(default_factory=list)
+    acked: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    wall: float = 0.0
+    #: the server's open fds when the 1,000th and the (total - 1,000)th send was acknowledged
+    fd_first: int | None = None
+    fd_last: int | None = None
+
+    def ack(self, to: str, lid: str, ms: float, pid: int) -> None:
+        self.lat.append(ms)
+        self.acked.append((to, lid))
+        n = len(self.acked)
+        if n == min(1000, self.total):
+            self.fd_first = fds(pid)
+        if n == max(self.total - 1000, 1):
+            self.fd_last = fds(pid)
+
+    def line(self, no: int) -> str:
+        rate = len(self.acked) / self.wall if self.wall else 0.0
+        first = self.errors[0] if self.errors else ""
+        return (f"round {no}: {len(self.acked)} sends in {self.wall:.2f} s = {rate:.0f}/s; "
+                f"p50 {pct(self.lat, 50):.1f} ms, p95 {pct(self.lat, 95):.1f} ms, p99 {pct(self.lat, 99):.1f} ms; "
+                f"errors {len(self.errors)} {first}; fds {self.fd_first}..{self.fd_last}")
+
+
+def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_target: int,
+            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, float]) -> None:
+    """Print the medians over rounds, the loss check, the fds and the reference."""
+    rate = statistics.median(len(r.acked) / r.wall for r in rounds)
+    p = {q: statistics.median(pct(r.lat, q) for r in rounds) for q in (50, 95, 99)}
+    acked = [a for r in rounds for a in r.acked]
+    errors = sum(len(r.errors) for r in rounds)
+    missing = lost(home, acked)
+    sends = len(acked) or 1
+    print(f"\n{name}: {len(rounds[0].lat) if rounds else 0} sends a round, {len(rounds)} rounds (medians): "
+          f"{rate:.0f} durable sends/s (target >= {rate_target}), p50 {p[50]:.1f} ms, "
+          f"p95 {p[95]:.1f} ms (target <= {p95_target}), p99 {p[99]:.1f} ms")
+    print(f"errors {errors}, lost {missing} of {len(acked)} acknowledged; server fds: before {fd_start}, "
+          f"at the first/last thousand sends of each round "
+          f"{', '.join(f'{r.fd_first}/{r.fd_last}' for r in rounds)}, after {fd_end}")
+    print(f"reference (same run, same disk): one raw append + fsync {raw[0]:.0f} µs = {raw[1]:.0f} fsynced "
+          f"appends/s one after another; a send is two durable appends, so without group commit or overlap: "
+          f"{raw[1] / 2:.0f} sends/s; measured is {rate / (raw[1] / 2):.2f}x that")
+    print(f"CPU per send: server {cpu[0] / sends * 1000:.2f} ms, clients {cpu[1] / sends * 1000:.2f} ms; "
+          f"load average now {os.getloadavg()[0]:.1f}")
+
+
+#: One round of a bench: (port, tokens, names, sends per client, round number, server pid) -> Round.
+OneRound = Callable[[int, dict[str, str], list[str], int, int, int], Round]
+
+
+def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, rate_target: int,
+        p95_target: int) -> None:
+    """The whole of a server bench: parse the options, build the home, measure the raw
+    reference, start the server (``argv(port)``), run the rounds, stop it, report."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=30)
+    ap.add_argument("--sends", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        home, names, tokens = agents_home(Path(tmp), args.clients)
+        raw = raw_fsync_rate(Path(tmp))
+        port = free_port()
+        server = start(argv(port), home, port)
+        try:
+            fd_start = fds(server.pid)
+            rounds = []
+            for r in range(args.rounds):
+                res = one(port, tokens, names, args.sends, r, server.pid)
+                rounds.append(res)
+                print(res.line(r + 1), flush=True)
+            time.sleep(1.0)
+            fd_end = fds(server.pid)
+            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()))
+        finally:
+            stop(server)
+        raw_after = raw_fsync_rate(Path(tmp))
+        summary(f"{name}, {args.clients} clients x {args.sends} sends", rounds, home, rate_target, p95_target,
+                min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)
