@@ -131,6 +131,8 @@ TOOL_EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "wait": [{"entity_id": ENTITY, "timeout": 0}],
     "ack": [{"entity_id": ENTITY, "ref": REF}],
     "trackers": [{}, {"entity_id": ENTITY}],
+    "cases": [{}],
+    "receipt": [{"answers": [REF], "disposition": "moot"}],
 }
 
 
@@ -146,7 +148,8 @@ def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Pa
     operator = Principal("ops", "operator")
     tool = TOOLS[name]
     for example in TOOL_EXAMPLES[name]:
-        args = {k: v.replace(REF, ref) if isinstance(v, str) else v for k, v in example.items()}
+        args = {k: v.replace(REF, ref) if isinstance(v, str) else [ref if x == REF else x for x in v]
+                if isinstance(v, list) else v for k, v in example.items()}
         writes = verbs.writes(name, verbs.decode(tool.verb, args))
 
         async def call(args: dict[str, Any] = args) -> Any:

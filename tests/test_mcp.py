@@ -126,6 +126,10 @@ async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> Non
     ("search", {"query": " "}, "missing_field"),
     ("wait", {"entity_id": ENTITY, "timeout": 301}, "invalid_field"),
     ("nosuch", {}, "invalid_field"),
+    # not offered over MCP: the server's tic source is the clock; receipts are the receipt tool's
+    ("move", {"kind": "seen", "entity_id": ENTITY, "ref": "MID", "current_tic": 10**6}, "unknown_field"),
+    ("report", {"tool": "t", "class": "triage", "what": "w", "answers": ["MID"], "disposition": "fixed"},
+     "unknown_field"),
 ])
 async def test_a_refusal_is_an_error_result_starting_with_its_keyword_and_writes_nothing(
     dc: Dovecote, name: str, arguments: dict[str, Any], keyword: str

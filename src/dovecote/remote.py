@@ -73,9 +73,13 @@ def as_self(p: Principal, field: str, given: str | None) -> None:
         raise Refusal("forbidden", f"{p.entity} may not write as {given!r} ({field})")
 
 
+#: The fields of a message that name files on the server.
+SERVER_FILES = ("body_file", "artifact_paths")
+
+
 def refuse_server_files(v: verbs.Message) -> None:
     """A remote caller names no file on the server (see the module docstring)."""
-    named = [f for f in ("body_file", "artifact_paths") if getattr(v, f)]
+    named = [f for f in SERVER_FILES if getattr(v, f)]
     if named:
         raise Refusal("server_file", f"{' and '.join(named)} would read files on the server; a remote caller "
                                      "sends the body itself")

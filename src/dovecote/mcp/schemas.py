@@ -5,7 +5,10 @@ one flat object a tool's ``inputSchema`` is, without changing what it accepts:
 references are inlined, titles and class docs dropped, and an optional
 ``anyOf [T, null]`` with a null default becomes ``T`` (not listing a field is
 how a caller leaves it out). The field descriptions, ranges, patterns and
-enums stay: they are the contract. This is what keeps ``tools/list`` small.
+enums stay: they are the contract, with two exceptions that say nothing new:
+the entity-name pattern (a name field keeps its length limit; a bad name is
+refused ``invalid_name``, naming the rule) and ``default: false`` on a
+boolean (a boolean left out is false). This is what keeps ``tools/list`` small.
 
 The output schemas describe the keys the main results always carry; each
 allows more keys, so a result may grow without breaking a client.
@@ -14,6 +17,8 @@ allows more keys, so a result may grow without breaking a client.
 from __future__ import annotations
 
 from typing import Any
+
+from dovecote.verbs import NAME_SCHEMA_PATTERN
 
 #: The largest integer the verbs take (``verbs.MAX_INT``): left implicit, every JSON reader carries it.
 _MAX_INT = 2**53 - 1
@@ -45,6 +50,10 @@ def inline(schema: dict[str, Any], omit: tuple[str, ...] = ()) -> dict[str, Any]
                 out = {**kept[0], **out}
         if out.get("maximum") == _MAX_INT:
             del out["maximum"]
+        if out.get("pattern") == NAME_SCHEMA_PATTERN:  # a bad name is refused invalid_name, naming the rule
+            del out["pattern"]
+        if out.get("type") == "boolean" and out.get("default") is False:
+            del out["default"]
         return out
 
     out: dict[str, Any] = walk(schema)

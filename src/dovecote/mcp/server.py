@@ -142,6 +142,7 @@ class Face:
 
     async def call(self, tool: Tool, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
         """One tool call: decode, refuse a write on a read-only face, run on the handle off the loop."""
+        tool.refuse_omitted(arguments)
         v = verbs.decode(tool.verb, arguments)
         refuse_if_read_only(tool.name, v, self.read_only)
         limiter = self.waiters if tool.name == "wait" else self.workers

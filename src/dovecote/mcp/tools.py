@@ -23,6 +23,7 @@ from typing import Any
 
 from dovecote import remote, verbs
 from dovecote.api import Dovecote, Principal
+from dovecote.errors import Refusal
 from dovecote.mcp import schemas
 from dovecote.remote import refuse_if_read_only
 
@@ -41,11 +42,28 @@ class Tool:
     call: Call
     text: Callable[[dict[str, Any]], str]
     output: dict[str, Any]
-    #: Fields of the verb this face does not offer (not in the schema; the call refuses them).
+    #: Fields of the verb this face does not offer besides ``NOT_OFFERED`` (not in the schema; ``refuse_omitted``).
     omit: tuple[str, ...] = ()
 
+    def omitted(self) -> tuple[str, ...]:
+        """Every field of the verb this tool leaves out."""
+        return self.omit + tuple(f for f in NOT_OFFERED if f in self.verb.__struct_fields__)
+
     def input_schema(self) -> dict[str, Any]:
-        return schemas.inline(verbs.schema(self.verb), self.omit)
+        return schemas.inline(verbs.schema(self.verb), self.omitted())
+
+    def refuse_omitted(self, arguments: dict[str, Any]) -> None:
+        """An argument this tool does not offer is ``unknown_field``, as any field not in its schema is; the
+        server's files are ``remote``'s to refuse (``server_file``, said the same on every face)."""
+        for name in self.omitted():
+            if name in arguments and name not in remote.SERVER_FILES:
+                raise Refusal("unknown_field", f"{self.name} does not take {name} over MCP")
+
+
+#: Verb fields no tool offers: the server's tic source is the clock of record (an agent does not set it).
+NOT_OFFERED = ("current_tic",)
+#: The receipt fields of ``report``: the ``receipt`` tool files receipts (one tool per job, a smaller catalog).
+RECEIPT_FIELDS = ("answers", "disposition", "fingerprint", "case_id", "sentinel")
 
 
 def _sent_text(d: dict[str, Any]) -> str:
@@ -71,7 +89,7 @@ def _sweep_text(d: dict[str, Any]) -> str:
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
-         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT),
+         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS),
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", remote.sweep, _sweep_text,
          schemas.OBJECT),
     Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", remote.box,
@@ -80,7 +98,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
     Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
-         _sent_text, schemas.SENT, omit=("body_file", "artifact_paths")),
+         _sent_text, schemas.SENT, omit=remote.SERVER_FILES),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,

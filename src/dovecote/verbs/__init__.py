@@ -27,6 +27,7 @@ from __future__ import annotations
 from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
     MAX_INT,
+    NAME_SCHEMA_PATTERN,
     Verb,
     checked,
     choices,
@@ -75,6 +76,7 @@ __all__ = [
     "MAX_INT",
     "MAX_WAIT",
     "MOVE_OPTIONS",
+    "NAME_SCHEMA_PATTERN",
     "VERBS",
     "WRITES",
     "WRITES_WHEN",

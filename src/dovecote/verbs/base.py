@@ -32,7 +32,9 @@ V = TypeVar("V", bound="Verb")
 #: A tic or a count: a whole number JSON readers carry exactly.
 Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
 #: A name that becomes a directory (checked by ``names.check_name``); the schema shows its pattern.
-Name = Annotated[str, Meta(extra_json_schema={"pattern": f"^{NAME_PATTERN}$", "maxLength": 128})]
+#: The JSON-schema pattern of a name (a compact face may leave it out: the decoder refuses ``invalid_name``).
+NAME_SCHEMA_PATTERN = f"^{NAME_PATTERN}$"
+Name = Annotated[str, Meta(extra_json_schema={"pattern": NAME_SCHEMA_PATTERN, "maxLength": 128})]
 #: A letter id (12 lowercase hex digits).
 LetterId = Annotated[str, Meta(pattern="^[0-9a-f]{12}$")]
 
