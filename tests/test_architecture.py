@@ -43,8 +43,9 @@ HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.remote"}
 #: Modules above ops: the handle, the faces, and the package's lazy entry points.
 #: ``searchhandle`` is the handle's search verb on its own (a cold search need not load the whole handle),
 #: ``inboxhandle`` its inbox reads (nor a session-start hook).
-ABOVE_OPS = ("dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.remote", "dovecote.cli",
-             "dovecote.http",
+ABOVE_OPS = ("dovecote.api", "dovecote.handle_core", "dovecote.handle_agents", "dovecote.handle_delivery",
+             "dovecote.handle_cases", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.remote",
+             "dovecote.cli", "dovecote.http",
              "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: The faces: nothing below the handle imports one.
 FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")

@@ -109,7 +109,7 @@ def test_a_wait_process_is_woken_by_a_send_process_within_a_second(tmp_path: Pat
         env=cli_env(tmp_path, home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(0.5)  # let it start watching (the cursor makes an earlier send count too)
+        time.sleep(2.0)  # let it start watching, also on a loaded machine (the cursor makes an earlier send count too)
         r = run_cli(tmp_path, "send", "--to", ENTITY, "--from", SENDER, "--subject", "wake up", home=home)
         assert r.returncode == 0, r.stderr
         sent = time.monotonic()

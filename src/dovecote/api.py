@@ -20,10 +20,13 @@ import msgspec
 
 from dovecote import inboxhandle, roster_edit, verbs
 from dovecote import roster as roster_mod
-from dovecote.addresses import Address, parse_address
-from dovecote.context import Actor, Context, Now, utc_now
+from dovecote.addresses import Address
+from dovecote.context import Actor, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
-from dovecote.folds import Registry
+from dovecote.handle_agents import AgentVerbs
+from dovecote.handle_cases import CaseVerbs
+from dovecote.handle_core import ActorArg, address_of
+from dovecote.handle_delivery import DeliveryVerbs
 from dovecote.home import Layout, find_home
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
@@ -42,16 +45,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
-    from dovecote.ops.acks import Acked
-    from dovecote.ops.hooks import HookAnswer
-    from dovecote.ops.hooks_config import Installed
-    from dovecote.ops.intake import IntakeRun
-    from dovecote.ops.mailman import Pass
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
-    from dovecote.ops.tokens import Issued, TableCache
-    from dovecote.ops.wait import WaitResult
     from dovecote.ops.work_send import Sent
-    from dovecote.tokens import TokenRow
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Principal", "Use", "Watch", "inbox_injection", "init",
@@ -59,11 +54,7 @@ __all__ = [
     "open_home",
 ]
 
-#: An actor for one call: an ``Actor``, or a name (the acting agent).
-ActorArg = Actor | str | None
-
-
-class Dovecote:
+class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs):
     """A dovecote home: roster, store, and the use cases over them.
 
     ``actor`` is who acts when a call names nobody (a face binds it: the CLI
@@ -71,38 +62,6 @@ class Dovecote:
     real clock by default). Every acting or dated method also takes
     ``actor=``/``now=`` for one call.
     """
-
-    def __init__(
-        self, root: Path, *, actor: Actor | None = None, clock: Now = utc_now, store: Store | None = None
-    ) -> None:
-        self._stamp = file_stamp(Layout(root).config)  # before the read: a change meanwhile is read again later
-        self.context = Context.open(Layout(root), clock=clock, actor=actor, store=store)
-        self._tokens: TableCache | None = None
-
-    @property
-    def layout(self) -> Layout:
-        return self.context.layout
-
-    @property
-    def roster(self) -> roster_mod.Roster:
-        return self.context.roster
-
-    @property
-    def index(self) -> RosterIndex:
-        return self.context.index
-
-    @property
-    def store(self) -> Store:
-        return self.context.store
-
-    @property
-    def warm(self) -> Registry:
-        return self.context.warm
-
-    def _ctx(self, *, now: datetime | None = None, actor: ActorArg = None) -> Context:
-        """The context for one call: the clock pinned to ``now``, ``actor`` acting."""
-        who = self.context.actor.naming(actor) if isinstance(actor, str) else actor
-        return self.context.at(now, who)
 
     def refresh(self) -> bool:
         """Read the roster again if ``config.toml`` changed on disk since it was read; True if it had.
@@ -217,7 +176,7 @@ class Dovecote:
 
     def reachable(self, address: str | Address) -> bool:
         """Whether a box's ledger can be read here (a box in a repository not cloned here cannot)."""
-        return self.store.reachable(_address(address))
+        return self.store.reachable(address_of(address))
 
     def default_entity(self, *, actor: ActorArg = None) -> str:
         """The entity a call that names none is about: the actor's, else the only one."""
@@ -256,7 +215,7 @@ class Dovecote:
         v = checked(v)
         from dovecote.ops.sweep import box
 
-        return box(self.context, _address(v.address), include_all=v.include_all)
+        return box(self.context, address_of(v.address), include_all=v.include_all)
 
     def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         from dovecote.ops import doctor as doctor_op
@@ -419,244 +378,6 @@ class Dovecote:
         v = checked(v)
         return organize_op.organize(self.context, v.entity_id, apply=v.apply, current=v.current_tic, now=now)
 
-    # -- waking agents: tokens, wait, hooks (issue 8) ---------------------------
-    # Imported on first use, like search: the hook path stays light.
-
-    def token_issue(
-        self, v: verbs.TokenIssue | str, role: str = "agent", /, *, actor: ActorArg = None
-    ) -> Issued:
-        """Issue a token bound to an entity; the answer is the only place the token is ever shown.
-
-        A plain entity id (and role), as a script writes it, is ``TokenIssue(entity_id=..., role=...)``.
-        """
-        from dovecote.ops import tokens as tokens_op
-
-        v = verbs.decode(verbs.TokenIssue, {"entity_id": v, "role": role}) if isinstance(v, str) else checked(v)
-        return tokens_op.issue(self._ctx(actor=actor), v.entity_id, v.role.value)
-
-    def tokens(self, v: verbs.TokenList | None = None, /) -> list[TokenRow]:
-        """Every issued token (entity, role, id, created, revoked), never the token itself."""
-        from dovecote.ops import tokens as tokens_op
-
-        return tokens_op.list_tokens(self.context)
-
-    def token_revoke(self, v: verbs.TokenRevoke | str, /, *, actor: ActorArg = None) -> TokenRow:
-        """Revoke a token by id (an appended record; revoking twice changes nothing). A plain id is that id."""
-        from dovecote.ops import tokens as tokens_op
-
-        v = verbs.TokenRevoke(token_id=v) if isinstance(v, str) else v
-        return tokens_op.revoke(self._ctx(actor=actor), checked(v).token_id)
-
-    def authenticate(self, token: str) -> Principal:
-        """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one.
-
-        The token file is read again only when it changed (a server checks every request's token).
-        """
-        from dovecote.ops import tokens as tokens_op
-
-        if self._tokens is None:
-            self._tokens = tokens_op.TableCache()
-        return tokens_op.authenticate(self.context, token, self._tokens)
-
-    @staticmethod
-    def authorize(principal: Principal, verb: str, target_entity: str) -> None:
-        """Allow ``verb`` in ``target_entity``'s box for ``principal``, or refuse ``forbidden``."""
-        from dovecote.tokens import authorize
-
-        authorize(principal, verb, target_entity)
-
-    def inbox_cursor(self, entity_id: str) -> str:
-        """The cursor of the entity's box now (what ``wait --after`` takes)."""
-        from dovecote.ops import wait as wait_op
-
-        return wait_op.box_cursor(self.context, entity_id)
-
-    def wait(self, v: verbs.Wait, /, *, poll: float | None = None) -> WaitResult:
-        """Block until new mail arrives after ``v.after`` (default: now) or ``v.timeout`` seconds pass."""
-        from dovecote.ops import wait as wait_op
-
-        v = checked(v)
-        return wait_op.wait(self.context, v.entity_id, timeout=v.timeout, after=v.after, poll=poll or wait_op.POLL)
-
-    def stamp(self, address: str | Address) -> tuple[int, int]:
-        """A cheap mark of a box (a stat, never a read) that changes whenever it gains a letter.
-
-        A face that pushes updates (MCP resource subscriptions) polls this.
-        """
-        return self.store.stamp(_address(address))
-
-    def hook(self, kind: str, entity_id: str, payload: dict[str, Any], *, now: datetime | None = None) -> HookAnswer:
-        """Answer an agent hook (session-start, prompt or stop) and record what it surfaced."""
-        from dovecote.ops import hooks as hooks_op
-
-        return hooks_op.run_hook(self._ctx(now=now), kind, entity_id, payload)
-
-    def hooks_install(self, v: verbs.HooksInstall, /, command: str, *, now: datetime | None = None) -> Installed:
-        """Write ``v.agent``'s hook configuration in ``v.project_dir``, each hook running ``<command> hook <kind>``."""
-        from dovecote.ops import hooks_config
-
-        v = checked(v)
-        return hooks_config.install(
-            self._ctx(now=now), v.agent.value, v.entity_id, Path(v.project_dir), command, dry_run=v.dry_run
-        )
-
-    # -- end of waking agents -------------------------------------------------------
-
-    # -- delivery (issue 9): intake, the mailman, acks, trackers, presence, status ----
-    # Each method takes its verb and answers a value with ``to_dict``: a REST route is one row.
-
-    def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
-        """The recipient's ack of a delivery, once (see ``ops.acks``)."""
-        from dovecote.ops import acks
-
-        v = checked(v)
-        return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
-
-    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
-        """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
-        from dovecote.ops import tracker_read
-
-        v = checked(v or verbs.Trackers())
-        ctx = self._ctx(now=now)
-        return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
-
-    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
-        """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
-        from dovecote.ops import presence as presence_op
-
-        v = checked(v)
-        return presence_op.beat(self._ctx(now=now), v.agent, v.session)
-
-    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
-        """Each agent recently active or not (never "online"); reads only."""
-        from dovecote.ops import presence as presence_op
-
-        v = checked(v or verbs.Presence())
-        ctx = self._ctx(now=now)
-        return presence_op.presence(ctx, v.active_minutes, ctx.now())
-
-    def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
-        """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
-        from dovecote.ops import intake as intake_op
-        from dovecote.ops.notify import mode_of
-
-        v = checked(v or verbs.Intake())
-        ctx = self._ctx(now=now)
-        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
-
-    def mailman(
-        self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
-        sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
-    ) -> list[Pass]:
-        """Run the mailman: one pass, or (``loop``) a pass every ``interval`` seconds until ``passes`` ran
-        (None: until interrupted). Nudges run off the pass; before returning it waits for them, bounded."""
-        import time
-
-        from dovecote.ops import intake as intake_op
-        from dovecote.ops import mailman as mailman_op
-        from dovecote.ops.notify import Nudger, mode_of
-
-        v = checked(v or verbs.Mailman())
-        ctx = self._ctx(now=now)
-        mode = mode_of(ctx, v.notify_mode.value if v.notify_mode is not None else None)
-        folder = intake_op.folder_of(ctx, v.dir)
-        nudger = Nudger() if mode == "agent-turn-nudge" else None
-        done: list[Pass] = []
-        limit = passes if v.loop else 1
-        try:
-            while limit is None or len(done) < limit:
-                if done:
-                    (sleep or time.sleep)(v.interval)
-                done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
-                if on_pass is not None:
-                    on_pass(done[-1])
-        finally:
-            if nudger is not None:
-                nudger.drain(float(self.roster.notifier_timeout) + 1)
-        return done
-
-    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
-        """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
-        from dovecote.ops import delivery_status
-        from dovecote.ops import intake as intake_op
-
-        v = checked(v or verbs.Status())
-        ctx = self._ctx(now=now)
-        return delivery_status.status(
-            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
-            thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
-        )
-
-    # -- end of delivery --------------------------------------------------------------
-    # -- case intelligence (issue 10; see ``ops.cases``) ------------------------------
-    # One method per verb, each one row of a face (CLI, MCP, REST).
-
-    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
-        """File a triage receipt into the case's box; it closes what it answers."""
-        from dovecote.ops import cases as cases_op
-
-        return cases_op.receipt(self._ctx(now=now, actor=actor), checked(v))
-
-    def cases(self, v: verbs.Cases | None = None, /) -> dict[str, Any]:
-        """Every case, with recurrence and kindless counts."""
-        from dovecote.ops import cases as cases_op
-
-        v = checked(v or verbs.Cases())
-        return cases_op.cases(self.context, v.box)
-
-    def case(self, v: verbs.Case, /) -> dict[str, Any]:
-        """One case, by fingerprint or case id (``unknown_case`` otherwise)."""
-        from dovecote.ops import cases as cases_op
-
-        return cases_op.case(self.context, checked(v).fingerprint)
-
-    def sentinels(self, v: verbs.Sentinels | None = None, /) -> dict[str, Any]:
-        """Run every fixed receipt's probe; counts guarded, green, red."""
-        from dovecote.ops import sentinels as sentinels_op
-
-        v = checked(v or verbs.Sentinels())
-        return sentinels_op.sentinels(self.context, v.timeout)
-
-    def claims(self, v: verbs.Claims | None = None, /) -> dict[str, Any]:
-        """Claim vs measure, counts only (``write_labels`` appends field-labels.jsonl rows)."""
-        from dovecote.ops import cases as cases_op
-
-        v = checked(v or verbs.Claims())
-        return cases_op.claims(self.context, v.write_labels)
-
-    def monitor_add(self, v: verbs.MonitorAdd, /, *, actor: ActorArg = None, now: datetime | None = None
-                    ) -> dict[str, Any]:
-        """Add (or redefine) a dead-man's switch monitor."""
-        from dovecote.ops import monitors as monitors_op
-
-        return monitors_op.add(self._ctx(now=now, actor=actor), checked(v))
-
-    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
-        """Every monitor and its state (new, up, late, down, paused)."""
-        from dovecote.ops import monitors as monitors_op
-
-        return monitors_op.listing(self._ctx(now=now))
-
-    def hook_post_tool(self, payload: dict[str, Any], watch: Sequence[str] = (), *, now: datetime | None = None
-                       ) -> bool:
-        """``hook post-tool``: record a watched tool call for abandonment; whether it was watched."""
-        from dovecote.ops import abandonment
-
-        return abandonment.record(self._ctx(now=now), payload, watch)
-
-    def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
-        """``hook stop``'s abandonment half: the id of the session's letter when its last watched call
-        failed (minted once per session), else None."""
-        from dovecote.ops import abandonment
-
-        got = abandonment.at_stop(self._ctx(now=now), payload)
-        return got[0] if got else None
-
-    # -- end of case intelligence -------------------------------------------------------
-
-
-def _address(address: str | Address) -> Address:
-    return address if isinstance(address, Address) else parse_address(address)
 
 
 def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:

@@ -1,0 +1,106 @@
+"""The handle's verbs for waking agents: tokens, wait and hooks (issue 8).
+
+Imported on first use, like search: the hook path stays light.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dovecote import verbs
+from dovecote.addresses import Address
+from dovecote.handle_core import ActorArg, HandleCore, address_of
+from dovecote.tokens import Principal
+from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.hooks import HookAnswer
+    from dovecote.ops.hooks_config import Installed
+    from dovecote.ops.tokens import Issued
+    from dovecote.ops.wait import WaitResult
+    from dovecote.tokens import TokenRow
+
+
+class AgentVerbs(HandleCore):
+    """The handle's verbs for waking agents: tokens, wait and hooks (issue 8)."""
+
+    def token_issue(
+        self, v: verbs.TokenIssue | str, role: str = "agent", /, *, actor: ActorArg = None
+    ) -> Issued:
+        """Issue a token bound to an entity; the answer is the only place the token is ever shown.
+
+        A plain entity id (and role), as a script writes it, is ``TokenIssue(entity_id=..., role=...)``.
+        """
+        from dovecote.ops import tokens as tokens_op
+
+        v = verbs.decode(verbs.TokenIssue, {"entity_id": v, "role": role}) if isinstance(v, str) else checked(v)
+        return tokens_op.issue(self._ctx(actor=actor), v.entity_id, v.role.value)
+
+    def tokens(self, v: verbs.TokenList | None = None, /) -> list[TokenRow]:
+        """Every issued token (entity, role, id, created, revoked), never the token itself."""
+        from dovecote.ops import tokens as tokens_op
+
+        return tokens_op.list_tokens(self.context)
+
+    def token_revoke(self, v: verbs.TokenRevoke | str, /, *, actor: ActorArg = None) -> TokenRow:
+        """Revoke a token by id (an appended record; revoking twice changes nothing). A plain id is that id."""
+        from dovecote.ops import tokens as tokens_op
+
+        v = verbs.TokenRevoke(token_id=v) if isinstance(v, str) else v
+        return tokens_op.revoke(self._ctx(actor=actor), checked(v).token_id)
+
+    def authenticate(self, token: str) -> Principal:
+        """The entity and role a token is bound to; ``unauthorized`` for an unknown or revoked one.
+
+        The token file is read again only when it changed (a server checks every request's token).
+        """
+        from dovecote.ops import tokens as tokens_op
+
+        if self._tokens is None:
+            self._tokens = tokens_op.TableCache()
+        return tokens_op.authenticate(self.context, token, self._tokens)
+
+    @staticmethod
+    def authorize(principal: Principal, verb: str, target_entity: str) -> None:
+        """Allow ``verb`` in ``target_entity``'s box for ``principal``, or refuse ``forbidden``."""
+        from dovecote.tokens import authorize
+
+        authorize(principal, verb, target_entity)
+
+    def inbox_cursor(self, entity_id: str) -> str:
+        """The cursor of the entity's box now (what ``wait --after`` takes)."""
+        from dovecote.ops import wait as wait_op
+
+        return wait_op.box_cursor(self.context, entity_id)
+
+    def wait(self, v: verbs.Wait, /, *, poll: float | None = None) -> WaitResult:
+        """Block until new mail arrives after ``v.after`` (default: now) or ``v.timeout`` seconds pass."""
+        from dovecote.ops import wait as wait_op
+
+        v = checked(v)
+        return wait_op.wait(self.context, v.entity_id, timeout=v.timeout, after=v.after, poll=poll or wait_op.POLL)
+
+    def stamp(self, address: str | Address) -> tuple[int, int]:
+        """A cheap mark of a box (a stat, never a read) that changes whenever it gains a letter.
+
+        A face that pushes updates (MCP resource subscriptions) polls this.
+        """
+        return self.store.stamp(address_of(address))
+
+    def hook(self, kind: str, entity_id: str, payload: dict[str, Any], *, now: datetime | None = None) -> HookAnswer:
+        """Answer an agent hook (session-start, prompt or stop) and record what it surfaced."""
+        from dovecote.ops import hooks as hooks_op
+
+        return hooks_op.run_hook(self._ctx(now=now), kind, entity_id, payload)
+
+    def hooks_install(self, v: verbs.HooksInstall, /, command: str, *, now: datetime | None = None) -> Installed:
+        """Write ``v.agent``'s hook configuration in ``v.project_dir``, each hook running ``<command> hook <kind>``."""
+        from dovecote.ops import hooks_config
+
+        v = checked(v)
+        return hooks_config.install(
+            self._ctx(now=now), v.agent.value, v.entity_id, Path(v.project_dir), command, dry_run=v.dry_run
+        )
+

@@ -1,0 +1,80 @@
+"""The handle's case-intelligence verbs (issue 10; see ``ops.cases``).
+
+One method per verb, each one row of a face (CLI, MCP, REST).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from dovecote import verbs
+from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.verbs import checked
+
+
+class CaseVerbs(HandleCore):
+    """The handle's case-intelligence verbs (issue 10; see ``ops.cases``)."""
+
+    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
+        """File a triage receipt into the case's box; it closes what it answers."""
+        from dovecote.ops import cases as cases_op
+
+        return cases_op.receipt(self._ctx(now=now, actor=actor), checked(v))
+
+    def cases(self, v: verbs.Cases | None = None, /) -> dict[str, Any]:
+        """Every case, with recurrence and kindless counts."""
+        from dovecote.ops import cases as cases_op
+
+        v = checked(v or verbs.Cases())
+        return cases_op.cases(self.context, v.box)
+
+    def case(self, v: verbs.Case, /) -> dict[str, Any]:
+        """One case, by fingerprint or case id (``unknown_case`` otherwise)."""
+        from dovecote.ops import cases as cases_op
+
+        return cases_op.case(self.context, checked(v).fingerprint)
+
+    def sentinels(self, v: verbs.Sentinels | None = None, /) -> dict[str, Any]:
+        """Run every fixed receipt's probe; counts guarded, green, red."""
+        from dovecote.ops import sentinels as sentinels_op
+
+        v = checked(v or verbs.Sentinels())
+        return sentinels_op.sentinels(self.context, v.timeout)
+
+    def claims(self, v: verbs.Claims | None = None, /) -> dict[str, Any]:
+        """Claim vs measure, counts only (``write_labels`` appends field-labels.jsonl rows)."""
+        from dovecote.ops import cases as cases_op
+
+        v = checked(v or verbs.Claims())
+        return cases_op.claims(self.context, v.write_labels)
+
+    def monitor_add(self, v: verbs.MonitorAdd, /, *, actor: ActorArg = None, now: datetime | None = None
+                    ) -> dict[str, Any]:
+        """Add (or redefine) a dead-man's switch monitor."""
+        from dovecote.ops import monitors as monitors_op
+
+        return monitors_op.add(self._ctx(now=now, actor=actor), checked(v))
+
+    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Every monitor and its state (new, up, late, down, paused)."""
+        from dovecote.ops import monitors as monitors_op
+
+        return monitors_op.listing(self._ctx(now=now))
+
+    def hook_post_tool(self, payload: dict[str, Any], watch: Sequence[str] = (), *, now: datetime | None = None
+                       ) -> bool:
+        """``hook post-tool``: record a watched tool call for abandonment; whether it was watched."""
+        from dovecote.ops import abandonment
+
+        return abandonment.record(self._ctx(now=now), payload, watch)
+
+    def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
+        """``hook stop``'s abandonment half: the id of the session's letter when its last watched call
+        failed (minted once per session), else None."""
+        from dovecote.ops import abandonment
+
+        got = abandonment.at_stop(self._ctx(now=now), payload)
+        return got[0] if got else None
+

@@ -1,0 +1,106 @@
+"""The handle's delivery verbs (issue 9): intake, the mailman, acks, trackers, presence, status.
+
+Each takes its verb and answers a value with ``to_dict``: a REST route is one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote import verbs
+from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.acks import Acked
+    from dovecote.ops.intake import IntakeRun
+    from dovecote.ops.mailman import Pass
+
+
+class DeliveryVerbs(HandleCore):
+    """The handle's delivery verbs (issue 9): intake, the mailman, acks, trackers, presence, status."""
+
+    def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
+        """The recipient's ack of a delivery, once (see ``ops.acks``)."""
+        from dovecote.ops import acks
+
+        v = checked(v)
+        return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
+
+    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
+        from dovecote.ops import tracker_read
+
+        v = checked(v or verbs.Trackers())
+        ctx = self._ctx(now=now)
+        return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
+
+    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v)
+        return presence_op.beat(self._ctx(now=now), v.agent, v.session)
+
+    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """Each agent recently active or not (never "online"); reads only."""
+        from dovecote.ops import presence as presence_op
+
+        v = checked(v or verbs.Presence())
+        ctx = self._ctx(now=now)
+        return presence_op.presence(ctx, v.active_minutes, ctx.now())
+
+    def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
+        """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops.notify import mode_of
+
+        v = checked(v or verbs.Intake())
+        ctx = self._ctx(now=now)
+        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
+
+    def mailman(
+        self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
+        sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
+    ) -> list[Pass]:
+        """Run the mailman: one pass, or (``loop``) a pass every ``interval`` seconds until ``passes`` ran
+        (None: until interrupted). Nudges run off the pass; before returning it waits for them, bounded."""
+        import time
+
+        from dovecote.ops import intake as intake_op
+        from dovecote.ops import mailman as mailman_op
+        from dovecote.ops.notify import Nudger, mode_of
+
+        v = checked(v or verbs.Mailman())
+        ctx = self._ctx(now=now)
+        mode = mode_of(ctx, v.notify_mode.value if v.notify_mode is not None else None)
+        folder = intake_op.folder_of(ctx, v.dir)
+        nudger = Nudger() if mode == "agent-turn-nudge" else None
+        done: list[Pass] = []
+        limit = passes if v.loop else 1
+        try:
+            while limit is None or len(done) < limit:
+                if done:
+                    (sleep or time.sleep)(v.interval)
+                done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
+                if on_pass is not None:
+                    on_pass(done[-1])
+        finally:
+            if nudger is not None:
+                nudger.drain(float(self.roster.notifier_timeout) + 1)
+        return done
+
+    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
+        from dovecote.ops import delivery_status
+        from dovecote.ops import intake as intake_op
+
+        v = checked(v or verbs.Status())
+        ctx = self._ctx(now=now)
+        return delivery_status.status(
+            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
+            thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
+        )
+
