@@ -390,3 +390,15 @@ def test_box_text_counts_every_letter_with_the_right_plural(tmp_path: Path) -> N
     dc.add_entity(EntityAdd(entity_id="ent_idle"))
     idle = run_cli(tmp_path, "box", "entity:ent_idle", home=home).stdout.decode()
     assert "entity:ent_idle (no such box: reads zero): 0 letters\n" in idle
+
+
+def test_the_sweep_command_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The command pauses the cyclic collector for its own run; an in-process caller gets it back, also on error."""
+    import gc
+
+    assert gc.isenabled()
+    run_cli(tmp_path, "init")
+    run_cli(tmp_path, "sweep", "--json")
+    assert gc.isenabled()
+    run_cli(tmp_path, "sweep", "--json", home=tmp_path / "missing")
+    assert gc.isenabled()

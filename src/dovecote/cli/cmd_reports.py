@@ -113,17 +113,22 @@ def sweep_cmd(
     """
     import gc
 
+    was = gc.isenabled()
     gc.disable()  # the whole command builds objects it never frees: a collection would only walk them
-    dc = opened()
-    v = Sweep(distribute=distribute, include_all=include_all)
-    if json or not sys.stderr.isatty():
-        result = dc.sweep(v)
-    else:
-        result = render.with_progress(lambda progress: dc.sweep(v, progress=progress))
-    if json:  # streamed: a sweep's rows are serialized a batch at a time
-        emit_json_chunks(result.json_chunks())
-    else:
-        render.sweep(result.to_dict())
+    try:
+        dc = opened()
+        v = Sweep(distribute=distribute, include_all=include_all)
+        if json or not sys.stderr.isatty():
+            result = dc.sweep(v)
+        else:
+            result = render.with_progress(lambda progress: dc.sweep(v, progress=progress))
+        if json:  # streamed: a sweep's rows are serialized a batch at a time
+            emit_json_chunks(result.json_chunks())
+        else:
+            render.sweep(result.to_dict())
+    finally:  # an in-process caller (a test, an embedding) gets its collector back as it was
+        if was:
+            gc.enable()
 
 
 def box_cmd(
