@@ -12,6 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
+from dovecote.addresses import parse_address
 from dovecote.api import Dovecote
 from dovecote.http.app import create_app
 from helpers import rep
@@ -59,8 +60,12 @@ def test_an_agent_files_a_receipt_but_never_a_probe(tmp_path: Path) -> None:
         case = dc.cases()["cases"][0]
         assert case["label"] == "answered" and case["receipt"]["ref"] == "abc123" and case["sentinel"] is None
         operator = bearer(dc, SENDER, "operator")
-        assert client.post("/api/v1/receipts", json=probe, headers=operator).status_code == 201
-        assert dc.cases()["cases"][0]["sentinel"]["probe"] == "true"
+        by_operator = client.post("/api/v1/receipts", json=probe, headers=operator)
+        assert by_operator.status_code == 201
+        where = by_operator.json()["box"]  # the receipt as stored (two receipts in one second: either is newest)
+        held = dc.store.read(parse_address(where) if where != "spool" else "spool").letters
+        stored = next(lt for lt in held if lt.id == by_operator.json()["id"]).data()
+        assert stored["sentinel"] == {"probe": "true", "expect": "exit0"} and stored["agent"] == SENDER
 
 
 def test_sentinels_monitors_and_labels_are_an_operators(tmp_path: Path) -> None:
