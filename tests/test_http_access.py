@@ -25,11 +25,14 @@ from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.verbs import Inbox
+from helpers import rep
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
 pytestmark = pytest.mark.files_only
 
 REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
+CASE = "{case}"  # the case of a report with a symptom filed in each home (``home``), and that report's id
+REPORT = "{report}"
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -49,6 +52,14 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "move": ({"entity_id": ENTITY, "ref": REF, "kind": "seen"}, {}, {}),
     "report": ({}, {}, {"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}),
     "distribute": ({}, {}, {}),
+    "cases": ({}, {"box": "project:atlas"}, None),
+    "case": ({"fingerprint": CASE}, {}, None),
+    "receipt": ({}, {}, {"answers": [REPORT], "disposition": "moot"}),
+    "claims": ({}, {}, None),
+    "claims_labels": ({}, {}, {}),
+    "sentinels": ({}, {}, {"timeout": 5}),
+    "monitors": ({}, {}, None),
+    "monitor_add": ({}, {}, {"name": "nightly", "expect": "tool=seek", "every": "1d"}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -57,7 +68,28 @@ PROMISES: dict[str, dict[str, str]] = {
     "own": {"none": "ok", "own": "ok", "other": "forbidden", "operator": "ok"},
     "token": {"none": "unauthorized", "own": "ok", "other": "ok", "operator": "ok"},
     "own_token": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "ok"},
+    "operator": {"none": "unauthorized", "own": "forbidden", "other": "forbidden", "operator": "ok"},
 }
+
+
+def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
+    """``served_home`` with one report that has a symptom (so a case), and the values of the placeholders."""
+    dc = served_home(tmp_path)
+    ((report, _),) = dc.report([rep("empty answer over data that exists", repo="atlas", tool="north",
+                                    klass="honesty")])
+    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report}
+
+
+def _fill(value: Any, fills: dict[str, str]) -> Any:
+    """An example with its placeholders filled in."""
+    if isinstance(value, str):
+        return fills.get(value, value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fill(x, fills) for x in value)
+    if isinstance(value, dict):
+        return {k: _fill(x, fills) for k, x in value.items()}
+    return value
 
 
 def test_every_route_has_an_example_and_an_access_rule() -> None:
@@ -65,9 +97,9 @@ def test_every_route_has_an_example_and_an_access_rule() -> None:
     assert {r.access for r in rest.ROUTES} <= set(PROMISES) == set(rest.ACCESS)
 
 
-def _request(client: TestClient, route: rest.Route, ref: str, headers: dict[str, str]) -> Any:
-    path_params, query, body = EXAMPLES[route.name]
-    path = "/api/v1" + route.path.format(**{k: v.replace(REF, ref) for k, v in path_params.items()})
+def _request(client: TestClient, route: rest.Route, fills: dict[str, str], headers: dict[str, str]) -> Any:
+    path_params, query, body = _fill(EXAMPLES[route.name], fills)
+    path = "/api/v1" + route.template.format(**path_params)
     if route.method == "POST":
         return client.post(path, params=query, json=body, headers=headers)
     return client.get(path, params=query, headers=headers)
@@ -83,22 +115,20 @@ def _callers(dc: Dovecote) -> dict[str, dict[str, str]]:
 @pytest.mark.parametrize("remote", [False, True], ids=["loopback", "remote"])
 @pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
 def test_each_caller_gets_what_the_routes_access_promises(tmp_path: Path, route: rest.Route, remote: bool) -> None:
-    dc = served_home(tmp_path)
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    dc, fills = home(tmp_path)
     with TestClient(create_app(dc, remote=remote)) as client:
         for caller, headers in _callers(dc).items():
             want = "unauthorized" if remote and caller == "none" else PROMISES[route.access][caller]
-            r = _request(client, route, ref, headers)
+            r = _request(client, route, fills, headers)
             if want == "ok":
                 assert r.status_code == route.status, (caller, r.text)
             else:
                 assert_error_shape(r, 401 if want == "unauthorized" else 403, want)
 
 
-def _input(route: rest.Route, ref: str) -> Any:
+def _input(route: rest.Route, fills: dict[str, str]) -> Any:
     """The route's example as its typed input, as the route decodes it."""
-    path_params, query, body = EXAMPLES[route.name]
-    fields = {k: v.replace(REF, ref) for k, v in path_params.items()}
+    fields, query, body = _fill(EXAMPLES[route.name], fills)
     if route.method == "POST":
         return verbs.decode(route.params, {**(body or {}), **fields})  # type: ignore[type-var]
     return msgspec.convert({**fields, **query}, route.params, strict=False)
@@ -106,12 +136,11 @@ def _input(route: rest.Route, ref: str) -> Any:
 
 @pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
 def test_read_only_refuses_a_route_exactly_when_its_verb_writes(tmp_path: Path, route: rest.Route) -> None:
-    dc = served_home(tmp_path)
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    dc, fills = home(tmp_path)
     operator = _callers(dc)["operator"]
     with TestClient(create_app(dc, read_only=True)) as client:
-        r = _request(client, route, ref, operator)
-        if verbs.writes(route.verb, _input(route, ref)):
+        r = _request(client, route, fills, operator)
+        if verbs.writes(route.verb, _input(route, fills)):
             assert_error_shape(r, 403, "read_only")
         else:
             assert r.status_code == route.status, r.text

@@ -168,7 +168,7 @@ def test_openapi_lists_every_route_with_its_parameters(client: TestClient) -> No
     doc = client.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.1")
     ops = {(m.upper(), p): op for p, item in doc["paths"].items() for m, op in item.items()}
-    assert {(r.method, "/api/v1" + r.path) for r in rest.ROUTES} | {("GET", "/api/v1/events")} == set(ops)
+    assert {(r.method, "/api/v1" + r.template) for r in rest.ROUTES} | {("GET", "/api/v1/events")} == set(ops)
     sweep = ops[("GET", "/api/v1/sweep")]
     params = {p["name"]: p for p in sweep["parameters"]}
     assert set(params) == {"fate", "box", "class", "all"}

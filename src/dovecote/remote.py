@@ -194,6 +194,39 @@ def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> dict[str, Any]:
     return dc.cases(v)
 
 
+def operator(p: Principal | None, verb: str) -> Principal:
+    """The principal of operator work (probes run on this machine, monitors, labels); an agent is ``forbidden``."""
+    w = writer(p, verb)
+    if w.role != "operator":
+        raise Refusal("forbidden", f"{w.entity} may not {verb}: it is an operator's (an operator token)")
+    return w
+
+
+def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> dict[str, Any]:
+    return dc.case(v)
+
+
+def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> dict[str, Any]:
+    operator(p, "sentinels")
+    return dc.sentinels(v)
+
+
+def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> dict[str, Any]:
+    """Counts are anyone's; appending them to field-labels.jsonl is an operator's."""
+    if v.write_labels:
+        operator(p, "claims --write-labels")
+    return dc.claims(v)
+
+
+def monitor_add(dc: Dovecote, p: Principal | None, v: verbs.MonitorAdd) -> dict[str, Any]:
+    w = operator(p, "monitor_add")
+    return dc.monitor_add(v, actor=actor_of(w))
+
+
+def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> dict[str, Any]:
+    return dc.monitors(v)
+
+
 def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, Any]:
     w = writer(p, "receipt")
     if v.sentinel_probe is not None and w.role != "operator":  # a probe is a command this machine will run
@@ -207,4 +240,5 @@ CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
+    "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
 }

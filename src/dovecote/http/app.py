@@ -8,7 +8,7 @@ Mounted here:
 
     /api/v1/...        REST (``rest.ROUTES``) and /api/v1/events (``events``)
     /openapi.json      the OpenAPI 3.1 document (``openapi``)
-    /, /triage, ...    the Human View (``pages``), /static its CSS and script
+    /, /triage, ...    the Human View (``pages``; /cases ``pages_cases``), /static its CSS and script
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 
@@ -49,6 +49,7 @@ from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.http import errors, events, openapi, rest
 from dovecote.http.pages import Pages
+from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
 from dovecote.remote import bearer
@@ -123,6 +124,9 @@ def create_app(
     async def events_endpoint(request: Request) -> Response:
         return await events.stream(request, run, interval=interval)
 
+    async def cases_endpoint(request: Request) -> Response:
+        return await cases_page(pages, request)
+
     async def openapi_endpoint(request: Request) -> Response:
         rest.parse(rest.NoParams, request)
         return rest.json_response(spec)
@@ -138,6 +142,7 @@ def create_app(
         Route("/openapi.json", openapi_endpoint, methods=["GET"], name="openapi"),
         guarded("/", pages.overview, "overview"),
         guarded("/triage", pages.triage, "triage"),
+        guarded("/cases", cases_endpoint, "cases"),
         guarded("/search", pages.search, "search"),
         guarded("/entities/{entity_id}", pages.entity, "entity"),
         guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),

@@ -79,7 +79,7 @@ def _body(route: Route, in_path: set[str], components: dict[str, Any]) -> dict[s
 
 
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
-    in_path = set(re.findall(r"{(\w+)}", route.path))
+    in_path = set(re.findall(r"{(\w+)}", route.template))
     props, required = param_schemas(route.params)
     parameters = []
     for name, prop in props.items():
@@ -129,7 +129,7 @@ def document() -> dict[str, Any]:
     (_, ), components = msgspec.json.schema_components([ErrorBody], ref_template=REF)
     paths: dict[str, Any] = {}
     for route in ROUTES:
-        paths.setdefault(API + route.path, {})[route.method.lower()] = _operation(route, components)
+        paths.setdefault(API + route.template, {})[route.method.lower()] = _operation(route, components)
     paths[API + events.PATH] = {"get": _events_operation()}
     return {
         "openapi": "3.1.0",

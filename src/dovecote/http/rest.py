@@ -19,6 +19,7 @@ Who (``access``, checked by the calls themselves, listed for the docs):
 - ``own``: a read of an entity's mail; an agent token reaches only its own box.
 - ``token``: a write; it needs a token, whose entity is the write's actor.
 - ``own_token``: a move; a token, and an agent's only in its own box.
+- ``operator``: operator work (running sentinel probes, adding monitors, writing labels): an operator token.
 
 Every GET is safe: ``/sweep`` reads without distributing the spool (that is
 ``POST /distribute``). ``GET /entities/{entity_id}/wait`` is a long poll
@@ -27,6 +28,7 @@ Every GET is safe: ``/sweep`` reads without distributing the spool (that is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
@@ -41,8 +43,8 @@ from dovecote.api import Dovecote, Principal
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 
-__all__ = ["ACCESS", "FATES", "PRINCIPAL", "ROUTES", "SPOOL", "Boxes", "NoParams", "Params", "Route",
-           "SweepParams", "boxes", "json_response", "parse", "principal", "routes", "sweep"]
+__all__ = ["ACCESS", "FATES", "PRINCIPAL", "ROUTES", "SPOOL", "Boxes", "ClaimsLabels", "ClaimsParams", "NoParams",
+           "Params", "Route", "SweepParams", "boxes", "json_response", "parse", "principal", "routes", "sweep"]
 
 #: Where the app's guard leaves the principal of a request's bearer token (``scope["state"]``).
 PRINCIPAL = "dovecote.principal"
@@ -54,6 +56,7 @@ ACCESS = {
     "own": "an agent token: its own box only; an operator token or no token (loopback): any",
     "token": "a token; its entity is the actor",
     "own_token": "a token; an agent's only in its own box",
+    "operator": "an operator token",
 }
 
 
@@ -125,6 +128,18 @@ def sweep(dc: Dovecote, p: SweepParams) -> dict[str, Any]:
     return out
 
 
+class ClaimsParams(Params):
+    """The claims read: counts only (a GET never writes; ``POST /claims/labels`` appends the labels)."""
+
+    write_labels: ClassVar[bool] = False  # what ``verbs.writes("claims", ...)`` asks of the input
+
+
+class ClaimsLabels(verbs.Verb, frozen=True):
+    """Append the resolved claims to field-labels.jsonl (deduplicated), and answer the counts (a body: none)."""
+
+    write_labels: ClassVar[bool] = True
+
+
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
 
 
@@ -144,6 +159,11 @@ class Route:
     status: int = 200
 
     @property
+    def template(self) -> str:
+        """The path as OpenAPI writes it: ``{name}`` without Starlette's convertor (``{name:path}``)."""
+        return re.sub(r"{(\w+):\w+}", r"{\1}", self.path)
+
+    @property
     def body(self) -> bool:
         """Whether the input is a JSON body (a POST) rather than the query."""
         return self.method == "POST"
@@ -156,6 +176,10 @@ def _read(fn: Callable[[Dovecote, Any], Any]) -> Call:
 
 def _remote(name: str) -> Call:
     return remote.CALLS[name]
+
+
+def _claims(dc: Dovecote, p: Principal | None, v: ClaimsParams | ClaimsLabels) -> Any:
+    return remote.claims(dc, p, verbs.Claims(write_labels=v.write_labels))
 
 
 ENTITY = "/entities/{entity_id}"
@@ -194,6 +218,24 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
           verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
+    # -- case intelligence (issue 10): reading cases, claims and monitors is anyone's, a receipt an agent's
+    # (without a sentinel probe, as on MCP); probes, monitors and labels are operator work.
+    Route("GET", "/cases", "cases", "Every case, with recurrence and kindless counts", "cases", verbs.Cases,
+          dict[str, Any], "open", _remote("cases")),
+    Route("GET", "/cases/{fingerprint:path}", "case", "One case whole, by fingerprint or case id", "case",
+          verbs.Case, dict[str, Any], "open", _remote("case")),
+    Route("POST", "/receipts", "receipt", "File a triage receipt: it closes the letters it answers", "receipt",
+          verbs.Receipt, dict[str, Any], "token", _remote("receipt"), status=201),
+    Route("GET", "/claims", "claims", "Claim vs measure per fingerprint (counts only)", "claims", ClaimsParams,
+          dict[str, Any], "open", _claims),
+    Route("POST", "/claims/labels", "claims_labels", "Append the resolved claims to field-labels.jsonl",
+          "claims", ClaimsLabels, dict[str, Any], "operator", _claims),
+    Route("POST", "/sentinels", "sentinels", "Run every fixed receipt's probe; a red one mints a regression",
+          "sentinels", verbs.Sentinels, dict[str, Any], "operator", _remote("sentinels")),
+    Route("GET", "/monitors", "monitors", "Every monitor and its state", "monitors", verbs.Monitors,
+          dict[str, Any], "open", _remote("monitors")),
+    Route("POST", "/monitors", "monitor_add", "Add (or redefine) a dead-man's switch monitor", "monitor_add",
+          verbs.MonitorAdd, dict[str, Any], "operator", _remote("monitor_add"), status=201),
 )
 
 
