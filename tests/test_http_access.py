@@ -25,11 +25,13 @@ from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.verbs import Inbox
+from dovecote.vocab_delivery import SendType
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
 pytestmark = pytest.mark.files_only
 
 REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
+TASK = "{task}"  # a task delivered to ENTITY (what an ack answers), filled in per home
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -49,6 +51,15 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "move": ({"entity_id": ENTITY, "ref": REF, "kind": "seen"}, {}, {}),
     "report": ({}, {}, {"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}),
     "distribute": ({}, {}, {}),
+    # -- delivery (issue 9)
+    "send_all": ({}, {}, {"to_all": True, "type": "task", "work_item_id": "wi-1", "subject": "to everyone"}),
+    "ack": ({"entity_id": ENTITY}, {}, {"ref": TASK}),
+    "trackers": ({}, {"entity_id": ENTITY}, None),
+    "status": ({}, {}, None),
+    "presence": ({}, {}, None),
+    "presence_beat": ({}, {}, {"agent": ENTITY}),
+    "intake": ({}, {}, {}),
+    "mailman": ({}, {}, {}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -57,6 +68,9 @@ PROMISES: dict[str, dict[str, str]] = {
     "own": {"none": "ok", "own": "ok", "other": "forbidden", "operator": "ok"},
     "token": {"none": "unauthorized", "own": "ok", "other": "ok", "operator": "ok"},
     "own_token": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "ok"},
+    "recipient": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "not_recipient"},
+    "operator": {"none": "ok", "own": "forbidden", "other": "forbidden", "operator": "ok"},
+    "operator_token": {"none": "unauthorized", "own": "forbidden", "other": "forbidden", "operator": "ok"},
 }
 
 
@@ -65,11 +79,25 @@ def test_every_route_has_an_example_and_an_access_rule() -> None:
     assert {r.access for r in rest.ROUTES} <= set(PROMISES) == set(rest.ACCESS)
 
 
-def _request(client: TestClient, route: rest.Route, ref: str, headers: dict[str, str]) -> Any:
+def _home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
+    """The served home with a task delivered to ENTITY, and the refs its examples name."""
+    dc = served_home(tmp_path)
+    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
+                   actor=SENDER)
+    return dc, {REF: ref, TASK: task.to_dict()["deliveries"][0]["id"]}
+
+
+def _fill(value: Any, refs: dict[str, str]) -> Any:
+    return refs.get(value, value) if isinstance(value, str) else value
+
+
+def _request(client: TestClient, route: rest.Route, refs: dict[str, str], headers: dict[str, str]) -> Any:
     path_params, query, body = EXAMPLES[route.name]
-    path = "/api/v1" + route.path.format(**{k: v.replace(REF, ref) for k, v in path_params.items()})
+    path = "/api/v1" + route.path.format(**{k: _fill(v, refs) for k, v in path_params.items()})
     if route.method == "POST":
-        return client.post(path, params=query, json=body, headers=headers)
+        return client.post(path, params=query, json={k: _fill(v, refs) for k, v in (body or {}).items()},
+                           headers=headers)
     return client.get(path, params=query, headers=headers)
 
 
@@ -83,35 +111,34 @@ def _callers(dc: Dovecote) -> dict[str, dict[str, str]]:
 @pytest.mark.parametrize("remote", [False, True], ids=["loopback", "remote"])
 @pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
 def test_each_caller_gets_what_the_routes_access_promises(tmp_path: Path, route: rest.Route, remote: bool) -> None:
-    dc = served_home(tmp_path)
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    dc, refs = _home(tmp_path)
     with TestClient(create_app(dc, remote=remote)) as client:
         for caller, headers in _callers(dc).items():
             want = "unauthorized" if remote and caller == "none" else PROMISES[route.access][caller]
-            r = _request(client, route, ref, headers)
+            r = _request(client, route, refs, headers)
             if want == "ok":
                 assert r.status_code == route.status, (caller, r.text)
             else:
                 assert_error_shape(r, 401 if want == "unauthorized" else 403, want)
 
 
-def _input(route: rest.Route, ref: str) -> Any:
+def _input(route: rest.Route, refs: dict[str, str]) -> Any:
     """The route's example as its typed input, as the route decodes it."""
     path_params, query, body = EXAMPLES[route.name]
-    fields = {k: v.replace(REF, ref) for k, v in path_params.items()}
+    fields = {k: _fill(v, refs) for k, v in path_params.items()}
     if route.method == "POST":
-        return verbs.decode(route.params, {**(body or {}), **fields})  # type: ignore[type-var]
+        given = {k: _fill(v, refs) for k, v in (body or {}).items()}
+        return verbs.decode(route.params, {**given, **fields})  # type: ignore[type-var]
     return msgspec.convert({**fields, **query}, route.params, strict=False)
 
 
 @pytest.mark.parametrize("route", rest.ROUTES, ids=lambda r: r.name)
 def test_read_only_refuses_a_route_exactly_when_its_verb_writes(tmp_path: Path, route: rest.Route) -> None:
-    dc = served_home(tmp_path)
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    dc, refs = _home(tmp_path)
     operator = _callers(dc)["operator"]
     with TestClient(create_app(dc, read_only=True)) as client:
-        r = _request(client, route, ref, operator)
-        if verbs.writes(route.verb, _input(route, ref)):
+        r = _request(client, route, refs, operator)
+        if verbs.writes(route.verb, _input(route, refs)):
             assert_error_shape(r, 403, "read_only")
         else:
             assert r.status_code == route.status, r.text

@@ -19,6 +19,10 @@ Who (``access``, checked by the calls themselves, listed for the docs):
 - ``own``: a read of an entity's mail; an agent token reaches only its own box.
 - ``token``: a write; it needs a token, whose entity is the write's actor.
 - ``own_token``: a move; a token, and an agent's only in its own box.
+- ``recipient``: an ack; a token of the delivery's recipient (``forbidden`` for another agent's box,
+  ``not_recipient`` for an operator's: it acks only its own deliveries).
+- ``operator``: a read of every agent's delivery (the status view); an operator token or no token (loopback).
+- ``operator_token``: delivery's operator work (intake, a mailman pass, a presence beat); an operator token.
 
 Every GET is safe: ``/sweep`` reads without distributing the spool (that is
 ``POST /distribute``). ``GET /entities/{entity_id}/wait`` is a long poll
@@ -54,6 +58,9 @@ ACCESS = {
     "own": "an agent token: its own box only; an operator token or no token (loopback): any",
     "token": "a token; its entity is the actor",
     "own_token": "a token; an agent's only in its own box",
+    "recipient": "a token of the recipient itself (an operator acks only its own deliveries)",
+    "operator": "an operator token, or no token (loopback); an agent token is forbidden",
+    "operator_token": "an operator token",
 }
 
 
@@ -161,6 +168,26 @@ def _remote(name: str) -> Call:
 ENTITY = "/entities/{entity_id}"
 ITEM = ENTITY + "/items/{ref}"
 
+#: Delivery (issue 9): tasks and responses, acks, trackers, presence, status, intake and the mailman.
+DELIVERY: tuple[Route, ...] = (
+    Route("POST", "/messages", "send_all", "Send to every registered entity but the sender (to_all), or to the "
+          "body's recipient", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
+    Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
+          dict[str, Any], "recipient", _remote("ack"), status=201),
+    Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
+          "trackers", verbs.Trackers, dict[str, Any], "own", _remote("trackers")),
+    Route("GET", "/status", "status", "The delivery view: intake, tracker counts, overdue acks, escalations",
+          "status", verbs.Status, dict[str, Any], "operator", _remote("status")),
+    Route("GET", "/presence", "presence", "Each agent recently active or not (never online)", "presence",
+          verbs.Presence, dict[str, Any], "open", _remote("presence")),
+    Route("POST", "/presence/beats", "presence_beat", "Record that an agent's session is alive", "presence_beat",
+          verbs.PresenceBeat, dict[str, Any], "operator_token", _remote("presence_beat"), status=201),
+    Route("POST", "/intake", "intake", "Deliver every envelope in the home's intake pending/, once per recipient",
+          "intake", verbs.Intake, dict[str, Any], "operator_token", _remote("intake")),
+    Route("POST", "/mailman", "mailman", "One mailman pass: intake, then repings, timeouts and escalations due",
+          "mailman", verbs.Mailman, dict[str, Any], "operator_token", _remote("mailman")),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
           "open", _read(boxes)),
@@ -182,8 +209,8 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "own", _remote("search")),
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, dict[str, Any], "open",
           _remote("doctor")),
-    Route("POST", "/entities/{recipient}/messages", "send", "Send a message; durable when this answers", "send",
-          verbs.Message, dict[str, Any], "token", _remote("send"), status=201),
+    Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "
+          "answers", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
     Route("POST", "/entities/{recipient}/drafts", "draft", "Keep a draft in the sender's outbox", "draft",
           verbs.Message, dict[str, Any], "token", _remote("draft"), status=201),
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
@@ -194,6 +221,7 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
           verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
+    *DELIVERY,
 )
 
 
