@@ -254,6 +254,6 @@ def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, An
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
-    "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt, "status": status, "presence": presence,
-    "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
+    "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt, "status": status,
+    "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
 }

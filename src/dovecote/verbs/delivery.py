@@ -40,7 +40,9 @@ MAX_SECONDS = 100 * 366 * 24 * 3600
 Seconds = Annotated[int, Meta(ge=1, le=MAX_SECONDS)]
 WorkId = Annotated[str, Meta(min_length=1, max_length=256)]
 Limit = Annotated[int, Meta(ge=1, le=MAX_INT, description="List at most N rows per list.")]
-ActiveMinutes = Annotated[int, Meta(ge=1, le=MAX_SECONDS // 60, description="An agent beat within N minutes is recently active.")]
+ActiveMinutes = Annotated[
+    int, Meta(ge=1, le=MAX_SECONDS // 60, description="An agent beat within N minutes is recently active.")
+]
 
 #: The fields only a task takes, and those only a response takes.
 TASK_ONLY = ("task_type", "constraints", "acceptance_criteria")
