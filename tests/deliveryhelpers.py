@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from dovecote.api import Dovecote
-from dovecote.verbs import EntityAdd
+from dovecote.verbs import Ack, EntityAdd, Mailman, PresenceBeat, Send
 from helpers import new_home, rewrite_roster
 
 #: The vNext mailbox's fixed agents (notes B1).
@@ -72,3 +72,36 @@ def intake_files(dc: Dovecote, which: str, folder: Path | None = None) -> list[s
     d = (folder or dc.layout.root / "intake") / which
     return sorted(p.name for p in d.iterdir() if p.name.endswith(".json") and not p.name.endswith(".reason.json")) \
         if d.is_dir() else []
+
+
+def busy_home(tmp: Path) -> Dovecote:
+    """Deliveries in every state: acked, rejected, pending, overdue, repinged, timed out and escalated, a
+    broadcast, a quarantined envelope, and two agents with a recent heartbeat."""
+    dc = delivery_home(tmp)
+    now = datetime.now(UTC).replace(microsecond=0)
+    hour = now - timedelta(hours=1)
+
+    def task(to: str, wi: str, subject: str, at: datetime, **kw: Any) -> dict[str, Any]:
+        sent = dc.send(Send(type="task", sender="aya", recipient=to, work_item_id=wi, subject=subject, **kw), now=at)
+        return sent.to_dict()
+
+    review = task("tariq", "wi-7", "review the migration plan", hour)
+    done = review["id"]
+    dc.ack(Ack(entity_id="tariq", ref=done), actor="tariq", now=hour + timedelta(minutes=2))
+    no = task("kimi", "wi-8", "rewrite the notifier", hour)["id"]
+    dc.ack(Ack(entity_id="kimi", ref=no, status="rejected", reason="out of scope"), actor="kimi",
+           now=hour + timedelta(minutes=3))
+    task("heru", "wi-9", "triage the intake quarantine", hour, ack_timeout=600, reping_interval=600)
+    task("jabari", "wi-10", "benchmark group commit", now - timedelta(minutes=3), ack_timeout=600)
+    dc.send(Send(type="response", sender="tariq", recipient="aya", work_item_id="wi-7", subject="plan reviewed",
+                 parent_id=review["envelope_id"], response_type="result", status="completed"),
+            now=hour + timedelta(minutes=20))
+    dc.send(Send(type="task", sender="arbiter", to_all=True, work_item_id="wi-11", subject="standup notes",
+                 ack_required=False), now=now - timedelta(minutes=10))
+    for minutes in (12, 24, 36):  # two repings, then the timeout and its escalation
+        dc.mailman(Mailman(), now=hour + timedelta(minutes=minutes))
+    drop(dc, envelope(to="nobody-here"), name="env_unknown_recipient.json")
+    dc.intake(now=now - timedelta(minutes=5))
+    for agent in ("aya", "tariq"):
+        dc.presence_beat(PresenceBeat(agent=agent, session=f"{agent}-main"), now=now - timedelta(minutes=4))
+    return dc

@@ -25,6 +25,7 @@ from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.verbs import Inbox
+from dovecote.vocab_delivery import SendType
 from helpers import rep
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.files_only
 REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
 CASE = "{case}"  # the case of a report with a symptom filed in each home (``home``), and that report's id
 REPORT = "{report}"
+TASK = "{task}"  # a task delivered to ENTITY (what an ack answers), filled in per home
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -60,6 +62,15 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "sentinels": ({}, {}, {"timeout": 5}),
     "monitors": ({}, {}, None),
     "monitor_add": ({}, {}, {"name": "nightly", "expect": "tool=seek", "every": "1d"}),
+    # -- delivery (issue 9)
+    "send_all": ({}, {}, {"to_all": True, "type": "task", "work_item_id": "wi-1", "subject": "to everyone"}),
+    "ack": ({"entity_id": ENTITY}, {}, {"ref": TASK}),
+    "trackers": ({}, {"entity_id": ENTITY}, None),
+    "status": ({}, {}, None),
+    "presence": ({}, {}, None),
+    "presence_beat": ({}, {}, {"agent": ENTITY}),
+    "intake": ({}, {}, {}),
+    "mailman": ({}, {}, {}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -68,6 +79,8 @@ PROMISES: dict[str, dict[str, str]] = {
     "own": {"none": "ok", "own": "ok", "other": "forbidden", "operator": "ok"},
     "token": {"none": "unauthorized", "own": "ok", "other": "ok", "operator": "ok"},
     "own_token": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "ok"},
+    "recipient": {"none": "unauthorized", "own": "ok", "other": "forbidden", "operator": "not_recipient"},
+    "operator_read": {"none": "ok", "own": "forbidden", "other": "forbidden", "operator": "ok"},
     "operator": {"none": "unauthorized", "own": "forbidden", "other": "forbidden", "operator": "ok"},
 }
 
@@ -78,7 +91,10 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     ((report, _),) = dc.report([rep("empty answer over data that exists", repo="atlas", tool="north",
                                     klass="honesty")])
     ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
-    return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report}
+    task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
+                   actor=SENDER)
+    return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report,
+                TASK: task.to_dict()["deliveries"][0]["id"]}
 
 
 def _fill(value: Any, fills: dict[str, str]) -> Any:
@@ -130,7 +146,8 @@ def _input(route: rest.Route, fills: dict[str, str]) -> Any:
     """The route's example as its typed input, as the route decodes it."""
     fields, query, body = _fill(EXAMPLES[route.name], fills)
     if route.method == "POST":
-        return verbs.decode(route.params, {**(body or {}), **fields})  # type: ignore[type-var]
+        given = body or {}
+        return verbs.decode(route.params, {**given, **fields})  # type: ignore[type-var]
     return msgspec.convert({**fields, **query}, route.params, strict=False)
 
 

@@ -18,29 +18,16 @@ from typing import Any
 
 import pytest
 
+from browserhelpers import chromium
 from helpers import DOVECOTE_BIN, cli_env
 from serverhelpers import ENTITY, SENDER, Server, served_home, serving
 
 pytestmark = pytest.mark.files_only
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        message = f"{CHROMIUM} is missing (make test installs Debian's chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
+    yield from chromium()
 
 
 @pytest.fixture

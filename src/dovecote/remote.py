@@ -14,7 +14,13 @@ what.
 everything and writes nothing (``unauthorized``): a write always has a token's
 entity behind it. A remote caller never names a file on the server
 (``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
-file the server can.
+file the server can, and ``dir`` (intake's and the mailman's folder) any
+folder; they take the home's intake folder.
+
+Delivery's operator work (intake, a mailman pass, a presence beat, the status
+view of every agent's deliveries) is an operator's (``operator``): an agent
+token is ``forbidden``; a local reader (no token, loopback) reads the status
+as it reads everything.
 """
 
 from __future__ import annotations
@@ -73,13 +79,14 @@ def as_self(p: Principal, field: str, given: str | None) -> None:
         raise Refusal("forbidden", f"{p.entity} may not write as {given!r} ({field})")
 
 
-#: The fields of a message that name files on the server.
-SERVER_FILES = ("body_file", "artifact_paths")
+#: The fields of a verb that name files or folders on the server (a message's, intake's and the mailman's).
+MESSAGE_FILES = ("body_file", "artifact_paths")
+SERVER_FILES = (*MESSAGE_FILES, "dir")
 
 
-def refuse_server_files(v: verbs.Message) -> None:
+def refuse_server_files(v: verbs.Verb) -> None:
     """A remote caller names no file on the server (see the module docstring)."""
-    named = [f for f in SERVER_FILES if getattr(v, f)]
+    named = [f for f in SERVER_FILES if getattr(v, f, None)]
     if named:
         raise Refusal("server_file", f"{' and '.join(named)} would read files on the server; a remote caller "
                                      "sends the body itself")
@@ -234,6 +241,47 @@ def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, An
     return dc.receipt(v, actor=actor_of(w))
 
 
+# -- delivery (issue 9): an agent acks its own deliveries and reads its trackers; the status view of every
+# agent's deliveries, intake, a mailman pass and presence beats are operator work.
+
+
+def operator_read(p: Principal | None, verb: str) -> None:
+    """``verb`` reads what is an operator's: an agent token is ``forbidden`` (no principal: a local read, allowed)."""
+    if p is not None and p.role != "operator":
+        raise Refusal("forbidden", f"{p.entity} may not {verb}: it is an operator's (an operator token)")
+
+
+def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> dict[str, Any]:
+    operator_read(p, "read the status of every delivery")
+    return dc.status(v)
+
+
+def presence(dc: Dovecote, p: Principal | None, v: verbs.Presence) -> dict[str, Any]:
+    return dc.presence(v)
+
+
+def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> dict[str, Any]:
+    operator(p, "record a presence beat")
+    return dc.presence_beat(v)
+
+
+def intake(dc: Dovecote, p: Principal | None, v: verbs.Intake) -> dict[str, Any]:
+    operator(p, "run intake")
+    refuse_server_files(v)
+    return dc.intake(v).to_dict()
+
+
+def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, Any]:
+    """One pass: a remote call answers when it is done (``loop`` is a terminal's ``dovecote mailman --loop``)."""
+    operator(p, "run the mailman")
+    refuse_server_files(v)
+    if v.loop:
+        raise Refusal("invalid_field", "loop: a remote call runs one mailman pass; loop at a terminal "
+                                       "(dovecote mailman --loop)")
+    (one,) = dc.mailman(v, passes=1)
+    return one.to_dict()
+
+
 #: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
 #: verify, view, import, organize and stale-check are operator work at a terminal: not here.
 CALLS: dict[str, Call] = {
@@ -241,4 +289,5 @@ CALLS: dict[str, Call] = {
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
+    "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
 }

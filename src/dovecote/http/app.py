@@ -9,6 +9,7 @@ Mounted here:
     /api/v1/...        REST (``rest.ROUTES``) and /api/v1/events (``events``)
     /openapi.json      the OpenAPI 3.1 document (``openapi``)
     /, /triage, ...    the Human View (``pages``; /cases ``pages_cases``), /static its CSS and script
+    /delivery          the delivery page (``pages_delivery``)
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 
@@ -47,7 +48,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
-from dovecote.http import errors, events, openapi, rest
+from dovecote.http import errors, events, openapi, pages_delivery, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Runner
@@ -144,6 +145,7 @@ def create_app(
         guarded("/triage", pages.triage, "triage"),
         guarded("/cases", cases_endpoint, "cases"),
         guarded("/search", pages.search, "search"),
+        guarded("/delivery", pages_delivery.endpoint(pages), "delivery"),
         guarded("/entities/{entity_id}", pages.entity, "entity"),
         guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),
         Route("/entities/{entity_id}/items/{ref}/{kind}", pages.act, methods=["POST"], name="act"),

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from dovecote import remote
 from dovecote._version import __version__
 from dovecote.http import events
 from dovecote.http.errors import ErrorBody
@@ -38,7 +39,7 @@ WRITE_STATUSES = {
     "413": "the body is over the size limit (too_large)",
 }
 #: Fields of a verb a remote caller may not give (``remote.refuse_server_files``): not in a body's schema.
-SERVER_FILES = ("body_file", "artifact_paths")
+SERVER_FILES = remote.SERVER_FILES
 
 
 def param_schemas(kind: type[msgspec.Struct]) -> tuple[dict[str, Any], list[str]]:
@@ -131,7 +132,7 @@ def document() -> dict[str, Any]:
     for route in ROUTES:
         paths.setdefault(API + route.template, {})[route.method.lower()] = _operation(route, components)
     paths[API + events.PATH] = {"get": _events_operation()}
-    return {
+    doc = {
         "openapi": "3.1.0",
         "info": {"title": "dovecote", "version": __version__,
                  "description": "REST over one dovecote home: the verbs of mail and reports."},
@@ -140,3 +141,6 @@ def document() -> dict[str, Any]:
             "type": "http", "scheme": "bearer",
             "description": "a `dovecote token issue` token; its entity is the actor of every write"}}},
     }
+    # as JSON has it (what /openapi.json serves): msgspec writes a tuple default as a tuple
+    out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(doc))
+    return out

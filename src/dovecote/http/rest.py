@@ -19,7 +19,11 @@ Who (``access``, checked by the calls themselves, listed for the docs):
 - ``own``: a read of an entity's mail; an agent token reaches only its own box.
 - ``token``: a write; it needs a token, whose entity is the write's actor.
 - ``own_token``: a move; a token, and an agent's only in its own box.
-- ``operator``: operator work (running sentinel probes, adding monitors, writing labels): an operator token.
+- ``operator``: operator work (running sentinel probes, adding monitors, writing labels; intake, a mailman
+  pass, a presence beat): an operator token.
+- ``recipient``: an ack; a token of the delivery's recipient (``forbidden`` for another agent's box,
+  ``not_recipient`` for an operator's: it acks only its own deliveries).
+- ``operator_read``: a read of every agent's delivery (the status view); an operator token or no token (loopback).
 
 Every GET is safe: ``/sweep`` reads without distributing the spool (that is
 ``POST /distribute``). ``GET /entities/{entity_id}/wait`` is a long poll
@@ -57,6 +61,8 @@ ACCESS = {
     "token": "a token; its entity is the actor",
     "own_token": "a token; an agent's only in its own box",
     "operator": "an operator token",
+    "recipient": "a token of the recipient itself (an operator acks only its own deliveries)",
+    "operator_read": "an operator token, or no token (loopback); an agent token is forbidden",
 }
 
 
@@ -185,6 +191,26 @@ def _claims(dc: Dovecote, p: Principal | None, v: ClaimsParams | ClaimsLabels) -
 ENTITY = "/entities/{entity_id}"
 ITEM = ENTITY + "/items/{ref}"
 
+#: Delivery (issue 9): tasks and responses, acks, trackers, presence, status, intake and the mailman.
+DELIVERY: tuple[Route, ...] = (
+    Route("POST", "/messages", "send_all", "Send to every registered entity but the sender (to_all), or to the "
+          "body's recipient", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
+    Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
+          dict[str, Any], "recipient", _remote("ack"), status=201),
+    Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
+          "trackers", verbs.Trackers, dict[str, Any], "own", _remote("trackers")),
+    Route("GET", "/status", "status", "The delivery view: intake, tracker counts, overdue acks, escalations",
+          "status", verbs.Status, dict[str, Any], "operator_read", _remote("status")),
+    Route("GET", "/presence", "presence", "Each agent recently active or not (never online)", "presence",
+          verbs.Presence, dict[str, Any], "open", _remote("presence")),
+    Route("POST", "/presence/beats", "presence_beat", "Record that an agent's session is alive", "presence_beat",
+          verbs.PresenceBeat, dict[str, Any], "operator", _remote("presence_beat"), status=201),
+    Route("POST", "/intake", "intake", "Deliver every envelope in the home's intake pending/, once per recipient",
+          "intake", verbs.Intake, dict[str, Any], "operator", _remote("intake")),
+    Route("POST", "/mailman", "mailman", "One mailman pass: intake, then repings, timeouts and escalations due",
+          "mailman", verbs.Mailman, dict[str, Any], "operator", _remote("mailman")),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
           "open", _read(boxes)),
@@ -206,8 +232,8 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "own", _remote("search")),
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, dict[str, Any], "open",
           _remote("doctor")),
-    Route("POST", "/entities/{recipient}/messages", "send", "Send a message; durable when this answers", "send",
-          verbs.Message, dict[str, Any], "token", _remote("send"), status=201),
+    Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "
+          "answers", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
     Route("POST", "/entities/{recipient}/drafts", "draft", "Keep a draft in the sender's outbox", "draft",
           verbs.Message, dict[str, Any], "token", _remote("draft"), status=201),
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
@@ -236,6 +262,7 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "open", _remote("monitors")),
     Route("POST", "/monitors", "monitor_add", "Add (or redefine) a dead-man's switch monitor", "monitor_add",
           verbs.MonitorAdd, dict[str, Any], "operator", _remote("monitor_add"), status=201),
+    *DELIVERY,
 )
 
 

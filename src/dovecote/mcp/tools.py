@@ -98,7 +98,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
     Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
-         _sent_text, schemas.SENT, omit=remote.SERVER_FILES),
+         _sent_text, schemas.SENT, omit=remote.MESSAGE_FILES),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,

@@ -34,10 +34,15 @@ from dovecote.vocab_delivery import (
     WorkStatus,
 )
 
-Seconds = Annotated[int, Meta(ge=1, le=MAX_INT)]
+#: The longest span a delivery field takes (a century): a due time past it would not fit in a datetime
+#: (``timedelta`` of 2**53 seconds overflows), and no ack waits longer.
+MAX_SECONDS = 100 * 366 * 24 * 3600
+Seconds = Annotated[int, Meta(ge=1, le=MAX_SECONDS)]
 WorkId = Annotated[str, Meta(min_length=1, max_length=256)]
 Limit = Annotated[int, Meta(ge=1, le=MAX_INT, description="List at most N rows per list.")]
-ActiveMinutes = Annotated[int, Meta(ge=1, le=MAX_INT, description="An agent beat within N minutes is recently active.")]
+ActiveMinutes = Annotated[
+    int, Meta(ge=1, le=MAX_SECONDS // 60, description="An agent beat within N minutes is recently active.")
+]
 
 #: The fields only a task takes, and those only a response takes.
 TASK_ONLY = ("task_type", "constraints", "acceptance_criteria")
