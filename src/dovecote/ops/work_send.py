@@ -24,8 +24,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from dovecote.addresses import check_name, entity
 from dovecote.errors import Refusal
 from dovecote.folds import guarded_many
@@ -80,8 +78,8 @@ def recipients(ctx: Context, v: Send, sender: str) -> list[str]:
 
 def as_message(v: Send, recipient: str) -> Message:
     """The plain ``Message`` of ``v`` for one recipient (what ``mail.send`` takes)."""
-    names = {f.name for f in msgspec.structs.fields(Message)}
-    return Message(**{**{n: getattr(v, n) for n in names}, "recipient": recipient})
+    # ``__struct_fields__`` is the names alone: ``msgspec.structs.fields`` evaluates every annotation (~3 ms)
+    return Message(**{**{n: getattr(v, n) for n in Message.__struct_fields__}, "recipient": recipient})
 
 
 def send(ctx: Context, v: Send) -> Sent:
