@@ -11,6 +11,7 @@ that can on that one store only.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,14 @@ def _store(store_kind: str) -> Iterator[None]:
 def anyio_backend() -> str:
     """The anyio plugin's backend for the async tests (the MCP face): asyncio, as the server runs."""
     return "asyncio"
+
+
+@pytest.fixture
+def client(dc: Any) -> Iterator[Any]:
+    """An in-process HTTP client over the app on the module's ``dc`` home (each HTTP test module says which)."""
+    from starlette.testclient import TestClient
+
+    from dovecote.http.app import create_app
+
+    with TestClient(create_app(dc)) as c:
+        yield c

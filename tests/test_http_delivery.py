@@ -3,7 +3,6 @@ mailman pass, presence and status, each the handle's answer, each refusal writin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ from starlette.testclient import TestClient
 
 from deliveryhelpers import AGENTS, box_letters, delivery_home, drop, envelope, intake_files
 from dovecote.api import Dovecote
-from dovecote.http.app import create_app
 from serverhelpers import assert_error_shape
 
 pytestmark = pytest.mark.files_only
@@ -22,12 +20,6 @@ API = "/api/v1"
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return delivery_home(tmp_path)
-
-
-@pytest.fixture
-def client(dc: Dovecote) -> Iterator[TestClient]:
-    with TestClient(create_app(dc)) as c:
-        yield c
 
 
 def bearer(dc: Dovecote, entity: str, role: str = "agent") -> dict[str, str]:

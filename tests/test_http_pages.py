@@ -4,7 +4,6 @@ session it opens, --read-only, and a server open to the network."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -24,12 +23,6 @@ pytestmark = pytest.mark.files_only
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return served_home(tmp_path)
-
-
-@pytest.fixture
-def client(dc: Dovecote) -> Iterator[TestClient]:
-    with TestClient(create_app(dc)) as c:
-        yield c
 
 
 class Counts(HTMLParser):

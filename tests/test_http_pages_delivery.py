@@ -5,7 +5,6 @@ alike)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,6 @@ pytestmark = pytest.mark.files_only
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return busy_home(tmp_path)
-
-
-@pytest.fixture
-def client(dc: Dovecote) -> Iterator[TestClient]:
-    with TestClient(create_app(dc)) as c:
-        yield c
 
 
 def section(html: str, anchor: str) -> str:

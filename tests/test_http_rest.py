@@ -3,7 +3,6 @@ failure is the one error shape with the status of its keyword."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,6 @@ pytestmark = pytest.mark.files_only
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return served_home(tmp_path)
-
-
-@pytest.fixture
-def client(dc: Dovecote) -> Iterator[TestClient]:
-    with TestClient(create_app(dc)) as c:
-        yield c
 
 
 def same(data: Any) -> Any:

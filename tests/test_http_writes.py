@@ -16,7 +16,6 @@ from starlette.testclient import TestClient
 
 from dovecote.api import Dovecote
 from dovecote.http import inputs
-from dovecote.http.app import create_app
 from dovecote.verbs import Inbox, Message, MoveKind, Show
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
@@ -26,12 +25,6 @@ pytestmark = pytest.mark.files_only
 @pytest.fixture
 def dc(tmp_path: Path) -> Dovecote:
     return served_home(tmp_path)
-
-
-@pytest.fixture
-def client(dc: Dovecote) -> Iterator[TestClient]:
-    with TestClient(create_app(dc)) as c:
-        yield c
 
 
 def bearer(dc: Dovecote, entity: str, role: str = "agent") -> dict[str, str]:

@@ -84,6 +84,20 @@ MESSAGE_FILES = ("body_file", "artifact_paths")
 SERVER_FILES = (*MESSAGE_FILES, "dir")
 
 
+def reading_scope(p: Principal | None, given: str | None) -> str | None:
+    """Whose items a read covers: the entity asked for; else, for an agent, its own box (an operator or a
+    local reader: every box, None)."""
+    return given if given is not None or p is None or p.role == "operator" else p.entity
+
+
+def author(p: Principal | None, verb: str, v: verbs.Message) -> Principal:
+    """The principal a message is written by: a token's entity, as itself, naming no server file."""
+    w = writer(p, verb)
+    as_self(w, "sender", v.sender)
+    refuse_server_files(v)
+    return w
+
+
 def refuse_server_files(v: verbs.Verb) -> None:
     """A remote caller names no file on the server (see the module docstring)."""
     named = [f for f in SERVER_FILES if getattr(v, f, None)]
@@ -122,9 +136,7 @@ def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> dict[str, Any]
 
 def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
     """A message, or (``verbs.Send``) a task or response, to one recipient or to all."""
-    w = writer(p, "send")
-    as_self(w, "sender", v.sender)
-    refuse_server_files(v)
+    w = author(p, "send", v)
     return dc.send(v, actor=actor_of(w)).to_dict()
 
 
@@ -137,7 +149,7 @@ def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
 
 def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> dict[str, Any]:
     """An agent's trackers are the deliveries to it; an operator or a local reader may read any, or all."""
-    entity = v.entity_id if v.entity_id is not None or p is None or p.role == "operator" else p.entity
+    entity = reading_scope(p, v.entity_id)
     if entity is not None:
         own(p, "trackers", entity)
     return dc.trackers(verbs.Trackers(entity_id=entity, work_item_id=v.work_item_id, thread_id=v.thread_id,
@@ -145,9 +157,7 @@ def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> dict[str, 
 
 
 def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
-    w = writer(p, "draft")
-    as_self(w, "sender", v.sender)
-    refuse_server_files(v)
+    w = author(p, "draft", v)
     return dc.draft(v, actor=actor_of(w)).to_dict()
 
 
@@ -155,7 +165,7 @@ def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> dict[
     """An agent delivers its own drafts (by default, and only those); an operator anyone's."""
     w = writer(p, "outbox_send")
     as_self(w, "sender", v.sender)
-    sender = v.sender if v.sender is not None or w.role == "operator" else w.entity
+    sender = reading_scope(w, v.sender)
     return {"sent": dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w))}
 
 
@@ -181,7 +191,7 @@ def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> dict[str, Any]:
 
 def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]:
     """An agent searches its own inbox (by default, and only that); an operator or a local reader all."""
-    entity = v.entity_id if v.entity_id is not None or p is None or p.role == "operator" else p.entity
+    entity = reading_scope(p, v.entity_id)
     if entity is not None:
         own(p, "search", entity)
     return dc.search(verbs.Search(query=v.query, entity_id=entity, include_terminal=v.include_terminal,
