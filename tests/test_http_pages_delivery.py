@@ -79,3 +79,10 @@ def test_the_page_reads_on_a_read_only_server_and_needs_a_session_on_a_remote_on
         assert c.get("/delivery").status_code == 200
     with TestClient(create_app(dc, remote=True)) as c:
         assert c.get("/delivery").status_code == 401
+
+
+def test_the_page_filters_by_every_ack_state_and_escalated_only() -> None:
+    from dovecote.http.pages_delivery import STATES
+    from dovecote.vocab_delivery import AckState
+
+    assert set(STATES) == {s.value for s in AckState} | {"escalated"}
