@@ -413,3 +413,27 @@ def test_an_id_computed_before_an_append_is_the_id_the_reader_finds(crs: int, lf
         # a CRLF ending is a line ending; further CRs are JSON whitespace, part of the letter's bytes
         assert [x.id for x in r.letters] == [letter_id(line)]
         assert (letter_id(line) == letter_id(VECTOR_LINE)) is (crs <= 1)
+
+
+# -- an appender reads its own bytes from memory ---------------------------------
+
+
+@SETTINGS
+@given(_files(), st.lists(st.lists(_OBJECTS, min_size=1, max_size=4), min_size=1, max_size=5))
+def test_what_an_appender_reads_of_its_own_lines_equals_a_whole_read(before: bytes, batches: list[Any]) -> None:
+    """``LockedLedger.append`` takes the lines it wrote from memory (``took_own``), not the file:
+    the reader it leaves must be the one a new reader of the whole file is, batch after batch
+    (letters, defects, duplicates, the offset and its cursor marks, and the next refresh)."""
+    from dovecote.ledger import locked
+
+    with _ledger() as path:
+        path.write_bytes(before)
+        r = LedgerReader(path)
+        for batch in batches:
+            with locked(r) as led:
+                led.append([canonical_line(o) for o in batch])
+            whole = _read_whole(path)
+            assert _state(r) == _state(whole)
+            assert (r.offset, r.line_no, r.torn) == (whole.offset, whole.line_no, whole.torn)
+            assert r.count_at(r.offset) == len(r.letters) and r.checkpoint() == whole.checkpoint()
+            assert r.refresh() == []  # nothing new, and nothing taken twice

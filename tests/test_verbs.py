@@ -231,6 +231,33 @@ def test_a_struct_built_in_python_is_checked_like_a_decoded_one() -> None:
     assert verbs.checked(verbs.ImportInboxTree(path=Path("/tmp/x"))).path == "/tmp/x"  # type: ignore[arg-type]
 
 
+def test_a_decoded_value_is_checked_once_and_a_built_one_every_time() -> None:
+    decoded = verbs.decode(verbs.Message, {"recipient": "ent_b", "subject": "s"})
+    assert verbs.checked(decoded) is decoded  # a face decodes once; the handle's check does not redo it
+    built = verbs.Message(recipient="ent_b", subject="s")
+    again = verbs.checked(built)
+    assert again == built and again is not built  # built in Python: checked through the decoder
+    bad = msgspec.structs.replace(decoded, expires_at_tic=-1)  # a copy of a decoded value is a new value
+    with pytest.raises(Refusal, match="invalid_field"):
+        verbs.checked(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.text(max_size=6) | st.integers() | st.none(),
+                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+                    max_leaves=8),
+       st.sampled_from(["\ud800", "\udfff", "a\udc80b"]))
+def test_a_lone_surrogate_anywhere_is_refused_with_its_path(value: object, bad: str) -> None:
+    assert verbs.decode(verbs.Message, {"recipient": "ent_b", "subject": "s", "body": "b"}).body == "b"
+    for data, where in (({"recipient": "ent_b", "subject": bad}, "subject"),
+                        ({"recipient": "ent_b", "subject": "s", "x": [value, {"k": bad}]}, "x[1].k"),
+                        ({"recipient": "ent_b", "subject": "s", bad: value}, None)):
+        r = refused(verbs.Message, data)
+        assert r.reason == "invalid_field" and "not valid UTF-8" in r.detail, r
+        if where is not None:
+            assert where in r.detail
+
+
 def test_library_callers_are_range_checked_and_nothing_is_written(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     dc.add_entity(verbs.EntityAdd(entity_id="ent_a"))

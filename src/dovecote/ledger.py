@@ -257,6 +257,21 @@ class LedgerReader:
         self._stamp = stamp
         return new
 
+    def took_own(self, payload: bytes, start: int, fd: int) -> bool:
+        """Read the bytes this process just appended at ``start`` under the lock, from
+        memory: the ones a refresh would read back from the file (True), unless the reader
+        did not stand at ``start`` or the file is not the size those bytes make it (False:
+        the caller refreshes)."""
+        with self.lock:
+            if self.offset != start or self.torn is not None or self._tail is None or self.bound is not None:
+                return False
+            st = os.fstat(fd)
+            if st.st_size != start + len(payload) or st.st_ino != self.ino:
+                return False
+            self._absorb(payload, start, self._tail)
+            self._stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            return True
+
     def _absorb(self, data: bytes, start: int, head: bytes = b"") -> list[Letter]:
         """Take the complete lines of ``data`` (read from ``start``; ``head`` is
         the window of bytes before it, so the window before the new offset can be kept)."""
@@ -370,7 +385,8 @@ class LockedLedger:
                 pass
             raise
         self.committer.wrote(size, size + len(payload))  # fsynced once the lock is released (commit.py)
-        self.reader.refresh()
+        if not self.reader.took_own(payload, size, fd):
+            self.reader.refresh()
         return out
 
 

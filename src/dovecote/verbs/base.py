@@ -3,7 +3,9 @@
 A Struct built in Python is not range-checked by msgspec (it checks only when
 it decodes), so ``checked`` passes it through the same decoder: a library
 caller meets the same types, ranges and names as a remote one. Every failure
-is a ``Refusal`` naming the field, never a msgspec error.
+is a ``Refusal`` naming the field, never a msgspec error. A value ``decode``
+made is already checked: ``checked`` hands it back as it is (a face decodes a
+request once; the handle's own check of it would be the same work again).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import functools
 import os
 import re
 import typing
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, TypeVar
 
 import msgspec
+import orjson
 from msgspec import Meta
 
 from dovecote.addresses import NAME_PATTERN, check_name
@@ -43,7 +47,7 @@ EntityId = Annotated[Name, Meta(description="The entity (its box is entity:ID)."
 Ref = Annotated[str, Meta(min_length=1, max_length=256, description="The item id, or a unique prefix of it.")]
 
 
-class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, weakref=True):
     """The base of every verb input: frozen, keyword-only, unknown fields refused.
 
     ``NAMES`` maps each field that holds a name to how a refusal calls it;
@@ -63,7 +67,17 @@ class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
 
 
 def _bad_text(value: object, path: str) -> str | None:
-    """The path of the first string under ``value`` that is not UTF-8 (a lone surrogate), if any."""
+    """The path of the first string under ``value`` that is not UTF-8 (a lone surrogate), if any.
+
+    orjson refuses to encode a lone surrogate (in a key or a value), so a value it
+    encodes has none: the walk below, which names the path, runs only when it fails."""
+    if not path:
+        try:
+            orjson.dumps(value)
+        except (TypeError, ValueError):  # a surrogate, or a value orjson does not take: look closer
+            pass
+        else:
+            return None
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -72,13 +86,15 @@ def _bad_text(value: object, path: str) -> str | None:
         return None
     if isinstance(value, Mapping):
         for k, v in value.items():
-            found = _bad_text(k, path) or _bad_text(v, f"{path}.{k}" if path else str(k))
-            if found:
+            if _bad_text(k, "key") is not None:  # a key is named by where it is, not by itself
+                return f"a key of {path}" if path else "a field name"
+            found = _bad_text(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
                 return found
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             found = _bad_text(v, f"{path}[{i}]")
-            if found:
+            if found is not None:
                 return found
     return None
 
@@ -122,9 +138,17 @@ def decode(verb: type[V], data: object) -> V:
         if isinstance(given, str) and not given.strip():
             raise Refusal("missing_field", f"{_verb_name(verb)}: {name} is required and cannot be blank")
     try:
-        return msgspec.convert(data, verb, strict=True)
+        value = msgspec.convert(data, verb, strict=True)
     except msgspec.ValidationError as e:
         raise _refusal(e, verb) from None
+    _DECODED[id(value)] = weakref.ref(value, lambda _, key=id(value): _DECODED.pop(key, None))
+    return value
+
+
+#: The values ``decode`` made and that still live, by id: ``checked`` takes them as they are.
+#: A weak reference (the value's own is gone once it is freed, so a new object at the same
+#: address is never taken for it).
+_DECODED: dict[int, weakref.ref[Verb]] = {}
 
 
 
@@ -145,8 +169,11 @@ def checked(value: V) -> V:
     """``value`` as ``decode`` would have made it: a Struct built in Python is range-checked the same way.
 
     msgspec checks types and ranges only when it decodes, so the handle passes
-    every input through here.
+    every input through here; a value ``decode`` made is handed back as it is.
     """
+    ref = _DECODED.get(id(value))
+    if ref is not None and ref() is value:
+        return value
     try:
         data = msgspec.to_builtins(value, enc_hook=_path_text)
     except TypeError as e:
