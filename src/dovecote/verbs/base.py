@@ -141,8 +141,13 @@ def decode(verb: type[V], data: object) -> V:
         value = msgspec.convert(data, verb, strict=True)
     except msgspec.ValidationError as e:
         raise _refusal(e, verb) from None
-    _DECODED[id(value)] = weakref.ref(value, lambda _, key=id(value): _DECODED.pop(key, None))
+    key = id(value)
+    _DECODED[key] = weakref.ref(value, functools.partial(_forget, key))
     return value
+
+
+def _forget(key: int, _: object) -> None:
+    _DECODED.pop(key, None)
 
 
 #: The values ``decode`` made and that still live, by id: ``checked`` takes them as they are.
