@@ -11,6 +11,7 @@ fsynced per send, one after another, as a writer without group commit pays it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import statistics
@@ -36,14 +37,32 @@ def free_port() -> int:
         return port
 
 
+def tree(pid: int) -> list[int]:
+    """``pid`` and its child processes (``serve --workers N`` forks N), from /proc."""
+    out = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return out
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (from /proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a process and its children so far (from /proc/<pid>/stat)."""
+    total = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
+    """Open file descriptors of the server: its process and its workers."""
+    total = 0
+    for p in tree(pid):
+        with contextlib.suppress(OSError):
+            total += len(os.listdir(f"/proc/{p}/fd"))
+    return total
 
 
 def pct(xs: Sequence[float], p: float) -> float:
@@ -174,12 +193,13 @@ def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, ra
     ap.add_argument("--clients", type=int, default=30)
     ap.add_argument("--sends", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=1, help="server processes (serve --workers)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
         home, names, tokens = agents_home(Path(tmp), args.clients)
         raw = raw_fsync_rate(Path(tmp))
         port = free_port()
-        server = start(argv(port), home, port)
+        server = start([*argv(port), "--workers", str(args.workers)], home, port)
         try:
             fd_start = fds(server.pid)
             rounds = []
@@ -193,5 +213,6 @@ def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, ra
         finally:
             stop(server)
         raw_after = raw_fsync_rate(Path(tmp))
-        summary(f"{name}, {args.clients} clients x {args.sends} sends", rounds, home, rate_target, p95_target,
+        summary(f"{name}, {args.clients} clients x {args.sends} sends, {args.workers} server process(es)",
+                rounds, home, rate_target, p95_target,
                 min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)

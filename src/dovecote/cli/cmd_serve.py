@@ -7,15 +7,33 @@ everything), the same tokens MCP takes: there is no second, server-minted
 secret to leak or rotate (the person at the screen uses the login link instead).
 The socket is bound before anything is printed, so the printed addresses
 answer (``--port 0`` picks a free port and prints it).
+
+``--workers N`` forks N server processes after the socket is bound, all
+accepting on it: one process runs Python on one core at a time, so on a
+machine with more cores N of them serve that many more requests at once. They
+share nothing in memory that matters: every ledger write is a section under
+the box's ``flock`` and each process fsyncs its own (DESIGN 1.5), warm folds
+read what other processes appended, the token file is read again when it
+changes, a session cookie is signed with a key drawn before the fork, and the
+login link is burnt once across them (``http/session.py``). What needs one
+process is MCP's session state: with more than one worker, MCP runs
+stateless (every request stands alone; tools and reads work, resource
+subscriptions are refused, ``wait`` is the way to be woken).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
+import shutil
+import signal
 import socket
 import sys
+import tempfile
 from collections.abc import Callable
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -66,6 +84,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
             False),
         allow_remote: Annotated[bool, typer.Option(
             "--allow-remote", help="Allow a non-loopback --host; every request then needs a token.")] = False,
+        workers: Annotated[int, typer.Option(
+            "--workers", min=1, max=32, help="Server processes on the port (more than one: MCP is stateless).")] = 1,
     ) -> None:
         """Serve MCP (/mcp), REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/).
 
@@ -86,10 +106,11 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sock = bind(host, port)
         actual = sock.getsockname()[1]
         url = base_url(host, actual)
-        sessions = Sessions()
+        burnt = Path(tempfile.mkdtemp(prefix="dovecote-serve-")) if workers > 1 else None
+        sessions = Sessions(burnt=burnt)
         hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
         web = create_app(dc, read_only=read_only, remote=remote, hosts=hosts, sessions=sessions)
-        app = in_front_of(web, dc, read_only=read_only, host=host)
+        app = in_front_of(web, dc, read_only=read_only, host=host, stateless=workers > 1)
         person = dc.context.actor.user or "operator"
         lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
         if read_only:
@@ -101,12 +122,80 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
                   f"  mcp:     {url}/mcp   (streamable HTTP; each request: Bearer <a `dovecote token issue` token>)"]
         if remote:
             lines.append("  tokens:  every request: Authorization: Bearer <a `dovecote token issue` token>")
+        if workers > 1:
+            lines.append(f"  workers: {workers} processes on the one port (MCP stateless: no resource subscriptions)")
         lines.append("Ctrl-C stops it.")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
                                 lifespan="on")
         try:
-            uvicorn.Server(config).run(sockets=[sock])
+            if workers == 1:
+                uvicorn.Server(config).run(sockets=[sock])
+            else:
+                raise typer.Exit(_supervise(workers, lambda: uvicorn.Server(config).run(sockets=[sock])))
         finally:
             sock.close()
+            if burnt is not None:
+                shutil.rmtree(burnt, ignore_errors=True)
+
+
+def _supervise(workers: int, serve: Callable[[], Any]) -> int:
+    """Fork ``workers`` processes that each run ``serve``; wait for them; the exit code.
+
+    SIGINT and SIGTERM are passed on to every worker (each stops gracefully), and
+    the server then exits as a shell counts a stop by that signal (130, 143), as
+    one process does. A worker that ends while the others still serve ends the
+    whole server (exit 1, said on stderr): half a server that looks whole is worse
+    than none.
+    """
+    children: list[int] = []
+    stopping = 0  # the signal that stops the server
+
+    def signal_all(signum: int) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signum)
+
+    def stop(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = stopping or signum
+        signal_all(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}  # before a worker exists
+    broken = False
+    try:
+        for _ in range(workers):
+            pid = os.fork()
+            if pid == 0:  # a worker: serve until told to stop, then leave without the parent's clean-up
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = 0
+                try:
+                    serve()
+                except SystemExit as e:  # uvicorn's own way out (3: its startup failed, and it said why)
+                    code = e.code if isinstance(e.code, int) else 1
+                except BaseException:  # a worker's failure is its exit code, never the parent's traceback
+                    code = 1
+                os._exit(code)
+            children.append(pid)
+        alive = set(children)
+        while alive:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            alive.discard(pid)
+            if stopping or broken:
+                continue
+            if alive or os.waitstatus_to_exitcode(status) != 0:
+                state = "failed" if os.waitstatus_to_exitcode(status) != 0 else "stopped"
+                sys.stderr.write(f"dovecote serve: worker {pid} {state}; stopping the server\n")
+                broken = True
+                signal_all(signal.SIGTERM)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if broken:
+        return 1
+    return 128 + stopping if stopping else 0

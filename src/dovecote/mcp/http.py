@@ -55,15 +55,21 @@ async def _reply(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-def app(dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> BearerAuth:
+def app(
+    dc: Dovecote, *, read_only: bool = False, path: str = "/mcp", host: str = "127.0.0.1", stateless: bool = False
+) -> BearerAuth:
     """The streamable-HTTP ASGI app of ``dc``'s MCP face, at ``path``; tokens bind each request.
 
     ``host`` is what the server listens on: on loopback the SDK's DNS-rebinding
-    guard admits only loopback Host and Origin headers.
+    guard admits only loopback Host and Origin headers. ``stateless``: no MCP
+    session outlives its request (``serve --workers N``: the next request may
+    reach another process), so subscriptions are refused (``Face.stateless``).
     """
     face = build(dc, read_only=read_only)
+    face.stateless = stateless
     face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
-    inner = face.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
+    inner = face.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True,
+                                            stateless_http=stateless)
     return BearerAuth(inner, face)
 
 
@@ -107,9 +113,11 @@ class InFront:
                     return
 
 
-def in_front_of(other: ASGIApp, dc: Dovecote, *, read_only: bool = False, host: str = "127.0.0.1") -> InFront:
+def in_front_of(
+    other: ASGIApp, dc: Dovecote, *, read_only: bool = False, host: str = "127.0.0.1", stateless: bool = False
+) -> InFront:
     """``other`` with the MCP face of ``dc`` at ``/mcp`` (see ``InFront``)."""
-    mcp = app(dc, read_only=read_only, host=host)
+    mcp = app(dc, read_only=read_only, host=host, stateless=stateless)
     assert isinstance(mcp, BearerAuth)
     return InFront(mcp, other)
 

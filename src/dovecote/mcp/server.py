@@ -79,6 +79,8 @@ class Face:
         self.dc = dc
         self.principal = principal
         self.read_only = read_only
+        #: no session outlives its request (``mcp.http.app``): nothing to send a notification through
+        self.stateless = False
         self.workers = anyio.CapacityLimiter(WORKERS)
         self.waiters = anyio.CapacityLimiter(WAITERS)
         self.bus = InMemorySubscriptionBus()
@@ -202,9 +204,16 @@ class Face:
 
     # -- subscriptions: 2025-era subscribe/unsubscribe, 2026-era listen --------------------
 
+    def _stateful(self) -> None:
+        """Refuse a subscription on a stateless server: its session ends with the request."""
+        if self.stateless:
+            raise MCPError(types.INVALID_REQUEST, "unsupported: this server runs several workers and keeps no MCP "
+                                                  "session between requests, so it cannot notify; call wait instead")
+
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
+        self._stateful()
         address = await self._watchable(ctx, params.uri)
         sessions = self._legacy.setdefault(params.uri, {})
         if _connection(ctx) not in sessions:
@@ -222,6 +231,7 @@ class Face:
     async def _listen_handler(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
+        self._stateful()
         uris = list(params.notifications.resource_subscriptions or [])
         watched = []
         try:
