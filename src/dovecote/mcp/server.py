@@ -207,8 +207,9 @@ class Face:
     def _stateful(self) -> None:
         """Refuse a subscription on a stateless server: its session ends with the request."""
         if self.stateless:
-            raise MCPError(types.INVALID_REQUEST, "unsupported: this server runs several workers and keeps no MCP "
-                                                  "session between requests, so it cannot notify; call wait instead")
+            refused = Refusal("unsupported", "this server runs several workers and keeps no MCP session between "
+                                             "requests, so it cannot notify; call wait instead")
+            raise MCPError(types.INVALID_REQUEST, error_text(refused))
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
