@@ -125,6 +125,25 @@ def test_revoke_is_an_appended_record_and_the_token_stops_working(tmp_path: Path
     assert e2.value.reason == "unknown_token"
 
 
+def test_the_event_loops_check_answers_only_from_a_table_that_is_the_file_now(tmp_path: Path) -> None:
+    """``authenticate_cached`` (what a server's event loop does itself) never answers from a stale table:
+    before the first read and after any change of the file it says None, and a worker reads the file."""
+    dc = mail_home(tmp_path)
+    issued = dc.token_issue(ENTITY)
+    assert dc.authenticate_cached(issued.token) is None  # nothing read yet
+    assert dc.authenticate(issued.token).entity == ENTITY
+    cached = dc.authenticate_cached(issued.token)
+    assert cached is not None and cached.entity == ENTITY
+    with pytest.raises(Refusal, match="unauthorized"):
+        dc.authenticate_cached("dvc_" + "0" * 40)  # an unknown token is refused from the table as well
+    dc.token_revoke(issued.row.id)
+    assert dc.authenticate_cached(issued.token) is None  # the file changed: not answered from the old table
+    with pytest.raises(Refusal, match="unauthorized"):
+        dc.authenticate(issued.token)
+    with pytest.raises(Refusal, match="unauthorized"):
+        dc.authenticate_cached(issued.token)  # the new table, once read, refuses it too
+
+
 def test_refusals_append_nothing(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     for call, reason in (

@@ -62,6 +62,15 @@ class AgentVerbs(HandleCore):
             self._tokens = tokens_op.TableCache()
         return tokens_op.authenticate(self.context, token, self._tokens)
 
+    def authenticate_cached(self, token: str) -> Principal | None:
+        """``authenticate`` if the token file is unchanged since it was last read (a stat), else None:
+        a server's event loop checks a request's token itself, and only a changed file costs a worker."""
+        from dovecote.ops import tokens as tokens_op
+
+        if self._tokens is None:
+            return None
+        return tokens_op.authenticate_cached(self.context, token, self._tokens)
+
     @staticmethod
     def authorize(principal: Principal, verb: str, target_entity: str) -> None:
         """Allow ``verb`` in ``target_entity``'s box for ``principal``, or refuse ``forbidden``."""

@@ -79,6 +79,9 @@ class Guard:
         if token is not None:
             if self._limiter is None:  # made on the event loop that uses it; not the handle's worker
                 self._limiter = anyio.CapacityLimiter(4)
+            cached = self.handle.authenticate_cached(token)  # a stat: the file as last read
+            if cached is not None:
+                return cached
             found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token, limiter=self._limiter)
             return found
         if self.remote and not request.url.path.startswith("/login/") and self.sessions.person(request) is None:

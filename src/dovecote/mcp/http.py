@@ -38,7 +38,8 @@ class BearerAuth:
         given = headers.get(b"authorization")
         try:
             token = bearer(given.decode("latin-1") if given is not None else "") or ""  # no header: refused there
-            principal = await anyio.to_thread.run_sync(self.face.dc.authenticate, token, limiter=self.face.workers)
+            principal = self.face.dc.authenticate_cached(token) or await anyio.to_thread.run_sync(
+                self.face.dc.authenticate, token, limiter=self.face.workers)  # a worker reads a changed token file
         except Refusal as r:
             await _reply(send, r.status, r.to_dict())
             return

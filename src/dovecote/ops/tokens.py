@@ -150,6 +150,15 @@ def authenticate(ctx: Context, token: str, cache: TableCache | None = None) -> t
     return tk.principal_of(state[1], token)
 
 
+def authenticate_cached(ctx: Context, token: str, cache: TableCache) -> tk.Principal | None:
+    """``authenticate`` when the cached table is the file as it is now (one stat tells), else None:
+    what a server's event loop may do itself, leaving a read of the file to a worker thread."""
+    state = cache.state
+    if state is None or state[0] != _stamp(tokens_path(ctx)):
+        return None
+    return tk.principal_of(state[1], token)
+
+
 def health(ctx: Context) -> dict[str, Any]:
     """What ``doctor`` says of the token file: counts and whether it is private, never a token."""
     path = tokens_path(ctx)
