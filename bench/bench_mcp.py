@@ -1,4 +1,4 @@
-"""N concurrent MCP clients over streamable HTTP, M durable sends each, against one `dovecote mcp --http`.
+"""N concurrent MCP clients over streamable HTTP, M durable sends each, against the /mcp of `dovecote serve`.
 
 The complaint this answers: the leading MCP mail server stalls, or runs out of
 file descriptors, with 3-5 agents. Here 30 agents (each its own token and its
@@ -56,7 +56,7 @@ async def one_round(url: str, tokens: dict[str, str], names: list[str], sends: i
 
 
 def main() -> None:
-    run(__doc__ or "", "MCP", lambda port: ["mcp", "--http", "--port", str(port)],
+    run(__doc__ or "", "MCP", lambda port: ["serve", "--port", str(port)],
         lambda port, *a: anyio.run(one_round, f"http://127.0.0.1:{port}/mcp", *a), 300, 100)
 
 
