@@ -292,12 +292,23 @@ def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, An
     return one.to_dict()
 
 
+def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dict[str, Any]:
+    """The folder it reads is on the server: only the local operator (the person at this machine, whose own
+    terminal could read it) names one; an operator token is ``server_file``, an agent's ``forbidden``."""
+    w = operator(p, "import a vNext mailbox")
+    if not w.local:
+        raise Refusal("server_file", "import_vnext reads a folder on the server: only the local operator names "
+                                     "one (dovecote mcp on this machine without a token, or dovecote import vnext)")
+    return dc.import_vnext(v).to_dict()
+
+
 #: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
-#: verify, view, import, organize and stale-check are operator work at a terminal: not here.
+#: verify, view, the inbox-tree import, organize and stale-check are operator work at a terminal: not here.
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
+    "import_vnext": import_vnext,
 }
