@@ -181,7 +181,8 @@ def _intake_text(d: dict[str, Any]) -> str:
 
 
 def _mailman_text(d: dict[str, Any]) -> str:
-    return f"mailman ({d['notify_mode']}): {_intake_text(d['intake'])}; reconcile {d['reconcile']}"
+    return (f"mailman ({d['notify_mode']}): {_intake_text(d['intake'])}; "
+            f"{_counts(d['reconcile'], 'open_checked', 'repings', 'timeouts', 'escalations')}")
 
 
 def _import_text(d: dict[str, Any]) -> str:
