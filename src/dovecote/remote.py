@@ -15,7 +15,10 @@ everything and writes nothing (``unauthorized``): a write always has a token's
 entity behind it. A remote caller never names a file on the server
 (``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
 file the server can, and ``dir`` (intake's and the mailman's folder) any
-folder; they take the home's intake folder.
+folder; they take the home's intake folder. The one caller who names a folder
+is the local operator (``Principal.local``: ``dovecote mcp`` on stdio with no
+token, the person at this machine), and only to import a vNext mailbox
+(``import_vnext``; an operator token is ``server_file``).
 
 Delivery's operator work (intake, a mailman pass, a presence beat, the status
 view of every agent's deliveries) is an operator's (``operator``): an agent

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dovecote.verbs import NAME_SCHEMA_PATTERN
-from dovecote.verbs.delivery import MAX_SECONDS
+from dovecote.verbs import MAX_SECONDS, NAME_SCHEMA_PATTERN
 
-#: The largest integers the verbs take (``verbs.MAX_INT``, a delivery's century of seconds): left implicit.
-_HUGE = (2**53 - 1, MAX_SECONDS)
+#: The largest integers the verbs take (``verbs.MAX_INT``, a delivery's century in seconds and in minutes).
+_HUGE = (2**53 - 1, MAX_SECONDS, MAX_SECONDS // 60)
 #: The length bounds of strings and lists: the decoder refuses an out-of-bounds one, naming the bound.
 _LENGTHS = ("minLength", "maxLength", "minItems", "maxItems")
 
