@@ -38,7 +38,7 @@ from dovecote import verbs
 from dovecote._version import __version__
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
-from dovecote.mcp.tools import ROLES, TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
+from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ TEMPLATES = [
 
 def listing(role: str) -> list[types.Tool]:
     """The ``tools/list`` answer of ``role``'s catalog (``tools.catalog``)."""
-    return [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema(role),
+    return [types.Tool(name=t.name, description=t.describe(role), input_schema=t.input_schema(role),
                        output_schema=t.output) for t in catalog(role)]
 
 
@@ -108,8 +108,8 @@ class Face:
             on_read_resource=self._read_resource, on_subscribe_resource=self._subscribe,
             on_unsubscribe_resource=self._unsubscribe, on_subscriptions_listen=self._listen_handler,
         )
-        #: Each role's tools/list answer, built once.
-        self._tools = {role: listing(role) for role in ROLES}
+        #: Each role's tools/list answer, built when that role first asks (a stdio face serves one role).
+        self._tools: dict[str, list[types.Tool]] = {}
 
     @asynccontextmanager
     async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -137,7 +137,10 @@ class Face:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self._tools[role_of(self._who_or_mcp_error(ctx))])
+        role = role_of(self._who_or_mcp_error(ctx))
+        if role not in self._tools:
+            self._tools[role] = listing(role)
+        return types.ListToolsResult(tools=self._tools[role])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -82,6 +82,10 @@ class Tool:
         """Every field of the verb this tool leaves out."""
         return self.omit + tuple(f for f in NOT_OFFERED if f in self.verb.__struct_fields__)
 
+    def describe(self, role: str = "local") -> str:
+        """The one line ``tools/list`` shows."""
+        return self.description
+
     def input_schema(self, role: str = "local") -> dict[str, Any]:
         hidden = self.operator_fields if role == "agent" else ()
         return schemas.inline(verbs.schema(self.verb), self.omitted() + hidden)
@@ -100,11 +104,18 @@ class Tool:
 
 @dataclass(frozen=True, slots=True)
 class Views:
-    """One tool over several read verbs, chosen by the ``view`` argument (the first view is the default)."""
+    """One tool over several read verbs, chosen by the ``view`` argument (the first view is the default).
+
+    Each view's ``description`` is the phrase that names it in the tool's one line, after ``lead``.
+    """
 
     name: str
-    description: str
+    lead: str
     views: tuple[Tool, ...]
+
+    def describe(self, role: str = "local") -> str:
+        """``lead``, then each view ``role`` may read with its phrase."""
+        return f"{self.lead}: " + "; ".join(f"{t.name} ({t.description})" for t in self.views if role in t.roles) + "."
 
     @property
     def output(self) -> dict[str, Any]:
@@ -192,11 +203,6 @@ def _import_text(d: dict[str, Any]) -> str:
             f"{d['malformed_count']} malformed files")
 
 
-_CASES = Tool("cases", verbs.Cases, "", remote.cases,
-              lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES)
-_TRACKERS = Tool("trackers", verbs.Trackers, "", remote.trackers,
-                 lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS)
-
 TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
          lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS,
@@ -224,24 +230,25 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     # -- delivery (issue 9): an agent acks and reads its trackers and presence; the rest is an operator's
     Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
          lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
-    Views("trackers", "Delivery reads: trackers (your deliveries' delivery, ack and notify state), presence "
-                      "(agents recently active), status (the operator's view).", (
-        _TRACKERS,
-        Tool("presence", verbs.Presence, "", remote.presence,
+    Views("trackers", "Delivery reads by view", (
+        Tool("trackers", verbs.Trackers, "your deliveries' delivery, ack and notify states", remote.trackers,
+             lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
+        Tool("presence", verbs.Presence, "agents recently active", remote.presence,
              lambda d: f"presence: {d['recently_active']} of {_n(d, 'agents')} agents recently active",
              schemas.OBJECT),
-        Tool("status", verbs.Status, "", remote.status, _status_text, schemas.OBJECT, roles=OPERATORS),
+        Tool("status", verbs.Status, "intake and tracker counts, overdue acks, escalations", remote.status,
+             _status_text, schemas.OBJECT, roles=OPERATORS),
     )),
     # -- case intelligence (issue 10)
-    Views("cases", "Case reads: cases (grouped by fingerprint), case (one, by fingerprint), claims (claim vs "
-                   "measure counts), monitors.", (
-        _CASES,
-        Tool("case", verbs.Case, "", remote.case, lambda d: str(d["line"]), schemas.OBJECT),
-        Tool("claims", verbs.Claims, "", remote.claims,
+    Views("cases", "Case reads by view", (
+        Tool("cases", verbs.Cases, "letters grouped by fingerprint", remote.cases,
+             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+        Tool("case", verbs.Case, "one, by fingerprint", remote.case, lambda d: str(d["line"]), schemas.OBJECT),
+        Tool("claims", verbs.Claims, "claim vs measure counts", remote.claims,
              lambda d: f"claims: {_counts(d['totals'], 'claims', 'claimed_right', 'claimed_wrong', 'unresolved')}"
              + (f"; {d['labels_appended']} labels appended" if d["labels_appended"] else ""), schemas.OBJECT,
              operator_fields=("write_labels",)),
-        Tool("monitors", verbs.Monitors, "", remote.monitors,
+        Tool("monitors", verbs.Monitors, "dead-man's switches and their states", remote.monitors,
              lambda d: f"monitors: {d['count']} ({_counts(d, 'up', 'late', 'down', 'new', 'paused')})", schemas.OBJECT),
     )),
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
