@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,7 @@ import orjson
 import pytest
 
 from dovecote.vocab import ENGINE_AGENT
-from helpers import new_home, run_cli
+from helpers import cli_env, new_home, run_cli
 
 pytestmark = pytest.mark.files_only
 
@@ -102,3 +104,13 @@ def test_hooks_install_wires_post_tool_and_stop_in_one_configuration(tmp_path: P
     commands = [h["command"] for e in hooks.values() for g in e for h in g["hooks"]]
     assert sum("hook stop" in c for c in commands) == 1, "one stop hook does mail and abandonment"
     assert sum("hook post-tool" in c for c in commands) == 2
+    # the installed commands, run as the agent runs them (from the project, its own environment): the failure
+    # and the stop of one session mint its abandonment letter, with mail hooks in the same file
+    by_event = {e: g[0]["hooks"][0]["command"] for e, g in hooks.items()}
+    for event, stdin in (("PostToolUse", call("mcp__north__seek", failed=False)),
+                         ("PostToolUseFailure", call("mcp__north__seek", failed=True)), ("Stop", stop())):
+        r = subprocess.run(shlex.split(by_event[event]), input=stdin, cwd=project, env=cli_env(tmp_path, None),
+                           capture_output=True, check=False, timeout=60)
+        assert r.returncode == 0 and b"dovecote hook:" not in r.stderr, (event, r.stderr)
+    (letter,) = [d for d in letters(dc.layout.root) if d.get("agent") == ENGINE_AGENT]
+    assert letter["session"] == "s1" and letter["tool"] == "mcp__north__seek"

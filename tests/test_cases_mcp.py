@@ -9,8 +9,8 @@ from mcp import Client
 
 from dovecote.api import Dovecote, Principal
 from dovecote.mcp.server import build
-from helpers import rep
 from mailhelpers import ENTITY, mail_home
+from mcphelpers import trilogy
 
 pytestmark = pytest.mark.anyio
 
@@ -18,12 +18,6 @@ pytestmark = pytest.mark.anyio
 def client(dc: Dovecote, role: str = "agent", read_only: bool = False) -> Client:
     face = build(dc, principal=Principal(ENTITY, role), read_only=read_only)
     return Client(face.server)
-
-
-def trilogy(dc: Dovecote) -> list[str]:
-    filed = dc.report([rep("empty answer over data that exists", tool="north", klass="honesty",
-                           ts=f"2026-07-05T10:00:0{n}Z") for n in range(3)])
-    return [lid for lid, _ in filed]
 
 
 async def test_cases_and_a_receipt_over_mcp(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from dovecote.errors import Refusal
 from dovecote.http import rest
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
-from dovecote.mcp.tools import TOOLS
+from dovecote.mcp.tools import TOOLS, Views
 from dovecote.verbs import Inbox
 from dovecote.vocab_delivery import SendType
 from helpers import rep
@@ -35,6 +35,7 @@ REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
 CASE = "{case}"  # the case of a report with a symptom filed in each home (``home``), and that report's id
 REPORT = "{report}"
 TASK = "{task}"  # a task delivered to ENTITY (what an ack answers), filled in per home
+VNEXT = "{vnext}"  # a vNext mailbox folder on this machine (what import_vnext reads)
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -163,57 +164,107 @@ def test_read_only_refuses_a_route_exactly_when_its_verb_writes(tmp_path: Path, 
             assert r.status_code == route.status, r.text
 
 
-#: Tool name -> example arguments (several for a tool that writes only with some of them).
-TOOL_EXAMPLES: dict[str, list[dict[str, Any]]] = {
-    "report": [{"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}],
-    "sweep": [{"distribute": False}, {"distribute": True}],
-    "box": [{"address": "home"}],
-    "doctor": [{}],
-    "send": [{"recipient": ENTITY, "subject": "s"}],
-    "move": [{"kind": "seen", "entity_id": ENTITY, "ref": REF}],
-    "inbox": [{"entity_id": ENTITY}],
-    "show": [{"entity_id": ENTITY, "ref": REF}],
-    "search": [{"query": "rebuild"}],
-    "wait": [{"entity_id": ENTITY, "timeout": 0}],
-    "ack": [{"entity_id": ENTITY, "ref": REF}],
-    "trackers": [{}, {"entity_id": ENTITY}],
-    "cases": [{}],
-    "receipt": [{"answers": [REF], "disposition": "moot"}],
+#: Tool name -> example arguments (several for a tool that writes only with some of them, or has views), each
+#: with the access it promises every MCP caller (``TOOL_PROMISES``). A tool missing here fails the first test.
+TOOL_EXAMPLES: dict[str, list[tuple[dict[str, Any], str]]] = {
+    "report": [({"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}, "token")],
+    "sweep": [({"distribute": False}, "open"), ({"distribute": True}, "token")],
+    "box": [({"address": "home"}, "open"), ({"address": f"entity:{ENTITY}"}, "own")],
+    "doctor": [({}, "open")],
+    "send": [({"recipient": ENTITY, "subject": "s"}, "token")],
+    "move": [({"kind": "seen", "entity_id": ENTITY, "ref": REF}, "own")],
+    "inbox": [({"entity_id": ENTITY}, "own")],
+    "show": [({"entity_id": ENTITY, "ref": REF}, "own")],
+    "search": [({"query": "rebuild"}, "open"), ({"query": "rebuild", "entity_id": ENTITY}, "own")],
+    "wait": [({"entity_id": ENTITY, "timeout": 0}, "own")],
+    "ack": [({"entity_id": ENTITY, "ref": TASK}, "recipient")],
+    "trackers": [({}, "open"), ({"entity_id": ENTITY}, "own"), ({"view": "presence"}, "open"),
+                 ({"view": "status"}, "operator")],
+    "cases": [({}, "open"), ({"view": "case", "fingerprint": CASE}, "open"), ({"view": "claims"}, "open"),
+              ({"view": "claims", "write_labels": True}, "operator"), ({"view": "monitors"}, "open")],
+    "receipt": [({"answers": [REPORT], "disposition": "moot"}, "token")],
+    "intake": [({}, "operator")],
+    "mailman": [({}, "operator")],
+    "presence_beat": [({"agent": ENTITY}, "operator")],
+    "sentinels": [({"timeout": 5}, "operator")],
+    "monitor_add": [({"name": "nightly", "expect": "tool=seek", "every": "1d"}, "operator")],
+    "import_vnext": [({"path": VNEXT}, "local"), ({"path": VNEXT, "write": True}, "local")],
 }
 
+#: What each access promises each MCP caller: REST's promise (the one rule), less the tokenless caller (every
+#: connection has a principal: stdio binds one, HTTP needs a token), plus the local operator (``dovecote mcp``
+#: with no token: the person at this machine), who is an operator, and alone may name a folder on it.
+TOOL_PROMISES: dict[str, dict[str, str]] = {
+    **{access: {**{c: w for c, w in PROMISES[access].items() if c != "none"}, "local": PROMISES[access]["operator"]}
+       for access in ("open", "token", "own", "recipient", "operator")},
+    "local": {"own": "forbidden", "other": "forbidden", "operator": "server_file", "local": "ok"},
+}
+MCP_CALLERS = {"own": Principal(ENTITY, "agent"), "other": Principal(SENDER, "agent"),
+               "operator": Principal(SENDER, "operator"), "local": Principal(SENDER, "operator", local=True)}
 
-def test_every_mcp_tool_has_an_example() -> None:
+
+def test_every_mcp_tool_has_an_example_and_each_view_one() -> None:
     assert set(TOOL_EXAMPLES) == set(TOOLS)
+    for name, tool in TOOLS.items():
+        if isinstance(tool, Views):
+            walked = {args.get("view", tool.views[0].name) for args, _ in TOOL_EXAMPLES[name]}
+            assert walked == {t.name for t in tool.views}, name
+    assert {access for rows in TOOL_EXAMPLES.values() for _, access in rows} <= set(TOOL_PROMISES)
+
+
+def _mcp_home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
+    """``home`` plus an empty vNext mailbox folder (``import_vnext`` reads it)."""
+    dc, fills = home(tmp_path)
+    vnext = tmp_path / "vnext"
+    (vnext / "intake" / "pending").mkdir(parents=True)
+    return dc, {**fills, VNEXT: str(vnext)}
+
+
+def _tool_call(face: Face, name: str, principal: Principal, args: dict[str, Any]) -> Any:
+    async def call() -> Any:
+        return await face.call(TOOLS[name], principal, args)
+
+    return anyio.run(call)
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_each_mcp_caller_gets_what_the_tools_access_promises(tmp_path: Path, name: str) -> None:
+    """Every tool (each view, each writing variant) under every caller: ok, or the promised refusal."""
+    dc, fills = _mcp_home(tmp_path)
+    face = Face(dc)
+    for example, access in TOOL_EXAMPLES[name]:
+        args = _fill(example, fills)
+        for caller, principal in MCP_CALLERS.items():
+            want = TOOL_PROMISES[access][caller]
+            if want == "ok":
+                assert isinstance(_tool_call(face, name, principal, args), dict), (caller, args)
+            else:
+                with pytest.raises(Refusal) as refused:
+                    _tool_call(face, name, principal, args)
+                assert refused.value.reason == want, (caller, args, refused.value.message())
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Path, name: str) -> None:
-    dc = served_home(tmp_path)
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    dc, fills = _mcp_home(tmp_path)
     face = Face(dc, read_only=True)
-    operator = Principal("ops", "operator")
-    tool = TOOLS[name]
-    for example in TOOL_EXAMPLES[name]:
-        args = {k: v.replace(REF, ref) if isinstance(v, str) else [ref if x == REF else x for x in v]
-                if isinstance(v, list) else v for k, v in example.items()}
-        writes = verbs.writes(name, verbs.decode(tool.verb, args))
-
-        async def call(args: dict[str, Any] = args) -> Any:
-            return await face.call(tool, operator, args)
-
-        if writes:
+    for example, _ in TOOL_EXAMPLES[name]:
+        args = _fill(example, fills)
+        tool, rest = TOOLS[name].pick(args)
+        if verbs.writes(tool.name, verbs.decode(tool.verb, rest)):
             with pytest.raises(Refusal) as refused:
-                anyio.run(call)
+                _tool_call(face, name, MCP_CALLERS["local"], args)
             assert refused.value.reason == "read_only"
         else:
-            assert isinstance(anyio.run(call), dict)
+            assert isinstance(_tool_call(face, name, MCP_CALLERS["local"], args), dict)
 
 
 def test_token_and_hook_verbs_are_on_no_remote_face() -> None:
     """Whoever holds a token must not mint, list or revoke tokens, nor write files in a project."""
     operator_work = {"token_issue", "token_list", "token_revoke", "hooks_install"}
     assert operator_work <= set(verbs.VERBS)
-    assert not operator_work & ({r.verb for r in rest.ROUTES} | set(TOOLS))
+    tools = {v.name for t in TOOLS.values() for v in (t.views if isinstance(t, Views) else (t,))}
+    assert not operator_work & ({r.verb for r in rest.ROUTES} | tools)
 
 
 def test_the_move_route_takes_every_move_kind_and_only_those() -> None:

@@ -28,6 +28,8 @@ pytestmark = pytest.mark.anyio
 def dc(tmp_path: Path) -> Dovecote:
     return mail_home(tmp_path)
 AGENT = Principal(ENTITY, "agent")
+OPERATOR_TOOLS = ("report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
+                  "trackers", "cases", "receipt", "intake", "mailman", "presence_beat", "sentinels", "monitor_add")
 
 
 def ledgers(dc: Dovecote) -> dict[str, bytes]:
@@ -42,22 +44,54 @@ def client(dc: Dovecote, principal: Principal = AGENT, **kw: Any) -> Client:
     return Client(face.server, **kw)
 
 
-async def test_tools_list_is_the_agent_verbs_under_the_token_budget(dc: Dovecote) -> None:
+#: Each catalog, by the principal a connection is bound to: an agent, an operator token, the local operator.
+CATALOGS = {
+    "agent": (AGENT, ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
+                      "trackers", "cases", "receipt"]),
+    "operator": (Principal("ent_ops", "operator"), [*OPERATOR_TOOLS]),
+    "local": (Principal("ent_ops", "operator", local=True), [*OPERATOR_TOOLS, "import_vnext"]),
+}
+#: The agent's catalog leaves this much of issue 8's 4,000 tokens to the mission tools (issue 11: ~600).
+AGENT_BUDGET = 3300
+
+
+async def test_tools_list_is_each_roles_catalog_under_the_token_budget(dc: Dovecote) -> None:
+    sizes = {}
+    for role, (principal, names) in CATALOGS.items():
+        async with client(dc, principal) as c:
+            listed = (await c.list_tools()).tools
+        assert [t.name for t in listed] == names, role
+        wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
+        sizes[role] = len(wire) / 4
+        assert sizes[role] < 4000, f"{role}'s tools/list is {sizes[role]:.0f} tokens"
+        for t in listed:
+            assert t.output_schema and t.output_schema["type"] == "object"
+            assert t.description and "\n" not in t.description
+            assert t.input_schema["type"] == "object" and "$ref" not in json.dumps(t.input_schema)
+        for name in ("inbox", "send", "move", "show"):
+            assert next(t for t in listed if t.name == name).output_schema["required"], name
+        move = next(t for t in listed if t.name == "move")
+        assert move.input_schema["properties"]["kind"]["enum"] == sorted(k.value for k in verbs.MoveKind)
+    assert sizes["agent"] <= AGENT_BUDGET, f"the agent's tools/list is {sizes['agent']:.0f} tokens"
+    assert sizes["agent"] < sizes["operator"] < sizes["local"]
+
+
+async def test_an_agents_catalog_lists_only_what_it_may_use(dc: Dovecote) -> None:
+    """No operator tool, no operator view, no operator-only field; an operator's catalog has them."""
     async with client(dc) as c:
-        listed = (await c.list_tools()).tools
-    names = [t.name for t in listed]
-    assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
-                     "trackers", "cases", "receipt"]
-    wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
-    assert len(wire) / 4 < 4000, f"tools/list is {len(wire) / 4:.0f} tokens"
-    move = next(t for t in listed if t.name == "move")
-    assert move.input_schema["properties"]["kind"]["enum"] == sorted(k.value for k in verbs.MoveKind)
-    for t in listed:
-        assert t.output_schema and t.output_schema["type"] == "object"
-        assert t.description and "\n" not in t.description
-        assert t.input_schema["type"] == "object" and "$ref" not in json.dumps(t.input_schema)
-    for name in ("inbox", "send", "move", "show"):
-        assert next(t for t in listed if t.name == name).output_schema["required"], name
+        mine = {t.name: t.input_schema for t in (await c.list_tools()).tools}
+    async with client(dc, Principal("ent_ops", "operator")) as c:
+        ops = {t.name: t.input_schema for t in (await c.list_tools()).tools}
+    assert mine["trackers"]["properties"]["view"]["enum"] == ["trackers", "presence"]
+    assert ops["trackers"]["properties"]["view"]["enum"] == ["trackers", "presence", "status"]
+    assert mine["cases"]["properties"]["view"]["enum"] == ops["cases"]["properties"]["view"]["enum"] == [
+        "cases", "case", "claims", "monitors"]
+    for name, field in [("send", "sender"), ("report", "agent"), ("receipt", "sentinel_probe"),
+                        ("cases", "write_labels")]:
+        assert field not in mine[name]["properties"] and field in ops[name]["properties"], (name, field)
+    # a field two views share keeps what both verbs say, but not a default only one of them has
+    assert "default" not in ops["trackers"]["properties"]["limit"]
+    assert mine["trackers"]["properties"]["limit"]["default"] == 1000
 
 
 async def test_send_inbox_show_move_return_structured_content_and_a_line(dc: Dovecote) -> None:
@@ -186,8 +220,11 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
         assert not (await c.call_tool("doctor", {})).is_error
         assert not (await c.call_tool("trackers", {})).is_error
     assert ledgers(dc) == before
-    for name in TOOLS:
-        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep", "ack", "receipt"}), name
+    writing = {"report", "send", "move", "sweep", "ack", "receipt", "intake", "mailman", "presence_beat",
+               "sentinels", "monitor_add", "import_vnext", "claims"}
+    for tool in TOOLS.values():
+        for view in getattr(tool, "views", (tool,)):
+            assert verbs.writes(view.name) == (view.name in writing), view.name
 
 
 async def test_report_files_as_the_principal(dc: Dovecote) -> None:
@@ -249,8 +286,9 @@ async def test_a_legacy_subscriber_is_told_the_box_grew(dc: Dovecote) -> None:
 def test_every_tool_is_documented_in_the_readme() -> None:
     section = (Path(__file__).resolve().parent.parent / "README.md").read_text().split("## MCP\n", 1)[1]
     section = section.split("\n## ", 1)[0]
-    for name in TOOLS:
-        assert f"`{name}`" in section, f"MCP tool {name} is not in the README's MCP section"
+    for tool in TOOLS.values():
+        for name in (tool.name, *(v.name for v in getattr(tool, "views", ()))):
+            assert f"`{name}`" in section, f"MCP tool or view {name} is not in the README's MCP section"
 
 
 @pytest.mark.parametrize(("error", "start"), [

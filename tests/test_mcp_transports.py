@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dovecote.api import Dovecote
-from helpers import DOVECOTE_BIN, cli_env
+from helpers import DOVECOTE_BIN, cli_env, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send
 from mcphelpers import LEGACY
 
@@ -214,3 +214,61 @@ async def test_the_demo_prints_an_mcp_config_that_runs_as_pasted(tmp_path: Path)
     async with Client(params) as c:
         inbox = await c.call_tool("inbox", {})
         assert inbox.structured_content is not None and inbox.structured_content["entity"] == "ent_builder"
+
+
+# -- the catalog per role, over the real transports (issues 9 and 10's tools) ------------------------------
+
+
+async def test_stdio_without_a_token_is_the_local_operator_who_alone_imports_a_vnext_folder(tmp_path: Path) -> None:
+    from reference_vnext_status import reference_status
+    from vnext_fixture import busy, home_with_agents
+
+    dc = home_with_agents(tmp_path)
+    root = tmp_path / "vnext"
+    busy(root)
+    before = snapshot(root)
+    async with Client(stdio(dc, tmp_path)) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert names[-1] == "import_vnext" and {"intake", "mailman", "sentinels", "monitor_add"} <= set(names)
+        dry = await c.call_tool("import_vnext", {"path": str(root)})
+        assert not dry.is_error and dry.structured_content is not None, dry.content
+        assert dry.structured_content["tracker_counts"] == reference_status(root)["tracker_counts"]
+        assert dry.content[0].text.startswith("would import (dry run) 16 letters")  # type: ignore[union-attr]
+        wrote = await c.call_tool("import_vnext", {"path": str(root), "write": True})
+        assert wrote.structured_content is not None and wrote.structured_content["letters"]["appended"] == 16
+        status = await c.call_tool("trackers", {"view": "status"})
+        assert status.structured_content is not None
+        assert status.structured_content["tracker_counts"]["total"] >= 4
+    assert snapshot(root) == before, "the vNext folder is never modified"
+    async with Client(stdio(dc, tmp_path, "--as", "tariq")) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert "import_vnext" not in names and "intake" not in names
+        r = await c.call_tool("import_vnext", {"path": str(root)})
+        assert r.is_error and r.content[0].text.startswith("forbidden: ")  # type: ignore[union-attr]
+
+
+async def test_http_lists_each_tokens_catalog_and_an_operator_token_names_no_server_folder(
+    dc: Dovecote, http_server: str, tmp_path: Path
+) -> None:
+    from deliveryhelpers import drop, envelope
+
+    env = envelope(**{"from": ENTITY, "to": SENDER})  # the server's roster: mail_home's two entities
+    env["ack_policy"]["escalation_target"] = ENTITY
+    drop(dc, env)
+    catalogs = {}
+    for role in ("agent", "operator"):
+        async with http_client(http_server, dc.token_issue(SENDER, role).token) as c:
+            catalogs[role] = [t.name for t in (await c.list_tools()).tools]
+            if role == "agent":
+                r = await c.call_tool("intake", {})
+                assert r.is_error and r.content[0].text.startswith("forbidden: ")  # type: ignore[union-attr]
+                continue
+            r = await c.call_tool("import_vnext", {"path": str(tmp_path)})
+            assert r.is_error and r.content[0].text.startswith("server_file: ")  # type: ignore[union-attr]
+            run = await c.call_tool("intake", {})
+            assert run.structured_content is not None and run.structured_content["processed"] == 1
+            status = await c.call_tool("trackers", {"view": "status"})
+            assert status.structured_content is not None
+            assert status.structured_content["intake"]["processed"] == 1
+    assert set(catalogs["agent"]) < set(catalogs["operator"]) and "import_vnext" not in catalogs["operator"]
+    assert "intake" in catalogs["operator"] and "intake" not in catalogs["agent"]

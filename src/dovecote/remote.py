@@ -15,7 +15,10 @@ everything and writes nothing (``unauthorized``): a write always has a token's
 entity behind it. A remote caller never names a file on the server
 (``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
 file the server can, and ``dir`` (intake's and the mailman's folder) any
-folder; they take the home's intake folder.
+folder; they take the home's intake folder. The one caller who names a folder
+is the local operator (``Principal.local``: ``dovecote mcp`` on stdio with no
+token, the person at this machine), and only to import a vNext mailbox
+(``import_vnext``; an operator token is ``server_file``).
 
 Delivery's operator work (intake, a mailman pass, a presence beat, the status
 view of every agent's deliveries) is an operator's (``operator``): an agent
@@ -292,12 +295,23 @@ def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, An
     return one.to_dict()
 
 
+def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dict[str, Any]:
+    """The folder it reads is on the server: only the local operator (the person at this machine, whose own
+    terminal could read it) names one; an operator token is ``server_file``, an agent's ``forbidden``."""
+    w = operator(p, "import a vNext mailbox")
+    if not w.local:
+        raise Refusal("server_file", "import_vnext reads a folder on the server: only the local operator names "
+                                     "one (dovecote mcp on this machine without a token, or dovecote import vnext)")
+    return dc.import_vnext(v).to_dict()
+
+
 #: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
-#: verify, view, import, organize and stale-check are operator work at a terminal: not here.
+#: verify, view, the inbox-tree import, organize and stale-check are operator work at a terminal: not here.
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
+    "import_vnext": import_vnext,
 }

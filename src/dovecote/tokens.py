@@ -62,10 +62,16 @@ def token_id(digest: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who a connection acts as: the token's entity and role."""
+    """Who a connection acts as: the token's entity and role.
+
+    ``local`` marks the person at this machine (``dovecote mcp`` on stdio with no
+    token): the one caller that may name a folder on it (``import vnext``), as
+    their own terminal could. No token ever makes a principal local.
+    """
 
     entity: str
     role: str
+    local: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ Who the connection acts as is bound here, once: a token (``--token`` or
 ``$DOVECOTE_TOKEN``) is resolved through the handle to its entity and role;
 ``--as ENTITY`` without a token is the local user acting as that entity, with an
 agent's rights (its own box only); neither is the local operator (every box,
-like the CLI itself). Over HTTP each request carries its own bearer token instead.
+like the CLI itself, and the folders of this machine: ``import_vnext``). Over
+HTTP each request carries its own bearer token instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def principal_for(dc: Dovecote, entity: Optional[str], token: Optional[str]) -> 
         if not any(e["id"] == entity for e in dc.entities()):
             raise Refusal("unknown_entity", f"{entity!r} is not a registered entity (dovecote entity add)")
         return Principal(entity, "agent")
-    return Principal(bound_actor().sender(), "operator")
+    return Principal(bound_actor().sender(), "operator", local=True)
 
 
 def register(app: typer.Typer, open_home: Callable[[], Dovecote]) -> None:

@@ -4,24 +4,34 @@
 one flat object a tool's ``inputSchema`` is, without changing what it accepts:
 references are inlined, titles and class docs dropped, and an optional
 ``anyOf [T, null]`` with a null default becomes ``T`` (not listing a field is
-how a caller leaves it out). The field descriptions, ranges, patterns and
-enums stay: they are the contract, with two exceptions that say nothing new:
-the entity-name pattern (a name field keeps its length limit; a bad name is
-refused ``invalid_name``, naming the rule) and ``default: false`` on a
-boolean (a boolean left out is false). This is what keeps ``tools/list`` small.
+how a caller leaves it out). The field descriptions, numeric ranges, patterns
+and enums stay: they are the contract, with exceptions that say nothing a
+caller needs before it calls: the entity-name pattern (a bad name is refused
+``invalid_name``, naming the rule), string and list lengths (an out-of-bounds
+one is refused ``invalid_field``, naming the bound), ``default: false`` on a
+boolean and ``default: []`` on a list (left out is false, or empty), an empty
+``required``, the largest integers (``MAX_INT``, ``MAX_SECONDS``: no caller
+gets near them), and ``additionalProperties: false`` (every field not listed is
+refused ``unknown_field``, as the server's instructions say once for all
+tools). This is what keeps ``tools/list`` small.
 
-The output schemas describe the keys the main results always carry; each
-allows more keys, so a result may grow without breaking a client.
+The output schemas name the keys the main results always carry (``required``),
+what a client may rely on; each allows more keys, so a result may grow without
+breaking a client. They leave the values' types to the one-line text, the
+README and the OpenAPI: spelling each key's type out cost a fifth of the
+catalog and tells an agent nothing it does not read from the answer itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dovecote.verbs import NAME_SCHEMA_PATTERN
+from dovecote.verbs import MAX_SECONDS, NAME_SCHEMA_PATTERN
 
-#: The largest integer the verbs take (``verbs.MAX_INT``): left implicit, every JSON reader carries it.
-_MAX_INT = 2**53 - 1
+#: The largest integers the verbs take (``verbs.MAX_INT``, a delivery's century in seconds and in minutes).
+_HUGE = (2**53 - 1, MAX_SECONDS, MAX_SECONDS // 60)
+#: The length bounds of strings and lists: the decoder refuses an out-of-bounds one, naming the bound.
+_LENGTHS = ("minLength", "maxLength", "minItems", "maxItems")
 
 
 def inline(schema: dict[str, Any], omit: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -48,56 +58,42 @@ def inline(schema: dict[str, Any], omit: tuple[str, ...] = ()) -> dict[str, Any]
             if len(kept) == 1:
                 del out["anyOf"], out["default"]
                 out = {**kept[0], **out}
-        if out.get("maximum") == _MAX_INT:
+        if out.get("maximum") in _HUGE:
             del out["maximum"]
         if out.get("pattern") == NAME_SCHEMA_PATTERN:  # a bad name is refused invalid_name, naming the rule
             del out["pattern"]
-        if out.get("type") == "boolean" and out.get("default") is False:
+        if "default" in out and out["default"] in (False, [], ()) and out.get("type") in ("boolean", "array"):
             del out["default"]
+        for bound in _LENGTHS:
+            out.pop(bound, None)
         return out
 
     out: dict[str, Any] = walk(schema)
     out.pop("description", None)  # the tool's description says it in one line
     for name in omit:
         del out["properties"][name]
+    if not out.get("required", True):
+        del out["required"]
+    out.pop("additionalProperties", None)  # every field not listed is refused unknown_field (the instructions say so)
     return out
 
 
-def _obj(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": {**required, **optional}, "required": sorted(required)}
+def _obj(*required: str) -> dict[str, Any]:
+    """An object that always carries ``required`` (and may carry more)."""
+    return {"type": "object", "required": sorted(required)}
 
 
-_S, _B, _I = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}
-_S_OR_NULL = {"type": ["string", "null"]}
-_ITEMS = {"type": "array", "items": {"type": "object"}}
-
-#: Any JSON object: the results that have no typed schema of their own (sweep, box, doctor, search).
+#: Any JSON object: the results that have no schema of their own (sweep, box, doctor, search, the views).
 OBJECT: dict[str, Any] = {"type": "object"}
 
-REPORT = _obj({"letters": {"type": "array", "items": _obj({"id": _S, "appended": _B})}})
-
-DELIVERY = _obj({"id": _S, "to": _S, "from": _S, "thread_id": _S, "appended": _B},
-                message_id=_S_OR_NULL, idempotency_key=_S_OR_NULL, sent_record=_S_OR_NULL)
-
-#: send: a message's delivery, or (a task, a response, a broadcast) one row per delivery in ``deliveries``.
-SENT = _obj({"from": _S, "appended": _B}, id=_S_OR_NULL, to=_S_OR_NULL, thread_id=_S_OR_NULL,
-            envelope_id=_S_OR_NULL, type=_S, count={"type": "integer"}, deliveries=_ITEMS)
-
-ACKED = _obj({"id": _S, "delivery_id": _S, "envelope_id": _S, "status": _S, "late": _B, "ack_state": _S})
-
-TRACKERS = _obj({"total": {"type": "integer"}, "trackers": _ITEMS})
-
-TRANSITION = _obj({"id": _S, "item": _S, "kind": _S, "from": _S, "to": _S})
-
-INBOX = _obj({"entity": _S, "counts": {"type": "object"}, "flags": {"type": "object"}, "direction": _S,
-              "cursor": _S, "clock": {"type": "object"}}, items=_ITEMS, outbound=_ITEMS)
-
-SHOW = _obj({"entity": _S, "item": {"type": "object"}, "envelope": {"type": "object"},
-             "thread": {"type": "array"}, "history": {"type": "array"}},
-            body=_S_OR_NULL, body_ref=_S_OR_NULL)
-
-WAIT = _obj({"entity": _S, "cursor": _S, "timed_out": _B, "items": _ITEMS})
-CASES = _obj({"cases": _ITEMS, "count": _I, "recurrence": {"type": "object"}, "kindless": _I,
-              "unreachable": {"type": "array", "items": _S}})
-RECEIPT = _obj({"id": _S, "appended": _B, "box": _S, "fingerprint": _S_OR_NULL,
-                "answers": {"type": "array", "items": _S}})
+REPORT = _obj("letters")
+#: send: a message's delivery (also id, to, thread_id), or (a task, a response, a broadcast) ``deliveries``.
+SENT = _obj("from", "appended")
+ACKED = _obj("id", "delivery_id", "envelope_id", "status", "late", "ack_state")
+TRANSITION = _obj("id", "item", "kind", "from", "to")
+INBOX = _obj("entity", "counts", "flags", "direction", "cursor", "clock")
+SHOW = _obj("entity", "item", "envelope", "thread", "history")
+WAIT = _obj("entity", "cursor", "timed_out", "items")
+CASES = _obj("cases", "count", "recurrence", "kindless", "unreachable")
+TRACKERS = _obj("total", "trackers")
+RECEIPT = _obj("id", "appended", "box", "fingerprint", "answers")

@@ -18,6 +18,7 @@ JSON schema as given, so the schemas are exactly the typed verbs'. The rules:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,7 +38,7 @@ from dovecote import verbs
 from dovecote._version import __version__
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
-from dovecote.mcp.tools import TOOLS, Tool, refuse_if_read_only
+from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,18 @@ TEMPLATES = [
     types.ResourceTemplate(name="box", uri_template="box://{address}", mime_type="application/json",
                            description="A box's listing: home, project:NAME or entity:ID."),
 ]
+
+
+def listing(role: str) -> list[types.Tool]:
+    """The ``tools/list`` answer of ``role``'s catalog (``tools.catalog``)."""
+    return [types.Tool(name=t.name, description=t.describe(role), input_schema=t.input_schema(role),
+                       output_schema=t.output) for t in catalog(role)]
+
+
+def tokens(role: str) -> int:
+    """The size of ``role``'s ``tools/list`` answer in tokens, as issue 8 counts them: JSON characters / 4."""
+    wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing(role)])
+    return len(wire) // 4
 
 
 def error_text(e: BaseException) -> str:
@@ -90,14 +103,15 @@ class Face:
         self._legacy: dict[str, dict[object, Any]] = {}
         self.server: Server[Any] = Server(
             "dovecote", version=__version__, lifespan=self._lifespan,
-            instructions="Mail for agents: inbox, show, move (seen is explicit), send, wait.",
+            instructions="Mail for agents: inbox, show, move (seen is explicit), send, wait. An argument a tool's "
+                         "schema does not list is refused (unknown_field).",
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
             on_read_resource=self._read_resource, on_subscribe_resource=self._subscribe,
             on_unsubscribe_resource=self._unsubscribe, on_subscriptions_listen=self._listen_handler,
         )
-        self._tools = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema(),
-                                  output_schema=t.output) for t in TOOLS.values()]
+        #: Each role's tools/list answer, built when that role first asks (a stdio face serves one role).
+        self._tools: dict[str, list[types.Tool]] = {}
 
     @asynccontextmanager
     async def _lifespan(self, _: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -125,16 +139,20 @@ class Face:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self._tools)
+        role = role_of(self._who_or_mcp_error(ctx))
+        if role not in self._tools:
+            self._tools[role] = listing(role)
+        return types.ListToolsResult(tools=self._tools[role])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = TOOLS.get(params.name)
+        listed = TOOLS.get(params.name)
         try:
-            if tool is None:
+            if listed is None:
                 raise Refusal("invalid_field", f"no tool named {params.name!r} (tools/list names them)")
-            result = await self.call(tool, self.who(ctx), params.arguments or {})
+            tool, arguments = listed.pick(params.arguments or {})
+            result = await self.call(tool, self.who(ctx), arguments)
         except Exception as e:
             if not isinstance(e, (Refusal, StoreError)):
                 log.exception("tool %s failed", params.name)
@@ -142,8 +160,10 @@ class Face:
         return types.CallToolResult(content=[types.TextContent(type="text", text=tool.text(result))],
                                     structured_content=result)
 
-    async def call(self, tool: Tool, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One tool call: decode, refuse a write on a read-only face, run on the handle off the loop."""
+    async def call(self, listed: Tool | Views, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One tool call: pick the view, decode, refuse a write on a read-only face, run on the handle off the
+        loop. A tool outside the principal's catalog is called all the same: ``remote`` refuses it."""
+        tool, arguments = listed.pick(arguments)
         tool.refuse_omitted(arguments)
         v = verbs.decode(tool.verb, arguments)
         refuse_if_read_only(tool.name, v, self.read_only)
@@ -267,7 +287,7 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> object:
     return getattr(ctx.session, "_connection", ctx.session)
 
 
-def _resource(uri: str) -> tuple[Tool, dict[str, Any]]:
+def _resource(uri: str) -> tuple[Tool | Views, dict[str, Any]]:
     """The tool and arguments that read resource ``uri``; an unknown scheme is a JSON-RPC error."""
     scheme, sep, rest = uri.partition("://")
     if sep and rest and scheme == "inbox":

@@ -5,19 +5,39 @@ input is decoded by ``verbs.decode`` (so a bad argument is the same refusal as
 on the CLI), and its call is the verb's call in ``remote.CALLS``, the one REST
 makes too: what a tool may touch is decided there, before the handle is called,
 by the principal the connection is bound to (``forbidden`` for another entity's
-box), and the one deny list ``verbs.writes`` refuses a write on a read-only
-face (``read_only``).
+box or for an agent doing operator work), and the one deny list ``verbs.writes``
+refuses a write on a read-only face (``read_only``).
 
-Which verbs are tools: the ones an agent uses on its own mail and reports.
-Roster edits, verify, view, import, organize, draft, outbox and stale-check are
-operator work at a terminal (they change the roster or files on the machine,
-or survey every entity), so they are not in an agent's catalog; a smaller
-catalog is also what keeps ``tools/list`` under its token budget.
+The catalog is kept small (issue 8's budget: ``tools/list`` under 4,000 tokens,
+characters / 4, with room left for the mission tools) in two ways:
+
+- **A catalog per role.** ``tools/list`` lists what the connection's principal
+  may call (``catalog``): an agent's catalog has no operator work (intake, the
+  mailman, presence beats, sentinels, monitor add, the status view) and no
+  operator-only field (a send's sender, a report's author, a receipt's probe,
+  writing claim labels); an operator's adds those; the local operator's (stdio
+  with no token, the person at this machine) adds ``import_vnext``, the one
+  tool that names a folder on the server. This is a listing, not a gate: a call
+  to a tool or field outside the caller's catalog still goes to ``remote``,
+  which refuses it (``forbidden``, ``server_file``) exactly as REST does.
+  Listing what a principal cannot use would only spend the agent's context.
+- **One tool over several read views** (``Views``), as ``move`` takes a kind:
+  ``cases`` reads cases, one case, claims or monitors; ``trackers`` reads
+  trackers, presence or (an operator's) the status view. Each view is its own
+  verb: the tool's schema is the union of the views' verb schemas plus
+  ``view``, and a call is decoded by the chosen view's verb alone (a field of
+  another view is ``unknown_field``). Writes are never views: each writing verb
+  is its own tool, so ``read_only`` and ``forbidden`` stay per verb.
+
+Which verbs are tools: the ones an agent uses on its own mail and reports, and
+the operator's delivery and case work. Roster edits, verify, view, the inbox-tree
+import, organize, draft, outbox and stale-check are operator work at a terminal
+(they change the roster or files on the machine), so they are not tools.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +47,18 @@ from dovecote.errors import Refusal
 from dovecote.mcp import schemas
 from dovecote.remote import refuse_if_read_only
 
-__all__ = ["TOOLS", "Tool", "refuse_if_read_only"]
+__all__ = ["ROLES", "TOOLS", "Tool", "Views", "catalog", "refuse_if_read_only", "role_of"]
 
 Call = Callable[[Dovecote, Principal, Any], dict[str, Any]]
+
+#: The catalogs, each a superset of the one before: an agent's, an operator's, the local operator's.
+ROLES = ("agent", "operator", "local")
+EVERYONE, OPERATORS, LOCAL = frozenset(ROLES), frozenset(ROLES[1:]), frozenset(ROLES[2:])
+
+
+def role_of(p: Principal) -> str:
+    """The catalog a principal sees."""
+    return "local" if p.local else "operator" if p.role == "operator" else "agent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +73,81 @@ class Tool:
     output: dict[str, Any]
     #: Fields of the verb this face does not offer besides ``NOT_OFFERED`` (not in the schema; ``refuse_omitted``).
     omit: tuple[str, ...] = ()
+    #: The catalogs that list it.
+    roles: frozenset[str] = EVERYONE
+    #: Fields only an operator may use: not in an agent's schema (``remote`` refuses an agent that sends them).
+    operator_fields: tuple[str, ...] = ()
 
     def omitted(self) -> tuple[str, ...]:
         """Every field of the verb this tool leaves out."""
         return self.omit + tuple(f for f in NOT_OFFERED if f in self.verb.__struct_fields__)
 
-    def input_schema(self) -> dict[str, Any]:
-        return schemas.inline(verbs.schema(self.verb), self.omitted())
+    def describe(self, role: str = "local") -> str:
+        """The one line ``tools/list`` shows."""
+        return self.description
 
-    def refuse_omitted(self, arguments: dict[str, Any]) -> None:
+    def input_schema(self, role: str = "local") -> dict[str, Any]:
+        hidden = self.operator_fields if role == "agent" else ()
+        return schemas.inline(verbs.schema(self.verb), self.omitted() + hidden)
+
+    def refuse_omitted(self, arguments: Mapping[str, Any]) -> None:
         """An argument this tool does not offer is ``unknown_field``, as any field not in its schema is; the
         server's files are ``remote``'s to refuse (``server_file``, said the same on every face)."""
         for name in self.omitted():
             if name in arguments and name not in remote.SERVER_FILES:
                 raise Refusal("unknown_field", f"{self.name} does not take {name} over MCP")
+
+    def pick(self, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
+        """The tool a call runs, and its arguments: this one, as given."""
+        return self, dict(arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class Views:
+    """One tool over several read verbs, chosen by the ``view`` argument (the first view is the default).
+
+    Each view's ``description`` is the phrase that names it in the tool's one line, after ``lead``.
+    """
+
+    name: str
+    lead: str
+    views: tuple[Tool, ...]
+
+    def describe(self, role: str = "local") -> str:
+        """``lead``, then each view ``role`` may read with its phrase."""
+        return f"{self.lead}: " + "; ".join(f"{t.name} ({t.description})" for t in self.views if role in t.roles) + "."
+
+    @property
+    def output(self) -> dict[str, Any]:
+        """Any object: each view answers its own verb's result."""
+        return schemas.OBJECT
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return frozenset().union(*(t.roles for t in self.views))
+
+    def input_schema(self, role: str = "local") -> dict[str, Any]:
+        """``view`` (the views this role may read) and the union of their verbs' fields.
+
+        A field two views share keeps what their schemas agree on (a default they differ on is left to
+        each verb). No field is required here: the chosen view's verb refuses a missing one.
+        """
+        shown = [t for t in self.views if role in t.roles]
+        props: dict[str, Any] = {"view": {"enum": [t.name for t in shown], "default": shown[0].name}}
+        for t in shown:
+            for key, s in t.input_schema(role)["properties"].items():
+                props[key] = {k: v for k, v in props[key].items() if s.get(k) == v} if key in props else s
+        return {"type": "object", "properties": props}
+
+    def pick(self, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
+        """The view a call reads, and the arguments its verb decodes (``invalid_field`` for no such view)."""
+        rest = dict(arguments)
+        view = rest.pop("view", self.views[0].name)
+        for t in self.views:
+            if t.name == view:
+                return t, rest
+        raise Refusal("invalid_field", f"{self.name}: view must be one of {', '.join(t.name for t in self.views)}"
+                                       f", not {view!r}")
 
 
 #: Verb fields no tool offers: the server's tic source is the clock of record (an agent does not set it).
@@ -87,9 +177,36 @@ def _sweep_text(d: dict[str, Any]) -> str:
     return f"sweep: {d['total']} letters, {d['open']} open, {_n(d, 'unreachable')} unreachable"
 
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (
+def _counts(d: Mapping[str, Any], *keys: str) -> str:
+    return ", ".join(f"{d[k]} {k}" for k in keys)
+
+
+def _status_text(d: dict[str, Any]) -> str:
+    return (f"status: intake {_counts(d['intake'], 'pending', 'processed', 'quarantined')}; trackers "
+            f"{_counts(d['tracker_counts'], 'total', 'pending_ack', 'timed_out', 'escalated')}; "
+            f"{d['overdue_total']} overdue")
+
+
+def _intake_text(d: dict[str, Any]) -> str:
+    return f"intake: {_counts(d, 'processed', 'quarantined', 'left_pending', 'letters_appended')}"
+
+
+def _mailman_text(d: dict[str, Any]) -> str:
+    return (f"mailman ({d['notify_mode']}): {_intake_text(d['intake'])}; "
+            f"{_counts(d['reconcile'], 'open_checked', 'repings', 'timeouts', 'escalations')}")
+
+
+def _import_text(d: dict[str, Any]) -> str:
+    letters = d["letters"]
+    done = f"imported {letters['appended']} of" if d["write"] else "would import (dry run)"
+    return (f"{done} {letters['planned']} letters from {d['path']}; {d['tracker_counts']['total']} trackers, "
+            f"{d['malformed_count']} malformed files")
+
+
+TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
-         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS),
+         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS,
+         operator_fields=("agent",)),
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", remote.sweep, _sweep_text,
          schemas.OBJECT),
     Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", remote.box,
@@ -98,7 +215,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
     Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
-         _sent_text, schemas.SENT, omit=remote.MESSAGE_FILES),
+         _sent_text, schemas.SENT, omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
@@ -110,15 +227,50 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
-    # -- delivery (issue 9): an agent acks and reads its trackers; intake, the mailman and status are operator work
+    # -- delivery (issue 9): an agent acks and reads its trackers and presence; the rest is an operator's
     Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
          lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
-    Tool("trackers", verbs.Trackers, "Delivery, ack and notify state of your deliveries.", remote.trackers,
-         lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
-    Tool("cases", verbs.Cases, "Cases: letters grouped by fingerprint, with receipt and label.", remote.cases,
-         lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+    Views("trackers", "Delivery reads by view", (
+        Tool("trackers", verbs.Trackers, "your deliveries' delivery, ack and notify states", remote.trackers,
+             lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
+        Tool("presence", verbs.Presence, "agents recently active", remote.presence,
+             lambda d: f"presence: {d['recently_active']} of {_n(d, 'agents')} agents recently active",
+             schemas.OBJECT),
+        Tool("status", verbs.Status, "intake and tracker counts, overdue acks, escalations", remote.status,
+             _status_text, schemas.OBJECT, roles=OPERATORS),
+    )),
+    # -- case intelligence (issue 10)
+    Views("cases", "Case reads by view", (
+        Tool("cases", verbs.Cases, "letters grouped by fingerprint", remote.cases,
+             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+        Tool("case", verbs.Case, "one, by fingerprint", remote.case, lambda d: str(d["line"]), schemas.OBJECT),
+        Tool("claims", verbs.Claims, "claim vs measure counts", remote.claims,
+             lambda d: f"claims: {_counts(d['totals'], 'claims', 'claimed_right', 'claimed_wrong', 'unresolved')}"
+             + (f"; {d['labels_appended']} labels appended" if d["labels_appended"] else ""), schemas.OBJECT,
+             operator_fields=("write_labels",)),
+        Tool("monitors", verbs.Monitors, "dead-man's switches and their states", remote.monitors,
+             lambda d: f"monitors: {d['count']} ({_counts(d, 'up', 'late', 'down', 'new', 'paused')})", schemas.OBJECT),
+    )),
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
-         schemas.RECEIPT),
+         schemas.RECEIPT, operator_fields=("sentinel_probe", "sentinel_expect")),
+    # -- operator work: not in an agent's catalog
+    Tool("intake", verbs.Intake, "Deliver every envelope in the home's intake pending/, once per recipient.",
+         remote.intake, _intake_text, schemas.OBJECT, omit=("dir",), roles=OPERATORS),
+    Tool("mailman", verbs.Mailman, "One mailman pass: intake, then the repings, timeouts and escalations due.",
+         remote.mailman, _mailman_text, schemas.OBJECT, omit=("dir", "loop", "interval"), roles=OPERATORS),
+    Tool("presence_beat", verbs.PresenceBeat, "Record that an agent's session is alive (assistive).",
+         remote.presence_beat, lambda d: f"beat {d['agent']} at {d['ts']}", schemas.OBJECT, roles=OPERATORS),
+    Tool("sentinels", verbs.Sentinels, "Run every fixed receipt's probe; a red one mints a regression letter.",
+         remote.sentinels, lambda d: str(d["line"]), schemas.OBJECT, roles=OPERATORS),
+    Tool("monitor_add", verbs.MonitorAdd, "Add (or redefine) a dead-man's switch monitor.", remote.monitor_add,
+         lambda d: f"monitor {d['name']}: {d['id']}" + ("" if d["appended"] else " (unchanged)"), schemas.OBJECT,
+         roles=OPERATORS),
+    Tool("import_vnext", verbs.ImportVnext, "Read a vNext mailbox folder on this machine; write imports it.",
+         remote.import_vnext, _import_text, schemas.OBJECT, roles=LOCAL),
 )}
 
+
+def catalog(role: str) -> list[Tool | Views]:
+    """The tools ``role``'s ``tools/list`` lists, in table order."""
+    return [t for t in TOOLS.values() if role in t.roles]

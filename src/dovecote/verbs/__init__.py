@@ -37,7 +37,7 @@ from dovecote.verbs.base import (
     schema,
 )
 from dovecote.verbs.cases import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels
-from dovecote.verbs.delivery import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
+from dovecote.verbs.delivery import MAX_SECONDS, Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -74,6 +74,7 @@ from dovecote.vocab import (
 
 __all__ = [
     "MAX_INT",
+    "MAX_SECONDS",
     "MAX_WAIT",
     "MOVE_OPTIONS",
     "NAME_SCHEMA_PATTERN",
