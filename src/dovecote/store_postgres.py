@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 import psycopg
 from msgspec.structs import force_setattr
-from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
 from dovecote import store_pgschema
@@ -44,6 +43,7 @@ from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.roster import Roster
 from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, box_key, check_writable, keyed_location, reachable
+from dovecote.store_url import shown
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -57,35 +57,12 @@ _STAMP = """SELECT b.generation, coalesce((SELECT max(seq) FROM dovecote_letters
 WHERE l.box = b.box AND l.generation = b.generation), 0) FROM dovecote_boxes b WHERE b.box = %s"""
 
 
-def is_url(text: str) -> bool:
-    """Does a ``store`` setting name a PostgreSQL database (rather than the home's files)?"""
-    return text.startswith(("postgresql://", "postgres://"))
-
-
-def has_password(url: str) -> bool:
-    """Does the URL carry a password (which must never be written into config.toml)?"""
-    try:
-        return bool(conninfo.conninfo_to_dict(url).get("password"))
-    except psycopg.ProgrammingError:
-        return False
-
-
-def safe(url: str) -> str:
-    """The URL as it may be shown: any password replaced."""
-    try:
-        parts = conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "(an unparsable PostgreSQL URL)"
-    host, db = parts.get("host", ""), parts.get("dbname", "")
-    return f"postgresql://{parts.get('user', '')}{'@' if parts.get('user') else ''}{host}/{db}"
-
-
 def connect(url: str) -> Conn:
     """One plain connection (migrations, the notifier's listener); refusals of libpq become StoreErrors."""
     try:
         return psycopg.connect(url, connect_timeout=10)
     except psycopg.Error as e:
-        raise StoreError(f"cannot reach PostgreSQL at {safe(url)}: {e}") from e
+        raise StoreError(f"cannot reach PostgreSQL at {shown(url)}: {e}") from e
 
 
 @dataclass(eq=False)
@@ -185,7 +162,7 @@ class PostgresStore:
                 kwargs={"connect_timeout": 10}, name="dovecote",
             )
         except psycopg.Error as e:
-            raise StoreError(f"cannot reach PostgreSQL at {safe(url)}: {e}") from e
+            raise StoreError(f"cannot reach PostgreSQL at {shown(url)}: {e}") from e
         try:
             with self._conn() as conn:
                 self.origin = f"postgresql:{store_pgschema.check(conn)}"
@@ -211,7 +188,7 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as e:
-            raise StoreError(f"PostgreSQL at {safe(self.url)}: {e}") from e
+            raise StoreError(f"PostgreSQL at {shown(self.url)}: {e}") from e
 
     def key(self, where: Where) -> str | None:
         return box_key(self.roster, where)
@@ -221,6 +198,12 @@ class PostgresStore:
 
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)
+
+    def entity_names(self) -> list[str]:
+        """The entity boxes the database holds (``copy`` moves those the roster no longer names too)."""
+        with self._conn() as conn:
+            rows = conn.execute("SELECT box FROM dovecote_boxes WHERE box LIKE 'entity:%' ORDER BY box").fetchall()
+        return [str(r[0]).removeprefix("entity:") for r in rows]
 
     def _box(self, key: str) -> _Box:
         box = self._boxes.get(key)
@@ -366,3 +349,24 @@ class PostgresStore:
             assert key is not None
             self._refresh(guard._conn, key, guard._box)
             guard.append(lines)
+
+
+_SHARED: dict[str, PostgresStore] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(url: str) -> PostgresStore:
+    """This process's store on ``url``: one pool and one set of warm boxes, whatever the number of handles."""
+    with _SHARED_LOCK:
+        st = _SHARED.get(url)
+        if st is None:
+            st = _SHARED[url] = PostgresStore(url)
+        return st
+
+
+def release(url: str) -> None:
+    """Close this process's pool on ``url`` (a test dropping its schema; a server shutting down)."""
+    with _SHARED_LOCK:
+        st = _SHARED.pop(url, None)
+    if st is not None:
+        st.close()
