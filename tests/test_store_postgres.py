@@ -6,6 +6,8 @@ keeps is ``test_store_contract.py``'s.
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +25,7 @@ from dovecote.letters import canonical_line, letter_id
 from dovecote.store import FileStore
 from dovecote.store_postgres import PostgresStore, release
 from dovecote.verbs import Cases, EntityAdd, Inbox, Message, Search, Sweep, Trackers
-from helpers import cli_json, new_home, run_cli
+from helpers import DOVECOTE_BIN, cli_env, cli_json, new_home, run_cli
 from pghelpers import schema
 
 NOW = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
@@ -190,3 +192,51 @@ def test_copy_names_a_difference_and_exits_1(tmp_path: Path, url: str) -> None:
     db.close()
     r = run_cli(tmp_path, "copy", "--to", url, "--verify-only", home=dc.layout.root)
     assert r.returncode == 1 and b"entity:ent_a: 0 missing, 1 extra" in r.stdout
+
+
+# -- LISTEN/NOTIFY ------------------------------------------------------------------
+
+
+def test_an_append_elsewhere_moves_the_stamp_by_notification(url: str) -> None:
+    here, there = PostgresStore(url), PostgresStore(url)
+    try:
+        before = here.stamp(BOX)
+        assert here._listener().live, "the stamp comes from the listener, not a query"
+        there.append(BOX, [line(what="from another host")])
+        deadline = time.monotonic() + 5
+        while here.stamp(BOX) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert here.stamp(BOX) != before
+        moved = here.stamp(BOX)
+        there.append(BOX, [line(what="from another host")])  # a duplicate adds no row: no notice
+        with psycopg.connect(url) as conn:
+            conn.execute("SELECT pg_notify('dovecote', 'other_schema:' || %s)", (str(BOX),))
+        time.sleep(0.3)
+        assert here.stamp(BOX) == moved, "neither a replay nor another schema's box moves it"
+    finally:
+        here.close()
+        there.close()
+
+
+def test_a_wait_process_on_postgres_is_woken_by_a_send_from_another_process(tmp_path: Path, url: str) -> None:
+    home = tmp_path / "h" / ".dovecote"
+    api.init(home, store=url)
+    dc = api.open_home(home)
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    dc.add_entity(EntityAdd(entity_id="ent_b"))
+    waiter = subprocess.Popen(
+        [str(DOVECOTE_BIN), "wait", "ent_a", "--after", "0", "--timeout", "30", "--json"],
+        env=cli_env(tmp_path, home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(2.0)  # let it start listening, also on a loaded machine (--after 0: an early send counts too)
+        sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="wake up", body="hi"))
+        at = time.monotonic()
+        out, err = waiter.communicate(timeout=30)
+        woke = time.monotonic() - at
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert waiter.returncode == 0, err
+    assert [i["id"] for i in orjson.loads(out)["items"]] == [sent.id]
+    assert woke < 1.0, woke

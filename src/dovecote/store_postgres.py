@@ -43,6 +43,7 @@ from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.roster import Roster
 from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, box_key, check_writable, keyed_location, reachable
+from dovecote.store_pgnotify import NOTIFY, Listener
 from dovecote.store_url import shown
 
 Conn = psycopg.Connection[tuple[object, ...]]
@@ -155,6 +156,7 @@ class PostgresStore:
         self.roster = roster or Roster()
         self._boxes: dict[str, _Box] = {}
         self._made = threading.Lock()
+        self._listening: list[Listener] = []  # started by the first stamp; shared with for_roster copies
         try:
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url, min_size=1, max_size=pool_size, open=True, timeout=15,
@@ -171,14 +173,16 @@ class PostgresStore:
             raise
 
     def close(self) -> None:
-        """Close the pool (every handle sharing it: ``for_roster`` copies share one)."""
+        """Close the pool and the listener (every handle sharing them: ``for_roster`` copies do)."""
+        for lst in self._listening:
+            lst.close()
         self._pool.close()
 
     def for_roster(self, roster: Roster) -> PostgresStore:
         """The same database and warm boxes, addressed through ``roster``."""
         other = PostgresStore.__new__(PostgresStore)
         other.url, other.roster, other._boxes, other._made = self.url, roster, self._boxes, self._made
-        other._pool, other.origin = self._pool, self.origin
+        other._pool, other.origin, other._listening = self._pool, self.origin, self._listening
         return other
 
     @contextmanager
@@ -250,11 +254,22 @@ class PostgresStore:
                 return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
             return _held(box, after)
 
+    def _listener(self) -> Listener:
+        with self._made:
+            if not self._listening:
+                self._listening.append(Listener(self.url))
+            return self._listening[0]
+
     def stamp(self, where: Where) -> tuple[int, int]:
-        """(generation, last row) of the box; (0, -1) when there is none. One indexed query."""
+        """A mark that moves whenever the box gains a row: while LISTENing, the count of its
+        notifications (``store_pgnotify``: no query); else (generation, last row) by one indexed
+        query, (0, -1) when there is no box. The two never compare equal (epochs start at 1)."""
         key = self.key(where)
         if key is None:
             return (0, -1)
+        heard = self._listener().stamp(key)
+        if heard is not None:
+            return (-heard[0], heard[1])
         with self._conn() as conn:
             row = conn.execute(_STAMP, (key,)).fetchone()
         return (0, -1) if row is None else (int(str(row[0])), int(str(row[1])))
@@ -311,10 +326,13 @@ class PostgresStore:
                     conn.execute(_LOCK, (key,))
                     conn.execute("INSERT INTO dovecote_boxes (box) VALUES (%s) ON CONFLICT DO NOTHING", (key,))
                     self._refresh(conn, key, box)
+                    before = box.seq
                     yield PostgresGuard(self, conn, key, box)
             except BaseException:
                 box.restart(-1)  # it may hold rows that were rolled back: the next read starts over
                 raise
+        if box.seq != before and self._listening:
+            self._listening[0].moved(key)
 
     def _insert(self, conn: Conn, key: str, box: _Box, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         """Append the lines whose ids are new to the box (the caller holds its lock, in a transaction)."""
@@ -334,6 +352,8 @@ class PostgresStore:
         rows = list(fresh.values())
         got = conn.execute(_INSERT, (key, box.generation, [s for s, _ in rows], list(fresh), [b for _, b in rows]))
         new = {str(r[0]) for r in got.fetchall()}
+        if new:
+            conn.execute(NOTIFY, (key,))
         if len(new) != len(fresh):  # a row came from a writer that skipped the lock: reread under it
             box.restart(-1)
             self._refresh(conn, key, box)
