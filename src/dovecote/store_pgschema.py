@@ -9,8 +9,10 @@ write to a newer layout) or older (``schema_unmigrated``: run ``dovecote db
 migrate``); it never migrates on its own, so a read never changes the database.
 
 The letters table only grows: no migration and no code path updates or
-deletes a row of it. ``dovecote_boxes`` holds each box's generation (bumped
-only when a box is replaced from outside, as a restore replaces a file).
+deletes a row of it. ``dovecote_boxes`` names each box (its address) and
+holds its generation (bumped only when a box is replaced from outside, as a
+restore replaces a file); a letter row carries the box's number, not its name,
+so the two indexes of the letters table stay small.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             value text NOT NULL
         );
         CREATE TABLE dovecote_boxes (
-            box text PRIMARY KEY,
+            id serial PRIMARY KEY,
+            box text NOT NULL UNIQUE,
             generation integer NOT NULL DEFAULT 0
         );
         CREATE TABLE dovecote_letters (
-            box text NOT NULL,
+            box integer NOT NULL,
             generation integer NOT NULL,
             seq bigint NOT NULL,
             id text NOT NULL,

@@ -27,11 +27,13 @@ what it holds; ``for_roster`` shares them. The schema is ``store_pgschema``'s.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import psycopg
 from msgspec.structs import force_setattr
@@ -49,13 +51,13 @@ from dovecote.store_url import shown
 Conn = psycopg.Connection[tuple[object, ...]]
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
-_GENERATION = "SELECT generation FROM dovecote_boxes WHERE box = %s"
+_GENERATION = "SELECT id, generation FROM dovecote_boxes WHERE box = %s"
 _ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %s AND seq > %s ORDER BY seq"
 _INSERT = """INSERT INTO dovecote_letters (box, generation, seq, id, line)
-SELECT %s, %s, s, i, l FROM unnest(%s::bigint[], %s::text[], %s::bytea[]) AS t(s, i, l)
+SELECT %s, %s, s, i, l FROM unnest(%b::bigint[], %b::text[], %b::bytea[]) AS t(s, i, l)
 ON CONFLICT DO NOTHING RETURNING id"""
 _STAMP = """SELECT b.generation, coalesce((SELECT max(seq) FROM dovecote_letters l
-WHERE l.box = b.box AND l.generation = b.generation), 0) FROM dovecote_boxes b WHERE b.box = %s"""
+WHERE l.box = b.id AND l.generation = b.generation), 0), b.id FROM dovecote_boxes b WHERE b.box = %s"""
 
 
 def connect(url: str) -> Conn:
@@ -71,6 +73,7 @@ class _Box:
     """What this process holds of one box: its letters up to row ``seq`` of ``generation``."""
 
     generation: int = -1
+    number: int = 0  # its row in dovecote_boxes, which the letter rows carry
     seq: int = 0
     exists: bool = False
     letters: list[Letter] = field(default_factory=list)
@@ -87,28 +90,34 @@ class _Box:
 
 
 def _decode(
-    location: str, rows: Sequence[tuple[int, bytes]]
+    location: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None
 ) -> tuple[list[tuple[int, Letter]], list[Defect], list[str]]:
-    """The letters, the defects and the ids of the rows that are no letter, of ``rows`` (seq, line)."""
-    lines = [line[:-1] if line.endswith(b"\r") else line for _, line in rows]
+    """The letters, the defects and the ids of the rows that are no letter, of ``rows`` (seq, line).
+
+    ``ids``: the rows' ids when the caller just computed them from the same bytes (an append)."""
+    lines = [line for _, line in rows]
+    if any(line.endswith(b"\r") for line in lines):  # what a reader strips, as the file store does
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
     fast = decode_lines_fast(b"\n".join(lines), lines) if lines and all(lines) else None
     out: list[tuple[int, Letter]] = []
     defects: list[Defect] = []
     others: list[str] = []
-    for i, ((seq, _), line) in enumerate(zip(rows, lines, strict=True)):
-        if fast is not None:
-            letter: Letter | None = fast[i]
-            assert letter is not None
-            force_setattr(letter, "id", letter_id(line))
+    if fast is not None:
+        sha = hashlib.sha256
+        known: Sequence[str | None] = ids or [None] * len(lines)
+        for (seq, _), line, letter, lid in zip(rows, lines, fast, known, strict=True):
+            force_setattr(letter, "id", lid or sha(line).hexdigest()[:12])
             force_setattr(letter, "raw", line)
-        else:
-            letter = decode_line(line) if line.strip() else None
-            if letter is None:
-                others.append(letter_id(line))
-                if line.strip():  # a blank line is no letter and no defect
-                    defects.append(Defect(location, seq, "malformed", "not a JSON object"))
-                continue
-        out.append((seq, letter))
+            out.append((seq, letter))
+        return out, defects, others
+    for (seq, _), line in zip(rows, lines, strict=True):
+        one = decode_line(line) if line.strip() else None
+        if one is None:
+            others.append(letter_id(line))
+            if line.strip():  # a blank line is no letter and no defect
+                defects.append(Defect(location, seq, "malformed", "not a JSON object"))
+            continue
+        out.append((seq, one))
     return out, defects, others
 
 
@@ -222,18 +231,20 @@ class PostgresStore:
         if row is None:
             box.exists = False
             return
-        generation = int(str(row[0]))
+        box.number, generation = cast("tuple[int, int]", row)
         if generation != box.generation:
             box.restart(generation)
         box.exists = True
         with conn.cursor(binary=True) as cur:
-            rows = cur.execute(_ROWS, (key, generation, box.seq)).fetchall()
-        self._absorb(key, box, [(int(str(s)), bytes(line)) for s, line in rows])  # type: ignore[call-overload]
+            rows = cur.execute(_ROWS, (box.number, generation, box.seq)).fetchall()
+        self._absorb(key, box, cast("list[tuple[int, bytes]]", rows))  # int8 and bytea, read binary
 
-    def _absorb(self, key: str, box: _Box, rows: Sequence[tuple[int, bytes]]) -> None:
+    def _absorb(
+        self, key: str, box: _Box, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None
+    ) -> None:
         if not rows:
             return
-        got, defects, others = _decode(f"postgresql:{key}", rows)
+        got, defects, others = _decode(f"postgresql:{key}", rows, ids)
         for seq, letter in got:
             box.letters.append(letter)
             box.seqs.append(seq)
@@ -299,13 +310,13 @@ class PostgresStore:
         row = conn.execute(_STAMP, (key,)).fetchone()
         if row is None:
             return Tail([], [], None, Mark(self.origin), True, False)
-        generation, last = int(str(row[0])), int(str(row[1]))
+        generation, last, number = cast("tuple[int, int, int]", row)
         ok = mark is not None and mark.origin == self.origin and mark.ident == generation
         ok = ok and mark is not None and 0 <= mark.position <= last
         start = mark.position if ok and mark is not None else 0
         with conn.cursor(binary=True) as cur:
-            rows = cur.execute(_ROWS, (key, generation, start)).fetchall()
-        got, defects, _ = _decode(f"postgresql:{key}", [(int(str(s)), bytes(b)) for s, b in rows])  # type: ignore[call-overload]
+            rows = cur.execute(_ROWS, (number, generation, start)).fetchall()
+        got, defects, _ = _decode(f"postgresql:{key}", cast("list[tuple[int, bytes]]", rows))
         end = int(str(rows[-1][0])) if rows else start
         return Tail([x for _, x in got], defects, None, Mark(self.origin, end, end, generation), not ok)
 
@@ -350,7 +361,8 @@ class PostgresStore:
         if not fresh:
             return out
         rows = list(fresh.values())
-        got = conn.execute(_INSERT, (key, box.generation, [s for s, _ in rows], list(fresh), [b for _, b in rows]))
+        params = (box.number, box.generation, [s for s, _ in rows], list(fresh), [b for _, b in rows])
+        got = conn.execute(_INSERT, params)  # the arrays go binary (%b): the bytes are never escaped
         new = {str(r[0]) for r in got.fetchall()}
         if new:
             conn.execute(NOTIFY, (key,))
@@ -358,7 +370,7 @@ class PostgresStore:
             box.restart(-1)
             self._refresh(conn, key, box)
             return [(lid, ok and lid in new) for lid, ok in out]
-        self._absorb(key, box, rows)
+        self._absorb(key, box, rows, list(fresh))
         return out
 
     def replace(self, where: Where, lines: Sequence[bytes]) -> None:
