@@ -6,6 +6,7 @@ keeps is ``test_store_contract.py``'s.
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -240,3 +241,30 @@ def test_a_wait_process_on_postgres_is_woken_by_a_send_from_another_process(tmp_
     assert waiter.returncode == 0, err
     assert [i["id"] for i in orjson.loads(out)["items"]] == [sent.id]
     assert woke < 1.0, woke
+
+
+def test_a_store_whose_connections_are_killed_reconnects_and_goes_on(url: str) -> None:
+    """What a server restart does to a client (its sessions end), done to this store's own sessions only."""
+    name = f"dovecote_kill_{secrets.token_hex(4)}"
+    st, other = PostgresStore(f"{url}&application_name={name}", pool_size=1), PostgresStore(url)
+    try:
+        st.append(BOX, [line(what="before")])
+        before = st.stamp(BOX)
+        with psycopg.connect(url, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchall()
+        assert len(killed) == 2, "the pool's connection and the listener's"
+        assert st.append(BOX, [line(what="after")])[0][1], "the pool replaced the dead connection"
+        assert [x.raw for x in other.read(BOX).letters] == [line(what="before"), line(what="after")]
+        deadline = time.monotonic() + 5
+        while st.stamp(BOX) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        moved = st.stamp(BOX)
+        other.append(BOX, [line(what="heard after the reconnect")])
+        while st.stamp(BOX) == moved and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert st.stamp(BOX) != moved, "the listener is back and hears appends again"
+    finally:
+        st.close()
+        other.close()
