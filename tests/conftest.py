@@ -1,11 +1,12 @@
 """Which store the functional tests run on.
 
 A module that sets ``pytestmark = pytest.mark.both_stores`` runs each of its
-tests twice: over the home's files and over a ``MemoryStore`` (see
-``helpers.open_home``). A test marked ``files_only`` runs on the files alone:
-it reads ledgers on disk, runs the real CLI, or uses several processes, none
-of which a memory store has. ``--store=memory`` (or ``file``) runs every test
-that can on that one store only.
+tests on every store: over the home's files, over a ``MemoryStore`` and over
+PostgreSQL, each home in a schema of its own (see ``helpers.open_home`` and
+``pghelpers``). A test marked ``files_only`` runs on the files alone: it reads
+ledgers on disk, runs the real CLI, or uses several processes, none of which a
+memory store has. ``--store=memory`` (or ``file``, ``postgres``) runs every
+test that can on that one store only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 import helpers
 
-STORES = ("file", "memory")
+STORES = ("file", "memory", "postgres")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,7 +26,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "both_stores: run each test over the file store and the memory store")
+    config.addinivalue_line("markers", "both_stores: run each test over the files, the memory store and PostgreSQL")
     config.addinivalue_line("markers", "files_only: the test needs ledgers on disk (or the CLI, or processes)")
 
 

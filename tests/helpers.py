@@ -25,31 +25,61 @@ from dovecote import roster as roster_mod
 from dovecote.api import Dovecote, init
 from dovecote.home import find_home
 from dovecote.letters import canonical_line, letter_id
-from dovecote.store import Where
+from dovecote.store import Store, Where
 from dovecote.store_memory import MemoryStore
+from dovecote.store_postgres import PostgresStore
 from dovecote.verbs import ProjectAdd
 
-#: While a test runs on the memory store: each home's one store, shared by every
-#: handle the test opens on it (as processes share a home's files). None: files.
-_MEMORY: dict[Path, MemoryStore] | None = None
+#: While a test runs on the memory store (or PostgreSQL): each home's one store, shared by
+#: every handle the test opens on it (as processes share a home's files). None: files.
+_MEMORY: dict[Path, Store] | None = None
+#: While a test runs on PostgreSQL: the schemas its homes live in (one each), dropped at its end.
+_SCHEMAS: contextlib.ExitStack | None = None
 
 
 @contextmanager
 def stores(kind: str) -> Iterator[None]:
-    """Open every home on ``kind`` ("file" or "memory") until the block ends (see conftest)."""
-    global _MEMORY
-    _MEMORY = {} if kind == "memory" else None
-    try:
-        yield
-    finally:
-        _MEMORY = None
+    """Open every home on ``kind`` ("file", "memory" or "postgres") until the block ends (see conftest)."""
+    global _MEMORY, _SCHEMAS
+    _MEMORY = {} if kind != "file" else None
+    with contextlib.ExitStack() as schemas:
+        _SCHEMAS = schemas if kind == "postgres" else None
+        try:
+            yield
+        finally:
+            for st in (_MEMORY or {}).values():
+                if isinstance(st, PostgresStore):
+                    st.close()
+            _MEMORY, _SCHEMAS = None, None
+
+
+#: How many PostgreSQL stores (one pool each) a test keeps open: a property test makes a home per
+#: example, and only the newest are still in use; the server's connections are shared by everyone.
+OPEN_STORES = 6
+
+
+def _store_for(home: Path) -> Store:
+    """A new home's store: a memory store, or a PostgreSQL schema of its own."""
+    if _SCHEMAS is None:
+        return MemoryStore()
+    from pghelpers import schema
+
+    assert _MEMORY is not None
+    opened = [st for st in _MEMORY.values() if isinstance(st, PostgresStore)]
+    for old in opened[: max(0, len(opened) + 1 - OPEN_STORES)]:
+        old.close()
+    return PostgresStore(_SCHEMAS.enter_context(schema()))
 
 
 def open_home(root: str | os.PathLike[str] | None = None, **options: Any) -> Dovecote:
     """``api.open_home`` on the store the test runs on: a cold handle on the same ledgers."""
     if _MEMORY is None:
         return api.open_home(root, **options)
-    return api.open_home(root, store=_MEMORY.setdefault(find_home(root).resolve(), MemoryStore()), **options)
+    home = find_home(root).resolve()
+    store = _MEMORY.get(home)
+    if store is None:
+        store = _MEMORY[home] = _store_for(home)
+    return api.open_home(root, store=store, **options)
 
 #: The m1nd test vector (reference notes section 2; issue 2).
 VECTOR: dict[str, str] = {

@@ -1,6 +1,6 @@
 """What every store promises (``store.Store``), run against each backend.
 
-A third backend (PostgreSQL) joins by adding a case to ``StoreCase``. Torn and
+PostgreSQL is the third backend, each test on a schema of its own (``pghelpers``). Torn and
 malformed lines on disk are the file store's own trouble and are tested on it
 alone; everything else holds for every store.
 """
@@ -11,7 +11,7 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +27,12 @@ from dovecote.home import Layout
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import Cursor, FileStore, Mark, Store, Where
 from dovecote.store_memory import MemoryStore
+from dovecote.store_postgres import PostgresStore
 from dovecote.verbs import EntityAdd, Inbox, Message, Sweep
 from helpers import add_project, new_home
+from pghelpers import schema
 
-KINDS = ("file", "memory")
+KINDS = ("file", "memory", "postgres")
 BOX = Address("entity", "ent_a")
 
 
@@ -47,10 +49,11 @@ class StoreCase:
     other: Callable[[], Store]
     replace: Callable[[Where, Sequence[bytes]], None]
     root: Path
+    url: str = ""
 
 
 @pytest.fixture(params=KINDS)
-def case(request: pytest.FixtureRequest, tmp_path: Path) -> StoreCase:
+def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreCase]:
     dc = new_home(tmp_path)
     add_project(dc, tmp_path, "repo-a")
     add_project(dc, tmp_path, "gone", exists=False, box_in_repo=True)
@@ -65,9 +68,23 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> StoreCase:
             tmp.write_bytes(b"".join(ln + b"\n" for ln in lines))
             os.replace(tmp, path)  # another file in its place: a restore, a checkout
 
-        return StoreCase("file", fs, lambda: FileStore(Layout(dc.layout.root), roster), replace_file, dc.layout.root)
-    ms = MemoryStore(roster)
-    return StoreCase("memory", ms, lambda: ms.for_roster(roster), ms.replace, dc.layout.root)
+        yield StoreCase("file", fs, lambda: FileStore(Layout(dc.layout.root), roster), replace_file, dc.layout.root)
+    elif request.param == "memory":
+        ms = MemoryStore(roster)
+        yield StoreCase("memory", ms, lambda: ms.for_roster(roster), ms.replace, dc.layout.root)
+    else:
+        with schema() as url:
+            opened: list[PostgresStore] = [PostgresStore(url, roster)]
+
+            def other() -> PostgresStore:  # a cold handle: its own pool, nothing warm
+                opened.append(PostgresStore(url, roster))
+                return opened[-1]
+
+            try:
+                yield StoreCase("postgres", opened[0], other, opened[0].replace, dc.layout.root, url)
+            finally:
+                for st in opened:
+                    st.close()
 
 
 def ids(letters: Sequence[object]) -> list[str]:
@@ -226,16 +243,19 @@ def _count_up(store: Store, who: int) -> None:
             assert appended, f"worker {who} took {n}, already taken"
 
 
-def _count_up_in_a_process(root: str, who: int) -> None:
+def _count_up_in_a_process(root: str, who: int, url: str) -> None:
     layout = Layout(Path(root))
-    _count_up(FileStore(layout, roster_mod.load(layout.config)), who)
+    roster = roster_mod.load(layout.config)
+    store: Store = PostgresStore(url, roster, pool_size=1) if url else FileStore(layout, roster)
+    _count_up(store, who)
 
 
 def test_guarded_writes_are_a_compare_and_swap_under_real_concurrency(case: StoreCase) -> None:
-    """Threads share the memory store; processes share the files."""
-    if case.kind == "file":
+    """Threads share the memory store; processes share the files, or the database."""
+    if case.kind != "memory":
         ctx = mp.get_context("fork")
-        procs = [ctx.Process(target=_count_up_in_a_process, args=(str(case.root), w)) for w in range(WORKERS)]
+        args = [(str(case.root), w, case.url) for w in range(WORKERS)]
+        procs = [ctx.Process(target=_count_up_in_a_process, args=a) for a in args]
         for p in procs:
             p.start()
         for p in procs:

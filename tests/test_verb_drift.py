@@ -35,6 +35,8 @@ NOT_VERBS = {
     ("mcp",): "serves the MCP face: its tools are the verbs (tests/test_mcp.py)",
     ("merge-driver",): "git calls it with three file paths; it unions ledgers, below any home",
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
+    ("db", "migrate"): "changes a database's schema, below any handle (the handle would refuse an unmigrated one)",
+    ("copy",): "moves every ledger between two stores: an operator's act on the home, not a remote call",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
        for k in ("session-start", "prompt", "stop", "post-tool")},
 }

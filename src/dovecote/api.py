@@ -23,6 +23,7 @@ from dovecote import roster as roster_mod
 from dovecote.addresses import Address
 from dovecote.context import Actor, Now, utc_now
 from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
+from dovecote.errors import Refusal
 from dovecote.handle_agents import AgentVerbs
 from dovecote.handle_cases import CaseVerbs
 from dovecote.handle_core import ActorArg, address_of
@@ -380,18 +381,24 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs):
 
 
 
-def init(root: str | os.PathLike[str] | None = None, owner_root: str | None = None) -> tuple[Path, bool]:
+def init(
+    root: str | os.PathLike[str] | None = None, owner_root: str | None = None, store: str | None = None
+) -> tuple[Path, bool]:
     """Create a home with a fresh roster; an existing roster is left as it is.
 
-    Returns (home, created).
+    ``store``: a PostgreSQL URL the ledgers live in (no password: refused
+    ``password_in_config``). Returns (home, created).
     """
+    if store is not None:
+        roster_mod.check_store(store)
     home = find_home(root)
     layout = Layout(home)
     if layout.config.exists():
         return home, False
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
-    created = roster_edit.create(layout.config, roster_mod.dump(roster_mod.new_roster(owner)))
+    fresh = replace(roster_mod.new_roster(owner), store=store)
+    created = roster_edit.create(layout.config, roster_mod.dump(fresh))
     return home, created  # False: another init got there first, and theirs stands
 
 
@@ -406,6 +413,52 @@ def open_home(
     from dovecote.searchhandle import home_of
 
     return Dovecote(home_of(root), actor=actor, clock=clock, store=store)
+
+
+def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Bring the database at ``url`` (default: the home's ``store`` setting) to this dovecote's
+    schema (``dovecote db migrate``; idempotent). The home's store is not opened: it would refuse."""
+    from dovecote import store_pgschema
+    from dovecote.searchhandle import home_of
+    from dovecote.store_postgres import connect
+    from dovecote.store_url import shown
+
+    if url is None:
+        url = roster_mod.load(Layout(home_of(root)).config).store
+        if url is None:
+            raise Refusal("invalid_field", "this home keeps its ledgers in files; give --url postgresql://…")
+
+    with connect(url) as conn:
+        before, applied = store_pgschema.migrate(conn)
+    return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
+
+
+def copy_store(
+    root: str | os.PathLike[str] | None, *, to: str | None = None, source: str | None = None, write: bool = True
+) -> dict[str, Any]:
+    """Copy every ledger of the home ``to`` a database, or from ``source`` (a database) into the
+    home's files, then compare both sides (``dovecote copy``; see ``ops.store_copy``)."""
+    from dovecote.context import Context
+    from dovecote.ops import store_copy
+    from dovecote.searchhandle import home_of
+    from dovecote.store import FileStore
+    from dovecote.store_postgres import PostgresStore
+    from dovecote.store_url import shown
+
+    if (to is None) == (source is None):
+        raise Refusal("invalid_field", "name one side: --to URL (from this home) or --from URL (into its files)")
+    ctx = Context.open(Layout(home_of(root)))
+    db = PostgresStore(to or source or "", ctx.roster)
+    try:
+        if to is not None:
+            where = "files" if isinstance(ctx.store, FileStore) else "this home's store"
+            report = store_copy.copy(ctx, ctx.store, db, (where, shown(to)), write=write)
+        else:
+            files = FileStore(ctx.layout, ctx.roster)
+            report = store_copy.copy(ctx, db, files, (shown(source or ""), "files"), write=write)
+    finally:
+        db.close()
+    return report.to_dict()
 
 
 def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:

@@ -65,6 +65,16 @@ class Actor:
         return self if agent is None else replace(self, agent=agent)
 
 
+def configured(layout: Layout, roster: roster_mod.Roster) -> Store:
+    """The store the roster names: the home's files, or (``store = "postgresql://…"``) the
+    database, one pool per URL in this process (``store_postgres.shared``)."""
+    if roster.store is None:
+        return FileStore(layout, roster)
+    from dovecote.store_postgres import shared  # psycopg loads only for a home that uses it
+
+    return shared(roster.store).for_roster(roster)
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a use case needs; built by the handle, shared by its calls.
@@ -87,7 +97,7 @@ class Context:
     ) -> Context:
         """A context over the home at ``layout``, its roster read from disk now; the home's files unless ``store``."""
         roster = roster_mod.load(layout.config)
-        st = FileStore(layout, roster) if store is None else store.for_roster(roster)
+        st = configured(layout, roster) if store is None else store.for_roster(roster)
         return cls(layout, roster, st, RosterIndex(roster), clock, actor or Actor())
 
     def now(self) -> datetime:

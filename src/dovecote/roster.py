@@ -22,6 +22,7 @@ from typing import Any
 
 from dovecote.addresses import HOME, Address, check_name
 from dovecote.errors import Refusal
+from dovecote.store_url import has_password, is_url
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 
 
@@ -65,6 +66,8 @@ class Roster:
     notifier_command: str | None = None
     notifier_timeout: int = 15
     discovery_command: str | None = None
+    #: Where the ledgers live: None for the home's files, else a PostgreSQL URL (never with a password)
+    store: str | None = None
     signature: str = ""  # sha256 of the file it was read from
 
     def project(self, name: str) -> Project | None:
@@ -85,7 +88,7 @@ class Roster:
         return [HOME, *(Address("project", p.name) for p in self.projects)]
 
 
-_TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities"}
+_TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities", "store"}
 _NOTIFIER_MODES = ("none", "discover-only", "agent-turn-nudge")
 
 
@@ -225,6 +228,10 @@ def parse(text: bytes) -> Roster:
     if timeout <= 0:
         raise _bad("notifier.timeout must be positive")
 
+    store = doc.get("store")
+    if store is not None:
+        check_store(_expect(store, str, "store"))
+
     projects: list[Project] = []
     seen: set[str] = set()
     for i, p in enumerate(_expect(doc.get("projects", []), list, "[[projects]]")):
@@ -273,6 +280,7 @@ def parse(text: bytes) -> Roster:
         notifier_command=command,
         notifier_timeout=timeout,
         discovery_command=discovery,
+        store=store,
         signature=hashlib.sha256(text).hexdigest(),
     )
 
@@ -280,6 +288,7 @@ def parse(text: bytes) -> Roster:
 def dump(r: Roster) -> bytes:
     """Serialize a roster (inverse of ``parse`` up to the signature)."""
     doc: dict[str, Any] = {
+        **({"store": r.store} if r.store is not None else {}),
         "owner": {"home": r.owner_home, "roots": list(r.owner_roots)},
         "markers": {"foreign": list(r.foreign_markers)},
         "notifier": {
@@ -319,6 +328,17 @@ def load(path: Path) -> Roster:
         return parse(path.read_bytes())
     except FileNotFoundError:
         raise Refusal("no_home", f"no roster at {path}; run `dovecote init`") from None
+
+
+def check_store(url: str) -> str:
+    """Refuse a ``store`` setting that is not a PostgreSQL URL, or that carries a password
+    (config.toml is no place for one: libpq reads it from PGPASSWORD or ~/.pgpass)."""
+    if not is_url(url):
+        raise _bad("store must be a postgresql:// URL (leave it out for the home's files)")
+    if has_password(url):
+        raise Refusal("password_in_config", "the store URL carries a password; give it in PGPASSWORD or "
+                      "~/.pgpass, never in config.toml")
+    return url
 
 
 def new_roster(owner_root: str) -> Roster:

@@ -185,6 +185,20 @@ def reachable(roster: Roster, where: Where) -> bool:
     return True
 
 
+def box_key(roster: Roster, where: Where) -> str | None:
+    """A box's name for a store that keeps boxes by name (memory, PostgreSQL): its address, a
+    project under the roster's spelling of its name; None for a project the roster does not know."""
+    if isinstance(where, Address) and where.kind == "project":
+        p = roster.project(where.name)
+        return None if p is None else f"project:{p.name}"
+    return str(where)
+
+
+def keyed_location(prefix: str, key: str | None, where: Where) -> str:
+    """Where a keyed store says a box is (``<prefix>:<key>``), or why it has none."""
+    return f"{prefix}:{key}" if key else f"(no project {getattr(where, 'name', where)!r} in the roster)"
+
+
 def check_writable(roster: Roster, where: Where) -> None:
     """Refuse ``unknown_box`` for a box that cannot be written here (every store says the same)."""
     if isinstance(where, Address) and where.kind == "project" and roster.project(where.name) is None:

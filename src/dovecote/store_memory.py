@@ -21,11 +21,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dovecote.addresses import Address
 from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, letter_id
 from dovecote.roster import Roster
-from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, check_writable, reachable
+from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, box_key, check_writable, keyed_location, reachable
 
 
 @dataclass(eq=False)
@@ -105,15 +104,10 @@ class MemoryStore:
         return other
 
     def key(self, where: Where) -> str | None:
-        """The box's name in this store; None for a project the roster does not know."""
-        if isinstance(where, Address) and where.kind == "project":
-            p = self.roster.project(where.name)
-            return None if p is None else f"project:{p.name}"
-        return str(where)
+        return box_key(self.roster, where)
 
     def location(self, where: Where) -> str:
-        key = self.key(where)
-        return f"memory:{key}" if key else f"(no project {getattr(where, 'name', where)!r} in the roster)"
+        return keyed_location("memory", self.key(where), where)
 
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)

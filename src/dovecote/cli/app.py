@@ -14,6 +14,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_vnext``: import vnext (issue 9)
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
+- ``cmd_store``: db migrate, copy (the PostgreSQL store)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dovecote.cli import (
     cmd_reports,
     cmd_roster,
     cmd_serve,
+    cmd_store,
     cmd_vnext,
 )
 from dovecote.cli.actor import bound_actor
@@ -86,6 +88,7 @@ cmd_cases.register_hooks(app)  # hook post-tool (abandonment, issue 10)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
 cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
+cmd_store.register(app)  # db migrate, copy (issue 12)
 
 
 def run() -> Any:

@@ -22,13 +22,17 @@ def init_cmd(
     owner_root: Annotated[
         Optional[str], typer.Option("--owner-root", help="The owner's own root (projectless letters go home).")
     ] = None,
+    store: Annotated[
+        Optional[str],
+        typer.Option("--store", help="Keep the ledgers in this PostgreSQL database (postgresql://…, no password)."),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Create a dovecote home with a fresh config.toml (an existing one is kept).
 
     Example: dovecote --home ./.dovecote init
     """
-    home, created = init(home_path(), owner_root)
+    home, created = init(home_path(), owner_root, store)
     show({"home": str(home), "created": created}, json=json,
          text=lambda r: f"{'created' if r['created'] else 'already a home:'} {r['home']}\n")
 

@@ -1,0 +1,56 @@
+"""A PostgreSQL schema per test, for the tests that run on the PostgreSQL store.
+
+Every test gets its own schema with a random name (so tests run in parallel,
+and by several people on one server, never meet) and drops it afterwards. The
+server is ``$DOVECOTE_TEST_PG`` (default: the machine's own, database
+``test``). In CI (``CI=true``) a server that cannot be reached fails the test;
+elsewhere it skips it, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from dovecote import store_pgschema
+
+SERVER = os.environ.get("DOVECOTE_TEST_PG", "postgresql://127.0.0.1:5432/test")
+
+
+def reach() -> psycopg.Connection[tuple[object, ...]]:
+    """A connection to the test server; fails in CI, skips elsewhere, when there is none."""
+    try:
+        return psycopg.connect(SERVER, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is not reachable at {SERVER} (CI needs it): {e}")
+        pytest.skip(f"PostgreSQL is not reachable at {SERVER}: {e}")
+
+
+def url_for(schema: str) -> str:
+    """The server's URL with ``schema`` as the search path (every table the store makes lands there)."""
+    sep = "&" if "?" in SERVER else "?"
+    return f"{SERVER}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextmanager
+def schema(*, migrated: bool = True) -> Iterator[str]:
+    """A fresh schema (migrated unless asked not to), as a store URL; dropped when the block ends."""
+    name = f"dovecote_t_{secrets.token_hex(6)}"
+    admin = reach()
+    try:
+        admin.execute(f"CREATE SCHEMA {name}")
+        url = url_for(name)
+        if migrated:
+            with psycopg.connect(url) as conn:
+                store_pgschema.migrate(conn)
+        yield url
+    finally:
+        admin.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+        admin.close()
