@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from dovecote.verbs import EntityAdd
 from dovecote.vocab import ENGINE_AGENT
 from helpers import cli_env, new_home, run_cli
 
@@ -114,3 +115,50 @@ def test_hooks_install_wires_post_tool_and_stop_in_one_configuration(tmp_path: P
         assert r.returncode == 0 and b"dovecote hook:" not in r.stderr, (event, r.stderr)
     (letter,) = [d for d in letters(dc.layout.root) if d.get("agent") == ENGINE_AGENT]
     assert letter["session"] == "s1" and letter["tool"] == "mcp__north__seek"
+
+
+def test_an_operator_relays_the_hooks_over_rest_and_mcp_with_the_same_result(tmp_path: Path) -> None:
+    """The hooks on the other faces (``hook_event``): an agent's hook events relayed by an operator
+    token mint the same one letter per session, and an agent token may not relay them."""
+    import anyio
+    from mcp import Client
+    from starlette.testclient import TestClient
+
+    from dovecote.http.app import create_app
+    from dovecote.mcp.server import build
+    from dovecote.tokens import Principal
+    from dovecote.verbs import TokenIssue, TokenRole
+
+    dc = new_home(tmp_path)
+    dc.add_entity(EntityAdd(entity_id="ent_a"))
+    ops = dc.token_issue(TokenIssue(entity_id="ent_a", role=TokenRole.operator)).token
+    agent = dc.token_issue(TokenIssue(entity_id="ent_a")).token
+    client = TestClient(create_app(dc))
+    url = "/api/v1/hooks/events"
+
+    def relay(token: str, event: str, payload: bytes) -> Any:
+        return client.post(url, json={"event": event, "payload": orjson.loads(payload)},
+                           headers={"Authorization": f"Bearer {token}"})
+
+    refused = relay(agent, "post-tool", call("mcp__north__seek", failed=True))
+    assert refused.status_code == 403 and refused.json()["reason"] == "forbidden"
+    assert not (dc.layout.root / "sessions.jsonl").exists()  # refused: nothing recorded
+    assert relay(ops, "post-tool", call("mcp__north__seek", failed=True)).json()["watched"] is True
+    assert relay(ops, "post-tool", call("Bash", failed=True)).json()["watched"] is False
+    first = relay(ops, "stop", stop()).json()["letter"]
+    assert isinstance(first, str) and relay(ops, "stop", stop()).json()["letter"] == first  # once per session
+    bad = relay(ops, "begin", stop())
+    assert bad.status_code == 400 and bad.json()["reason"] == "invalid_field"
+
+    async def over_mcp() -> tuple[Any, Any]:
+        async with Client(build(dc, principal=Principal("ent_a", "operator")).server) as c:
+            recorded = await c.call_tool("hook_event", {
+                "event": "post-tool", "payload": orjson.loads(call("mcp__north__seek", failed=True, session="s2"))})
+            stopped = await c.call_tool("hook_event", {"event": "stop", "payload": {"session_id": "s2"}})
+        assert not recorded.is_error and not stopped.is_error, (recorded, stopped)
+        return recorded.structured_content, stopped.structured_content
+
+    recorded, stopped = anyio.run(over_mcp)
+    assert recorded["watched"] is True and isinstance(stopped["letter"], str) and stopped["letter"] != first
+    minted = [d for d in letters(dc.layout.root) if d.get("agent") == ENGINE_AGENT]
+    assert sorted(d["session"] for d in minted) == ["s1", "s2"]

@@ -63,6 +63,7 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "sentinels": ({}, {}, {"timeout": 5}),
     "monitors": ({}, {}, None),
     "monitor_add": ({}, {}, {"name": "nightly", "expect": "tool=seek", "every": "1d"}),
+    "hook_event": ({}, {}, {"event": "post-tool", "payload": {"session_id": "s1", "tool_name": "mcp__x"}}),
     # -- delivery (issue 9)
     "send_all": ({}, {}, {"to_all": True, "type": "task", "work_item_id": "wi-1", "subject": "to everyone"}),
     "ack": ({"entity_id": ENTITY}, {}, {"ref": TASK}),
@@ -188,6 +189,7 @@ TOOL_EXAMPLES: dict[str, list[tuple[dict[str, Any], str]]] = {
     "presence_beat": [({"agent": ENTITY}, "operator")],
     "sentinels": [({"timeout": 5}, "operator")],
     "monitor_add": [({"name": "nightly", "expect": "tool=seek", "every": "1d"}, "operator")],
+    "hook_event": [({"event": "stop", "payload": {"session_id": "s1"}}, "operator")],
     "import_vnext": [({"path": VNEXT}, "local"), ({"path": VNEXT, "write": True}, "local")],
 }
 

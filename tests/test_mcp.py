@@ -29,7 +29,8 @@ def dc(tmp_path: Path) -> Dovecote:
     return mail_home(tmp_path)
 AGENT = Principal(ENTITY, "agent")
 OPERATOR_TOOLS = ("report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
-                  "trackers", "cases", "receipt", "intake", "mailman", "presence_beat", "sentinels", "monitor_add")
+                  "trackers", "cases", "receipt", "intake", "mailman", "presence_beat", "hook_event", "sentinels",
+                  "monitor_add")
 
 
 def ledgers(dc: Dovecote) -> dict[str, bytes]:
@@ -221,7 +222,7 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
         assert not (await c.call_tool("trackers", {})).is_error
     assert ledgers(dc) == before
     writing = {"report", "send", "move", "sweep", "ack", "receipt", "intake", "mailman", "presence_beat",
-               "sentinels", "monitor_add", "import_vnext", "claims"}
+               "hook_event", "sentinels", "monitor_add", "import_vnext", "claims"}
     for tool in TOOLS.values():
         for view in getattr(tool, "views", (tool,)):
             assert verbs.writes(view.name) == (view.name in writing), view.name

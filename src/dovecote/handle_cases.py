@@ -70,6 +70,13 @@ class CaseVerbs(HandleCore):
 
         return abandonment.record(self._ctx(now=now), payload, watch)
 
+    def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> dict[str, Any]:
+        """A relayed hook event (``HookEvent``): what ``hook post-tool`` or ``hook stop``'s abandonment half does."""
+        v = checked(v)
+        if v.event == "post-tool":
+            return {"event": v.event, "watched": self.hook_post_tool(v.payload, v.watch, now=now), "letter": None}
+        return {"event": v.event, "watched": None, "letter": self.hook_stop_abandonment(v.payload, now=now)}
+
     def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
         """``hook stop``'s abandonment half: the id of the session's letter when its last watched call
         failed (minted once per session), else None."""

@@ -278,6 +278,12 @@ def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> d
     return dc.presence_beat(v)
 
 
+def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> dict[str, Any]:
+    """An agent's hook relayed by an operator (as presence beats are): the assistive session ledger is theirs."""
+    operator(p, "relay an agent's hook event")
+    return dc.hook_event(v)
+
+
 def intake(dc: Dovecote, p: Principal | None, v: verbs.Intake) -> dict[str, Any]:
     operator(p, "run intake")
     refuse_server_files(v)
@@ -313,5 +319,5 @@ CALLS: dict[str, Call] = {
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
-    "import_vnext": import_vnext,
+    "import_vnext": import_vnext, "hook_event": hook_event,
 }

@@ -262,6 +262,8 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "open", _remote("monitors")),
     Route("POST", "/monitors", "monitor_add", "Add (or redefine) a dead-man's switch monitor", "monitor_add",
           verbs.MonitorAdd, dict[str, Any], "operator", _remote("monitor_add"), status=201),
+    Route("POST", "/hooks/events", "hook_event", "Relay a coding agent's post-tool or stop hook (abandonment)",
+          "hook_event", verbs.HookEvent, dict[str, Any], "operator", _remote("hook_event")),
     *DELIVERY,
 )
 

@@ -36,7 +36,7 @@ from dovecote.verbs.base import (
     doc,
     schema,
 )
-from dovecote.verbs.cases import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels
+from dovecote.verbs.cases import Case, Cases, Claims, HookEvent, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.delivery import MAX_SECONDS, Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
 from dovecote.verbs.mail import (
     MAX_WAIT,
@@ -96,6 +96,7 @@ __all__ = [
     "EntityRemove",
     "Fate",
     "HookAgent",
+    "HookEvent",
     "HooksInstall",
     "ImportInboxTree",
     "ImportVnext",
@@ -196,6 +197,7 @@ VERBS: dict[str, type[Verb]] = {
     "claims": Claims,
     "monitor_add": MonitorAdd,
     "monitors": Monitors,
+    "hook_event": HookEvent,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -206,7 +208,7 @@ WRITES: frozenset[str] = frozenset({
     # -- delivery (issue 9) --
     "intake", "mailman", "ack", "presence_beat",
     # case intelligence (issue 10): a sentinel run mints engine letters when a state changes
-    "receipt", "sentinels", "monitor_add",
+    "receipt", "sentinels", "monitor_add", "hook_event",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {

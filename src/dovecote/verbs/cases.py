@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import Meta
 
@@ -78,3 +78,15 @@ class MonitorAdd(Verb, frozen=True):
 
 class Monitors(Verb, frozen=True):
     """Every monitor and its state: new, up, late, down or paused."""
+
+
+class HookEvent(Verb, frozen=True):
+    """A coding agent's hook event for abandonment, relayed: post-tool records a watched call, stop mints the
+    session's letter when its last watched call failed (what ``dovecote hook post-tool|stop`` read on stdin)."""
+
+    event: Annotated[Literal["post-tool", "stop"], Meta(description="Which hook sent the payload.")]
+    payload: Annotated[dict[str, Any], Meta(description="The JSON the agent's hook sent (session_id, tool_name...).")]
+    watch: Annotated[
+        tuple[Annotated[str, Meta(min_length=1, max_length=128)], ...],
+        Meta(max_length=32, description="Tool-name prefixes watched (default: mcp__)."),
+    ] = ()
