@@ -14,6 +14,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_vnext``: import vnext (issue 9)
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
+- ``cmd_missions``: block add/bump, blocks, mission post/show/archive, missions, receipt import (issue 11)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dovecote.cli import (
     cmd_mail,
     cmd_mcp,
     cmd_misc,
+    cmd_missions,
     cmd_reports,
     cmd_roster,
     cmd_serve,
@@ -86,6 +88,7 @@ cmd_cases.register_hooks(app)  # hook post-tool (abandonment, issue 10)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
 cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
+cmd_missions.register(app)  # block, blocks, mission, missions, receipt import (issue 11)
 
 
 def run() -> Any:
