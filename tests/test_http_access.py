@@ -35,6 +35,8 @@ REF = "{ref}"  # the first item of ENTITY's inbox, filled in per home
 CASE = "{case}"  # the case of a report with a symptom filed in each home (``home``), and that report's id
 REPORT = "{report}"
 TASK = "{task}"  # a task delivered to ENTITY (what an ack answers), filled in per home
+MISSION = "{mission}"  # a mission posted in each home (issue 11)
+NEW_MISSION = "{new_mission}"  # a mission id no caller has posted yet, filled in per caller
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -71,6 +73,16 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "presence_beat": ({}, {}, {"agent": ENTITY}),
     "intake": ({}, {}, {}),
     "mailman": ({}, {}, {}),
+    # -- missions (issue 11); the human gestures are no route
+    "missions": ({}, {"project": "atlas"}, None),
+    "mission": ({"mission_id": MISSION}, {}, None),
+    "mission_post": ({}, {}, {"letter": {
+        "schema": "dovecote-mission-v1", "mission_id": NEW_MISSION, "mission_seq": 1, "block_id": "sb_x",
+        "brain_ref": "atlas", "seat": "hand", "capability": "build-runner", "phase": "judging", "synthetic": True,
+        "started_at": "2026-07-09T00:00:00Z", "updated_at": "2026-07-09T00:00:00Z"}}),
+    "blocks": ({}, {}, None),
+    "block_add": ({}, {}, {"block_id": "sb_beta", "project": "atlas"}),
+    "block_bump": ({"block_id": "sb_alpha"}, {}, {"project": "atlas"}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -93,8 +105,17 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
     task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
                    actor=SENDER)
+    dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
+    posted = dc.mission_post(verbs.MissionPost(letter=_fill(EXAMPLES["mission_post"][2], {NEW_MISSION: MISSION_ID})[
+        "letter"]), actor=SENDER)
     return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report,
-                TASK: task.to_dict()["deliveries"][0]["id"]}
+                TASK: task.to_dict()["deliveries"][0]["id"], MISSION: posted["mission_id"]}
+
+
+MISSION_ID = "msn_00000000000a"
+#: Each caller posts its own new mission (two callers posting the same seq 1 would be stale_head).
+NEW_MISSIONS = {"none": "msn_00000000000b", "own": "msn_00000000000c", "other": "msn_00000000000d",
+                "operator": "msn_00000000000e"}
 
 
 def _fill(value: Any, fills: dict[str, str]) -> Any:
@@ -135,7 +156,7 @@ def test_each_caller_gets_what_the_routes_access_promises(tmp_path: Path, route:
     with TestClient(create_app(dc, remote=remote)) as client:
         for caller, headers in _callers(dc).items():
             want = "unauthorized" if remote and caller == "none" else PROMISES[route.access][caller]
-            r = _request(client, route, fills, headers)
+            r = _request(client, route, {**fills, NEW_MISSION: NEW_MISSIONS[caller]}, headers)
             if want == "ok":
                 assert r.status_code == route.status, (caller, r.text)
             else:
@@ -179,6 +200,18 @@ TOOL_EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "trackers": [{}, {"entity_id": ENTITY}],
     "cases": [{}],
     "receipt": [{"answers": [REF], "disposition": "moot"}],
+    # missions (issue 11)
+    "mission_post": [{"letter": {"schema": "dovecote-mission-v1"}}],
+    "missions": [{}],
+    "mission": [{"mission_id": MISSION_ID}],
+    "blocks": [{}],
+}
+
+
+#: What a tool's example needs in the home first (a read of one mission needs a mission).
+TOOL_SETUP: dict[str, Any] = {
+    "mission": lambda dc: dc.mission_post(verbs.MissionPost(letter=_fill(EXAMPLES["mission_post"][2], {
+        NEW_MISSION: MISSION_ID})["letter"]), actor=SENDER),
 }
 
 
@@ -193,6 +226,8 @@ def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Pa
     face = Face(dc, read_only=True)
     operator = Principal("ops", "operator")
     tool = TOOLS[name]
+    if name in TOOL_SETUP:
+        TOOL_SETUP[name](dc)
     for example in TOOL_EXAMPLES[name]:
         args = {k: v.replace(REF, ref) if isinstance(v, str) else [ref if x == REF else x for x in v]
                 if isinstance(v, list) else v for k, v in example.items()}

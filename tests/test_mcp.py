@@ -42,14 +42,22 @@ def client(dc: Dovecote, principal: Principal = AGENT, **kw: Any) -> Client:
     return Client(face.server, **kw)
 
 
+MISSION_TOOLS = ("mission_post", "missions", "mission", "blocks")
+
+
 async def test_tools_list_is_the_agent_verbs_under_the_token_budget(dc: Dovecote) -> None:
     async with client(dc) as c:
         listed = (await c.list_tools()).tools
     names = [t.name for t in listed]
     assert names == ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
-                     "trackers", "cases", "receipt"]
-    wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed])
-    assert len(wire) / 4 < 4000, f"tools/list is {len(wire) / 4:.0f} tokens"
+                     "trackers", "cases", "receipt", "mission_post", "missions", "mission", "blocks"]
+    def tokens(tools: list[Any]) -> float:
+        return len(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])) / 4
+
+    # issue 11's mission tools have their own budget (600 tokens) on top of the rest's (another branch shrinks it)
+    missions = [t for t in listed if t.name in MISSION_TOOLS]
+    assert tokens([t for t in listed if t.name not in MISSION_TOOLS]) < 4000
+    assert tokens(missions) <= 600, f"the mission tools are {tokens(missions):.0f} tokens"
     move = next(t for t in listed if t.name == "move")
     assert move.input_schema["properties"]["kind"]["enum"] == sorted(k.value for k in verbs.MoveKind)
     for t in listed:
@@ -187,7 +195,8 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
         assert not (await c.call_tool("trackers", {})).is_error
     assert ledgers(dc) == before
     for name in TOOLS:
-        assert verbs.writes(name) == (name in {"report", "send", "move", "sweep", "ack", "receipt"}), name
+        writers = {"report", "send", "move", "sweep", "ack", "receipt", "mission_post"}
+        assert verbs.writes(name) == (name in writers), name
 
 
 async def test_report_files_as_the_principal(dc: Dovecote) -> None:

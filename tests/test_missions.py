@@ -164,3 +164,24 @@ def test_mission_letters_are_never_field_reports_nor_open(dc: Dovecote) -> None:
     assert box["total"] == 1 and box["open"] == 1
     assert dc.missions(verbs.Missions(project="repo-a"))["count"] == 1
     assert dc.missions(verbs.Missions())["count"] == 2
+
+
+def test_no_token_reaches_a_human_gesture() -> None:
+    """The gestures are no REST route, no MCP tool and no remote call: only a terminal or the page's session."""
+    from dovecote import remote
+    from dovecote.http import rest
+    from dovecote.mcp.tools import TOOLS
+
+    gestures = {"mission_archive", "receipt_import"}
+    assert gestures <= set(verbs.VERBS) and gestures <= verbs.WRITES
+    assert not gestures & ({r.verb for r in rest.ROUTES} | set(TOOLS) | set(remote.CALLS))
+
+
+def test_m1nd_lines_already_in_a_box_are_read_as_they_are(dc: Dovecote, tmp_path: Path) -> None:
+    """A line m1nd wrote (its own layout) is the chain's root; a dovecote post continues it."""
+    from dovecote.derive.mission_letter import line_of, validate
+
+    line = line_of(validate(VECTOR), VECTOR_AGENT)
+    dc.store.append(_box("repo-a"), [line])
+    assert dc.mission(verbs.Mission(mission_id=MID))["head_letter_id"] == VECTOR_ID
+    assert post(dc, letter(2, VECTOR_ID, "executing"))["mission_seq"] == 2

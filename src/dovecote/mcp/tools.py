@@ -120,5 +120,15 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
          schemas.RECEIPT),
+    # -- missions (issue 11): archive and receipt import are human gestures, never tools
+    Tool("mission_post", verbs.MissionPost, "Post a mission's next letter (CAS on its head).", remote.mission_post,
+         lambda d: f"{'deduped' if d['deduped'] else 'posted'} {d['letter_id']}: seq {d['mission_seq']} {d['phase']}",
+         schemas.OBJECT),
+    Tool("missions", verbs.Missions, "Mission heads, counts by phase, landing count.", remote.missions,
+         lambda d: f"missions: {d['count']}, {d['landing']} waiting to land", schemas.OBJECT),
+    Tool("mission", verbs.Mission, "One mission's chain, root to head.", remote.mission,
+         lambda d: f"{d['mission_id']}: {d['phase']} at seq {d['mission_seq']}", schemas.OBJECT),
+    Tool("blocks", verbs.Blocks, "Blocks with versions; each project's skeleton id.", remote.blocks,
+         lambda d: f"blocks: {d['count']}", schemas.OBJECT),
 )}
 
