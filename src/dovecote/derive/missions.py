@@ -91,9 +91,13 @@ class Mission:
         root = next((e for e in self.entries if e.prev is None), None)
         if root is None:
             root = max(self.entries, key=lambda e: e.seq)
+        after: dict[str, list[Entry]] = {}  # prev id -> the letters naming it, in ledger order
+        for e in self.entries:
+            if e.prev is not None:
+                after.setdefault(e.prev, []).append(e)
         out, seen = [root], {root.id}
         while True:
-            nxt = next((e for e in self.entries if e.prev == out[-1].id and e.id not in seen), None)
+            nxt = next((e for e in after.get(out[-1].id, ()) if e.id not in seen), None)
             if nxt is None:
                 return out
             out.append(nxt)
@@ -132,8 +136,9 @@ def fold(letters: Iterable[Letter]) -> dict[str, Mission]:
 def one(letters: Iterable[Letter], mission_id: str) -> Mission:
     """The mission ``mission_id`` among ``letters`` (empty when it has no letter there)."""
     m = Mission(mission_id)
+    needle = mission_id.encode()  # a letter of it holds its id's bytes: the others are never parsed
     for lt in letters:
-        if lt.kind == MISSION_KIND:
+        if lt.kind == MISSION_KIND and needle in lt.raw:
             e = entry_of(lt)
             if e is not None and e.mission_id == mission_id:
                 m.entries.append(e)
