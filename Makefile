@@ -37,6 +37,7 @@ test: lint | $(CHROMIUM)
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py tests/test_http_browser_cases.py tests/test_http_browser_delivery.py -k screenshot -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser_missions.py -q
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -45,7 +45,7 @@ HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.remote"}
 #: ``inboxhandle`` its inbox reads (nor a session-start hook).
 ABOVE_OPS = ("dovecote.api", "dovecote.handle_core", "dovecote.handle_agents", "dovecote.handle_delivery",
              "dovecote.handle_cases", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.remote",
-             "dovecote.cli", "dovecote.http",
+             "dovecote.cli", "dovecote.http", "dovecote.handle_missions",
              "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
 #: The faces: nothing below the handle imports one.
 FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")

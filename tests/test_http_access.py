@@ -36,6 +36,8 @@ CASE = "{case}"  # the case of a report with a symptom filed in each home (``hom
 REPORT = "{report}"
 TASK = "{task}"  # a task delivered to ENTITY (what an ack answers), filled in per home
 VNEXT = "{vnext}"  # a vNext mailbox folder on this machine (what import_vnext reads)
+MISSION = "{mission}"  # a mission posted in each home (issue 11)
+NEW_MISSION = "{new_mission}"  # a mission id no caller has posted yet, filled in per caller
 
 #: Route name -> (path parameters, query, JSON body). A route missing here fails the first test.
 EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]] = {
@@ -73,6 +75,16 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "presence_beat": ({}, {}, {"agent": ENTITY}),
     "intake": ({}, {}, {}),
     "mailman": ({}, {}, {}),
+    # -- missions (issue 11); the human gestures are no route
+    "missions": ({}, {"project": "atlas"}, None),
+    "mission": ({"mission_id": MISSION}, {}, None),
+    "mission_post": ({}, {}, {"letter": {
+        "schema": "dovecote-mission-v1", "mission_id": NEW_MISSION, "mission_seq": 1, "block_id": "sb_x",
+        "brain_ref": "atlas", "seat": "hand", "capability": "build-runner", "phase": "judging", "synthetic": True,
+        "started_at": "2026-07-09T00:00:00Z", "updated_at": "2026-07-09T00:00:00Z"}}),
+    "blocks": ({}, {}, None),
+    "block_add": ({}, {}, {"block_id": "sb_beta", "project": "atlas"}),
+    "block_bump": ({"block_id": "sb_alpha"}, {}, {"project": "atlas"}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -95,8 +107,17 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
     task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
                    actor=SENDER)
+    dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
+    posted = dc.mission_post(verbs.MissionPost(letter=_fill(EXAMPLES["mission_post"][2], {NEW_MISSION: MISSION_ID})[
+        "letter"]), actor=SENDER)
     return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report,
-                TASK: task.to_dict()["deliveries"][0]["id"]}
+                TASK: task.to_dict()["deliveries"][0]["id"], MISSION: posted["mission_id"]}
+
+
+MISSION_ID = "msn_00000000000a"
+#: Each caller posts its own new mission (two callers posting the same seq 1 would be stale_head).
+NEW_MISSIONS = {"none": "msn_00000000000b", "own": "msn_00000000000c", "other": "msn_00000000000d",
+                "operator": "msn_00000000000e", "local": "msn_00000000000f"}
 
 
 def _fill(value: Any, fills: dict[str, str]) -> Any:
@@ -137,7 +158,7 @@ def test_each_caller_gets_what_the_routes_access_promises(tmp_path: Path, route:
     with TestClient(create_app(dc, remote=remote)) as client:
         for caller, headers in _callers(dc).items():
             want = "unauthorized" if remote and caller == "none" else PROMISES[route.access][caller]
-            r = _request(client, route, fills, headers)
+            r = _request(client, route, {**fills, NEW_MISSION: NEW_MISSIONS[caller]}, headers)
             if want == "ok":
                 assert r.status_code == route.status, (caller, r.text)
             else:
@@ -191,6 +212,9 @@ TOOL_EXAMPLES: dict[str, list[tuple[dict[str, Any], str]]] = {
     "monitor_add": [({"name": "nightly", "expect": "tool=seek", "every": "1d"}, "operator")],
     "hook_event": [({"event": "stop", "payload": {"session_id": "s1"}}, "operator")],
     "import_vnext": [({"path": VNEXT}, "local"), ({"path": VNEXT, "write": True}, "local")],
+    # missions (issue 11): each caller posts a mission of its own (NEW_MISSION), the reads are views
+    "mission_post": [({"letter": EXAMPLES["mission_post"][2]["letter"]}, "token")],
+    "missions": [({}, "open"), ({"view": "mission", "mission_id": MISSION}, "open"), ({"view": "blocks"}, "open")],
 }
 
 #: What each access promises each MCP caller: REST's promise (the one rule), less the tokenless caller (every
@@ -235,8 +259,8 @@ def test_each_mcp_caller_gets_what_the_tools_access_promises(tmp_path: Path, nam
     dc, fills = _mcp_home(tmp_path)
     face = Face(dc)
     for example, access in TOOL_EXAMPLES[name]:
-        args = _fill(example, fills)
         for caller, principal in MCP_CALLERS.items():
+            args = _fill(example, {**fills, NEW_MISSION: NEW_MISSIONS[caller]})
             want = TOOL_PROMISES[access][caller]
             if want == "ok":
                 assert isinstance(_tool_call(face, name, principal, args), dict), (caller, args)
@@ -251,7 +275,7 @@ def test_read_only_refuses_an_mcp_tool_exactly_when_its_verb_writes(tmp_path: Pa
     dc, fills = _mcp_home(tmp_path)
     face = Face(dc, read_only=True)
     for example, _ in TOOL_EXAMPLES[name]:
-        args = _fill(example, fills)
+        args = _fill(example, {**fills, NEW_MISSION: NEW_MISSIONS["local"]})
         tool, rest = TOOLS[name].pick(args)
         if verbs.writes(tool.name, verbs.decode(tool.verb, rest)):
             with pytest.raises(Refusal) as refused:

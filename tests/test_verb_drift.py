@@ -88,6 +88,15 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("claims",): verbs.Claims,
     ("monitor", "add"): verbs.MonitorAdd,
     ("monitors",): verbs.Monitors,
+    # missions (issue 11)
+    ("block", "add"): verbs.BlockAdd,
+    ("block", "bump"): verbs.BlockBump,
+    ("blocks",): verbs.Blocks,
+    ("mission", "post"): verbs.MissionPost,
+    ("mission", "show"): verbs.Mission,
+    ("mission", "archive"): verbs.MissionArchive,
+    ("missions",): verbs.Missions,
+    ("receipt", "import"): verbs.ReceiptImport,
 }
 
 #: Verbs whose CLI form is a hook of NOT_VERBS (its payload on stdin, always exit 0), and why they are verbs.
@@ -103,6 +112,8 @@ FACE_ONLY = {
     "detailed": "inbox --detailed/--compact chooses the rendering",
     "args": "inbox [ENTITY] [status]: the entity, and 'status' for the counts-only rendering",
     "actor": "a move's --actor binds who acts (the handle's actor=), as a token does over MCP",
+    "file": "mission post --file reads the letter (the verb's letter field) from a file, or stdin",
+    "poster": "mission post --agent binds who posts (the handle's actor=), as a token does over MCP",
 }
 
 #: Fields a command does not take as an option, and why.
@@ -115,12 +126,15 @@ NOT_ON_CLI = {
     (verbs.Report, "sentinel"): "an object: given in JSON on stdin",
     (verbs.Move, "kind"): "the command's name is the kind",
     (verbs.Inbox, "entity_id"): "the first word of the [ENTITY] [status] argument",
+    (verbs.MissionPost, "letter"): "the letter is JSON, read from --file or stdin",
 }
 
 #: Required fields a command takes as optional options, and why.
 OPTIONAL_ON_CLI = {
-    (verbs.Report, name): "report --json - gives it instead; with neither it is refused missing_field"
-    for name in ("tool", "klass", "what")
+    **{(verbs.Report, name): "report --json - gives it instead; with neither it is refused missing_field"
+       for name in ("tool", "klass", "what")},
+    **{(verbs.Receipt, name): "receipt is also the group of receipt import (issue 11): without a subcommand "
+       "and without it, it is refused missing_field" for name in ("answers", "disposition")},
 }
 
 #: A repeatable option is named for one value.
@@ -147,10 +161,12 @@ ALIASES: dict[tuple[str, ...], set[str]] = {
 
 
 def _commands(cmd: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every command, and the group that is a verb's command too (``receipt``, whose subcommand is ``import``)."""
     subs = getattr(cmd, "commands", None)
     if subs is None:
         return [(path, cmd)]
-    return [c for name, sub in subs.items() for c in _commands(sub, (*path, name))]
+    own = [(path, cmd)] if path == ("receipt",) else []
+    return own + [c for name, sub in subs.items() for c in _commands(sub, (*path, name))]
 
 
 ALL = dict(_commands(ROOT))

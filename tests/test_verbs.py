@@ -74,6 +74,15 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.Claims: {},
     verbs.MonitorAdd: {"name": "nightly", "expect": "tool=backup", "every": "1d"},
     verbs.Monitors: {},
+    # missions (issue 11)
+    verbs.BlockAdd: {"block_id": "sb_alpha", "project": "repo-a"},
+    verbs.BlockBump: {"block_id": "sb_alpha"},
+    verbs.Blocks: {},
+    verbs.MissionPost: {"letter": {"schema": "dovecote-mission-v1"}},
+    verbs.Missions: {},
+    verbs.Mission: {"mission_id": "msn_0123456789ab"},
+    verbs.MissionArchive: {"mission_id": "msn_0123456789ab"},
+    verbs.ReceiptImport: {"mission_id": "msn_0123456789ab"},
 }
 
 ALL = sorted(set(verbs.VERBS.values()), key=lambda v: v.__name__)

@@ -28,6 +28,7 @@ from dovecote.handle_agents import AgentVerbs
 from dovecote.handle_cases import CaseVerbs
 from dovecote.handle_core import ActorArg, address_of
 from dovecote.handle_delivery import DeliveryVerbs
+from dovecote.handle_missions import MissionVerbs
 from dovecote.home import Layout, find_home
 from dovecote.ops import mail
 from dovecote.ops import report as report_op
@@ -55,7 +56,7 @@ __all__ = [
     "open_home",
 ]
 
-class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs):
+class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     """A dovecote home: roster, store, and the use cases over them.
 
     ``actor`` is who acts when a call names nobody (a face binds it: the CLI

@@ -309,6 +309,33 @@ def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dic
         raise Refusal("server_file", "import_vnext reads a folder on the server: only the local operator names "
                                      "one (dovecote mcp on this machine without a token, or dovecote import vnext)")
     return dc.import_vnext(v).to_dict()
+# -- missions (issue 11): reading missions and blocks is anyone's; a post is a token's (its entity posts); a
+# block is an operator's to add or bump. The two human gestures (mission_archive, receipt_import) are not here:
+# no token reaches them (the Human View's session does, ``http.pages_missions``).
+
+
+def mission_post(dc: Dovecote, p: Principal | None, v: verbs.MissionPost) -> dict[str, Any]:
+    return dc.mission_post(v, actor=actor_of(writer(p, "mission_post")))
+
+
+def missions(dc: Dovecote, p: Principal | None, v: verbs.Missions) -> dict[str, Any]:
+    return dc.missions(v)
+
+
+def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> dict[str, Any]:
+    return dc.mission(v)
+
+
+def blocks(dc: Dovecote, p: Principal | None, v: verbs.Blocks) -> dict[str, Any]:
+    return dc.blocks(v)
+
+
+def block_add(dc: Dovecote, p: Principal | None, v: verbs.BlockAdd) -> dict[str, Any]:
+    return dc.block_add(v, actor=actor_of(operator(p, "add a block")))
+
+
+def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> dict[str, Any]:
+    return dc.block_bump(v, actor=actor_of(operator(p, "bump a block")))
 
 
 #: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
@@ -320,4 +347,7 @@ CALLS: dict[str, Call] = {
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
     "import_vnext": import_vnext, "hook_event": hook_event,
+    # missions (issue 11); never mission_archive or receipt_import (human gestures)
+    "mission_post": mission_post, "missions": missions, "mission": mission, "blocks": blocks,
+    "block_add": block_add, "block_bump": block_bump,
 }

@@ -15,6 +15,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 - ``cmd_store``: db migrate, copy (the PostgreSQL store)
+- ``cmd_missions``: block add/bump, blocks, mission post/show/archive, missions, receipt import (issue 11)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dovecote.cli import (
     cmd_mail,
     cmd_mcp,
     cmd_misc,
+    cmd_missions,
     cmd_reports,
     cmd_roster,
     cmd_serve,
@@ -89,6 +91,7 @@ cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it ru
 cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
 cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
 cmd_store.register(app)  # db migrate, copy (issue 12)
+cmd_missions.register(app)  # block, blocks, mission, missions, receipt import (issue 11)
 
 
 def run() -> Any:

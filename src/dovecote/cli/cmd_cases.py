@@ -17,13 +17,15 @@ from dovecote.verbs import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, S
 
 
 def receipt_cmd(
+    ctx: typer.Context,
     answers: Annotated[
-        list[str],
+        Optional[list[str]],
         typer.Option("--answers", metavar="ID", help=repeated(doc(Receipt, "answers"), "repeat, or comma-separated")),
-    ],
+    ] = None,
     disposition: Annotated[
-        str, typer.Option("--disposition", metavar=one_of(Receipt, "disposition"), help=doc(Receipt, "disposition"))
-    ],
+        Optional[str],
+        typer.Option("--disposition", metavar=one_of(Receipt, "disposition"), help=doc(Receipt, "disposition")),
+    ] = None,
     fingerprint: Annotated[
         Optional[str], typer.Option("--fingerprint", help=doc(Receipt, "fingerprint"))
     ] = None,
@@ -47,11 +49,16 @@ def receipt_cmd(
 
     Example: dovecote receipt --answers 1a2b3c4d5e6f --disposition fixed --ref abc123
     --sentinel-probe "grep -n 'return \\[\\]' src/north.py"
+
+    --answers and --disposition are required (refused missing_field without them), except before a
+    subcommand: `dovecote receipt import M` imports a mission's receipt candidate (issue 11).
     """
     from dovecote.verbs import decode
 
+    if ctx.invoked_subcommand is not None:
+        return
     fields: dict[str, Any] = {
-        "answers": [a for chunk in answers for a in chunk.replace(",", " ").split()],
+        "answers": [a for chunk in answers or () for a in chunk.replace(",", " ").split()] or None,
         "disposition": disposition, "fingerprint": fingerprint, "case_id": case_id, "ref": ref,
         "sentinel_probe": sentinel_probe, "sentinel_expect": sentinel_expect,
     }
@@ -191,7 +198,9 @@ def register_hooks(app: Typer) -> None:
 
 
 def register(app: Typer) -> None:
-    app.command("receipt")(receipt_cmd)
+    receipt = Typer(invoke_without_command=True)  # `receipt import M` (issue 11) is its subcommand
+    receipt.callback()(receipt_cmd)
+    app.add_typer(receipt, name="receipt")
     app.command("cases")(cases_cmd)
     app.command("case")(case_cmd)
     app.command("sentinels")(sentinels_cmd)

@@ -10,6 +10,8 @@ Mounted here:
     /openapi.json      the OpenAPI 3.1 document (``openapi``)
     /, /triage, ...    the Human View (``pages``; /cases ``pages_cases``), /static its CSS and script
     /delivery          the delivery page (``pages_delivery``)
+    /missions          the missions page, and POST /missions/{mission_id}/{gesture}: the signed-in person's
+                       archive and receipt import (``pages_missions``, issue 11)
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 
@@ -48,7 +50,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
-from dovecote.http import errors, events, openapi, pages_delivery, rest
+from dovecote.http import errors, events, openapi, pages_delivery, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Runner
@@ -139,6 +141,7 @@ def create_app(
         return Route(path, _read_only if read_only and name in SERVER_STATE else endpoint, methods=["GET"],
                      name=name)
 
+    missions_page, missions_gesture = pages_missions.endpoints(pages)
     api: list[BaseRoute] = [*rest.routes(run, read_only=read_only, stamp=stamp),
                             Route(events.PATH, events_endpoint, methods=["GET"], name="events")]
     routes: list[BaseRoute] = [
@@ -149,6 +152,8 @@ def create_app(
         guarded("/cases", cases_endpoint, "cases"),
         guarded("/search", pages.search, "search"),
         guarded("/delivery", pages_delivery.endpoint(pages), "delivery"),
+        guarded("/missions", missions_page, "missions"),
+        Route("/missions/{mission_id}/{gesture}", missions_gesture, methods=["POST"], name="mission_gesture"),
         guarded("/entities/{entity_id}", pages.entity, "entity"),
         guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),
         Route("/entities/{entity_id}/items/{ref}/{kind}", pages.act, methods=["POST"], name="act"),

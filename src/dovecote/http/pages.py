@@ -152,8 +152,11 @@ class Pages:
         shown = await self.run(lambda dc, q: dc.show(q), p)
         return self._page(request, "item.html", entity=p.entity_id, shown=shown)
 
-    async def act(self, request: Request) -> Response:
-        """A move by the signed-in person (see the module docstring), then back to the page it came from."""
+    async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
+        """The signed-in person making a page's action, and its form (its CSRF token checked and taken out).
+
+        A bearer token is never a person: ``human_gesture_required``, as for no session.
+        """
         if "authorization" in request.headers:
             raise Refusal("human_gesture_required", "a page's action is the signed-in person's; a bearer token is "
                                                     "an agent's or an operator's (it moves items through the API)")
@@ -162,6 +165,11 @@ class Pages:
             raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
         form = dict(parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True))
         self.sessions.check_csrf(request, form.pop("csrf", ""))
+        return person, form
+
+    async def act(self, request: Request) -> Response:
+        """A move by the signed-in person (see the module docstring), then back to the page it came from."""
+        person, form = await self.signed_in(request)
         back = form.pop("next", "")
         raw = {**{k: v for k, v in form.items() if v.strip()}, **request.path_params}
         v = inputs.convert(verbs.Move, raw)

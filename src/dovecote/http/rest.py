@@ -211,6 +211,23 @@ DELIVERY: tuple[Route, ...] = (
           "mailman", verbs.Mailman, dict[str, Any], "operator", _remote("mailman")),
 )
 
+#: Missions (issue 11): blocks and mission letters. The two human gestures (archive, receipt import) are no
+#: route here: they are the Human View's, through the signed-in person's session (``pages_missions``).
+MISSIONS: tuple[Route, ...] = (
+    Route("GET", "/missions", "missions", "One head per mission, counts by phase, the landing count", "missions",
+          verbs.Missions, dict[str, Any], "open", _remote("missions")),
+    Route("GET", "/missions/{mission_id}", "mission", "One mission's whole chain, root to head", "mission",
+          verbs.Mission, dict[str, Any], "open", _remote("mission")),
+    Route("POST", "/missions", "mission_post", "Post the next letter of a mission (compare-and-swap on its head)",
+          "mission_post", verbs.MissionPost, dict[str, Any], "token", _remote("mission_post"), status=201),
+    Route("GET", "/blocks", "blocks", "Every block with its versions, and each project's skeleton id", "blocks",
+          verbs.Blocks, dict[str, Any], "open", _remote("blocks")),
+    Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, dict[str, Any],
+          "operator", _remote("block_add"), status=201),
+    Route("POST", "/blocks/{block_id}/bumps", "block_bump", "Move a block's boundary one version on", "block_bump",
+          verbs.BlockBump, dict[str, Any], "operator", _remote("block_bump"), status=201),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
           "open", _read(boxes)),
@@ -265,6 +282,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/hooks/events", "hook_event", "Relay a coding agent's post-tool or stop hook (abandonment)",
           "hook_event", verbs.HookEvent, dict[str, Any], "operator", _remote("hook_event")),
     *DELIVERY,
+    *MISSIONS,
 )
 
 

@@ -64,9 +64,15 @@ def listing(role: str) -> list[types.Tool]:
 
 
 def tokens(role: str) -> int:
-    """The size of ``role``'s ``tools/list`` answer in tokens, as issue 8 counts them: JSON characters / 4."""
-    wire = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing(role)])
-    return len(wire) // 4
+    """The size of ``role``'s ``tools/list`` answer in tokens, as issue 8 counts them: characters / 4 of the
+    JSON as the server sends it (compact, as the SDK serializes a result)."""
+    return len(wire(listing(role))) // 4
+
+
+def wire(tools: list[types.Tool]) -> str:
+    """The tools as they go over the wire: compact JSON, fields left unset omitted."""
+    return json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+                      separators=(",", ":"), ensure_ascii=False)
 
 
 def error_text(e: BaseException) -> str:

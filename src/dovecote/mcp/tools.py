@@ -254,6 +254,18 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
          schemas.RECEIPT, operator_fields=("sentinel_probe", "sentinel_expect")),
+    # -- missions (issue 11): archive and receipt import are human gestures, never tools
+    Tool("mission_post", verbs.MissionPost, "Post a mission's next letter (CAS on its head).", remote.mission_post,
+         lambda d: f"{'deduped' if d['deduped'] else 'posted'} {d['letter_id']}: seq {d['mission_seq']} {d['phase']}",
+         schemas.OBJECT),
+    Views("missions", "Mission reads by view", (
+        Tool("missions", verbs.Missions, "heads, counts by phase, landing count", remote.missions,
+             lambda d: f"missions: {d['count']}, {d['landing']} waiting to land", schemas.OBJECT),
+        Tool("mission", verbs.Mission, "one chain, root to head", remote.mission,
+             lambda d: f"{d['mission_id']}: {d['phase']} at seq {d['mission_seq']}", schemas.OBJECT),
+        Tool("blocks", verbs.Blocks, "blocks with versions, each project's skeleton id", remote.blocks,
+             lambda d: f"blocks: {d['count']}", schemas.OBJECT),
+    )),
     # -- operator work: not in an agent's catalog
     Tool("intake", verbs.Intake, "Deliver every envelope in the home's intake pending/, once per recipient.",
          remote.intake, _intake_text, schemas.OBJECT, omit=("dir",), roles=OPERATORS),
@@ -261,7 +273,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
          remote.mailman, _mailman_text, schemas.OBJECT, omit=("dir", "loop", "interval"), roles=OPERATORS),
     Tool("presence_beat", verbs.PresenceBeat, "Record that an agent's session is alive (assistive).",
          remote.presence_beat, lambda d: f"beat {d['agent']} at {d['ts']}", schemas.OBJECT, roles=OPERATORS),
-    Tool("hook_event", verbs.HookEvent, "Relay an agent's post-tool or stop hook payload (abandonment).",
+    Tool("hook_event", verbs.HookEvent, "Relay an agent's hook (abandonment).",
          remote.hook_event, lambda d: f"{d['event']}: " + (d["letter"] or ("watched" if d["watched"] else "nothing")),
          schemas.OBJECT, roles=OPERATORS),
     Tool("sentinels", verbs.Sentinels, "Run every fixed receipt's probe; a red one mints a regression letter.",

@@ -53,6 +53,16 @@ from dovecote.verbs.mail import (
     View,
     Wait,
 )
+from dovecote.verbs.missions import (
+    BlockAdd,
+    BlockBump,
+    Blocks,
+    Mission,
+    MissionArchive,
+    MissionPost,
+    Missions,
+    ReceiptImport,
+)
 from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
 from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
 from dovecote.verbs.vnext import ImportVnext
@@ -82,6 +92,9 @@ __all__ = [
     "WRITES",
     "WRITES_WHEN",
     "Ack",
+    "BlockAdd",
+    "BlockBump",
+    "Blocks",
     "Box",
     "Case",
     "Cases",
@@ -105,6 +118,10 @@ __all__ = [
     "Mailman",
     "Message",
     "MisdeliveryKind",
+    "Mission",
+    "MissionArchive",
+    "MissionPost",
+    "Missions",
     "MonitorAdd",
     "Monitors",
     "Move",
@@ -118,6 +135,7 @@ __all__ = [
     "ProjectList",
     "ProjectRemove",
     "Receipt",
+    "ReceiptImport",
     "Report",
     "ReportClass",
     "Search",
@@ -198,6 +216,15 @@ VERBS: dict[str, type[Verb]] = {
     "monitor_add": MonitorAdd,
     "monitors": Monitors,
     "hook_event": HookEvent,
+    # missions (issue 11); mission_archive and receipt_import are human gestures: no token reaches them
+    "block_add": BlockAdd,
+    "block_bump": BlockBump,
+    "blocks": Blocks,
+    "mission_post": MissionPost,
+    "missions": Missions,
+    "mission": Mission,
+    "mission_archive": MissionArchive,
+    "receipt_import": ReceiptImport,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -209,6 +236,8 @@ WRITES: frozenset[str] = frozenset({
     "intake", "mailman", "ack", "presence_beat",
     # case intelligence (issue 10): a sentinel run mints engine letters when a state changes
     "receipt", "sentinels", "monitor_add", "hook_event",
+    # missions (issue 11)
+    "block_add", "block_bump", "mission_post", "mission_archive", "receipt_import",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {

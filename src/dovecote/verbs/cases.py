@@ -84,9 +84,9 @@ class HookEvent(Verb, frozen=True):
     """A coding agent's hook event for abandonment, relayed: post-tool records a watched call, stop mints the
     session's letter when its last watched call failed (what ``dovecote hook post-tool|stop`` read on stdin)."""
 
-    event: Annotated[Literal["post-tool", "stop"], Meta(description="Which hook sent the payload.")]
-    payload: Annotated[dict[str, Any], Meta(description="The JSON the agent's hook sent (session_id, tool_name...).")]
+    event: Annotated[Literal["post-tool", "stop"], Meta(description="The hook.")]
+    payload: Annotated[dict[str, Any], Meta(description="The JSON the hook got on stdin.")]
     watch: Annotated[
         tuple[Annotated[str, Meta(min_length=1, max_length=128)], ...],
-        Meta(max_length=32, description="Tool-name prefixes watched (default: mcp__)."),
+        Meta(max_length=32, description="Watched tool-name prefixes (default mcp__)."),
     ] = ()

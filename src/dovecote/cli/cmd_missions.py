@@ -1,0 +1,208 @@
+"""Missions on the command line (issue 11): ``block add|bump``, ``blocks``, ``mission post|show|archive``,
+``missions`` and ``receipt import``.
+
+Each option is a field of its verb (``dovecote.verbs.missions``). The two human
+gestures (``mission archive``, ``receipt import``) are made only by a person at
+an interactive terminal who types the mission id to confirm: without a terminal
+on stdin they refuse ``human_gesture_required`` before anything is read.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, Optional
+
+import orjson
+import typer
+
+from dovecote.cli.actor import bound_actor
+from dovecote.cli.boundary import Typer
+from dovecote.cli.common import JsonOpt, opened
+from dovecote.cli.output import show
+from dovecote.errors import Refusal
+from dovecote.verbs import (
+    BlockAdd,
+    BlockBump,
+    Blocks,
+    Mission,
+    MissionArchive,
+    MissionPost,
+    Missions,
+    ReceiptImport,
+    decode,
+    doc,
+)
+
+ProjectOpt = Annotated[Optional[str], typer.Option("--project", help=doc(Blocks, "project"))]
+
+
+def block_add_cmd(
+    block_id: Annotated[str, typer.Argument(help=doc(BlockAdd, "block_id"))],
+    project: Annotated[str, typer.Option("--project", help=doc(BlockAdd, "project"))],
+    json: JsonOpt = False,
+) -> None:
+    """Add a block (a work unit) to a project: boundary version 1, store version 0.
+
+    Example: dovecote block add sb_alpha --project repo-a
+    """
+    show(opened().block_add(BlockAdd(block_id=block_id, project=project)), json=json, text=_block_text)
+
+
+def block_bump_cmd(
+    block_id: Annotated[str, typer.Argument(help=doc(BlockBump, "block_id"))],
+    project: Annotated[Optional[str], typer.Option("--project", help=doc(BlockBump, "project"))] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Move a block's boundary one version on: a receipt candidate for the old boundary is stale."""
+    show(opened().block_bump(BlockBump(block_id=block_id, project=project)), json=json, text=_block_text)
+
+
+def _block_text(d: dict[str, Any]) -> str:
+    what = "" if d["appended"] else " (already there)"
+    return (f"{d['block_id']} in {d['project']}: boundary {d['boundary_version']}, store {d['store_version']}"
+            f"{what} [{d['letter_id']}]\n")
+
+
+def blocks_cmd(project: ProjectOpt = None, json: JsonOpt = False) -> None:
+    """Every block with its boundary and store versions, and each project's skeleton id."""
+    show(opened().blocks(Blocks(project=project)), json=json, text=_blocks_text)
+
+
+def _blocks_text(d: dict[str, Any]) -> str:
+    rows = [f"  {b['project']}  {b['block_id']}  boundary {b['boundary_version']}  store {b['store_version']}"
+            for b in d["blocks"]]
+    rows += [f"  {p}  {s}  (skeleton)" for p, s in d["skeletons"].items()]
+    if d["unreachable"]:
+        rows.append("unreachable: " + ", ".join(d["unreachable"]))
+    return "\n".join([f"{d['count']} blocks", *rows]) + "\n"
+
+
+def mission_post_cmd(
+    file: Annotated[
+        Optional[str], typer.Option("--file", metavar="PATH", help="The letter as JSON (default or '-': stdin).")
+    ] = None,
+    as_project: Annotated[Optional[str], typer.Option("--as-project", help=doc(MissionPost, "as_project"))] = None,
+    poster: Annotated[Optional[str], typer.Option("--agent", help="Who posts (default: $DOVECOTE_AGENT).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Post the next letter of a mission: validated, guarded, and appended only if it names the head.
+
+    Example: dovecote mission post --file letter.json --as-project repo-a --agent runner-1
+    """
+    raw = sys.stdin.buffer.read() if file in (None, "-") else _read(file or "")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise Refusal("invalid_json", f"the mission letter is not JSON: {e}") from None
+    v = decode(MissionPost, {"letter": data, **({"as_project": as_project} if as_project else {})})
+    show(opened().mission_post(v, actor=poster), json=json, text=_posted_text)
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise Refusal("invalid_field", f"--file: {e.strerror}: {path}") from None
+
+
+def _posted_text(d: dict[str, Any]) -> str:
+    what = "already present:" if d["deduped"] else "posted"
+    return f"{what} {d['letter_id']}: {d['mission_id']} seq {d['mission_seq']} {d['phase']} in {d['box']}\n"
+
+
+def missions_cmd(
+    project: Annotated[Optional[str], typer.Option("--project", help=doc(Missions, "project"))] = None,
+    json: JsonOpt = False,
+) -> None:
+    """One head per mission, the counts by phase, and how many wait to land (merge_wait heads)."""
+    show(opened().missions(Missions(project=project)), json=json, text=_missions_text)
+
+
+def _missions_text(d: dict[str, Any]) -> str:
+    rows = [f"  {m['phase']:<10} {m['mission_id']}  seq {m['mission_seq']}  head {m['head_letter_id']}  "
+            f"superseded {m['superseded_count']}  {m['box']}" for m in d["missions"]]
+    head = f"{d['count']} missions, {d['landing']} waiting to land"
+    if d["unreachable"]:
+        rows.append("unreachable: " + ", ".join(d["unreachable"]))
+    return "\n".join([head, *rows]) + "\n"
+
+
+def mission_show_cmd(
+    mission_id: Annotated[str, typer.Argument(help=doc(Mission, "mission_id"))],
+    json: JsonOpt = False,
+) -> None:
+    """One mission's whole chain, root to head (and any letter off it)."""
+    show(opened().mission(Mission(mission_id=mission_id)), json=json, text=_chain_text)
+
+
+def _chain_text(d: dict[str, Any]) -> str:
+    rows = [f"  {e['mission_seq']:>3} {e['phase']:<10} {e['letter_id']}  {e['agent']}  {e['ts']}" for e in d["chain"]]
+    if d["forks"]:
+        rows.append("off the chain: " + ", ".join(d["forks"]))
+    return "\n".join([f"{d['mission_id']} in {d['box']}: {d['phase']} at seq {d['mission_seq']}", *rows]) + "\n"
+
+
+def confirmed(mission_id: str, what: str) -> str:
+    """The person's name once they typed ``mission_id`` at an interactive terminal; else the refusal.
+
+    A pipe, a file or an agent's tool call has no terminal on stdin, so it is
+    refused before anything is read; a mistyped id is refused too.
+    """
+    if not sys.stdin.isatty():
+        raise Refusal("human_gesture_required", f"{what} needs a person at an interactive terminal "
+                                                "(or the Human View); stdin is not a terminal")
+    sys.stderr.write(f"{what} {mission_id}: type the mission id to confirm: ")
+    sys.stderr.flush()
+    typed = sys.stdin.readline().strip()
+    if typed != mission_id:
+        raise Refusal("human_gesture_required", f"{what}: the confirmation {typed!r} is not {mission_id}")
+    return f"human.{bound_actor().user or 'unknown'}"
+
+
+def mission_archive_cmd(
+    mission_id: Annotated[str, typer.Argument(help=doc(MissionArchive, "mission_id"))],
+    json: JsonOpt = False,
+) -> None:
+    """Set a landed or failed mission aside (a human gesture: type the mission id at a terminal)."""
+    v = MissionArchive(mission_id=mission_id)
+    who = confirmed(mission_id, "archive")
+    show(opened().mission_archive(v, gesture="terminal", actor=who), json=json, text=_posted_text)
+
+
+def receipt_import_cmd(
+    mission_id: Annotated[str, typer.Argument(help=doc(ReceiptImport, "mission_id"))],
+    json: JsonOpt = False,
+) -> None:
+    """Import a merge_wait mission's receipt candidate into its block (a human gesture at a terminal).
+
+    Then a landed letter with receipt {imported: true, store_version} can be posted.
+    """
+    v = ReceiptImport(mission_id=mission_id)
+    who = confirmed(mission_id, "receipt import")
+    show(opened().receipt_import(v, gesture="terminal", actor=who), json=json, text=_import_text)
+
+
+def _import_text(d: dict[str, Any]) -> str:
+    what = "already imported:" if d["deduped"] else "imported"
+    return (f"{what} {d['mission_id']}'s candidate {d['candidate_letter_id']} into {d['block_id']} "
+            f"({d['project']}): store version {d['store_version']} [{d['letter_id']}]\n")
+
+
+def register(app: Typer) -> None:
+    block = Typer(help="A project's blocks (work units).", no_args_is_help=True)
+    block.command("add")(block_add_cmd)
+    block.command("bump")(block_bump_cmd)
+    app.add_typer(block, name="block")
+    app.command("blocks")(blocks_cmd)
+    mission = Typer(help="Mission letters: post, show, archive.", no_args_is_help=True)
+    mission.command("post")(mission_post_cmd)
+    mission.command("show")(mission_show_cmd)
+    mission.command("archive")(mission_archive_cmd)
+    app.add_typer(mission, name="mission")
+    app.command("missions")(missions_cmd)
+    for group in app.registered_groups:
+        if group.name == "receipt" and group.typer_instance is not None:
+            group.typer_instance.command("import")(receipt_import_cmd)
+            return
+    raise RuntimeError("the receipt group must be registered before receipt import")

@@ -1,0 +1,78 @@
+"""The handle's mission and block verbs (issue 11; see ``ops.missions`` and ``ops.blocks``).
+
+One method per verb, each one row of a face. The two human gestures
+(``mission_archive``, ``receipt_import``) take ``gesture``: the origin a face
+vouches for (``terminal``: a person at an interactive terminal typed the mission
+id; ``human-view``: the Human View's signed-in session). Without one they are
+refused ``human_gesture_required``; no remote call passes one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from dovecote import verbs
+from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.verbs import checked
+
+
+class MissionVerbs(HandleCore):
+    """The handle's mission and block verbs (issue 11)."""
+
+    def block_add(self, v: verbs.BlockAdd, /, *, actor: ActorArg = None, now: datetime | None = None
+                  ) -> dict[str, Any]:
+        """Add a block to a project (adding it again changes nothing)."""
+        from dovecote.ops import blocks
+
+        v = checked(v)
+        return blocks.add(self._ctx(now=now, actor=actor), v.project, v.block_id)
+
+    def block_bump(self, v: verbs.BlockBump, /, *, actor: ActorArg = None, now: datetime | None = None
+                   ) -> dict[str, Any]:
+        """Move a block's boundary one version on."""
+        from dovecote.ops import blocks
+
+        v = checked(v)
+        return blocks.bump(self._ctx(now=now, actor=actor), v.block_id, v.project)
+
+    def blocks(self, v: verbs.Blocks | None = None, /) -> dict[str, Any]:
+        """Every block (or one project's) and each project's skeleton id."""
+        from dovecote.ops import blocks
+
+        return blocks.listing(self.context, checked(v or verbs.Blocks()).project)
+
+    def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> dict[str, Any]:
+        """Post the next letter of a mission (validated, guarded, compare-and-swap on the head)."""
+        from dovecote.ops import missions
+
+        v = checked(v)
+        return missions.post(self._ctx(actor=actor), v.letter, v.as_project)
+
+    def missions(self, v: verbs.Missions | None = None, /) -> dict[str, Any]:
+        """One head per mission, the counts by phase and the landing count."""
+        from dovecote.ops import missions
+
+        return missions.listing(self.context, checked(v or verbs.Missions()).project)
+
+    def mission(self, v: verbs.Mission, /) -> dict[str, Any]:
+        """One mission's whole chain (``unknown_mission`` when no reachable box has it)."""
+        from dovecote.ops import missions
+
+        return missions.show(self.context, checked(v).mission_id)
+
+    def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None, actor: ActorArg = None,
+                        now: datetime | None = None) -> dict[str, Any]:
+        """Archive a landed or failed mission: a human gesture (see the module docstring)."""
+        from dovecote.ops import missions
+
+        v = checked(v)
+        return missions.archive(self._ctx(now=now, actor=actor), v.mission_id, gesture)
+
+    def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None, actor: ActorArg = None,
+                       now: datetime | None = None) -> dict[str, Any]:
+        """Import a merge_wait mission's receipt candidate into its block: a human gesture."""
+        from dovecote.ops import missions
+
+        v = checked(v)
+        return missions.import_receipt(self._ctx(now=now, actor=actor), v.mission_id, gesture)

@@ -1,0 +1,150 @@
+"""Blocks and receipt import: the writes and reads of a project's block registry.
+
+A block's letters live in its project's box; the registry is derived from them
+(``derive.blocks``). Every write here is a compare-and-swap under that box's
+guard: the registry is folded from what the guard read, the rule checked, then
+the letter appended (or nothing, with the refusal's keyword).
+
+``import_receipt`` is a human gesture (DESIGN 9): it needs ``gesture``, the
+origin a face vouches for (a person at a terminal who typed the mission id, or
+the Human View's signed-in session). No token an agent holds reaches a face
+that passes one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dovecote.addresses import project as project_box
+from dovecote.derive import blocks as blocks_fold
+from dovecote.derive.blocks import IMPORT_KIND, Block, skeleton_id
+from dovecote.derive.mission_letter import Phase
+from dovecote.errors import Refusal
+from dovecote.letters import canonical_line, format_ts
+
+if TYPE_CHECKING:
+    from dovecote.context import Context
+    from dovecote.derive.missions import Entry
+
+#: The origins that vouch for a human gesture; a new one is a code change with a test.
+GESTURE_ORIGINS = ("terminal", "human-view")
+
+
+def check_gesture(gesture: str | None, what: str) -> str:
+    """The gesture's origin; ``human_gesture_required`` unless a face vouched for a person."""
+    if gesture not in GESTURE_ORIGINS:
+        raise Refusal("human_gesture_required", f"{what} is a human gesture: a person at an interactive terminal "
+                      "who types the mission id, or the Human View's signed-in session; no agent or token")
+    return gesture
+
+
+def known_project(ctx: Context, name: str) -> str:
+    p = ctx.roster.project(name)
+    if p is None:
+        raise Refusal("unknown_project", f"no project {name!r} in the roster")
+    return p.name
+
+
+def registry(ctx: Context, project: str) -> dict[str, Block]:
+    """``project``'s blocks as its box holds them now (empty when the box is out of reach here)."""
+    where = project_box(project)
+    if not ctx.store.reachable(where):
+        return {}
+    return blocks_fold.fold(ctx.store.read(where).letters)
+
+
+def add(ctx: Context, project: str, block_id: str) -> dict[str, Any]:
+    """Add ``block_id`` to ``project`` (boundary 1, store 0); adding it again changes nothing."""
+    project = known_project(ctx, project)
+    where = project_box(project)
+    with ctx.store.guarded(where) as g:
+        found = blocks_fold.fold(g.letters).get(block_id)
+        if found is not None:
+            return {**found.row(), "letter_id": found.added, "appended": False}
+        ts = format_ts(ctx.now())
+        lid, appended = g.append([canonical_line(blocks_fold.block_letter(project, block_id, "add", 1, ts))])[0]
+    return {**Block(block_id, project, lid, ts).row(), "letter_id": lid, "appended": appended}
+
+
+def bump(ctx: Context, block_id: str, project: str | None) -> dict[str, Any]:
+    """Move ``block_id``'s boundary one version on (the project holding it, or the one named)."""
+    if project is None:
+        holders = [p.name for p in ctx.roster.projects if block_id in registry(ctx, p.name)]
+        if not holders:
+            raise Refusal("unknown_block", f"no project has a block {block_id!r}")
+        if len(holders) > 1:
+            raise Refusal("ambiguous_name", f"block {block_id!r} is in {', '.join(holders)}: name --project")
+        project = holders[0]
+    project = known_project(ctx, project)
+    with ctx.store.guarded(project_box(project)) as g:
+        b = blocks_fold.fold(g.letters).get(block_id)
+        if b is None:
+            raise Refusal("unknown_block", f"project {project} has no block {block_id!r}")
+        b.boundary_version += 1
+        line = canonical_line(blocks_fold.block_letter(project, block_id, "bump", b.boundary_version,
+                                                       format_ts(ctx.now())))
+        lid, _ = g.append([line])[0]
+    return {**b.row(), "letter_id": lid, "appended": True}
+
+
+def listing(ctx: Context, project: str | None) -> dict[str, Any]:
+    """Every block (of one project, or of all), with each project's skeleton id; unreachable boxes named."""
+    names = [known_project(ctx, project)] if project is not None else [p.name for p in ctx.roster.projects]
+    rows: list[dict[str, Any]] = []
+    unreachable = []
+    for name in names:
+        if not ctx.store.reachable(project_box(name)):
+            unreachable.append(str(project_box(name)))
+            continue
+        rows.extend(b.row() for b in registry(ctx, name).values())
+    return {"blocks": rows, "count": len(rows), "skeletons": {n: skeleton_id(n) for n in names},
+            "unreachable": unreachable}
+
+
+def anchor_known(blocks: dict[str, Block], project: str, block_id: str) -> bool:
+    """Whether ``block_id`` is a block of ``project`` or its skeleton."""
+    return block_id in blocks or block_id == skeleton_id(project)
+
+
+def import_receipt(ctx: Context, head: Entry, project: str, gesture: str | None) -> dict[str, Any]:
+    """Take the merge_wait head's receipt candidate into its block: the block's store version moves on.
+
+    Refused ``human_gesture_required`` (no gesture), ``invalid_phase`` (the head
+    is not merge_wait), ``incomplete_evidence`` (no candidate), ``unknown_block``
+    and ``stale_scope`` (the boundary moved since the candidate was earned).
+    Importing the same candidate again changes nothing (``deduped``).
+    """
+    via = check_gesture(gesture, "receipt import")
+    if head.phase != Phase.merge_wait:
+        raise Refusal("invalid_phase", f"mission {head.mission_id} is at {head.phase}: only a merge_wait head's "
+                                       "receipt candidate is imported")
+    cand = head.mission.get("receipt_candidate")
+    if not isinstance(cand, dict):
+        raise Refusal("incomplete_evidence", f"the merge_wait head {head.id} carries no receipt_candidate")
+    bid, scope = str(cand.get("block_id")), cand.get("scope") or {}
+    with ctx.store.guarded(project_box(project)) as g:
+        b = blocks_fold.fold(g.letters).get(bid)
+        if b is None:
+            raise Refusal("unknown_block", f"project {project} has no block {bid!r} (the candidate's block)")
+        earlier = blocks_fold.imported(b, head.id)
+        if earlier is not None:
+            return _import_row(earlier, deduped=True)
+        given = scope.get("boundary_version")
+        if given != b.boundary_version:
+            raise Refusal("stale_scope", f"the candidate for block {bid} proves boundary_version {given} but the "
+                                         f"live block is at boundary_version {b.boundary_version}",
+                          expected=b.boundary_version, given=given)
+        obj = {
+            "kind": IMPORT_KIND, "ts": format_ts(ctx.now()), "agent": ctx.actor.author(), "project": project,
+            "block_id": bid, "mission_id": head.mission_id, "candidate_letter_id": head.id,
+            "boundary_version": b.boundary_version, "store_version": b.store_version + 1, "via": via,
+            "what": f"receipt import: {head.mission_id} into {bid} at store version {b.store_version + 1}",
+        }
+        lid, _ = g.append([canonical_line(obj)])[0]
+    return _import_row({**obj, "letter_id": lid}, deduped=False)
+
+
+def _import_row(d: dict[str, Any], *, deduped: bool) -> dict[str, Any]:
+    keys = ("letter_id", "mission_id", "candidate_letter_id", "project", "block_id", "boundary_version",
+            "store_version")
+    return {**{k: d.get(k) for k in keys}, "deduped": deduped}

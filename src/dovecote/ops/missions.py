@@ -1,0 +1,177 @@
+"""Missions: post a letter on a chain (compare-and-swap), read heads and chains, archive (a human gesture).
+
+Law (DESIGN 6): posting validates the letter (``derive.mission_letter``), runs
+the guards, then under the box's guard derives the head from what the guard
+read and appends only if the letter names it (``stale_head`` otherwise, naming
+the expected and given ids) and the phase graph lets its phase follow the
+head's (``invalid_transition``). m1nd posted without a lock, so two concurrent
+posts could fork a chain; here the second one reads the first one's letter
+under the lock and is refused.
+
+Where a mission lives: the box of the project the caller is bound to
+(``as_project``), else home. A reader looks for it in home and every project box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dovecote.addresses import HOME, Address
+from dovecote.addresses import project as project_box
+from dovecote.derive import mission_letter as ml
+from dovecote.derive import missions as chains
+from dovecote.derive.blocks import skeleton_id
+from dovecote.derive.mission_letter import MissionLetter, Phase
+from dovecote.errors import Refusal
+from dovecote.letters import letter_id
+from dovecote.ops import blocks
+from dovecote.vocab import ENGINE_AGENT
+
+if TYPE_CHECKING:
+    from dovecote.context import Context
+    from dovecote.derive.missions import Entry
+
+
+def post(ctx: Context, data: Mapping[str, Any], as_project: str | None) -> dict[str, Any]:
+    """Post one mission letter; ``{letter_id, mission_id, mission_seq, deduped, phase, box}``."""
+    m = ml.validate(data)
+    if m.phase == Phase.archived:
+        raise Refusal("human_gesture_required", "archiving a mission is a human gesture (dovecote mission archive "
+                                                "at a terminal, or the Human View); no post may archive")
+    agent = ctx.actor.author()
+    if agent == ENGINE_AGENT:
+        raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
+    bound = blocks.known_project(ctx, as_project) if as_project is not None else None
+    _guards(ctx, m, bound)
+    return _append(ctx, project_box(bound) if bound else HOME, m, agent)
+
+
+def _guards(ctx: Context, m: MissionLetter, bound: str | None) -> None:
+    """brain_mismatch, unknown_block, stale_scope: each refuses before anything is read under a lock."""
+    if bound is not None:
+        p = ctx.roster.project(bound)
+        names = {bound.lower(), *(a.lower() for a in (p.aliases if p else ()))}
+        if m.brain_ref.lower() not in names:
+            raise Refusal("brain_mismatch", f"the letter names brain_ref {m.brain_ref!r} but the caller is bound to "
+                                            f"{bound!r}: fix the letter or post as that project")
+    if m.synthetic:
+        return
+    p = ctx.roster.project(bound or m.brain_ref)
+    if p is None:
+        raise Refusal("unknown_block", f"brain_ref {m.brain_ref!r} is no project in the roster, so no block is "
+                                       "known: name a project, or set synthetic: true for a probe")
+    reg = blocks.registry(ctx, p.name)
+    if not blocks.anchor_known(reg, p.name, m.block_id):
+        raise Refusal("unknown_block", f"project {p.name} has no block {m.block_id!r} (and it is not its skeleton "
+                                       f"{skeleton_id(p.name)}): add it with dovecote block add, or set "
+                                       "synthetic: true for a probe")
+    c = m.receipt_candidate
+    if c is not None:
+        live = reg.get(c.block_id)
+        if live is None:
+            raise Refusal("unknown_block", f"the receipt candidate names block {c.block_id!r}, which project "
+                                           f"{p.name} does not have")
+        if c.scope.boundary_version != live.boundary_version:
+            raise Refusal("stale_scope", f"the receipt candidate for block {c.block_id} proves boundary_version "
+                                         f"{c.scope.boundary_version} but the live block is at boundary_version "
+                                         f"{live.boundary_version}: re-earn it against the live boundary",
+                          expected=live.boundary_version, given=c.scope.boundary_version)
+
+
+def _append(ctx: Context, where: Address, m: MissionLetter, agent: str) -> dict[str, Any]:
+    """The compare-and-swap: under the box's guard, the head from what it read, then append or refuse."""
+    line = ml.line_of(m, agent)
+    lid = letter_id(line)
+    out = {"letter_id": lid, "mission_id": m.mission_id, "mission_seq": m.mission_seq, "phase": m.phase,
+           "box": str(where)}
+    with ctx.store.guarded(where) as g:
+        if lid in g.index:
+            return {**out, "deduped": True}
+        head = chains.one(g.letters, m.mission_id).head
+        expected = (1, None) if head is None else (head.seq + 1, head.id)
+        if (m.mission_seq, m.prev_letter_id) != expected:
+            seq, prev = expected
+            raise Refusal("stale_head", f"stale_head: mission {m.mission_id} expects mission_seq {seq} after "
+                                        f"{prev or 'no head'} (expected_head={prev}, got prev_letter_id="
+                                        f"{m.prev_letter_id}, mission_seq {m.mission_seq})",
+                          expected_head=prev, given=m.prev_letter_id)
+        ml.check_transition(chains.head_phase(head), Phase(m.phase))
+        g.append([line])
+    return {**out, "deduped": False}
+
+
+def _boxes(ctx: Context) -> tuple[list[Address], list[str]]:
+    """The boxes a mission may live in that this machine reaches, and those it does not (named)."""
+    reach: list[Address] = []
+    unreachable: list[Address] = []
+    for a in [HOME, *(project_box(p.name) for p in ctx.roster.projects)]:
+        (reach if ctx.store.reachable(a) else unreachable).append(a)
+    return reach, [str(a) for a in unreachable]
+
+
+def listing(ctx: Context, project: str | None) -> dict[str, Any]:
+    """One head per mission (of one project's box, or of every box), the counts by phase and the landing count."""
+    if project is not None:
+        where = project_box(blocks.known_project(ctx, project))
+        reach, unreachable = ([where], []) if ctx.store.reachable(where) else ([], [str(where)])
+    else:
+        reach, unreachable = _boxes(ctx)
+    heads = []
+    for where in reach:
+        for mission in chains.fold(ctx.store.read(where).letters).values():
+            heads.append({**mission.head_row(), "box": str(where)})
+    return {"missions": heads, **chains.summary(heads), "unreachable": unreachable}
+
+
+def find(ctx: Context, mission_id: str) -> tuple[Address, chains.Mission]:
+    """The box holding ``mission_id`` and its letters there; ``unknown_mission`` when no reachable box has it."""
+    reach, unreachable = _boxes(ctx)
+    for where in reach:
+        mission = chains.one(ctx.store.read(where).letters, mission_id)
+        if mission.entries:
+            return where, mission
+    beyond = f" (unreachable here: {', '.join(unreachable)})" if unreachable else ""
+    raise Refusal("unknown_mission", f"no reachable box has a letter of mission {mission_id!r}{beyond}")
+
+
+def show(ctx: Context, mission_id: str) -> dict[str, Any]:
+    """The whole chain of one mission, root to head, and any letter off it (a fork m1nd could make)."""
+    where, mission = find(ctx, mission_id)
+    chain = mission.chain()
+    return {**mission.head_row(), "box": str(where), "chain": [e.row() for e in chain], "forks": mission.forks()}
+
+
+def archive(ctx: Context, mission_id: str, gesture: str | None) -> dict[str, Any]:
+    """Set a landed or failed mission aside: the next letter of its chain, phase archived (a human gesture)."""
+    blocks.check_gesture(gesture, "mission archive")
+    where, _ = find(ctx, mission_id)
+    with ctx.store.guarded(where) as g:
+        head = chains.one(g.letters, mission_id).head
+        assert head is not None  # find saw a letter, and ledgers only grow
+        ml.check_transition(chains.head_phase(head), Phase.archived)
+        m = ml.validate({**head.mission, "mission_seq": head.seq + 1, "prev_letter_id": head.id,
+                         "phase": Phase.archived.value, "updated_at": _now(ctx)})
+        line = ml.line_of(m, ctx.actor.author())
+        lid, _ = g.append([line])[0]
+    return {"letter_id": lid, "mission_id": mission_id, "mission_seq": m.mission_seq, "deduped": False,
+            "phase": m.phase, "box": str(where)}
+
+
+def import_receipt(ctx: Context, mission_id: str, gesture: str | None) -> dict[str, Any]:
+    """``receipt import``: the mission's merge_wait candidate into its block (see ``ops.blocks.import_receipt``)."""
+    blocks.check_gesture(gesture, "receipt import")
+    where, mission = find(ctx, mission_id)
+    head: Entry | None = mission.head
+    assert head is not None
+    project = where.name if where.kind == "project" else None
+    p = ctx.roster.project(project or str(head.mission.get("brain_ref")))
+    if p is None:
+        raise Refusal("unknown_block", f"mission {mission_id}'s brain_ref names no project, so it has no block")
+    return blocks.import_receipt(ctx, head, p.name, gesture)
+
+
+def _now(ctx: Context) -> str:
+    from dovecote.letters import format_ts
+
+    return format_ts(ctx.now())

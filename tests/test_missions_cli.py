@@ -1,0 +1,142 @@
+"""Missions on the command line, in real processes: post from a file and stdin, the two human gestures
+at a real terminal (a pty) and without one, and N processes racing to post the next letter of one chain."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
+from missionhelpers import VECTOR, VECTOR_ID, for_phase, letter
+
+pytestmark = pytest.mark.files_only
+MID = VECTOR["mission_id"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / ".dovecote"
+    assert run_cli(tmp_path, "init", "--owner-root", str(tmp_path), home=home).returncode == 0
+    (tmp_path / "repo-a").mkdir()
+    assert run_cli(tmp_path, "project", "add", "repo-a", "--root", str(tmp_path / "repo-a"), home=home).returncode == 0
+    assert run_cli(tmp_path, "block", "add", "sb_alpha", "--project", "repo-a", home=home).returncode == 0
+    return home
+
+
+def post(tmp: Path, home: Path, data: dict[str, Any], *more: str) -> subprocess.CompletedProcess[bytes]:
+    return run_cli(tmp, "mission", "post", "--as-project", "repo-a", "--agent", "agent-a", "--json", *more,
+                   home=home, stdin=orjson.dumps(data))
+
+
+def walk(tmp: Path, home: Path, phases: list[str]) -> list[str]:
+    ids: list[str] = []
+    for seq, phase in enumerate(phases, 1):
+        r = post(tmp, home, for_phase(phase, seq, ids[-1] if ids else None))
+        assert r.returncode == 0, r.stderr
+        ids.append(orjson.loads(r.stdout)["letter_id"])
+    return ids
+
+
+def test_post_from_a_file_and_stdin_the_vector_and_a_refusal(tmp_path: Path, home: Path) -> None:
+    f = tmp_path / "letter.json"
+    f.write_bytes(orjson.dumps(VECTOR))
+    r = run_cli(tmp_path, "mission", "post", "--file", str(f), "--as-project", "repo-a", "--agent", "agent-a",
+                home=home)
+    assert r.returncode == 0 and r.stdout.decode() == (
+        f"posted {VECTOR_ID}: {MID} seq 1 judging in project:repo-a\n")
+    assert orjson.loads(post(tmp_path, home, VECTOR).stdout)["deduped"] is True
+    before = snapshot(home)
+    bad = post(tmp_path, home, letter(2, "0123456789ab", "executing"))
+    assert bad.returncode == 2 and bad.stderr.startswith(b"Error: stale_head: ")
+    assert b"expected_head=" + VECTOR_ID.encode() in bad.stderr
+    assert run_cli(tmp_path, "mission", "post", home=home, stdin=b"{not json").returncode == 2
+    assert snapshot(home) == before
+    listed = cli_json(tmp_path, "missions", "--json", home=home)
+    assert listed["count"] == 1 and listed["missions"][0]["head_letter_id"] == VECTOR_ID
+
+
+def test_the_gestures_without_a_terminal_refuse_and_write_nothing(tmp_path: Path, home: Path) -> None:
+    walk(tmp_path, home, ["judging", "executing", "gate", "merge_wait"])
+    before = snapshot(home)
+    for args in (("receipt", "import", MID), ("mission", "archive", MID)):
+        r = run_cli(tmp_path, *args, home=home, stdin=MID.encode() + b"\n", process=True)
+        assert r.returncode == 2 and r.stderr.startswith(b"Error: human_gesture_required: "), r.stderr
+    assert snapshot(home) == before
+
+
+def at_terminal(tmp: Path, home: Path, args: list[str], typed: str) -> tuple[int, str]:
+    """Run ``dovecote ARGS`` with a pty as its terminal; type ``typed`` at the prompt; (exit code, output)."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([str(DOVECOTE_BIN), *args], stdin=slave, stdout=slave, stderr=slave, cwd=tmp,
+                            env=cli_env(tmp, home, USER="ada"))
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    typed_yet = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            if not typed_yet and b"to confirm:" in out:
+                os.write(master, typed.encode() + b"\n")
+                typed_yet = True
+            if proc.poll() is not None and not ready:
+                break
+    finally:
+        os.close(master)
+    return proc.wait(timeout=30), out.decode(errors="replace")
+
+
+def test_the_full_flow_at_a_terminal(tmp_path: Path, home: Path) -> None:
+    ids = walk(tmp_path, home, ["judging", "executing", "gate", "merge_wait"])
+    before = snapshot(home)
+    code, out = at_terminal(tmp_path, home, ["receipt", "import", MID], "msn_wrong")
+    assert code == 2 and "human_gesture_required" in out and snapshot(home) == before
+    code, out = at_terminal(tmp_path, home, ["receipt", "import", MID], MID)
+    assert code == 0 and "store version 1" in out, out
+    blocks = cli_json(tmp_path, "blocks", "--json", home=home)
+    assert blocks["blocks"][0]["store_version"] == 1
+    r = post(tmp_path, home, for_phase("landed", 5, ids[-1]))
+    assert r.returncode == 0, r.stderr
+    code, out = at_terminal(tmp_path, home, ["mission", "archive", MID], MID)
+    assert code == 0 and "archived" in out, out
+    chain = cli_json(tmp_path, "mission", "show", MID, "--json", home=home)["chain"]
+    assert [e["phase"] for e in chain] == ["judging", "executing", "gate", "merge_wait", "landed", "archived"]
+    assert chain[-1]["agent"] == "human.ada"
+    assert cli_json(tmp_path, "missions", "--json", home=home)["by_phase"]["archived"] == 1
+
+
+def test_racing_processes_never_fork_a_chain(tmp_path: Path, home: Path) -> None:
+    first = orjson.loads(post(tmp_path, home, VECTOR).stdout)["letter_id"]
+    env = cli_env(tmp_path, home, DOVECOTE_AGENT="agent-a")
+    n = 6
+    procs = []
+    for i in range(n):  # each posts a different next letter (its own runner), all naming the same head
+        data = orjson.dumps(letter(2, first, "executing", runner_id=f"runner-{i}"))
+        p = subprocess.Popen([str(DOVECOTE_BIN), "mission", "post", "--as-project", "repo-a", "--json"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             cwd=tmp_path)
+        procs.append((p, data))
+    results = [(*p.communicate(data, timeout=120), p.returncode) for p, data in procs]
+    codes = sorted(code for _, _, code in results)
+    assert codes == [0] + [2] * (n - 1), results
+    assert all(err.startswith(b"Error: stale_head: ") for _, err, code in results if code == 2)
+    shown = cli_json(tmp_path, "mission", "show", MID, "--json", home=home)
+    assert shown["forks"] == [] and [e["mission_seq"] for e in shown["chain"]] == [1, 2]
+    lines = (tmp_path / "repo-a" / ".dovecote" / "letters.jsonl")
+    box = lines if lines.exists() else home / "boxes" / "project" / "repo-a" / "letters.jsonl"
+    assert sum(b'"kind":"mission"' in x for x in box.read_bytes().splitlines()) == 2
