@@ -14,6 +14,7 @@ from typing import Any
 from dovecote.timeutil import format_ts, parse_time
 
 ENGINE = "dovecote:engine"
+CENTURY = 100 * 366 * 24 * 3600
 
 
 def reference(owner: str, letters: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -75,4 +76,7 @@ def _plus(ts: object, seconds: object) -> datetime | None:
     if t is None:
         return None
     s = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds >= 0 else 300
+    s = min(s, CENTURY)  # a span past a century reads as a century
+    if (datetime.max.replace(tzinfo=t.tzinfo) - t).total_seconds() < s:
+        return None  # past the last datetime: never due
     return t + timedelta(seconds=s)

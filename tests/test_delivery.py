@@ -197,6 +197,7 @@ def test_the_skill_envelope_is_accepted_on_intake(tmp_path: Path) -> None:
     (orjson.dumps(envelope(**{"from": "mallory"})), "unknown_sender", "home"),
     (orjson.dumps(envelope(trust_plane="plane-a", intent_class="execute")), "trust_violation", "aya"),
     (orjson.dumps(envelope(risk="apocalyptic")), "invalid_field", "aya"),
+    (orjson.dumps(envelope(ack_policy={"ack_required": True, "ack_timeout_s": 2**62})), "invalid_field", "aya"),
 ])
 def test_b13_6_an_undeliverable_envelope_is_quarantined_once_with_its_reason_and_a_letter_back(
     tmp_path: Path, content: bytes, reason: str, violation_box: str,

@@ -158,3 +158,38 @@ def test_close_tasks_only_by_the_worker_and_by_a_completed_result() -> None:
     requester.add([result(OWNER, n=2)])
     closed = close_tasks([*worker.trackers(), *requester.trackers()])
     assert list(closed) == [task.id] and closed[task.id].envelope_id == "env_r2"
+
+
+_HUGE = st.one_of(st.integers(0, 900), st.integers(10**9, 2**63 - 1))  # a ledger line holds 64-bit integers
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({"ack_required": st.just(True), "ack_timeout_s": _HUGE, "reping_interval_s": _HUGE,
+                              "max_repings": st.one_of(st.integers(0, 3), st.integers(2**40, 2**63 - 1)),
+                              "escalation_target": st.just("aya")}),
+       st.sampled_from(["2026-03-18T10:00:00Z", "9999-12-31T23:59:59Z", "9999-12-31T23:00:00+00:00",
+                        "0001-01-01T00:00:00Z"]),
+       st.lists(st.sampled_from(["reping", "ack_timeout", "ack"]), max_size=4))
+def test_a_huge_imported_span_or_a_last_date_never_crashes_a_read(
+    policy: dict[str, Any], ts: str, then: list[str]
+) -> None:
+    """An imported ack_timeout_s of 2**62 (or a delivery dated 9999-12-31) overflowed ``timedelta`` in the
+    fold: every read of the box crashed. The fold reads a span past a century as a century, a due past the
+    last datetime as never due, and still agrees with the reference."""
+    d = make_letter({"ts": ts, "agent": "aya", "kind": "task", "envelope_id": "env_1", "from": "aya", "to": OWNER,
+                     "work_item_id": "wi", "ack_policy": policy})
+    objs: list[dict[str, Any]] = [d.data()]
+    for i, kind in enumerate(then):
+        agent = OWNER if kind == "ack" else ENGINE
+        objs.append({"ts": ts, "agent": agent, "kind": kind, "ref": d.id, "n": i,
+                     **({"count": i + 1} if kind == "reping" else {})})
+    letters = _letters(objs)
+    book = TrackerBook(OWNER)
+    book.add(letters)
+    t = book.tracker(d.id)  # the snapshot, with its due time
+    for now in (T0, T0 + timedelta(days=365 * 200)):
+        book.due_steps(now)
+        next_step(book, d.id, now)
+    want = reference(OWNER, [(x.id, x.data()) for x in letters])
+    assert {x.delivery_id: {f: getattr(x, f) for f in FIELDS} for x in book.trackers()} == want
+    assert t.reping_interval_s <= 100 * 366 * 24 * 3600

@@ -39,6 +39,7 @@ from dovecote.vocab_delivery import (
     ACK,
     ACK_TIMEOUT,
     ESCALATION,
+    MAX_POLICY_S,
     NO_ESCALATION,
     NOTIFY,
     NUDGE_CLAIM,
@@ -140,14 +141,25 @@ class _Row:
         if not self.ack_required or self.ack_state != AckState.pending:
             return None
         if self.last_ping is not None:
-            return self.last_ping + timedelta(seconds=self.interval_s)
+            return _later(self.last_ping, self.interval_s)
         if self.delivered is None:
             return None
-        return self.delivered + timedelta(seconds=self.timeout_s)
+        return _later(self.delivered, self.timeout_s)
+
+
+def _later(t: datetime, seconds: int) -> datetime | None:
+    """``t`` plus ``seconds``, or None past the last datetime (a letter dated in year 9999): never due."""
+    try:
+        return t + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
 
 
 def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+    """A count or span as written, if it is one (a span past a century reads as a century: it fits a datetime)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return min(value, MAX_POLICY_S)
+    return default
 
 
 def _row(letter: Letter, data: dict[str, Any]) -> _Row:
