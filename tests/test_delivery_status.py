@@ -35,20 +35,21 @@ def test_a_filter_finds_an_old_delivery_and_everything_that_refers_to_it(tmp_pat
     found = s["search"]
     assert found["filters"] == {"work_item_id": "wi-old", "thread_id": None}
     delivery = old.deliveries[0]["id"]
-    assert found["source_counts"] == {"ack": 1, "notify": 1, "reping": 1, "task": 1}
-    assert (found["total_matches"], found["returned_matches"], found["truncated"]) == (4, 3, True)
+    # the delivery's notify record (mode none: disabled) and the ack's notice to the sender
+    assert found["source_counts"] == {"ack": 1, "notify": 2, "reping": 1, "task": 1}
+    assert (found["total_matches"], found["returned_matches"], found["truncated"]) == (5, 3, True)
     assert found["matches"][0]["kind"] == "ack"  # newest first
     assert all(m["box"] == "entity:tariq" for m in found["matches"])
     assert {m["ref"] for m in found["matches"] if m["matched_by"] == "ref"} == {delivery}
     assert s["tracker_counts"]["total"] == 1 and s["tracker_counts"]["acked"] == 1
     by_thread = dc.status(Status(thread_id="wi-old", limit=50), now=T0)["search"]
-    assert by_thread["source_counts"] == {"ack": 1, "message": 1, "notify": 1, "reping": 1, "task": 1}
+    assert by_thread["source_counts"] == {"ack": 1, "message": 1, "notify": 2, "reping": 1, "task": 1}
     assert dc.status(Status(work_item_id="wi-none"), now=T0)["search"]["total_matches"] == 0
     assert dc.status(Status(), now=T0)["search"] is None
     r = run_cli(tmp_path, "status", "--work-item", "wi-old", "--json", home=dc.layout.root)
-    assert r.returncode == 0 and b'"total_matches":4' in r.stdout.replace(b" ", b"")
+    assert r.returncode == 0 and b'"total_matches":5' in r.stdout.replace(b" ", b"")
     text = run_cli(tmp_path, "status", "--thread", "wi-old", home=dc.layout.root)
-    assert text.returncode == 0 and b"ledger search: 5 letter(s) match (ack 1, message 1, notify 1" in text.stdout
+    assert text.returncode == 0 and b"ledger search: 6 letter(s) match (ack 1, message 1, notify 2" in text.stdout
 
 
 def test_a_value_json_escapes_is_still_matched_exactly(tmp_path: Path) -> None:

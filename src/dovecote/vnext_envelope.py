@@ -88,13 +88,16 @@ def trust_violation(trust_plane: str, intent_class: str) -> str | None:
 
 #: The ack policy's spans, in seconds: longer than ``MAX_POLICY_S`` is refused on intake, clamped on import.
 SPANS = ("ack_timeout_s", "reping_interval_s")
+#: Whether the sender hears of the first ack and of the timeout (``derive.trackers``' notices).
+NOTICE_FLAGS = ("notify_on_ack", "notify_on_timeout")
 
 
 def ack_policy(given: Mapping[str, Any] | None, sender: str) -> dict[str, Any]:
     """A normalized ack policy: vNext's defaults filled in, the escalation target defaulting to the sender.
 
     A span longer than a century is clamped to it, and the policy names what
-    was clamped (``clamped``), so a due time always fits in a datetime.
+    was clamped (``clamped``), so a due time always fits in a datetime. A
+    notice flag (``notify_on_ack``, ``notify_on_timeout``) is kept when false.
     """
     g = dict(given or {})
     if g.get("ack_required") is False:
@@ -106,6 +109,7 @@ def ack_policy(given: Mapping[str, Any] | None, sender: str) -> dict[str, Any]:
         "reping_interval_s": _count(g.get("reping_interval_s"), REPING_INTERVAL_S),
         "escalation_target": g.get("escalation_target") if isinstance(g.get("escalation_target"), str) else sender,
     }
+    out |= {k: False for k in NOTICE_FLAGS if g.get(k) is False}  # true unless said: only a "no" is kept
     clamped = [k for k in SPANS if out[k] > MAX_POLICY_S]
     if clamped:
         out |= {k: MAX_POLICY_S for k in clamped}
