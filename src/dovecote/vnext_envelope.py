@@ -121,7 +121,7 @@ def too_long(given: object) -> list[str]:
     """The spans of an envelope's ack policy longer than ``MAX_POLICY_S`` (what intake refuses)."""
     if not isinstance(given, Mapping) or given.get("ack_required") is False:
         return []
-    return [k for k in SPANS if _count(given.get(k), 0) > MAX_POLICY_S]
+    return [k for k in SPANS if isinstance(v := given.get(k), int) and v > MAX_POLICY_S]
 
 
 def _count(value: object, default: int, *, zero: bool = False) -> int:
