@@ -30,6 +30,15 @@ def delivery_home(tmp: Path, *, mode: str = "none", command: str | None = None, 
     return dc
 
 
+def nudging_home(tmp: Path) -> tuple[Dovecote, Path]:
+    """A home in agent-turn-nudge whose command appends ``<agent>|<message>`` to the returned file."""
+    marker = tmp / "nudged.txt"
+    script = tmp / "nudge.sh"
+    script.write_text(f'#!/bin/sh\nprintf "%s|%s\\n" "$1" "$2" >> {marker}\n')
+    script.chmod(0o755)
+    return delivery_home(tmp, mode="agent-turn-nudge", command=f"{script} {{agent}} {{message}}"), marker
+
+
 def envelope(**fields: Any) -> dict[str, Any]:
     """A vNext task envelope (notes B2) with every required field; ``fields`` override."""
     env: dict[str, Any] = {

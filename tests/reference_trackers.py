@@ -14,6 +14,7 @@ from typing import Any
 from dovecote.timeutil import format_ts, parse_time
 
 ENGINE = "dovecote:engine"
+CENTURY = 100 * 366 * 24 * 3600
 
 
 def reference(owner: str, letters: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -31,7 +32,8 @@ def reference(owner: str, letters: list[tuple[str, dict[str, Any]]]) -> dict[str
         timeouts = [x for x in engine if x.get("kind") == "ack_timeout"]
         repings = [x for x in engine if x.get("kind") == "reping"]
         escalations = [x for x in engine if x.get("kind") == "escalation"]
-        notifies = [x for x in engine if x.get("kind") == "notify" and x.get("outcome") != "claimed"]
+        notifies = [x for x in engine if x.get("kind") == "notify" and x.get("outcome") != "claimed"
+                    and "about" not in x]
         first_ack = acks[0] if acks else None
         # a timeout counts only if it came before the first ack (in ledger order)
         order = [x for _, x in letters]
@@ -60,8 +62,18 @@ def reference(owner: str, letters: list[tuple[str, dict[str, Any]]]) -> dict[str
             "escalated": bool(escalations), "ack_due_ts": format_ts(due) if due else None,
             "live_notify_state": _last_valid(notifies),
             "ignored_acks": len(every_ack) - (1 if acks else 0),
+            "ack_notice": _notice(policy, "ack", first_ack is not None, engine),
+            "timeout_notice": _notice(policy, "timeout", timeout is not None, engine),
         }
     return out
+
+
+def _notice(policy: dict[str, Any], about: str, happened: bool, engine: list[dict[str, Any]]) -> str | None:
+    """A notice to the sender: due once the event happened unless the policy says ``notify_on_<about>: false``;
+    its state is the last outcome of the notify letters about it (a claim is no outcome)."""
+    if not happened or policy.get(f"notify_on_{about}") is False:
+        return None
+    return _last_valid([x for x in engine if x.get("kind") == "notify" and x.get("about") == about])
 
 
 def _last_valid(notifies: list[dict[str, Any]]) -> str:
@@ -75,4 +87,7 @@ def _plus(ts: object, seconds: object) -> datetime | None:
     if t is None:
         return None
     s = seconds if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds >= 0 else 300
+    s = min(s, CENTURY)  # a span past a century reads as a century
+    if (datetime.max.replace(tzinfo=t.tzinfo) - t).total_seconds() < s:
+        return None  # past the last datetime: never due
     return t + timedelta(seconds=s)

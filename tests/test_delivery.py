@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from deliveryhelpers import T0, box_letters, delivery_home, drop, envelope, intake_files, kinds
+from deliveryhelpers import T0, box_letters, delivery_home, drop, envelope, intake_files, kinds, nudging_home
 from dovecote.errors import Refusal
 from dovecote.verbs import Ack, Inbox, Intake, Mailman, Send, Status, Trackers
 from helpers import run_cli, snapshot
@@ -197,6 +197,7 @@ def test_the_skill_envelope_is_accepted_on_intake(tmp_path: Path) -> None:
     (orjson.dumps(envelope(**{"from": "mallory"})), "unknown_sender", "home"),
     (orjson.dumps(envelope(trust_plane="plane-a", intent_class="execute")), "trust_violation", "aya"),
     (orjson.dumps(envelope(risk="apocalyptic")), "invalid_field", "aya"),
+    (orjson.dumps(envelope(ack_policy={"ack_required": True, "ack_timeout_s": 2**62})), "invalid_field", "aya"),
 ])
 def test_b13_6_an_undeliverable_envelope_is_quarantined_once_with_its_reason_and_a_letter_back(
     tmp_path: Path, content: bytes, reason: str, violation_box: str,
@@ -343,17 +344,13 @@ def test_b13_2_the_recorded_notify_state_follows_the_mode(tmp_path: Path, mode: 
 
 
 def test_b13_2_agent_turn_nudge_records_sent_or_failed_once(tmp_path: Path) -> None:
-    marker = tmp_path / "nudged.txt"
-    script = tmp_path / "nudge.sh"
-    script.write_text(f'#!/bin/sh\necho "$1 $2" >> {marker}\n')
-    script.chmod(0o755)
-    dc = delivery_home(tmp_path, mode="agent-turn-nudge", command=f"{script} {{agent}} {{message}}")
+    dc, marker = nudging_home(tmp_path)
     task(dc)
     task(dc, recipient="kimi")
     dc.mailman(Mailman(), now=T0)
     dc.mailman(Mailman(), now=T0 + timedelta(seconds=1))  # a second pass never nudges again
     assert {t["live_notify_state"] for t in dc.trackers(now=T0)["trackers"]} == {"nudge_sent"}
-    assert sorted(line.split()[0] for line in marker.read_text().splitlines()) == ["kimi", "tariq"]
+    assert sorted(line.split("|")[0] for line in marker.read_text().splitlines()) == ["kimi", "tariq"]
 
 
 def test_a_failing_nudge_is_recorded_failed_and_the_delivery_stands(tmp_path: Path) -> None:

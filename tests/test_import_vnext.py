@@ -215,3 +215,22 @@ def test_links_and_unreadable_entries_are_named_never_followed(tmp_path: Path) -
     got = home_with_agents(tmp_path).import_vnext(ImportVnext(path=str(root))).to_dict()
     assert {(m["path"], m["reason"]) for m in got["malformed"]} == {
         ("agents/ghost", "symlink"), ("haiku/tracking/folder.json", "unreadable")}
+
+
+def test_a_span_past_a_century_is_clamped_on_import_and_every_read_still_answers(tmp_path: Path) -> None:
+    """An imported ack_timeout_s of 2**62 overflowed ``timedelta`` in every later read of the box (trackers,
+    status, the mailman): the import clamps it to a century and the letter says what it clamped."""
+    root = tmp_path / "mailbox"
+    v = VnextDir(root)
+    env = v.send("aya", "tariq", ack_timeout_s=2**62)
+    name = f"{env['envelope_id']}.json"  # vNext's own mailman crashes on it: the file is moved by hand
+    os.replace(root / "intake" / "pending" / name, root / "intake" / "processed" / name)
+    dc = home_with_agents(tmp_path)
+    dc.import_vnext(ImportVnext(path=str(root), write=True))
+    (t,) = [t for t in dc.trackers(now=T0)["trackers"] if t["envelope_id"] == env["envelope_id"]]
+    assert t["ack_state"] == "pending" and t["ack_due_ts"] is not None and t["ack_due_ts"] > "2120"
+    (letter,) = [x for x in dc.store.read(entity("tariq")).letters if x.data().get("envelope_id") == env["envelope_id"]
+                 and x.kind == "task"]
+    assert letter.data()["ack_policy"]["clamped"] == ["ack_timeout_s"]
+    assert dc.status(now=T0)["tracker_counts"]["pending_ack"] == 1
+    dc.mailman(now=T0)

@@ -24,7 +24,10 @@ from reference_trackers import reference
 OWNER = "tariq"
 ENGINE = "dovecote:engine"
 FIELDS = ("ack_state", "ack_late", "timed_out_ts", "reping_count", "escalated", "ack_due_ts", "live_notify_state",
-          "ignored_acks")
+          "ignored_acks", "ack_notice", "timeout_notice")
+
+
+_STATES = ("disabled", "discovered_only", "nudge_sent", "nudge_failed", "not_attempted")
 
 
 def _ts(minutes: int) -> str:
@@ -40,14 +43,16 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
             st.just({}), st.just({"ack_required": False}),
             st.fixed_dictionaries({"ack_required": st.just(True), "ack_timeout_s": st.integers(0, 900),
                                    "max_repings": st.integers(0, 3), "reping_interval_s": st.integers(1, 900),
-                                   "escalation_target": st.sampled_from(["aya", "none"])}),
+                                   "escalation_target": st.sampled_from(["aya", "none"])},
+                                  optional={"notify_on_ack": st.booleans(), "notify_on_timeout": st.booleans()}),
         ))
         out.append({"ts": _ts(i), "agent": "aya", "kind": draw(st.sampled_from(["task", "response"])),
                     "envelope_id": f"env_{i}", "from": "aya", "to": draw(st.sampled_from([OWNER, OWNER, "kimi"])),
                     "work_item_id": "wi", "ack_policy": policy})
     events = draw(st.lists(st.tuples(
         st.integers(0, n - 1),
-        st.sampled_from(["ack", "ack_other", "reping", "ack_timeout", "escalation", "notify", "claim"]),
+        st.sampled_from(["ack", "ack_other", "reping", "ack_timeout", "escalation", "notify", "claim", "notice",
+                         "notice_claim"]),
         st.integers(0, 60), st.integers(-1, 4), st.sampled_from(["accepted", "rejected", "maybe"]),
         st.sampled_from(["disabled", "discovered_only", "nudge_sent", "nudge_failed", "bogus"]),
     ), max_size=14))
@@ -62,6 +67,10 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({**base, "agent": ENGINE, "kind": "reping", **({"count": count} if count >= 0 else {})})
         elif kind in ("ack_timeout", "escalation"):
             out.append({**base, "agent": ENGINE, "kind": kind, "n": len(out)})
+        elif kind in ("notice", "notice_claim"):
+            out.append({**base, "agent": ENGINE, "kind": "notify", "mode": "agent-turn-nudge",
+                        "about": ["ack", "timeout", "bogus"][count % 3],
+                        "outcome": "claimed" if kind == "notice_claim" else outcome, "n": len(out)})
         else:
             out.append({**base, "agent": ENGINE, "kind": "notify", "mode": "none",
                         "outcome": "claimed" if kind == "claim" else outcome, "n": len(out)})
@@ -103,6 +112,11 @@ def test_the_fold_fed_in_any_batches_equals_the_reference(objs: list[dict[str, A
         may_act = (t.ack_state == "pending" and t.ack_required) or (
             t.ack_state == "timed_out" and not t.escalated and t.escalation_target not in (None, "none"))
         assert (lid in book.open) == may_act
+        for about in ("ack", "timeout"):  # a notice is unclaimed exactly while no notify letter about it is read
+            named = any(x.data().get("about") == about and x.ref == lid and x.kind == "notify"
+                        and x.data().get("outcome") in ("claimed", *_STATES) for x in letters)
+            due = getattr(t, f"{about}_notice") is not None
+            assert ((lid, about) in book.unnoticed) == (due and not named)
 
 
 def _delivery(policy: dict[str, Any], kind: str = "task", **extra: Any) -> Letter:
@@ -158,3 +172,38 @@ def test_close_tasks_only_by_the_worker_and_by_a_completed_result() -> None:
     requester.add([result(OWNER, n=2)])
     closed = close_tasks([*worker.trackers(), *requester.trackers()])
     assert list(closed) == [task.id] and closed[task.id].envelope_id == "env_r2"
+
+
+_HUGE = st.one_of(st.integers(0, 900), st.integers(10**9, 2**63 - 1))  # a ledger line holds 64-bit integers
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({"ack_required": st.just(True), "ack_timeout_s": _HUGE, "reping_interval_s": _HUGE,
+                              "max_repings": st.one_of(st.integers(0, 3), st.integers(2**40, 2**63 - 1)),
+                              "escalation_target": st.just("aya")}),
+       st.sampled_from(["2026-03-18T10:00:00Z", "9999-12-31T23:59:59Z", "9999-12-31T23:00:00+00:00",
+                        "0001-01-01T00:00:00Z"]),
+       st.lists(st.sampled_from(["reping", "ack_timeout", "ack"]), max_size=4))
+def test_a_huge_imported_span_or_a_last_date_never_crashes_a_read(
+    policy: dict[str, Any], ts: str, then: list[str]
+) -> None:
+    """An imported ack_timeout_s of 2**62 (or a delivery dated 9999-12-31) overflowed ``timedelta`` in the
+    fold: every read of the box crashed. The fold reads a span past a century as a century, a due past the
+    last datetime as never due, and still agrees with the reference."""
+    d = make_letter({"ts": ts, "agent": "aya", "kind": "task", "envelope_id": "env_1", "from": "aya", "to": OWNER,
+                     "work_item_id": "wi", "ack_policy": policy})
+    objs: list[dict[str, Any]] = [d.data()]
+    for i, kind in enumerate(then):
+        agent = OWNER if kind == "ack" else ENGINE
+        objs.append({"ts": ts, "agent": agent, "kind": kind, "ref": d.id, "n": i,
+                     **({"count": i + 1} if kind == "reping" else {})})
+    letters = _letters(objs)
+    book = TrackerBook(OWNER)
+    book.add(letters)
+    t = book.tracker(d.id)  # the snapshot, with its due time
+    for now in (T0, T0 + timedelta(days=365 * 200)):
+        book.due_steps(now)
+        next_step(book, d.id, now)
+    want = reference(OWNER, [(x.id, x.data()) for x in letters])
+    assert {x.delivery_id: {f: getattr(x, f) for f in FIELDS} for x in book.trackers()} == want
+    assert t.reping_interval_s <= 100 * 366 * 24 * 3600

@@ -240,3 +240,19 @@ def test_a_write_while_reads_are_bounded_decides_on_the_whole_ledger(tmp_path: P
         assert dc.box(Box(address="home")).to_dict()["held"] == before  # reads are still the snapshot's
     assert dc.box(Box(address="home")).to_dict()["held"] == before + 1
     assert len(ledger_lines(dc.layout.home_box())) == before + 1
+
+
+def test_the_warm_tracker_folds_answer_as_the_ledgers_do_and_a_lying_one_is_caught(tmp_path: Path) -> None:
+    """issue 9: the tracker folds a handle keeps warm (fed after each send, ack and mailman step) are a
+    cache: verify compares every tracker from them with the trackers folded from nothing."""
+    from deliveryhelpers import busy_home as delivery_busy_home
+    from dovecote.ops.trackbook import book
+
+    dc = delivery_busy_home(tmp_path)
+    ok = dc.verify()
+    assert ok.ok and "trackers --all" in ok.checked
+    with book(dc.context, "tariq") as b:  # the warm fold loses an ack behind the ledger's back
+        row = next(r for r in b.rows.values() if r.ack_ts is not None)
+        row.ack_ts, row.ack_state = None, "pending"
+    result = dc.verify()
+    assert not result.ok and "trackers --all" in [d["read"] for d in result.differ]

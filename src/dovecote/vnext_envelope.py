@@ -34,6 +34,7 @@ from dovecote.foreign import foreign_letter, norm_ts
 from dovecote.vocab import PRIORITIES
 from dovecote.vocab_delivery import (
     ACK_TIMEOUT_S,
+    MAX_POLICY_S,
     MAX_REPINGS,
     REPING_INTERVAL_S,
     IntentClass,
@@ -85,18 +86,42 @@ def trust_violation(trust_plane: str, intent_class: str) -> str | None:
     return None
 
 
+#: The ack policy's spans, in seconds: longer than ``MAX_POLICY_S`` is refused on intake, clamped on import.
+SPANS = ("ack_timeout_s", "reping_interval_s")
+#: Whether the sender hears of the first ack and of the timeout (``derive.trackers``' notices).
+NOTICE_FLAGS = ("notify_on_ack", "notify_on_timeout")
+
+
 def ack_policy(given: Mapping[str, Any] | None, sender: str) -> dict[str, Any]:
-    """A normalized ack policy: vNext's defaults filled in, the escalation target defaulting to the sender."""
+    """A normalized ack policy: vNext's defaults filled in, the escalation target defaulting to the sender.
+
+    A span longer than a century is clamped to it, and the policy names what
+    was clamped (``clamped``), so a due time always fits in a datetime. A
+    notice flag (``notify_on_ack``, ``notify_on_timeout``) is kept when false.
+    """
     g = dict(given or {})
     if g.get("ack_required") is False:
         return {"ack_required": False}
-    return {
+    out: dict[str, Any] = {
         "ack_required": True,
         "ack_timeout_s": _count(g.get("ack_timeout_s"), ACK_TIMEOUT_S),
         "max_repings": _count(g.get("max_repings"), MAX_REPINGS, zero=True),
         "reping_interval_s": _count(g.get("reping_interval_s"), REPING_INTERVAL_S),
         "escalation_target": g.get("escalation_target") if isinstance(g.get("escalation_target"), str) else sender,
     }
+    out |= {k: False for k in NOTICE_FLAGS if g.get(k) is False}  # true unless said: only a "no" is kept
+    clamped = [k for k in SPANS if out[k] > MAX_POLICY_S]
+    if clamped:
+        out |= {k: MAX_POLICY_S for k in clamped}
+        out["clamped"] = clamped
+    return out
+
+
+def too_long(given: object) -> list[str]:
+    """The spans of an envelope's ack policy longer than ``MAX_POLICY_S`` (what intake refuses)."""
+    if not isinstance(given, Mapping) or given.get("ack_required") is False:
+        return []
+    return [k for k in SPANS if isinstance(v := given.get(k), int) and v > MAX_POLICY_S]
 
 
 def _count(value: object, default: int, *, zero: bool = False) -> int:
@@ -155,7 +180,7 @@ def is_vnext(obj: Mapping[str, Any]) -> bool:
     return "envelope_id" in obj or (obj.get("type") in ("task", "response", "work_complete") and "from" in obj)
 
 
-def _vnext(env: dict[str, Any], known: Callable[[str], bool]) -> list[dict[str, Any]] | Rejected:
+def _vnext(env: dict[str, Any], known: Callable[[str], bool], clamp: bool) -> list[dict[str, Any]] | Rejected:
     fields = normalize_alias(dict(env))
     given = fields.get("to_all")
     to_all: list[Any] = given if isinstance(given, list) else []
@@ -173,6 +198,8 @@ def _vnext(env: dict[str, Any], known: Callable[[str], bool]) -> list[dict[str, 
             return Rejected("invalid_field", f"{k} must be a string")
     if fields["type"] == "response" and not fields.get("parent_id"):
         return Rejected("missing_field", "a response needs parent_id")
+    if not clamp and (long := too_long(fields.get("ack_policy"))):
+        return Rejected("invalid_field", f"ack_policy {', '.join(long)} longer than {MAX_POLICY_S} s (a century)")
     ts = norm_ts(fields["ts"])
     if ts is None:
         return Rejected("invalid_field", f"ts {fields['ts']!r} is not an ISO-8601 time")
@@ -204,13 +231,17 @@ def _skill(env: dict[str, Any], known: Callable[[str], bool]) -> list[dict[str, 
     return [letter]
 
 
-def from_envelope(obj: object, known: Callable[[str], bool]) -> list[dict[str, Any]] | Rejected:
+def from_envelope(
+    obj: object, known: Callable[[str], bool], *, clamp: bool = False
+) -> list[dict[str, Any]] | Rejected:
     """The letters an envelope file's JSON object delivers (one per recipient), or why it never can.
 
-    ``known`` says whether an entity id is registered (the roster). A vNext
+    ``known`` says whether an entity id is registered (the roster); ``clamp``
+    (an import) clamps an ack policy span past a century, which intake refuses
+    (``invalid_field``: the sender hears of it). A vNext
     envelope becomes ``task``/``response`` letters; the /inbox skill's nested
     envelope a ``message`` letter (``foreign.foreign_letter``).
     """
     if not isinstance(obj, dict):
         return Rejected("invalid_json", f"an envelope is a JSON object, not {type(obj).__name__}")
-    return _vnext(obj, known) if is_vnext(obj) else _skill(obj, known)
+    return _vnext(obj, known, clamp) if is_vnext(obj) else _skill(obj, known)

@@ -134,5 +134,9 @@ ACK = "ack"
 ACK_TIMEOUT_S = 300
 MAX_REPINGS = 2
 REPING_INTERVAL_S = 300
+#: The longest span an ack policy names (a century, in seconds): a due time past it would not fit in a
+#: datetime (``timedelta`` of 2**53 seconds overflows), and no ack waits longer. Authoring refuses more
+#: (``invalid_field``), an import clamps it, and the tracker fold reads a longer one written anyway as this.
+MAX_POLICY_S = 100 * 366 * 24 * 3600
 #: The escalation target that means "do not escalate".
 NO_ESCALATION = "none"

@@ -242,6 +242,9 @@ def _status_text(r: dict[str, Any]) -> str:
         + "\n",
     ]
     out += [f"unreachable: {one_line(u['box'])}: {one_line(u['error'])}\n" for u in r["unreachable"]]
+    if (found := r.get("search")) is not None:
+        out.append(f"ledger search: {found['total_matches']} letter(s) match ("
+                   + ", ".join(f"{one_line(k)} {v}" for k, v in found["source_counts"].items()) + ")\n")
     return "".join(out)
 
 

@@ -17,7 +17,12 @@ What each letter does to the tracker of the delivery it names (``ref``):
 * ``escalation`` (engine): ``escalated`` (the first one counts), naming the
   message it sent to the target;
 * ``notify``: the live-notify axis follows the last outcome recorded
-  (``claimed`` marks a nudge in flight and leaves the state not_attempted).
+  (``claimed`` marks a nudge in flight and leaves the state not_attempted);
+  a notify letter with ``about`` (``ack``, ``timeout``) is instead a notice to
+  the sender that the first ack, or the counted timeout, happened: the policy's
+  ``notify_on_ack``/``notify_on_timeout`` (true unless written false) make one
+  due (``ack_notice``/``timeout_notice``: not_attempted until a notice letter
+  records its outcome; None when none is due).
 
 ``TrackerBook`` is the fold, fed incrementally (``add``); ``Tracker`` is the
 immutable snapshot a reader gets. ``close_tasks`` is the cross-box rule that a
@@ -39,6 +44,7 @@ from dovecote.vocab_delivery import (
     ACK,
     ACK_TIMEOUT,
     ESCALATION,
+    MAX_POLICY_S,
     NO_ESCALATION,
     NOTIFY,
     NUDGE_CLAIM,
@@ -51,6 +57,9 @@ from dovecote.vocab_delivery import (
 __all__ = ["SCHEMA_VERSION", "Step", "Tracker", "TrackerBook", "close_tasks", "next_step"]
 
 SCHEMA_VERSION = "mailbox-tracker-v3"
+#: What a notice to the sender is about (a notify letter's ``about``): the first ack, the timeout.
+TIMEOUT_NOTICE = "timeout"
+NOTICES = (ACK, TIMEOUT_NOTICE)
 _ENGINE_KINDS = (REPING, ACK_TIMEOUT, ESCALATION, NOTIFY)
 
 
@@ -93,6 +102,11 @@ class Tracker:
     legacy_compat_only: bool = False
     #: the fields an imported tracker lacked or had in another shape, as written (``schema_drift``)
     schema_drift: tuple[str, ...] = ()
+    #: the notice to the sender of the first ack / of the timeout (a notify state), None when none is due
+    ack_notice: str | None = None
+    timeout_notice: str | None = None
+    #: the notices the policy asks for (``notify_on_ack``/``notify_on_timeout`` not false)
+    notify_on: tuple[str, ...] = ()
 
     @property
     def is_completed_result(self) -> bool:
@@ -134,20 +148,43 @@ class _Row:
     notify: str = NotifyState.not_attempted
     claimed: bool = False
     ignored: int = 0
+    #: which notices the policy asks for (``ack``, ``timeout``), and per notice the last outcome recorded
+    #: (``claimed`` until one is)
+    notify_on: tuple[str, ...] = NOTICES
+    notices: dict[str, str] = field(default_factory=dict)
+
+    def notice(self, about: str) -> str | None:
+        """The state of the notice ``about``: None when the event has not happened or the policy says no."""
+        happened = self.ack_ts is not None if about == ACK else self.timed_out_ts is not None
+        if not happened or about not in self.notify_on:
+            return None
+        got = self.notices.get(about, NotifyState.not_attempted)
+        return NotifyState.not_attempted if got == NUDGE_CLAIM else got
 
     def due(self) -> datetime | None:
         """When the ack is next due (a reping restarts the clock with the interval); None: nothing is."""
         if not self.ack_required or self.ack_state != AckState.pending:
             return None
         if self.last_ping is not None:
-            return self.last_ping + timedelta(seconds=self.interval_s)
+            return _later(self.last_ping, self.interval_s)
         if self.delivered is None:
             return None
-        return self.delivered + timedelta(seconds=self.timeout_s)
+        return _later(self.delivered, self.timeout_s)
+
+
+def _later(t: datetime, seconds: int) -> datetime | None:
+    """``t`` plus ``seconds``, or None past the last datetime (a letter dated in year 9999): never due."""
+    try:
+        return t + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
 
 
 def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+    """A count or span as written, if it is one (a span past a century reads as a century: it fits a datetime)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return min(value, MAX_POLICY_S)
+    return default
 
 
 def _row(letter: Letter, data: dict[str, Any]) -> _Row:
@@ -160,6 +197,7 @@ def _row(letter: Letter, data: dict[str, Any]) -> _Row:
         _int(policy.get("ack_timeout_s"), 300), _int(policy.get("reping_interval_s"), 300),
         _int(policy.get("max_repings"), 2), target if isinstance(target, str) else None,
         required, AckState.pending if required else AckState.not_applicable,
+        notify_on=tuple(a for a in NOTICES if policy.get(f"notify_on_{a}") is not False),
     )
 
 
@@ -174,6 +212,8 @@ class TrackerBook:
     open: set[str] = field(default_factory=set)
     #: deliveries no notify letter names yet (what agent-turn-nudge still has to nudge)
     unnotified: set[str] = field(default_factory=set)
+    #: (delivery, ``ack``/``timeout``): notices due that no notify letter names yet
+    unnoticed: set[tuple[str, str]] = field(default_factory=set)
     #: letters naming a delivery this box does not hold (counted, never guessed at)
     orphans: int = 0
 
@@ -216,6 +256,11 @@ class TrackerBook:
         row.late = row.timed_out_ts is not None
         row.ack_state = AckState.acked if row.ack_status == "accepted" else AckState.rejected
         self.open.discard(row.letter.id)
+        self._due_notice(row, ACK)
+
+    def _due_notice(self, row: _Row, about: str) -> None:
+        if row.notice(about) is not None and about not in row.notices:
+            self.unnoticed.add((row.letter.id, about))
 
     def _engine(self, row: _Row, letter: Letter, kind: str) -> None:
         data = letter.data()
@@ -228,6 +273,7 @@ class TrackerBook:
             if row.timed_out_ts is None and row.ack_ts is None:
                 row.timed_out_ts = letter.ts
                 row.ack_state = AckState.timed_out
+                self._due_notice(row, TIMEOUT_NOTICE)
         elif row.escalated_ts is None:
             row.escalated_ts = letter.ts
             message = data.get("message")
@@ -236,9 +282,15 @@ class TrackerBook:
             self.open.discard(row.letter.id)
 
     def _notify(self, row: _Row, letter: Letter) -> None:
-        self.unnotified.discard(row.letter.id)
         data = letter.data()
-        outcome, mode = data.get("outcome"), data.get("mode")
+        outcome, mode, about = data.get("outcome"), data.get("mode"), data.get("about")
+        if about is not None:  # a notice to the sender, not the delivery's own nudge
+            if about in NOTICES and (outcome == NUDGE_CLAIM or outcome in tuple(NotifyState)):
+                self.unnoticed.discard((row.letter.id, about))
+                if outcome != NUDGE_CLAIM or about not in row.notices:
+                    row.notices[about] = outcome
+            return
+        self.unnotified.discard(row.letter.id)
         if isinstance(mode, str):
             row.notify_mode = mode
         if outcome == NUDGE_CLAIM:
@@ -333,6 +385,7 @@ def _snapshot(r: _Row) -> Tracker:
         status=_text(d.get("status")), legacy_compat_only=bool(d.get("legacy_fields_preserved")),
         schema_drift=tuple(x for x in d.get("schema_drift") or () if isinstance(x, str))
         if isinstance(d.get("schema_drift"), list) else (),
+        ack_notice=r.notice(ACK), timeout_notice=r.notice(TIMEOUT_NOTICE), notify_on=r.notify_on,
     )
 
 

@@ -208,7 +208,8 @@ def _ack(ref: str, recipient: str, envelope_id: object, status: str, ts: object,
 def _deliveries(env: Record | None, trackers: list[vt.TrackerView], plan: Plan) -> list[dict[str, Any]]:
     """The delivery letters of one envelope (one per recipient), else of its trackers alone."""
     if env is not None:
-        made = from_envelope(env.obj, lambda _: True)  # registration is checked by the use case, for all at once
+        # registration is checked by the use case, for all at once; a span past a century is clamped, and said so
+        made = from_envelope(env.obj, lambda _: True, clamp=True)
         if not isinstance(made, Rejected):
             return made
         plan.note(env.path, "envelope_rejected", f"{made.reason}: {made.detail}; imported from its tracker(s)")

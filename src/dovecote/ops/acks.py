@@ -10,6 +10,11 @@ envelope id) in that box, derive its tracker, and refuse or append:
 * a late ack (after the timeout) is recorded with ``late: true``; the timeout
   letter stays in history and the tracker keeps ``timed_out_ts`` (vNext reused
   ``ack_ts`` as the timeout time and let a late ack erase the timeout).
+
+The sender hears of the ack when the policy asks (``notify_on_ack``, true
+unless written false; notes B5): a mode that never nudges writes the notice's
+notify letter in the same append as the ack (no extra fsync); with
+agent-turn-nudge the mailman's next pass claims and runs it, off this path.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dovecote.addresses import entity
 from dovecote.errors import Refusal
 from dovecote.folds import entity_address
 from dovecote.letters import canonical_line, format_ts
+from dovecote.ops.notify import mode_of, passive_line
 from dovecote.ops.trackbook import book, book_of
 from dovecote.vocab_delivery import ACK, AckState
 
@@ -49,6 +55,7 @@ def ack(ctx: Context, entity_id: str, ref: str, status: str, reason: str | None)
     acting = ctx.actor.entity
     if acting is not None and acting != entity_id:
         raise Refusal("not_recipient", f"{acting} may not ack for {entity_id}")
+    mode = mode_of(ctx, None)
     with ctx.store.guarded(addr) as held, book(ctx, entity_id, held) as b:
         lid = b.find(ref)
         if lid is None:
@@ -58,15 +65,16 @@ def ack(ctx: Context, entity_id: str, ref: str, status: str, reason: str | None)
         if t.ack_ts is not None:
             raise Refusal("already_acked", f"{lid} was already {t.ack_state} at {t.ack_ts}; the first ack stands")
         late = t.ack_state == AckState.timed_out
+        ts = format_ts(ctx.now())
         letter: dict[str, Any] = {
-            "ts": format_ts(ctx.now()), "agent": entity_id, "kind": ACK, "ref": lid, "envelope_id": t.envelope_id,
-            "status": status,
+            "ts": ts, "agent": entity_id, "kind": ACK, "ref": lid, "envelope_id": t.envelope_id, "status": status,
         }
         if reason:
             letter["reason"] = reason
         if late:
             letter["late"] = True
-        ((aid, appended),) = held.append([canonical_line(letter)])
+        notice = passive_line(lid, ts, mode, about=ACK, agent=t.sender) if ACK in t.notify_on else None
+        ((aid, appended), *_) = held.append([canonical_line(letter), *([notice] if notice else [])])
     state = AckState.acked if status == "accepted" else AckState.rejected
     return Acked(aid, lid, t.envelope_id, entity_id, status, late, state, appended)
 

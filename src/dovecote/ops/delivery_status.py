@@ -8,6 +8,13 @@ envelope that entered intake, because each is in exactly one of those folders.
 Schema drift is counted from the letters as written (an imported tracker's
 ``schema_drift`` list), before anything normalizes them (notes B13.3: vNext
 counted drift after migrating in memory, so it was always zero).
+
+The exact-match filters (``work_item_id``, ``thread_id``) narrow the trackers
+and also search the ledgers themselves (``search``, as vNext's view searched
+its ledger rows): every letter of the entity boxes and the home box that
+carries the work item or thread, and every letter that refers (``ref``) to a
+matching delivery (its acks, repings, timeouts, escalations, notify records),
+however old: nothing is limited to the recent rows but the list shown.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from dovecote.addresses import HOME, Address, entity
 from dovecote.derive.trackers import Tracker, close_tasks
-from dovecote.letters import format_ts
+from dovecote.errors import StoreError
+from dovecote.letters import Letter, format_ts
 from dovecote.ops import intake as intake_op
 from dovecote.ops.presence import presence
 from dovecote.ops.tracker_read import all_trackers, matches, row
@@ -92,4 +103,63 @@ def status(
         "known_agents": [a["agent"] for a in seen["agents"]],
         "discovery": seen["discovery"],
         "unreachable": unreachable,
+        "search": search(ctx, work_item_id, thread_id, limit) if work_item_id or thread_id else None,
     }
+
+
+def _needle(value: str | None) -> bytes | None:
+    """Bytes every line carrying ``value`` as a JSON string holds, when its JSON form is unique (plain ASCII)."""
+    if value is None:
+        return b""
+    plain = value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
+    return orjson.dumps(value) if plain else None
+
+
+def _thread(data: dict[str, Any]) -> object:
+    """A letter's thread: a work letter's ``thread_id``, a message's ``routing.thread_id`` (the /inbox shape)."""
+    routing = data.get("routing")
+    return data.get("thread_id") if not isinstance(routing, dict) else routing.get("thread_id")
+
+
+def _carries(data: dict[str, Any], work_item_id: str | None, thread_id: str | None) -> bool:
+    return (work_item_id is None or data.get("work_item_id") == work_item_id) and (
+        thread_id is None or _thread(data) == thread_id)
+
+
+def search(ctx: Context, work_item_id: str | None, thread_id: str | None, limit: int) -> dict[str, Any]:
+    """Every letter of the entity boxes and the home box that matches the filters exactly (see the module
+    docstring): newest first, at most ``limit`` listed, all of them counted by kind."""
+    needles = [n for n in (_needle(work_item_id), _needle(thread_id)) if n]
+    boxes: list[Address] = [entity(e.id) for e in ctx.roster.entities] + [HOME]
+    read: list[tuple[Address, list[Letter]]] = []
+    unreachable: list[dict[str, str]] = []
+    for addr in boxes:
+        try:
+            read.append((addr, list(ctx.store.read(addr).letters)))
+        except StoreError as err:
+            unreachable.append({"box": str(addr), "error": str(err)})
+    hits: list[tuple[str, Address, Letter, str]] = []  # (ts, box, letter, why)
+    named: set[str] = set()
+    for addr, letters in read:
+        for letter in letters:
+            if all(n in letter.raw for n in needles) and _carries(letter.data(), work_item_id, thread_id):
+                hits.append((letter.ts or "", addr, letter, "fields"))
+                named.add(letter.id)
+    for addr, letters in read:
+        hits += [(x.ts or "", addr, x, "ref") for x in letters if x.ref in named and x.id not in named]
+    hits.sort(key=lambda h: (h[0], h[2].id), reverse=True)
+    kinds = Counter(h[2].kind or "report" for h in hits)
+    return {
+        "filters": {"work_item_id": work_item_id, "thread_id": thread_id},
+        "total_matches": len(hits), "returned_matches": min(len(hits), limit), "truncated": len(hits) > limit,
+        "source_counts": dict(sorted(kinds.items())),
+        "matches": [_match(addr, x, why) for _, addr, x, why in hits[:limit]],
+        "unreachable": unreachable,
+    }
+
+
+def _match(addr: Address, letter: Letter, why: str) -> dict[str, Any]:
+    d = letter.data()
+    return {"id": letter.id, "box": str(addr), "kind": letter.kind or "report", "ts": letter.ts,
+            "agent": letter.agent, "ref": letter.ref, "matched_by": why,
+            "envelope_id": d.get("envelope_id"), "work_item_id": d.get("work_item_id"), "thread_id": _thread(d)}

@@ -18,7 +18,11 @@ no lock, so an ack could be lost and then falsely escalated).
   the roster does not know gets it in the home box instead (no black hole).
 
 With agent-turn-nudge the pass also claims a nudge for each delivery no notify
-letter names yet and hands it to the ``Nudger``, which runs it off this path.
+letter names yet, and a notice to the sender for each first ack and each
+timeout whose policy asks for one (``notify_on_ack``, ``notify_on_timeout``),
+and hands them to the ``Nudger``, which runs them off this path. A mode that
+never nudges writes the timeout's notice with the timeout (``disabled`` or
+``discovered_only``), as the ack writes its own.
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import HOME, Address, entity
-from dovecote.derive.trackers import Step, Tracker
+from dovecote.derive.trackers import TIMEOUT_NOTICE, Step, Tracker
 from dovecote.envelope import build_message, keyed_message_id
 from dovecote.errors import StoreError
 from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts, letter_id
 from dovecote.ops import intake as intake_op
-from dovecote.ops.notify import Nudge, Nudger, claim_nudges
+from dovecote.ops.notify import Nudge, Nudger, claim_nudges, mode_of, passive_line
 from dovecote.ops.trackbook import book
 from dovecote.vocab import ENGINE_AGENT
 from dovecote.vocab_delivery import ACK_TIMEOUT, ESCALATION, REPING
@@ -85,7 +89,7 @@ def _escalation_message(t: Tracker, target: str, ts: str) -> dict[str, Any]:
     return msg
 
 
-def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: datetime) -> tuple[
+def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: datetime, mode: str) -> tuple[
     list[bytes], dict[Address, list[bytes]], list[bytes], Reconciled
 ]:
     """The lines the due ``steps`` append, in the order they are written: the recipient box's repings and
@@ -112,6 +116,10 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
             own.append(canonical_line(_engine(ACK_TIMEOUT, t, ts, repings=t.reping_count, text=(
                 f"No ack from {t.recipient} for {t.kind} {t.envelope_id} after {t.reping_count} reping(s)."))))
             done.timeouts += 1
+            notice = passive_line(t.delivery_id, ts, mode, about=TIMEOUT_NOTICE, agent=t.sender) \
+                if TIMEOUT_NOTICE in t.notify_on else None
+            if notice is not None:
+                own.append(notice)
         else:
             esc_ts = t.timed_out_ts or ts
         if s.target is None:
@@ -125,8 +133,10 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
     return own, others, markers, done
 
 
-def reconcile(ctx: Context, now: datetime) -> Reconciled:
-    """One pass over every entity box: append each due step once (see the module docstring)."""
+def reconcile(ctx: Context, now: datetime, mode: str | None = None) -> Reconciled:
+    """One pass over every entity box: append each due step once (see the module docstring); ``mode``: the
+    notifier's (None: the roster's)."""
+    mode = mode_of(ctx, mode)
     total = Reconciled()
     for e in ctx.roster.entities:
         addr = entity(e.id)
@@ -140,7 +150,7 @@ def reconcile(ctx: Context, now: datetime) -> Reconciled:
             with guarded_many(ctx, [addr, *targets]) as held, book(ctx, e.id, held[addr]) as b:
                 steps = b.due_steps(now)  # again, under the lock: the compare-and-swap
                 trackers = {s.delivery_id: b.tracker(s.delivery_id) for s in steps}
-                own, others, markers, done = _plan(ctx, steps, trackers, now)
+                own, others, markers, done = _plan(ctx, steps, trackers, now, mode)
                 if own:
                     held[addr].append(own)
                 for box, lines in others.items():
@@ -164,14 +174,28 @@ def nudge_text(t: Tracker) -> str:
     return f"New {t.kind} from {t.sender}: {t.envelope_id} (work item {t.work_item_id}). dovecote inbox {t.recipient}"
 
 
+def notice_text(t: Tracker, about: str) -> str:
+    """What a notice to the sender says: the first ack, or the timeout (notes B5, B13.12)."""
+    if about == TIMEOUT_NOTICE:
+        return (f"No ack from {t.recipient} for {t.kind} {t.envelope_id} (work item {t.work_item_id}) after "
+                f"{t.reping_count} reping(s); timed out {t.timed_out_ts}. dovecote trackers --entity-id {t.recipient}")
+    late = " (late, after the timeout)" if t.ack_late else ""
+    return (f"{t.recipient} {t.ack_state} {t.kind} {t.envelope_id} (work item {t.work_item_id}){late}. "
+            f"dovecote trackers --entity-id {t.recipient}")
+
+
 def claim_all(ctx: Context) -> list[Nudge]:
-    """Claim a nudge for every delivery no notify letter names yet, box by box."""
+    """Claim a nudge for every delivery no notify letter names yet, and every notice due, box by box."""
     out: list[Nudge] = []
     for e in ctx.roster.entities:
         with book(ctx, e.id) as b:
             texts = {lid: nudge_text(b.tracker(lid)) for lid in sorted(b.unnotified)}
-        if texts:
-            out += claim_nudges(ctx, e.id, texts)
+            notices = {}
+            for lid, about in sorted(b.unnoticed):
+                t = b.tracker(lid)
+                notices[(lid, about)] = (t.sender, notice_text(t, about))
+        if texts or notices:
+            out += claim_nudges(ctx, e.id, texts, notices)
     return out
 
 
@@ -193,7 +217,7 @@ def mailman_pass(ctx: Context, folder: Path, mode: str, nudger: Nudger | None) -
     """Intake, then reconcile, then (agent-turn-nudge) claim and hand off the nudges."""
     run = intake_op.intake(ctx, folder, mode)
     now = ctx.now()
-    done = reconcile(ctx, now)
+    done = reconcile(ctx, now, mode)
     if mode == "agent-turn-nudge" and nudger is not None:
         nudges = claim_all(ctx)
         done.nudges = len(nudges)

@@ -14,6 +14,12 @@ none; here mode none records ``disabled``, discover-only ``discovered_only``):
   inside a pass), then records ``nudge_sent`` or ``nudge_failed`` with a reason;
 * ``session-inject`` is refused ``unverified_mode`` before anything runs.
 
+A notice to the sender (the first ack, the timeout: the policy's
+``notify_on_ack``/``notify_on_timeout``, notes B5 and B13.12) goes the same
+way, as notify letters with ``about`` in the delivery's box: written with the
+ack or the timeout by a mode that never nudges, claimed by the mailman and
+run off its path with agent-turn-nudge, the command naming the sender.
+
 Discovery (``discover``) runs the roster's discovery command at most once per
 30 s per handle, success or failure (notes B13.11: the vNext status view retried
 a failed discovery eight times and logged a ledger row for each), and writes nothing.
@@ -61,30 +67,42 @@ def mode_of(ctx: Context, given: str | None) -> str:
     return mode
 
 
-def notify_line(delivery_id: str, ts: str, mode: str, outcome: str, reason: str | None = None) -> bytes:
-    """The ``notify`` letter of one delivery (the engine's; the outcome follows the mode)."""
+def notify_line(
+    delivery_id: str, ts: str, mode: str, outcome: str, reason: str | None = None, *, about: str | None = None,
+    agent: str | None = None,
+) -> bytes:
+    """The ``notify`` letter of one delivery (the engine's; the outcome follows the mode); ``about`` and
+    ``agent``: a notice of the ack or the timeout, to ``agent`` (the sender)."""
     letter: dict[str, Any] = {
         "ts": ts, "agent": ENGINE_AGENT, "kind": NOTIFY, "ref": delivery_id, "mode": mode,
         "adapter": _ADAPTERS[mode], "outcome": outcome, "delivery_truth": False,
     }
     if reason is not None:
         letter["reason"] = reason
+    if about is not None:
+        letter |= {"about": about, "notify": agent}
     return canonical_line(letter)
 
 
-def passive_line(delivery_id: str, ts: str, mode: str) -> bytes | None:
-    """The notify letter a mode that never nudges writes with the delivery (None for agent-turn-nudge)."""
+def passive_line(
+    delivery_id: str, ts: str, mode: str, *, about: str | None = None, agent: str | None = None
+) -> bytes | None:
+    """The notify letter a mode that never nudges writes with the delivery, or with the ack or timeout a
+    notice is ``about`` (None for agent-turn-nudge)."""
     outcome = MODE_OUTCOME.get(mode)
-    return None if outcome is None else notify_line(delivery_id, ts, mode, outcome)
+    return None if outcome is None else notify_line(delivery_id, ts, mode, outcome, about=about, agent=agent)
 
 
 @dataclass(frozen=True, slots=True)
 class Nudge:
-    """One claimed nudge: whom, about which delivery, with what text."""
+    """One claimed nudge: the box of the delivery, which delivery, with what text; a notice (``about``)
+    nudges ``agent`` (the sender) instead of the box's owner."""
 
     recipient: str
     delivery_id: str
     message: str
+    about: str | None = None
+    agent: str | None = None
 
 
 def run_command(template: str | None, values: dict[str, str], timeout: float) -> tuple[bool, str]:
@@ -139,15 +157,19 @@ class Nudger:
 def _nudge(ctx: Context, n: Nudge) -> None:
     roster = ctx.roster
     ok, reason = run_command(
-        roster.notifier_command, {"agent": n.recipient, "message": n.message}, float(roster.notifier_timeout)
+        roster.notifier_command, {"agent": n.agent or n.recipient, "message": n.message},
+        float(roster.notifier_timeout),
     )
     outcome = NotifyState.nudge_sent if ok else NotifyState.nudge_failed
     ctx.store.append(entity(n.recipient), [notify_line(n.delivery_id, format_ts(ctx.now()), "agent-turn-nudge",
-                                                       outcome, reason)])
+                                                       outcome, reason, about=n.about, agent=n.agent)])
 
 
-def claim_nudges(ctx: Context, recipient: str, texts: dict[str, str]) -> list[Nudge]:
-    """Under the recipient's lock, claim a nudge for each delivery in ``texts`` not yet nudged or claimed."""
+def claim_nudges(
+    ctx: Context, recipient: str, texts: dict[str, str], notices: dict[tuple[str, str], tuple[str, str]]
+) -> list[Nudge]:
+    """Under the recipient's lock, claim a nudge for each delivery in ``texts`` not yet nudged or claimed,
+    and each notice in ``notices`` ((delivery, about) -> (sender, text)) not yet claimed."""
     out: list[Nudge] = []
     with ctx.store.guarded(entity(recipient)) as held, book(ctx, recipient, held) as b:
         lines = []
@@ -158,6 +180,11 @@ def claim_nudges(ctx: Context, recipient: str, texts: dict[str, str]) -> list[Nu
                 continue
             lines.append(notify_line(lid, ts, "agent-turn-nudge", NUDGE_CLAIM))
             out.append(Nudge(recipient, lid, text))
+        for (lid, about), (sender, text) in notices.items():
+            if (lid, about) not in b.unnoticed:  # claimed meanwhile, by another mailman
+                continue
+            lines.append(notify_line(lid, ts, "agent-turn-nudge", NUDGE_CLAIM, about=about, agent=sender))
+            out.append(Nudge(recipient, lid, text, about, sender))
         if lines:
             held.append(lines)
     return out

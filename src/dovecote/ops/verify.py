@@ -61,7 +61,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
 
     ``now`` pins doctor's 7-day window so both runs use the same instant.
     """
-    from dovecote.ops import cases, doctor, inbox, search
+    from dovecote.ops import cases, doctor, inbox, search, tracker_read
     from dovecote.ops.sweep import box, sweep
 
     out: dict[str, bytes] = {
@@ -78,6 +78,8 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     for e in ctx.roster.entities:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
+    # issue 9: the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
+    out["trackers --all"] = orjson.dumps(tracker_read.trackers(ctx, None, None, None, 2**31, now))
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(

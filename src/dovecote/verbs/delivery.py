@@ -22,6 +22,7 @@ from dovecote.errors import Refusal
 from dovecote.verbs.base import MAX_INT, Name, Verb
 from dovecote.verbs.mail import Message
 from dovecote.vocab_delivery import (
+    MAX_POLICY_S,
     NO_ESCALATION,
     AckStatus,
     IntentClass,
@@ -34,9 +35,8 @@ from dovecote.vocab_delivery import (
     WorkStatus,
 )
 
-#: The longest span a delivery field takes (a century): a due time past it would not fit in a datetime
-#: (``timedelta`` of 2**53 seconds overflows), and no ack waits longer.
-MAX_SECONDS = 100 * 366 * 24 * 3600
+#: The longest span a delivery field takes (a century; see ``vocab_delivery.MAX_POLICY_S``).
+MAX_SECONDS = MAX_POLICY_S
 Seconds = Annotated[int, Meta(ge=1, le=MAX_SECONDS)]
 WorkId = Annotated[str, Meta(min_length=1, max_length=256)]
 Limit = Annotated[int, Meta(ge=1, le=MAX_INT, description="List at most N rows per list.")]
