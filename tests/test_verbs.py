@@ -74,6 +74,7 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.Claims: {},
     verbs.MonitorAdd: {"name": "nightly", "expect": "tool=backup", "every": "1d"},
     verbs.Monitors: {},
+    verbs.HookEvent: {"event": "post-tool", "payload": {"session_id": "s1", "tool_name": "mcp__x"}},
     # missions (issue 11)
     verbs.BlockAdd: {"block_id": "sb_alpha", "project": "repo-a"},
     verbs.BlockBump: {"block_id": "sb_alpha"},
