@@ -113,3 +113,11 @@ def test_search_refuses_a_symlinked_cache_and_verify_drops_only_the_link(tmp_pat
     assert (outside / "keep.txt").read_bytes() == b"mine"  # and its target untouched
     r = run_cli(tmp_path, "search", "hello", home=home)
     assert r.returncode == 0 and b"hello" in r.stdout
+
+
+def test_an_entity_box_path_is_the_one_composed_and_the_remembered_ones_stay_bounded(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    for i in range(5000):  # more names than it keeps: each answer is still the composed path
+        assert layout.entity_box(f"ent_{i}") == tmp_path / "boxes" / "entity" / f"ent_{i}" / "letters.jsonl"
+    assert len(layout._entity_boxes) <= 4096
+    assert layout.entity_box("ent_1") == tmp_path / "boxes" / "entity" / "ent_1" / "letters.jsonl"

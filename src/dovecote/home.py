@@ -65,6 +65,8 @@ class Layout:
         self.cache = root / "cache"
         self.field_labels = root / "field-labels.jsonl"
         self.artifacts = root / "artifacts"
+        #: entity id -> its ledger's path: a server asks for the same few on every request
+        self._entity_boxes: dict[str, Path] = {}
 
     def cache_dir(self, *parts: str, create: bool = True) -> Path:
         """``cache/<parts...>`` as a real directory inside the home, for writing a cache.
@@ -100,7 +102,12 @@ class Layout:
         return self.boxes / "project" / name / LEDGER
 
     def entity_box(self, entity_id: str) -> Path:
-        return self.boxes / "entity" / entity_id / LEDGER
+        path = self._entity_boxes.get(entity_id)
+        if path is None:
+            if len(self._entity_boxes) >= 4096:  # bounded: a caller may ask for names no roster holds
+                self._entity_boxes.clear()
+            path = self._entity_boxes[entity_id] = self.boxes.joinpath("entity", entity_id, LEDGER)
+        return path
 
     @staticmethod
     def in_repo_box(root: str) -> Path:
