@@ -17,8 +17,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 
+from deliveryhelpers import T0, delivery_home, drop, envelope, intake_files
 from dovecote import fileops, ledger
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
@@ -186,6 +188,7 @@ def _send_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     _send(tree, [])  # the retry (same idempotency keys) completes what is missing, never delivers twice
     delivered, sent = _subjects(root)
     assert (sorted(delivered), len(set(sent)), len(sent)) == (["first", "swept"], 2, 2), where
+    assert Dovecote(root).verify(now=NOW).ok, f"a cache does not rebuild identical {where}"
 
 
 def test_every_crash_point_of_a_send(tmp_path: Path) -> None:
@@ -194,3 +197,47 @@ def test_every_crash_point_of_a_send(tmp_path: Path) -> None:
     work.rename(base)  # the roster names absolute paths: each run's copy goes back to ``work``
     points = _sweep("send (both boxes)", base, work, _send, _send_check)
     assert points.count("fsync") >= 2, "a send writes two ledgers: each is fsynced"
+
+
+# -- intake: append each envelope's letter, then move its file to processed/ -------------------
+
+
+def _intake(tree: Path, acked: list[str]) -> None:
+    Dovecote(tree / "owner" / ".dovecote").intake(now=T0)
+    acked.append("intake")
+
+
+def _intake_state(root: Path) -> tuple[dict[str, int], list[str], list[str]]:
+    """Per envelope, how many task letters carry its id; the files still pending; those processed."""
+    dc = Dovecote(root)
+    tasks = [x.data() for e in ("tariq", "kimi") for x in _read(dc.layout.entity_box(e)).letters
+             if x.data().get("kind") == "task"]
+    counts = {e: sum(e in orjson.dumps(x).decode() for x in tasks) for e in ENVELOPES}
+    return counts, intake_files(dc, "pending"), intake_files(dc, "processed")
+
+
+ENVELOPES = ("env_crash_a", "env_crash_b")
+
+
+def _intake_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
+    root = tree / "owner" / ".dovecote"
+    where = f"after {fs.log[-1] if fs else 'no crash'} ({fs.mode if fs else '-'})"
+    counts, pending, processed = _intake_state(root)
+    for e in ENVELOPES:
+        assert counts[e] <= 1, f"{e} delivered twice {where}"
+        assert counts[e] == 1 or f"{e}.json" in pending, f"{e} lost: not delivered and not pending {where}"
+    if fs is None:
+        assert (counts, pending, processed) == (dict.fromkeys(ENVELOPES, 1), [], [f"{e}.json" for e in ENVELOPES])
+        return
+    Dovecote(root).intake(now=T0)  # the next run delivers what is left, and only that
+    assert _intake_state(root) == (dict.fromkeys(ENVELOPES, 1), [], [f"{e}.json" for e in ENVELOPES]), where
+
+
+def test_every_crash_point_of_an_intake_run(tmp_path: Path) -> None:
+    base, work = tmp_path / "base", tmp_path / "work"
+    dc = delivery_home(work)
+    drop(dc, envelope(envelope_id=ENVELOPES[0], to="tariq"))
+    drop(dc, envelope(envelope_id=ENVELOPES[1], to="kimi", work_item_id="wi-8", thread_id="wi-8"))
+    work.rename(base)
+    points = _sweep("intake (two envelopes, two boxes)", base, work, _intake, _intake_check)
+    assert points.count("rename") == 2, points
