@@ -164,3 +164,16 @@ def test_mcp_shows_the_keyword_first() -> None:
 
     text = error_text(DiskFull("/x/letters.jsonl", OSError(errno.ENOSPC, "No space left on device")))
     assert text.startswith("disk_full: cannot append to /x/letters.jsonl: No space left on device")
+
+
+@pytest.mark.parametrize("err", [errno.EIO, errno.ENOSPC])
+def test_a_failed_fsync_acknowledges_nothing_and_takes_the_bytes_back(tmp_path: Path, err: int) -> None:
+    path = tmp_path / "letters.jsonl"
+    ledger.append(LedgerReader(path), [_line("a")])
+    before = path.read_bytes()
+    with fileops.installed(FaultFS(fail_op="fsync", fail_nth=1, fail_errno=err)):
+        with pytest.raises(StoreError, match="not durable") as failed:
+            ledger.append(LedgerReader(path), [_line("b")])
+        assert not isinstance(failed.value, Refusal)  # the bytes were written: an io_error, not a refusal
+        assert path.read_bytes() == before  # the group commit truncated its own unsynced bytes away
+        assert ledger.append(LedgerReader(path), [_line("b")]) == [(letter_id(_line("b")), True)]
