@@ -116,7 +116,7 @@ class FaultFS(fileops.FileOps):
     def _record(self, fd: int, p: str, data: bytes) -> int:
         size = os.fstat(fd).st_size
         offset = size if _appending(fd) else os.lseek(fd, 0, os.SEEK_CUR)
-        before = os.pread(fd, len(data), offset)
+        before = _pread(fd, p, len(data), offset)
         n = os.write(fd, data)
         self._unsynced.setdefault(p, []).append(_Write(offset, data[:n], before[:n], size))
         return n
@@ -196,6 +196,16 @@ class FaultFS(fileops.FileOps):
 
 def _appending(fd: int) -> bool:
     return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+
+
+def _pread(fd: int, path: str, n: int, offset: int) -> bytes:
+    """What ``n`` bytes at ``offset`` hold now (through the path when ``fd`` is write-only)."""
+    try:
+        return os.pread(fd, n, offset)
+    except OSError:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(n)
 
 
 def _read(path: str) -> bytes | None:

@@ -241,3 +241,26 @@ def test_every_crash_point_of_an_intake_run(tmp_path: Path) -> None:
     work.rename(base)
     points = _sweep("intake (two envelopes, two boxes)", base, work, _intake, _intake_check)
     assert points.count("rename") == 2, points
+
+
+# -- a whole cache file: tmp, fsync, rename, directory fsync ------------------------------------
+
+
+def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path) -> None:
+    base, old, new = tmp_path / "base", b"old cache\n" * 50, b"new cache\n" * 70
+    (base / "cache").mkdir(parents=True)
+    (base / "cache" / "snap.bin").write_bytes(old)
+
+    def op(root: Path, acked: list[str]) -> None:
+        ledger.write_atomic(root / "cache" / "snap.bin", [new[:300], new[300:]])
+        acked.append("written")
+
+    def check(root: Path, fs: FaultFS | None, acked: list[str]) -> None:
+        got = (root / "cache" / "snap.bin").read_bytes()
+        assert got in (old, new), f"a cache file half written after {fs.log[-1] if fs else '-'}"
+        assert fs is not None or got == new
+        ledger.write_atomic(root / "cache" / "snap.bin", new)  # the next write succeeds
+        assert (root / "cache" / "snap.bin").read_bytes() == new
+
+    points = _sweep("atomic cache write", base, tmp_path / "work", op, check)
+    assert points == ["open", "write", "write", "fsync", "rename", "fsync_dir"], points
