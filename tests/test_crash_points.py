@@ -28,7 +28,7 @@ from dovecote.envelope import Envelope
 from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import FileStore
-from dovecote.verbs import Message
+from dovecote.verbs import Inbox, Message, Move, MoveKind
 from faultfs import MODES, Crash, FaultFS
 from mailhelpers import ENTITY, SENDER, mail_home
 
@@ -264,3 +264,37 @@ def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path) -> None:
 
     points = _sweep("atomic cache write", base, tmp_path / "work", op, check)
     assert points == ["open", "write", "write", "fsync", "rename", "fsync_dir"], points
+
+
+# -- lifecycle moves: seen, then claim (each a guarded append) -------------------------------
+
+
+def _moves(tree: Path, acked: list[str], kinds: tuple[str, ...] = ("seen", "claim")) -> None:
+    dc = Dovecote(tree / "owner" / ".dovecote")
+    ref = (tree / "ref").read_text()
+    for kind in kinds:
+        dc.move(Move(kind=MoveKind(kind), entity_id=ENTITY, ref=ref, current_tic=101), now=NOW)
+        acked.append(kind)
+
+
+def _moves_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
+    root = tree / "owner" / ".dovecote"
+    where = f"after {fs.log[-1] if fs else 'no crash'} ({fs.mode if fs else '-'})"
+    moved = [str(x.get("kind")) for x in _box(root, ENTITY) if x.get("kind") in ("seen", "claim")]
+    assert len(set(moved)) == len(moved), f"a move written twice {where}"
+    assert set(acked) <= set(moved), f"an acknowledged move was lost {where}"
+    state = Dovecote(root).inbox(Inbox(entity_id=ENTITY))["items"][0]["state"]
+    assert state == ("ACTIVE" if "claim" in moved else "WAIT"), where
+    if fs is not None:  # the next operation: the moves still missing go through
+        _moves(tree, [], tuple(k for k in ("seen", "claim") if k not in moved))
+    assert Dovecote(root).inbox(Inbox(entity_id=ENTITY))["items"][0]["state"] == "ACTIVE", where
+    assert Dovecote(root).verify(now=NOW).ok, where
+
+
+def test_every_crash_point_of_lifecycle_moves(tmp_path: Path) -> None:
+    base, work = tmp_path / "base", tmp_path / "work"
+    dc = mail_home(work)
+    (work / "ref").write_text(dc.send(Message(recipient=ENTITY, sender=SENDER, subject="s", body="b"), now=NOW).id)
+    work.rename(base)
+    points = _sweep("lifecycle moves (seen, claim)", base, work, _moves, _moves_check)
+    assert points.count("fsync") >= 2, points
