@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
+from dovecote import fileops
 from dovecote.errors import StoreError
 from dovecote.osutil import lock
 
@@ -108,11 +109,7 @@ class Committer:
         failed_upto = 0
         error: OSError | None = None
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fileops.fsync_path(self.path)
         except OSError as e:
             error = e
             failed_upto = self._recover(upto)
@@ -138,7 +135,7 @@ class Committer:
         unsettled bytes when they are the whole tail (see the module docstring).
         Returns the last ticket that failed."""
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            fd = fileops.open_fd(self.path, os.O_RDWR | os.O_CLOEXEC)
         except OSError:
             return upto
         try:
@@ -152,14 +149,14 @@ class Committer:
             )
             if not whole:
                 return upto
-            os.ftruncate(fd, spans[0][0])
+            fileops.ftruncate(fd, spans[0][0])
             with suppress(OSError):
-                os.fsync(fd)
+                fileops.fsync(fd)
             return last
         except OSError:
             return upto
         finally:
-            os.close(fd)  # releases the lock
+            fileops.close(fd)  # releases the lock
 
 
 def of(path: str | os.PathLike[str]) -> Committer:

@@ -11,9 +11,12 @@ Hierarchy::
      +-- Refusal          the request broke a rule; nothing was written
      +-- StoreError       the storage could not be read or written (I/O)
           +-- PartialWrite  a two-ledger write stopped halfway; says what was written
+          +-- DiskFull      (also a Refusal, ``disk_full``) no space; nothing was written
 """
 
 from __future__ import annotations
+
+import os
 
 # keyword -> (HTTP status hint, one-line meaning). Sorted by keyword.
 REASONS: dict[str, tuple[int, str]] = {
@@ -23,6 +26,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
     "brain_mismatch": (409, "the mission letter's brain_ref is not the project the caller is bound to"),
     "csrf_failed": (403, "a page's form came without this session's CSRF token, or from another origin"),
+    "disk_full": (507, "the disk (or quota) is full: the append was taken back whole; free space and retry"),
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "duplicate_root": (409, "another project already has that root (one root, one box)"),
@@ -140,3 +144,16 @@ class PartialWrite(StoreError):
     def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
         self.details = details
+
+
+class DiskFull(Refusal, StoreError):
+    """No space was left for an append; it was truncated back, so nothing was written.
+
+    Both a refusal (each face names ``disk_full``: exit 2, HTTP 507, MCP
+    ``isError``) and a ``StoreError`` (callers that catch I/O failures, such as a
+    sweep that names an unwritable box, still do).
+    """
+
+    def __init__(self, path: str, error: OSError) -> None:
+        why = error.strerror or os.strerror(error.errno or 0)
+        super().__init__("disk_full", f"cannot append to {path}: {why}")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from dovecote import fileops
 from dovecote.derive import inbox_snapshot
 from dovecote.errors import StoreError
 from dovecote.osutil import collector_paused, temp_name
@@ -101,9 +102,12 @@ def save(ctx: Context, book: InboxBook, mark: Mark) -> None:
         path = path_of(ctx, book.entity, create=True)
         tmp = path.with_name(temp_name(path.name))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
-            f.write(dumps(ctx, book, mark))
-        os.replace(tmp, path)  # replaces a symlink at ``path``, never writes through it
+        fd = fileops.open_fd(tmp, flags, 0o644)
+        try:
+            fileops.write_all(fd, dumps(ctx, book, mark))
+        finally:
+            fileops.close(fd)
+        fileops.replace(tmp, path)  # replaces a symlink at ``path``, never writes through it
         book.saved_view = _view_key(book)
 
 

@@ -41,8 +41,8 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import force_setattr
 
-from dovecote import commit
-from dovecote.errors import StoreError
+from dovecote import commit, fileops
+from dovecote.errors import DiskFull, StoreError
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.osutil import collector_paused, lock, temp_name
 
@@ -86,11 +86,7 @@ class Checkpoint(msgspec.Struct, frozen=True):
 
 
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fileops.fsync_dir(path)
 
 
 def ensure_dir(path: Path) -> None:
@@ -102,7 +98,7 @@ def ensure_dir(path: Path) -> None:
         p = p.parent
     for d in reversed(missing):
         try:
-            d.mkdir()
+            fileops.mkdir(d)
         except FileExistsError:
             continue
         fsync_dir(d.parent)
@@ -113,12 +109,14 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     in pieces, so a large cache is never held in memory whole."""
     ensure_dir(path.parent)
     tmp = path.with_name(temp_name(path.name))
-    with open(tmp, "wb") as f:
+    fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
         for piece in (data,) if isinstance(data, bytes) else data:
-            f.write(piece)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+            fileops.write_all(fd, piece)
+        fileops.fsync(fd)
+    finally:
+        fileops.close(fd)
+    fileops.replace(tmp, path)
     fsync_dir(path.parent)
 
 
@@ -139,10 +137,7 @@ def settled_size(path: Path) -> int:
 
 
 def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    fileops.write_all(fd, payload)
 
 
 class LedgerReader:
@@ -377,12 +372,16 @@ class LockedLedger:
             payload = b"\n" + payload  # a torn tail: start on a fresh line
         try:
             _write_all(fd, payload)
-        except BaseException:
+        except BaseException as e:
             try:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
+                fileops.ftruncate(fd, size)
+                fileops.fsync(fd)
             except OSError:
                 pass
+            else:
+                if isinstance(e, OSError) and e.errno in fileops.DISK_FULL:
+                    # truncated back and synced: nothing is half written, so it is a refusal
+                    raise DiskFull(str(self.reader.path), e) from e
             raise
         self.committer.wrote(size, size + len(payload))  # fsynced once the lock is released (commit.py)
         if not self.reader.took_own(payload, size, fd):
@@ -404,12 +403,12 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     try:
         try:
             try:  # the ledger is there (the common case): no walk up its folders
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                fd = fileops.open_fd(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
                 created = False
             except FileNotFoundError:
                 ensure_dir(path.parent)
                 created = not path.exists()
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+                fd = fileops.open_fd(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         except OSError as e:
             raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
         try:
@@ -427,7 +426,7 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
                     reader.bound = bound
                     ticket = committer.latest()  # every write this section made or could have read
         finally:
-            os.close(fd)  # closing releases the flock
+            fileops.close(fd)  # closing releases the flock
     except BaseException as error:
         _settle(committer, ticket, path, error)
         raise

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from dovecote import fileops
 from dovecote.addresses import HOME, Address, entity
 from dovecote.errors import StoreError
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
@@ -176,7 +177,7 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
     done_dir = os.path.join(folder, PROCESSED)
     for name in sorted(set(moved)):
         try:
-            os.replace(os.path.join(pending, name), os.path.join(done_dir, name))
+            fileops.replace(os.path.join(pending, name), os.path.join(done_dir, name))
         except FileNotFoundError:
             continue  # another consumer settled it
         run.processed += 1
@@ -202,7 +203,7 @@ def _recipient(letter: dict[str, Any]) -> str:
 def _move(folder: Path, name: str, to: str) -> bool:
     """Rename ``pending/name`` into ``to/``; False if it is gone (another consumer settled it)."""
     try:
-        os.replace(folder / PENDING / name, folder / to / name)
+        fileops.replace(folder / PENDING / name, folder / to / name)
     except FileNotFoundError:
         return False
     return True

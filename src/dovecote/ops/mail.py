@@ -30,7 +30,7 @@ from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
-from dovecote.errors import PartialWrite, Refusal, StoreError
+from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.folds import entity_address, guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import artifacts
@@ -258,6 +258,8 @@ def send(ctx: Context, m: Message) -> Delivery:
                 mid, appended, msg = known, False, old
             else:
                 mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
+    except DiskFull:
+        raise  # a refusal: it says nothing was written already
     except StoreError as e:
         raise StoreError(f"{e}; nothing was delivered") from e
     record = _record(ctx, mid, msg, fresh=appended)
