@@ -29,6 +29,7 @@ what it holds; ``for_roster`` shares them. The schema is ``store_pgschema``'s.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -165,6 +166,19 @@ class PostgresGuard:
         return self._store._tail(self._conn, self._key, mark)
 
 
+@dataclass(eq=False)
+class _Link:
+    """A store's pool, the process that opened it, and its size: one for a store and its copies."""
+
+    pool: ConnectionPool[Conn]
+    pid: int
+    size: int
+
+
+#: Pools and listeners a forked child inherited (the parent's sessions): held, never used or closed.
+_INHERITED: list[tuple[ConnectionPool[Conn], list[Listener]]] = []
+
+
 class PostgresStore:
     """Ledgers as rows in PostgreSQL, addressed through a roster like the file store."""
 
@@ -174,39 +188,57 @@ class PostgresStore:
         self._boxes: dict[str, _Box] = {}
         self._made = threading.Lock()
         self._listening: list[Listener] = []  # started by the first stamp; shared with for_roster copies
-        try:
-            self._pool: ConnectionPool[Conn] = ConnectionPool(
-                url, min_size=1, max_size=pool_size, open=True, timeout=15,
-                check=ConnectionPool.check_connection,  # a restarted server: the next checkout reconnects
-                kwargs={"connect_timeout": 10}, name="dovecote",
-            )
-        except psycopg.Error as e:
-            raise StoreError(f"cannot reach PostgreSQL at {shown(url)}: {e}") from e
+        self._link = _Link(self._open_pool(pool_size), os.getpid(), pool_size)  # shared with copies too
         try:
             with self._conn() as conn:
                 self.origin = f"postgresql:{store_pgschema.check(conn)}"
         except BaseException:
-            self._pool.close()
+            self._link.pool.close()
             raise
+
+    def _open_pool(self, size: int) -> ConnectionPool[Conn]:
+        try:
+            return ConnectionPool(
+                self.url, min_size=1, max_size=size, open=True, timeout=15,
+                check=ConnectionPool.check_connection,  # a restarted server: the next checkout reconnects
+                kwargs={"connect_timeout": 10}, name="dovecote",
+            )
+        except psycopg.Error as e:
+            raise StoreError(f"cannot reach PostgreSQL at {shown(self.url)}: {e}") from e
 
     def close(self) -> None:
         """Close the pool and the listener (every handle sharing them: ``for_roster`` copies do)."""
         for lst in self._listening:
             lst.close()
-        self._pool.close()
+        self._link.pool.close()
 
     def for_roster(self, roster: Roster) -> PostgresStore:
         """The same database and warm boxes, addressed through ``roster``."""
         other = PostgresStore.__new__(PostgresStore)
         other.url, other.roster, other._boxes, other._made = self.url, roster, self._boxes, self._made
-        other._pool, other.origin, other._listening = self._pool, self.origin, self._listening
+        other._link, other.origin, other._listening = self._link, self.origin, self._listening
         return other
+
+    def _forked(self) -> None:
+        """In a child of a fork (``serve --workers N`` forks after opening the home): the pool's and
+        the listener's connections are the parent's sockets, and two processes speaking on one
+        session corrupt it (a hang, savepoint errors). The child leaves them to the parent, neither
+        used nor closed (closing would end the parent's session), and opens its own."""
+        with self._made:
+            link = self._link
+            if link.pid == os.getpid():
+                return
+            _INHERITED.append((link.pool, list(self._listening)))  # kept: collecting them would close them
+            self._listening.clear()
+            link.pool, link.pid = self._open_pool(link.size), os.getpid()
 
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
         """A pooled connection; a failure of the server or the network is a ``StoreError``."""
+        if self._link.pid != os.getpid():
+            self._forked()
         try:
-            with self._pool.connection() as conn:
+            with self._link.pool.connection() as conn:
                 yield conn
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL at {shown(self.url)}: {e}") from e
@@ -291,6 +323,8 @@ class PostgresStore:
             return _held(box, after)
 
     def _listener(self) -> Listener:
+        if self._link.pid != os.getpid():
+            self._forked()
         with self._made:
             if not self._listening:
                 self._listening.append(Listener(self.url))
