@@ -1,0 +1,162 @@
+"""Several hosts on one PostgreSQL database, in real processes (issue 12's multi-host proof).
+
+Three homes with their own rosters point at one schema; each runs CLI
+processes at once that send, claim, ack and post the next letter of one
+mission. Afterwards nothing acknowledged is missing, nothing is there twice,
+every compare-and-swap had exactly one winner across the hosts, and every
+host reads the same answers. A host's writer killed mid-send loses nothing it
+acknowledged and holds up nobody; ``serve --workers 2`` on the database
+answers concurrent sends from every worker. Restarting PostgreSQL during a
+run is ``test_multihost_stress.py`` (``make stress``), not here.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx2 as httpx
+import orjson
+import psycopg
+import pytest
+
+from dovecote import api
+from dovecote.addresses import entity
+from dovecote.store_postgres import release
+from dovecote.verbs import EntityAdd, TokenIssue
+from helpers import cli_json
+from missionhelpers import VECTOR, letter
+from multihosthelpers import acknowledged, finish, hosts, reads
+from pghelpers import schema
+from serverhelpers import serving
+
+pytestmark = pytest.mark.files_only  # real processes; the store is this module's own schema
+MID = VECTOR["mission_id"]
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with schema() as u:
+        yield u
+        release(u)
+
+
+def kimi_subjects(url: str) -> list[str]:
+    """The subject of every letter in kimi's box, read from the database itself."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT l.line FROM dovecote_letters l JOIN dovecote_boxes b ON l.box = b.id "
+                            "WHERE b.box = 'entity:kimi'").fetchall()
+    return [orjson.loads(bytes(r[0]))["content"]["subject"] for r in rows]
+
+
+def test_three_hosts_at_once_lose_nothing_duplicate_nothing_and_every_cas_has_one_winner(
+    tmp_path: Path, url: str
+) -> None:
+    many = hosts(tmp_path, url, 3)
+    first = many[0]
+    assert cli_json(tmp_path, "block", "add", "sb_alpha", "--project", "repo-a", "--json", home=first.home)["appended"]
+    head = finish([(first.start("mission", "post", "--as-project", "repo-a", "--json"), orjson.dumps(VECTOR))])
+    root = orjson.loads(head[0][1])["letter_id"]
+    item = cli_json(tmp_path, "send", "--recipient", "tariq", "--sender", "aya", "--subject", "claim me",
+                    "--body", "b", "--json", home=first.home)["id"]
+    task = cli_json(tmp_path, "send", "--type", "task", "--recipient", "tariq", "--sender", "aya", "--subject",
+                    "ack me", "--work-item-id", "wi-1", "--json", home=first.home)["id"]
+
+    procs: list[tuple[str, int, tuple[object, ...]]] = []
+    started = []
+    for h, host in enumerate(many):  # every host at once: two sends, a claim, an ack, the mission's next letter
+        for k in range(2):
+            started.append((host.start("send", "--recipient", "kimi", "--sender", "aya", "--subject", f"h{h}-{k}",
+                                       "--body", "b", "--json"), None))
+            procs.append(("send", h, (f"h{h}-{k}",)))
+        started.append((host.start("claim", "tariq", item, "--json"), None))
+        procs.append(("claim", h, ()))
+        started.append((host.start("ack", "tariq", task, "--json"), None))
+        procs.append(("ack", h, ()))
+        started.append((host.start("mission", "post", "--as-project", "repo-a", "--json"),
+                        orjson.dumps(letter(2, root, "executing", runner_id=f"runner-{h}"))))
+        procs.append(("mission", h, ()))
+    results = finish(started)
+    by_kind: dict[str, list[tuple[int, bytes, bytes]]] = {}
+    for (kind, _, _), res in zip(procs, results, strict=True):
+        by_kind.setdefault(kind, []).append(res)
+
+    sends = by_kind["send"]
+    assert all(code == 0 for code, _, _ in sends), [err for _, _, err in sends]
+    acked = {orjson.loads(out)["id"] for _, out, _ in sends}
+    assert len(acked) == 6
+    for kind, loser in (("claim", b"already_claimed"), ("ack", b"already_acked"), ("mission", b"stale_head")):
+        codes = sorted(code for code, _, _ in by_kind[kind])
+        assert codes == [0, 2, 2], (kind, by_kind[kind])
+        assert all(err.startswith(b"Error: " + loser + b": ") for code, _, err in by_kind[kind] if code), kind
+
+    subjects = kimi_subjects(url)  # the database itself: every acknowledged send once, nothing else
+    assert sorted(subjects) == sorted(f"h{h}-{k}" for h in range(3) for k in range(2))
+    every = reads(many, ("inbox", "kimi"), ("inbox", "tariq"), ("missions",), ("sweep", "--no-distribute"),
+                  ("mission", "show", MID))
+    assert every[0] == every[1] == every[2], "every host reads the same answers"
+    kimi, tariq, missions, _, shown = every[0]
+    assert {i["id"] for i in kimi["items"]} == acked
+    assert {i["id"]: i["state"] for i in tariq["items"]}[item] == "ACTIVE"
+    assert missions["count"] == 1 and missions["missions"][0]["mission_seq"] == 2
+    assert shown["forks"] == [] and [e["mission_seq"] for e in shown["chain"]] == [1, 2]
+
+
+def test_a_host_killed_mid_send_loses_nothing_it_acknowledged_and_the_other_goes_on(
+    tmp_path: Path, url: str
+) -> None:
+    victim, other = hosts(tmp_path, url, 2)
+    rng = random.Random(20261201)
+    steady = other.sender("steady", 40)
+    reported: set[str] = set()
+    for run in range(3):
+        p = victim.sender(f"killed{run}", 10_000)
+        assert p.stdout is not None
+        first = p.stdout.readline()
+        assert first.endswith(b"\n"), p.stderr.read() if p.stderr else b""
+        time.sleep(rng.uniform(0, 0.3))
+        p.send_signal(signal.SIGKILL)
+        rest, _ = p.communicate(timeout=30)
+        assert p.returncode == -signal.SIGKILL
+        reported |= acknowledged(first + rest)
+    out, err = steady.communicate(timeout=120)
+    assert steady.returncode == 0, err
+    steady_ids = acknowledged(out)
+    assert len(steady_ids) == 40, "the other host went on to the end"
+
+    box = api.open_home(other.home).store.read(entity("kimi")).index
+    assert reported and not reported - box.keys(), "an acknowledged letter of the killed host is missing"
+    assert steady_ids <= box.keys()
+    subjects = kimi_subjects(url)
+    assert len(subjects) == len(set(subjects)), "a letter is there twice"
+    after = victim.sender("after", 1)  # the killed host starts again and writes
+    assert after.communicate(timeout=60)[0].strip().decode() in api.open_home(victim.home).store.read(
+        entity("kimi")).index
+    assert reads([victim, other], ("inbox", "kimi"))[0] == reads([other], ("inbox", "kimi"))[0]
+
+
+def test_serve_with_two_workers_on_postgres_answers_concurrent_sends(tmp_path: Path, url: str) -> None:
+    """Both workers inherit the home opened before the fork: each must open its own connections."""
+    home, _ = api.init(tmp_path / "h" / ".dovecote", owner_root=str(tmp_path / "h"), store=url)
+    dc = api.open_home(home)
+    for e in ("aya", "kimi"):
+        dc.add_entity(EntityAdd(entity_id=e))
+    token = dc.token_issue(TokenIssue(entity_id="aya")).token
+    with serving(tmp_path, home, "--workers", "2") as server:
+
+        def send(i: int) -> str:
+            with httpx.Client(timeout=30) as c:  # a new connection each: whichever worker accepts it answers
+                r = c.post(f"{server.line('api')}/entities/kimi/messages", json={"subject": f"w{i}", "body": "b"},
+                           headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 201, r.text
+            return str(r.json()["id"])
+
+        with ThreadPoolExecutor(8) as pool:
+            ids = list(pool.map(send, range(40)))
+    assert len(set(ids)) == 40
+    assert set(ids) <= api.open_home(home).store.read(entity("kimi")).index.keys()
+    assert sorted(kimi_subjects(url)) == sorted(f"w{i}" for i in range(40))
