@@ -16,10 +16,8 @@ import random
 import signal
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx2 as httpx
 import orjson
 import psycopg
 import pytest
@@ -32,7 +30,7 @@ from helpers import cli_json
 from missionhelpers import VECTOR, letter
 from multihosthelpers import acknowledged, finish, hosts, reads
 from pghelpers import schema
-from serverhelpers import serving
+from serverhelpers import send_each, serving
 
 pytestmark = pytest.mark.files_only  # real processes; the store is this module's own schema
 MID = VECTOR["mission_id"]
@@ -147,16 +145,7 @@ def test_serve_with_two_workers_on_postgres_answers_concurrent_sends(tmp_path: P
         dc.add_entity(EntityAdd(entity_id=e))
     token = dc.token_issue(TokenIssue(entity_id="aya")).token
     with serving(tmp_path, home, "--workers", "2") as server:
-
-        def send(i: int) -> str:
-            with httpx.Client(timeout=30) as c:  # a new connection each: whichever worker accepts it answers
-                r = c.post(f"{server.line('api')}/entities/kimi/messages", json={"subject": f"w{i}", "body": "b"},
-                           headers={"Authorization": f"Bearer {token}"})
-            assert r.status_code == 201, r.text
-            return str(r.json()["id"])
-
-        with ThreadPoolExecutor(8) as pool:
-            ids = list(pool.map(send, range(40)))
+        ids = send_each(server, token, "kimi", [f"w{i}" for i in range(40)])
     assert len(set(ids)) == 40
     assert set(ids) <= api.open_home(home).store.read(entity("kimi")).index.keys()
     assert sorted(kimi_subjects(url)) == sorted(f"w{i}" for i in range(40))
