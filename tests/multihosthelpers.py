@@ -24,7 +24,8 @@ from helpers import DOVECOTE_BIN, cli_env
 ENTITIES = ("aya", "tariq", "kimi")
 
 #: A host's writer in a loop: one send at a time, each id printed once the send returned (acknowledged).
-#: With ``retry`` a failed send (the server restarting) is tried again after a pause, never counted.
+#: With ``retry`` a failed send (the server restarting) is tried again after a pause under the same
+#: idempotency key, so a send that committed before its answer was lost is not made twice.
 SENDER = """
 import sys, time
 from dovecote.api import open_home
@@ -35,7 +36,8 @@ dc = open_home()
 for n in range(count):
     while True:
         try:
-            d = dc.send(Message(recipient="kimi", sender="aya", subject=f"{tag} #{n}", body="b"))
+            d = dc.send(Message(recipient="kimi", sender="aya", subject=f"{tag} #{n}", body="b",
+                                idempotency_key=f"{tag}-{n}" if retry else None))
             break
         except StoreError:
             if not retry:

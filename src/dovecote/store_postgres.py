@@ -168,11 +168,13 @@ class PostgresGuard:
 
 @dataclass(eq=False)
 class _Link:
-    """A store's pool, the process that opened it, and its size: one for a store and its copies."""
+    """A store's pool, the process that opened it, its size and which connection each thread holds:
+    one for a store and its copies."""
 
     pool: ConnectionPool[Conn]
     pid: int
     size: int
+    local: threading.local = field(default_factory=threading.local)  # the connection a thread holds
 
 
 #: Pools and listeners a forked child inherited (the parent's sessions): held, never used or closed.
@@ -230,16 +232,30 @@ class PostgresStore:
                 return
             _INHERITED.append((link.pool, list(self._listening)))  # kept: collecting them would close them
             self._listening.clear()
-            link.pool, link.pid = self._open_pool(link.size), os.getpid()
+            link.pool, link.pid, link.local = self._open_pool(link.size), os.getpid(), threading.local()
 
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
-        """A pooled connection; a failure of the server or the network is a ``StoreError``."""
+        """A pooled connection; a failure of the server or the network is a ``StoreError``.
+
+        A thread that already holds one (inside a guarded section: ``send`` holds the recipient's
+        and the sender's boxes at once) is given the same session again, its guards nesting as
+        savepoints of one transaction: a thread waiting for a second connection of a pool that its
+        peers all hold, each waiting for theirs, would hang every writer of the process."""
         if self._link.pid != os.getpid():
             self._forked()
+        local = self._link.local
+        held: Conn | None = getattr(local, "conn", None)
         try:
+            if held is not None:
+                yield held
+                return
             with self._link.pool.connection() as conn:
-                yield conn
+                local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    local.conn = None
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL at {shown(self.url)}: {e}") from e
 
@@ -316,7 +332,7 @@ class PostgresStore:
         if key is None:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         box = self._box(key)
-        with box.lock, self._conn() as conn:
+        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
             self._refresh(conn, key, box)
             if not box.exists:
                 return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
@@ -390,7 +406,7 @@ class PostgresStore:
         key = self.key(where)
         assert key is not None
         box = self._box(key)
-        with box.lock, self._conn() as conn:
+        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
             try:
                 with conn.transaction():
                     self._refresh(conn, key, box, first=((_LOCK, (key,)), (_ENSURE, (key,))))
