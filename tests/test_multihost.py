@@ -16,6 +16,7 @@ import random
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -24,8 +25,8 @@ import pytest
 
 from dovecote import api
 from dovecote.addresses import entity
-from dovecote.store_postgres import release
-from dovecote.verbs import EntityAdd, TokenIssue
+from dovecote.store_postgres import PostgresStore, release
+from dovecote.verbs import EntityAdd, Message, TokenIssue
 from helpers import cli_json
 from missionhelpers import VECTOR, letter
 from multihosthelpers import acknowledged, finish, hosts, reads
@@ -149,3 +150,27 @@ def test_serve_with_two_workers_on_postgres_answers_concurrent_sends(tmp_path: P
     assert len(set(ids)) == 40
     assert set(ids) <= api.open_home(home).store.read(entity("kimi")).index.keys()
     assert sorted(kimi_subjects(url)) == sorted(f"w{i}" for i in range(40))
+
+
+def test_many_threads_sending_on_a_small_pool_all_get_through(tmp_path: Path, url: str) -> None:
+    """A send holds two boxes; a thread holding one must never wait for a second session of a pool
+    its peers hold (12 threads, 2 connections: the pool would time out and every send fail)."""
+    home, _ = api.init(tmp_path / "h" / ".dovecote", owner_root=str(tmp_path / "h"), store=url)
+    names = [f"ent_t{i:02d}" for i in range(12)]
+    for n in names:
+        api.open_home(home).add_entity(EntityAdd(entity_id=n))
+    store = PostgresStore(url, pool_size=2)
+    try:
+        dc = api.open_home(home, store=store)
+
+        def sends(i: int) -> list[str]:
+            return [dc.send(Message(recipient=names[(i + 1) % 12], sender=names[i], subject=f"t{i}-{k}",
+                                    body="b")).id for k in range(5)]
+
+        with ThreadPoolExecutor(12) as pool:
+            ids = [x for got in pool.map(sends, range(12)) for x in got]
+        assert len(set(ids)) == 60
+        held = {lid for n in names for lid in store.read(entity(n)).index}
+        assert set(ids) <= held
+    finally:
+        store.close()
