@@ -25,7 +25,8 @@ ENTITIES = ("aya", "tariq", "kimi")
 
 #: A host's writer in a loop: one send at a time, each id printed once the send returned (acknowledged).
 #: With ``retry`` a failed send (the server restarting) is tried again after a pause under the same
-#: idempotency key, so a send that committed before its answer was lost is not made twice.
+#: idempotency key (saying so on stderr), so a send that committed before its answer was lost is not
+#: made twice.
 SENDER = """
 import sys, time
 from dovecote.api import open_home
@@ -42,8 +43,11 @@ for n in range(count):
         except StoreError:
             if not retry:
                 raise
+            print("retried", file=sys.stderr, flush=True)
             time.sleep(0.1)
     print(d.id, flush=True)
+    if retry:
+        time.sleep(0.02)  # paced, so the writing outlasts a server restart
 """
 
 
@@ -60,8 +64,10 @@ class Host:
 
     def sender(self, tag: str, count: int, *, retry: bool = False) -> subprocess.Popen[bytes]:
         """The writer loop (``SENDER``) as a process of this host."""
+        # unbuffered: a test reads the first id with readline, and communicate() then reads the pipe
+        # itself, so a buffer holding lines past the first would lose them
         return subprocess.Popen([sys.executable, "-c", SENDER, tag, str(count), "retry" if retry else "once"],
-                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
 def hosts(tmp: Path, url: str, n: int) -> list[Host]:
