@@ -24,7 +24,8 @@ import psycopg
 import pytest
 
 from dovecote import api
-from dovecote.addresses import entity
+from dovecote.addresses import Address, entity
+from dovecote.letters import canonical_line, letter_id
 from dovecote.store_postgres import PostgresStore, release
 from dovecote.verbs import EntityAdd, Message, TokenIssue
 from helpers import cli_json
@@ -174,3 +175,24 @@ def test_many_threads_sending_on_a_small_pool_all_get_through(tmp_path: Path, ur
         assert set(ids) <= held
     finally:
         store.close()
+
+
+def test_a_failed_outer_guard_rolls_back_the_inner_one_and_no_box_keeps_its_rows(url: str) -> None:
+    """Nested guards are one transaction: an inner guard's append is gone if the outer one fails, and
+    neither this handle's warm box nor another's shows it (a phantom would also be skipped on a retry)."""
+    a, b = Address("entity", "ent_a"), Address("entity", "ent_b")
+    lost_line = canonical_line({"ts": "2026-07-05T10:00:00Z", "agent": "probe", "what": "rolled back"})
+    st, other = PostgresStore(url), PostgresStore(url)
+    try:
+        with pytest.raises(RuntimeError), st.guarded(a) as outer:
+            outer.append([canonical_line({"ts": "2026-07-05T10:00:00Z", "agent": "probe", "what": "outer"})])
+            with st.guarded(b) as inner:
+                assert inner.append([lost_line]) == [(letter_id(lost_line), True)]
+            raise RuntimeError("the outer section fails after the inner one ended")
+        assert st.read(a).letters == [] and st.read(b).letters == []
+        assert other.read(b).letters == []
+        assert st.append(b, [lost_line]) == [(letter_id(lost_line), True)], "written again, not skipped"
+        assert [x.id for x in other.read(b).letters] == [letter_id(lost_line)]
+    finally:
+        st.close()
+        other.close()

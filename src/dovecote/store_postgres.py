@@ -401,20 +401,33 @@ class PostgresStore:
 
     @contextmanager
     def guarded(self, where: Where) -> Iterator[PostgresGuard]:
-        """One transaction under the box's advisory lock; what the block appends is committed when it ends."""
+        """One transaction under the box's advisory lock; what the block appends is committed when it
+        ends. A guard inside another of the same thread is a savepoint of the outer one's transaction
+        (see ``_conn``): its appends commit when the outermost guard ends, and if that one fails every
+        box the transaction wrote starts over, none keeping rows that were rolled back."""
         check_writable(self.roster, where)
         key = self.key(where)
         assert key is not None
         box = self._box(key)
         with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
+            local = self._link.local
+            outer = getattr(local, "touched", None) is None
+            if outer:
+                local.touched = []
+            local.touched.append(box)
             try:
                 with conn.transaction():
                     self._refresh(conn, key, box, first=((_LOCK, (key,)), (_ENSURE, (key,))))
                     before = box.seq
                     yield PostgresGuard(self, conn, key, box)
             except BaseException:
-                box.restart(-1)  # it may hold rows that were rolled back: the next read starts over
+                for b in local.touched if outer else [box]:  # rows that were rolled back: read again
+                    with b.lock:
+                        b.restart(-1)
                 raise
+            finally:
+                if outer:
+                    local.touched = None
         if box.seq != before and self._listening:
             self._listening[0].moved(key)
 
