@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test lint bench clean screenshots
+.PHONY: run test stress lint bench clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ lint: $(VENV)/.installed
 # Two workers: this machine has two cores, and the suite's real processes wait on disks more than on CPUs.
 test: lint | $(CHROMIUM)
 	$(BIN)/pytest -n 2
+
+# The tests that restart PostgreSQL under writers (every session on the server ends: never with make test).
+stress: $(VENV)/.installed
+	$(BIN)/pytest -m stress
 
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)

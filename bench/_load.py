@@ -19,12 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dovecote.addresses import entity
 from dovecote.api import Dovecote, init, open_home
+from dovecote.store_url import shown
 from dovecote.verbs import EntityAdd
 
 BIN = Path(sys.executable).parent / "dovecote"
@@ -70,9 +71,10 @@ def pct(xs: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, int(p / 100 * len(s)))] if s else float("nan")
 
 
-def agents_home(root: Path, clients: int) -> tuple[Path, list[str], dict[str, str]]:
-    """A home with ``clients`` agents and a token each: (home, names, tokens by name)."""
-    home, _ = init(root / ".dovecote", owner_root=str(root))
+def agents_home(root: Path, clients: int, store: str | None = None) -> tuple[Path, list[str], dict[str, str]]:
+    """A home with ``clients`` agents and a token each, its ledgers in ``store`` (a PostgreSQL URL)
+    or its own files: (home, names, tokens by name)."""
+    home, _ = init(root / ".dovecote", owner_root=str(root), store=store)
     dc = open_home(home)
     names = [f"ent_agent{i:02d}" for i in range(clients)]
     for n in names:
@@ -181,22 +183,54 @@ def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_ta
           f"load average now {os.getloadavg()[0]:.1f}")
 
 
+@contextlib.contextmanager
+def database(server: str) -> Iterator[str]:
+    """A migrated schema of the run's own on ``server``, as a store URL; this process's pool on it
+    is closed and the schema dropped when the run ends."""
+    import psycopg
+
+    from bench_postgres import fresh_schema
+    from dovecote.store_postgres import release
+
+    with psycopg.connect(server, autocommit=True) as admin, fresh_schema(admin, server) as url:
+        try:
+            yield url
+        finally:
+            release(url)
+
+
 #: One round of a bench: (port, tokens, names, sends per client, round number, server pid) -> Round.
 OneRound = Callable[[int, dict[str, str], list[str], int, int, int], Round]
 
 
 def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, rate_target: int,
         p95_target: int) -> None:
-    """The whole of a server bench: parse the options, build the home, measure the raw
-    reference, start the server (``argv(port)``), run the rounds, stop it, report."""
+    """The whole of a server bench: parse the options, then for each store (with ``--store``: the
+    database, then the home's files, in the same run) build the home, measure the raw reference,
+    start the server (``argv(port)``), run the rounds, stop it, report."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--clients", type=int, default=30)
     ap.add_argument("--sends", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--workers", type=int, default=1, help="server processes (serve --workers)")
+    ap.add_argument("--store", metavar="URL", help="keep the ledgers on this PostgreSQL server (postgresql://…), "
+                    "in a schema of the run's own, dropped afterwards; the home's files are measured after it")
     args = ap.parse_args()
+    with contextlib.ExitStack() as cleanup:
+        stores = [cleanup.enter_context(database(args.store)), None] if args.store else [None]
+        for store in stores:
+            where = f"ledgers on PostgreSQL {shown(store)}" if store else "ledgers in the home's files"
+            print(f"-- {where}", flush=True)
+            one_store(args, store, f"{name}, {args.clients} clients x {args.sends} sends, "
+                      f"{args.workers} server process(es), {where}", argv, one, rate_target, p95_target)
+
+
+def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Callable[[int], list[str]],
+              one: OneRound, rate_target: int, p95_target: int) -> None:
+    """Build a home on ``store``, serve it, run the rounds, report."""
+    client_cpu = cpu_seconds(os.getpid())
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
-        home, names, tokens = agents_home(Path(tmp), args.clients)
+        home, names, tokens = agents_home(Path(tmp), args.clients, store)
         raw = raw_fsync_rate(Path(tmp))
         port = free_port()
         server = start([*argv(port), "--workers", str(args.workers)], home, port)
@@ -209,10 +243,9 @@ def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, ra
                 print(res.line(r + 1), flush=True)
             time.sleep(1.0)
             fd_end = fds(server.pid)
-            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()))
+            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()) - client_cpu)
         finally:
             stop(server)
         raw_after = raw_fsync_rate(Path(tmp))
-        summary(f"{name}, {args.clients} clients x {args.sends} sends, {args.workers} server process(es)",
-                rounds, home, rate_target, p95_target,
+        summary(title, rounds, home, rate_target, p95_target,
                 min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)

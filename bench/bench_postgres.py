@@ -166,12 +166,13 @@ def cold_sweeps(url: str, letters: int, repeat: int) -> None:
 
 
 @contextmanager
-def fresh_schema(admin: psycopg.Connection[Any]) -> Iterator[str]:
-    """A migrated schema of this run's own, as a store URL; dropped afterwards."""
+def fresh_schema(admin: psycopg.Connection[Any], server: str = SERVER) -> Iterator[str]:
+    """A migrated schema of this run's own on ``server`` (``admin`` is connected to it), as a
+    store URL; dropped afterwards."""
     schema = f"dovecote_bench_{secrets.token_hex(4)}"
     admin.execute(f"CREATE SCHEMA {schema}")
-    sep = "&" if "?" in SERVER else "?"
-    url = f"{SERVER}{sep}options={quote(f'-csearch_path={schema}')}"
+    sep = "&" if "?" in server else "?"
+    url = f"{server}{sep}options={quote(f'-csearch_path={schema}')}"
     try:
         with psycopg.connect(url) as conn:
             store_pgschema.migrate(conn)

@@ -9,10 +9,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import httpx2 as httpx
 
 from dovecote.api import Dovecote
 from dovecote.errors import REASONS
@@ -104,3 +107,17 @@ def serving(tmp: Path, home: Path, *args: str) -> Iterator[Server]:
 
 
 __all__ = ["ENTITY", "SENDER", "Server", "assert_error_shape", "served_home", "serving"]
+
+
+def send_each(server: Server, token: str, recipient: str, subjects: list[str]) -> list[str]:
+    """POST one message per subject to a running server, 8 at once, each on a new connection (so
+    whichever worker accepts it answers); every one must be acknowledged (201): the new ids."""
+    def send(subject: str) -> str:
+        with httpx.Client(timeout=30) as c:
+            r = c.post(f"{server.line('api')}/entities/{recipient}/messages", json={"subject": subject, "body": "b"},
+                       headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 201, r.text
+        return str(r.json()["id"])
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(send, subjects))

@@ -23,7 +23,7 @@ from dovecote.api import open_home
 from dovecote.verbs import TokenIssue
 from mailhelpers import ENTITY, SENDER
 from mcphelpers import LEGACY
-from serverhelpers import served_home, serving
+from serverhelpers import send_each, served_home, serving
 from test_mcp_transports import http_client
 
 pytestmark = pytest.mark.files_only
@@ -54,16 +54,7 @@ def test_every_send_through_any_worker_is_durable_and_ctrl_c_stops_them_all(tmp_
         workers = forked(server.proc.pid, 2)
         assert len(workers) == 2
 
-        def send(i: int) -> str:
-            with httpx.Client() as c:  # a new connection each: whichever worker accepts it answers
-                r = c.post(f"{server.line('api')}/entities/{ENTITY}/messages",
-                           json={"subject": f"worker send {i}", "body": "b"},
-                           headers={"Authorization": f"Bearer {token}"})
-            assert r.status_code == 201, r.text
-            return str(r.json()["id"])
-
-        with ThreadPoolExecutor(8) as pool:
-            acked = list(pool.map(send, range(60)))
+        acked = send_each(server, token, ENTITY, [f"worker send {i}" for i in range(60)])
         assert len(set(acked)) == 60
         server.proc.send_signal(signal.SIGINT)
         assert server.proc.wait(timeout=15) == 130

@@ -29,6 +29,7 @@ what it holds; ``for_roster`` shares them. The schema is ``store_pgschema``'s.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -165,6 +166,21 @@ class PostgresGuard:
         return self._store._tail(self._conn, self._key, mark)
 
 
+@dataclass(eq=False)
+class _Link:
+    """A store's pool, the process that opened it, its size and which connection each thread holds:
+    one for a store and its copies."""
+
+    pool: ConnectionPool[Conn]
+    pid: int
+    size: int
+    local: threading.local = field(default_factory=threading.local)  # the connection a thread holds
+
+
+#: Pools and listeners a forked child inherited (the parent's sessions): held, never used or closed.
+_INHERITED: list[tuple[ConnectionPool[Conn], list[Listener]]] = []
+
+
 class PostgresStore:
     """Ledgers as rows in PostgreSQL, addressed through a roster like the file store."""
 
@@ -174,40 +190,72 @@ class PostgresStore:
         self._boxes: dict[str, _Box] = {}
         self._made = threading.Lock()
         self._listening: list[Listener] = []  # started by the first stamp; shared with for_roster copies
-        try:
-            self._pool: ConnectionPool[Conn] = ConnectionPool(
-                url, min_size=1, max_size=pool_size, open=True, timeout=15,
-                check=ConnectionPool.check_connection,  # a restarted server: the next checkout reconnects
-                kwargs={"connect_timeout": 10}, name="dovecote",
-            )
-        except psycopg.Error as e:
-            raise StoreError(f"cannot reach PostgreSQL at {shown(url)}: {e}") from e
+        self._link = _Link(self._open_pool(pool_size), os.getpid(), pool_size)  # shared with copies too
         try:
             with self._conn() as conn:
                 self.origin = f"postgresql:{store_pgschema.check(conn)}"
         except BaseException:
-            self._pool.close()
+            self._link.pool.close()
             raise
+
+    def _open_pool(self, size: int) -> ConnectionPool[Conn]:
+        try:
+            return ConnectionPool(
+                self.url, min_size=1, max_size=size, open=True, timeout=15,
+                check=ConnectionPool.check_connection,  # a restarted server: the next checkout reconnects
+                kwargs={"connect_timeout": 10}, name="dovecote",
+            )
+        except psycopg.Error as e:
+            raise StoreError(f"cannot reach PostgreSQL at {shown(self.url)}: {e}") from e
 
     def close(self) -> None:
         """Close the pool and the listener (every handle sharing them: ``for_roster`` copies do)."""
         for lst in self._listening:
             lst.close()
-        self._pool.close()
+        self._link.pool.close()
 
     def for_roster(self, roster: Roster) -> PostgresStore:
         """The same database and warm boxes, addressed through ``roster``."""
         other = PostgresStore.__new__(PostgresStore)
         other.url, other.roster, other._boxes, other._made = self.url, roster, self._boxes, self._made
-        other._pool, other.origin, other._listening = self._pool, self.origin, self._listening
+        other._link, other.origin, other._listening = self._link, self.origin, self._listening
         return other
+
+    def _forked(self) -> None:
+        """In a child of a fork (``serve --workers N`` forks after opening the home): the pool's and
+        the listener's connections are the parent's sockets, and two processes speaking on one
+        session corrupt it (a hang, savepoint errors). The child leaves them to the parent, neither
+        used nor closed (closing would end the parent's session), and opens its own."""
+        with self._made:
+            link = self._link
+            if link.pid == os.getpid():
+                return
+            _INHERITED.append((link.pool, list(self._listening)))  # kept: collecting them would close them
+            self._listening.clear()
+            link.pool, link.pid, link.local = self._open_pool(link.size), os.getpid(), threading.local()
 
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
-        """A pooled connection; a failure of the server or the network is a ``StoreError``."""
+        """A pooled connection; a failure of the server or the network is a ``StoreError``.
+
+        A thread that already holds one (inside a guarded section: ``send`` holds the recipient's
+        and the sender's boxes at once) is given the same session again, its guards nesting as
+        savepoints of one transaction: a thread waiting for a second connection of a pool that its
+        peers all hold, each waiting for theirs, would hang every writer of the process."""
+        if self._link.pid != os.getpid():
+            self._forked()
+        local = self._link.local
+        held: Conn | None = getattr(local, "conn", None)
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            if held is not None:
+                yield held
+                return
+            with self._link.pool.connection() as conn:
+                local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    local.conn = None
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL at {shown(self.url)}: {e}") from e
 
@@ -284,13 +332,15 @@ class PostgresStore:
         if key is None:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         box = self._box(key)
-        with box.lock, self._conn() as conn:
+        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
             self._refresh(conn, key, box)
             if not box.exists:
                 return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
             return _held(box, after)
 
     def _listener(self) -> Listener:
+        if self._link.pid != os.getpid():
+            self._forked()
         with self._made:
             if not self._listening:
                 self._listening.append(Listener(self.url))
@@ -351,20 +401,33 @@ class PostgresStore:
 
     @contextmanager
     def guarded(self, where: Where) -> Iterator[PostgresGuard]:
-        """One transaction under the box's advisory lock; what the block appends is committed when it ends."""
+        """One transaction under the box's advisory lock; what the block appends is committed when it
+        ends. A guard inside another of the same thread is a savepoint of the outer one's transaction
+        (see ``_conn``): its appends commit when the outermost guard ends, and if that one fails every
+        box the transaction wrote starts over, none keeping rows that were rolled back."""
         check_writable(self.roster, where)
         key = self.key(where)
         assert key is not None
         box = self._box(key)
-        with box.lock, self._conn() as conn:
+        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
+            local = self._link.local
+            outer = getattr(local, "touched", None) is None
+            if outer:
+                local.touched = []
+            local.touched.append(box)
             try:
                 with conn.transaction():
                     self._refresh(conn, key, box, first=((_LOCK, (key,)), (_ENSURE, (key,))))
                     before = box.seq
                     yield PostgresGuard(self, conn, key, box)
             except BaseException:
-                box.restart(-1)  # it may hold rows that were rolled back: the next read starts over
+                for b in local.touched if outer else [box]:  # rows that were rolled back: read again
+                    with b.lock:
+                        b.restart(-1)
                 raise
+            finally:
+                if outer:
+                    local.touched = None
         if box.seq != before and self._listening:
             self._listening[0].moved(key)
 
