@@ -55,6 +55,13 @@ class MissionVerbs(HandleCore):
 
         return missions.listing(self.context, checked(v or verbs.Missions()).project)
 
+    @staticmethod
+    def gestures_by_phase() -> dict[str, str]:
+        """Phase -> the human gesture a mission's head there offers (the phase graph's, ``derive.mission_letter``)."""
+        from dovecote.derive.mission_letter import gestures_by_phase
+
+        return gestures_by_phase()
+
     def mission(self, v: verbs.Mission, /) -> dict[str, Any]:
         """One mission's whole chain (``unknown_mission`` when no reachable box has it)."""
         from dovecote.ops import missions

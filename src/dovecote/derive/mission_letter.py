@@ -66,6 +66,17 @@ TRANSITIONS: dict[Phase | None, frozenset[Phase]] = {
 }
 
 
+#: The phase whose head's receipt candidate a receipt import takes (``ops.blocks.import_receipt``).
+IMPORT_FROM = Phase.merge_wait
+
+
+def gestures_by_phase() -> dict[str, str]:
+    """Phase -> the human gesture a head there offers (``mission_archive`` or ``receipt_import``): archiving
+    where the phase graph leads to archived, importing at ``IMPORT_FROM``. What the missions page offers."""
+    offers = {p.value: "mission_archive" for p, nxt in TRANSITIONS.items() if p is not None and P.archived in nxt}
+    return {**offers, IMPORT_FROM.value: "receipt_import"}
+
+
 class Seat(StrEnum):
     oracle = "oracle"
     hand = "hand"

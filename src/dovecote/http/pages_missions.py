@@ -29,8 +29,9 @@ from dovecote.http.pages import Pages, person_actor, render
 
 #: The gestures, by the last part of their path: the verb, and the handle's call.
 GESTURES = {"archive": "mission_archive", "receipt-import": "receipt_import"}
-#: Which heads offer which gesture (the phase graph: archived follows landed and failed; import needs merge_wait).
-OFFERS = {"merge_wait": "receipt-import", "landed": "archive", "failed": "archive"}
+#: Which heads offer which gesture, by path part: the phase graph's (``Dovecote.gestures_by_phase``), not a copy.
+OFFERS = {phase: next(k for k, verb in GESTURES.items() if verb == gesture)
+          for phase, gesture in Dovecote.gestures_by_phase().items()}
 
 
 class MissionsPageParams(rest.Params):

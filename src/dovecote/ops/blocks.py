@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.addresses import project as project_box
 from dovecote.derive import blocks as blocks_fold
 from dovecote.derive.blocks import IMPORT_KIND, Block, skeleton_id
-from dovecote.derive.mission_letter import Phase
+from dovecote.derive.mission_letter import IMPORT_FROM
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
 
@@ -115,7 +115,7 @@ def import_receipt(ctx: Context, head: Entry, project: str, gesture: str | None)
     Importing the same candidate again changes nothing (``deduped``).
     """
     via = check_gesture(gesture, "receipt import")
-    if head.phase != Phase.merge_wait:
+    if head.phase != IMPORT_FROM:
         raise Refusal("invalid_phase", f"mission {head.mission_id} is at {head.phase}: only a merge_wait head's "
                                        "receipt candidate is imported")
     cand = head.mission.get("receipt_candidate")
