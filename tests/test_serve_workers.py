@@ -128,3 +128,27 @@ def test_a_worker_that_dies_ends_the_server_and_says_so(tmp_path: Path) -> None:
         while workers_of(server.proc.pid) if Path(f"/proc/{server.proc.pid}").exists() else []:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def test_two_forked_copies_of_the_sessions_burn_a_link_once_and_honour_each_others_cookie(tmp_path: Path) -> None:
+    """What each worker holds after the fork, without relying on which worker the kernel hands a connection:
+    two copies of one ``Sessions`` (same links, same key, one burnt folder)."""
+    from starlette.requests import Request
+
+    from dovecote.errors import Refusal
+    from dovecote.http.session import COOKIE, Sessions
+
+    parent = Sessions(burnt=tmp_path)
+    link = parent.issue("alice")
+    def forked() -> Sessions:  # the fork: each worker its own copy of the links, the same key and folder
+        return Sessions(links=dict(parent.links), burnt=parent.burnt, _key=parent._key)
+
+    first, second = forked(), forked()
+    cookie, person = first.redeem(link)
+    assert person == "alice"
+    with pytest.raises(Refusal, match="invalid_login"):
+        second.redeem(link)  # burnt by the other worker
+    request = Request({"type": "http", "headers": [(b"cookie", f"{COOKIE}={cookie}".encode())]})
+    assert second.person(request) == "alice"  # a session any worker opened is good on every one
+    lone = Sessions()  # another server's key: the cookie means nothing there
+    assert lone.person(request) is None
