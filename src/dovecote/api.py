@@ -416,6 +416,15 @@ def open_home(
     return Dovecote(home_of(root), actor=actor, clock=clock, store=store)
 
 
+def _require_url(url: str, option: str) -> None:
+    """Refuse what is not a PostgreSQL URL before any driver sees it: libpq would read it as a
+    connection string, and the pool would retry it until its timeout (15 s) before failing."""
+    from dovecote.store_url import is_url
+
+    if not is_url(url):
+        raise Refusal("invalid_field", f"{option} takes a postgresql:// URL; nothing was read or written")
+
+
 def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Bring the database at ``url`` (default: the home's ``store`` setting) to this dovecote's
     schema (``dovecote db migrate``; idempotent). The home's store is not opened: it would refuse."""
@@ -429,6 +438,7 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
         if url is None:
             raise Refusal("invalid_field", "this home keeps its ledgers in files; give --url postgresql://…")
 
+    _require_url(url, "--url")
     with connect(url) as conn:
         before, applied = store_pgschema.migrate(conn)
     return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
@@ -448,6 +458,7 @@ def copy_store(
 
     if (to is None) == (source is None):
         raise Refusal("invalid_field", "name one side: --to URL (from this home) or --from URL (into its files)")
+    _require_url(to or source or "", "--to" if to is not None else "--from")
     ctx = Context.open(Layout(home_of(root)))
     db = PostgresStore(to or source or "", ctx.roster)
     try:
