@@ -34,7 +34,8 @@ lint: $(VENV)/.installed
 test: lint | $(CHROMIUM)
 	$(BIN)/pytest -n 2
 
-# The tests that restart PostgreSQL under writers (every session on the server ends: never with make test).
+# The long sweeps and soaks, and the tests that restart PostgreSQL under writers (every session on the
+# server ends: never beside make test). One process: the restart must not cut another test's sessions.
 stress: $(VENV)/.installed
 	$(BIN)/pytest -m stress
 
