@@ -20,9 +20,11 @@ a summary otherwise). The commands live in one module per group:
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Optional
 
 import typer
+import typer.main
 
 import dovecote
 from dovecote.cli import (
@@ -94,5 +96,14 @@ cmd_store.register(app)  # db migrate, copy (issue 12)
 cmd_missions.register(app)  # block, blocks, mission, missions, receipt import (issue 11)
 
 
+@functools.cache
+def command() -> Any:  # typer's own (vendored) click Command
+    """The click command tree Typer builds from ``app``. Building it reads the type hints of every
+    command's parameters (~80 ms): a process that runs the CLI more than once (the test suite does,
+    thousands of times) builds it once. ``entry.main`` handles every exception itself, so Typer's
+    own ``__call__`` (which only installs its traceback hook) adds nothing."""
+    return typer.main.get_command(app)
+
+
 def run() -> Any:
-    return app(prog_name="dovecote")
+    return command()(prog_name="dovecote")
