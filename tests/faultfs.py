@@ -148,6 +148,22 @@ class FaultFS(fileops.FileOps):
         if s in self._unsynced:
             self._unsynced[d] = self._unsynced.pop(s)
 
+    def rename_new(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+        s, d = os.path.abspath(src), os.path.abspath(dst)
+        self._gate("rename", d)
+        if not super().rename_new(s, d):
+            return False
+        self._entries.append(_Entry(os.path.dirname(d), src=s, dst=d))
+        if s in self._unsynced:
+            self._unsynced[d] = self._unsynced.pop(s)
+        return True
+
+    def link(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        d = os.path.abspath(dst)
+        self._gate("link", d)
+        os.link(src, d)
+        self._entries.append(_Entry(os.path.dirname(d), new=d))
+
     def mkdir(self, path: str | os.PathLike[str]) -> None:
         p = os.path.abspath(path)
         self._gate("mkdir", p)
@@ -159,6 +175,11 @@ class FaultFS(fileops.FileOps):
         self._gate("unlink", p)
         os.unlink(p)
         self._unsynced.pop(p, None)
+
+    def rmdir(self, path: str | os.PathLike[str]) -> None:
+        p = os.path.abspath(path)
+        self._gate("rmdir", p)
+        os.rmdir(p)
 
     def fsync_dir(self, path: str | os.PathLike[str]) -> None:
         p = os.path.abspath(path)
