@@ -12,7 +12,6 @@ of such a descriptor.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from test_architecture import PACKAGE, SRC, module_name
 
