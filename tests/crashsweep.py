@@ -29,6 +29,9 @@ SAMPLE = 7
 #: Parametrize a sweep with this: the sample in ``make test``, every point under ``make stress``.
 DEPTHS = [pytest.param("sample", id="sample"), pytest.param("full", id="full", marks=pytest.mark.stress)]
 
+#: Folders of a home that hold caches (JSONL there is no ledger: the view's event index, ...).
+CACHES = frozenset({"cache", "views"})
+
 Op = Callable[[Path, list[str]], None]
 Check = Callable[[Path, "FaultFS | None", list[str]], None]
 
@@ -93,14 +96,14 @@ def sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = 
 
 
 def ledger_ids(root: Path) -> dict[str, list[str]]:
-    """Every ledger under ``root`` (``letters.jsonl``, the spool, field labels): its letter ids, in order.
+    """Every ledger under ``root`` (``letters.jsonl``, the spool, field labels; not the caches): its ids.
 
     Asserts each reads cleanly: no line there twice. A torn or garbled tail is a
     reported defect, never a letter, so it does not show here.
     """
     out: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*.jsonl")):
-        if ".dovecote/cache" in path.as_posix() or "/cache/" in path.relative_to(root).as_posix():
+        if CACHES & set(path.relative_to(root).parts):
             continue
         r = LedgerReader(path)
         r.refresh()
@@ -122,6 +125,8 @@ def kinds_of(root: Path) -> dict[str, str]:
     """Each letter's kind, by id, over every ledger under ``root``."""
     out: dict[str, str] = {}
     for path in sorted(root.rglob("*.jsonl")):
+        if CACHES & set(path.relative_to(root).parts):
+            continue
         r = LedgerReader(path)
         r.refresh()
         out.update({x.id: str(x.data().get("kind", "report")) for x in r.letters})
