@@ -8,10 +8,19 @@ check runs. ``make test`` runs a deterministic sample of the points (the first,
 the last and every 7th: ``SAMPLE``); the ``stress``-marked twin of each test
 (``make stress``) runs every point. Set ``DOVECOTE_CRASH_TABLE`` to a file and
 each sweep appends its row there (``bench/crash_points.py`` prints the table).
+
+``fault_sweep`` fails the k-th call with EIO or ENOSPC instead, once or for
+good, and runs the same check once the disk is healed, in a new process (the
+group commit forgotten): after an fsync failed and the truncation of its bytes
+failed too, the process that saw it refuses (``io_error``) every later
+append that rests on those bytes, since a later fsync that succeeds would not
+prove them on disk (Linux may have dropped the dirty pages: "fsyncgate"); a
+restart reads them as after a crash.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Callable
@@ -20,7 +29,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote import fileops
+from dovecote import commit, fileops
+from dovecote.errors import REASONS, DovecoteError
 from dovecote.ledger import LedgerReader
 from faultfs import MODES, Crash, FaultFS
 
@@ -34,6 +44,7 @@ CACHES = frozenset({"cache", "views"})
 
 Op = Callable[[Path, list[str]], None]
 Check = Callable[[Path, "FaultFS | None", list[str]], None]
+Sweeper = Callable[[str, Path, Path, Op, Check, str], list[str]]
 
 
 def chosen(points: int, depth: str) -> list[int]:
@@ -57,10 +68,7 @@ def sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = 
     """
 
     def fresh() -> Path:
-        if work.exists():
-            shutil.rmtree(work)
-        shutil.copytree(base, work, symlinks=True)
-        return work
+        return _fresh(base, work)
 
     counter = FaultFS()
     acked: list[str] = []
@@ -87,12 +95,81 @@ def sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = 
             ran += 1
     print(f"\ncrash points: {name}: {points} points, {len(run)} run x {len(MODES)} modes = {ran} crashes")
     assert ran == len(run) * len(MODES)
+    _note(name, points, len(run), ran, depth)
+    return [entry.split()[0] for entry in counter.log]
+
+
+#: The I/O faults each chosen call gets: (errno, for good); ``make test`` runs the first two.
+FAULTS = ((errno.EIO, False), (errno.ENOSPC, True), (errno.ENOSPC, False), (errno.EIO, True))
+
+
+def fault_sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = "full") -> list[str]:
+    """Fail ``op``'s k-th file operation with EIO or ENOSPC, once or for good, at each chosen k.
+
+    The operation must then succeed (a cache that could not be written is not
+    written) or raise a ``DovecoteError`` whose keyword the faces render, or an
+    ``OSError`` (every face renders it ``io_error``), never anything else; no
+    ledger is left with a torn or half-written line (the process is alive: an
+    append that failed takes its bytes back); and once the disk is healed
+    ``check`` runs as after a crash: the next run converges.
+    """
+    counter = FaultFS()
+    everything: list[str] = []
+    with fileops.installed(counter):
+        op(_fresh(base, work), everything)
+    counter.settle()
+    points = counter.calls
+    assert points > 0, f"{name}: no file operation was seen"
+    check(work, None, everything)
+    faults = FAULTS if depth == "full" else FAULTS[:2]
+    ran, refused = 0, 0
+    for k in chosen(points, depth):
+        for err, for_good in faults:
+            fs = FaultFS(fail_call=k, fail_errno=err, fail_for_good=for_good)
+            root = _fresh(base, work)
+            acked: list[str] = []
+            what = f"{name}: {errno.errorcode[err]} {'for good' if for_good else 'once'} at call {k}"
+            try:
+                with fileops.installed(fs):
+                    op(root, acked)
+            except (DovecoteError, OSError) as e:  # every face says an OSError as ``io_error``
+                refused += 1
+                reason = getattr(e, "reason", None)
+                assert reason is None or reason in REASONS, f"{what}: unregistered keyword {reason}"
+            except Exception as e:  # anything else reaches a face as internal_error
+                raise AssertionError(f"{what}: {type(e).__name__} {e} escaped (no keyword)") from e
+            for path in sorted(root.rglob("*.jsonl")):
+                if not CACHES & set(path.relative_to(root).parts):
+                    r = LedgerReader(path)
+                    r.refresh()
+                    assert r.torn is None and not r.defects, f"{what}: {path} was left half written"
+            fs.heal()
+            with commit._registry_lock:  # the next run is a new process (see the module docstring)
+                commit._registry.clear()
+            check(root, fs, acked)
+            ran += 1
+    print(f"\nI/O faults: {name}: {points} calls, {ran} faults injected, {refused} refused")
+    _note(name + " (I/O faults)", points, len(chosen(points, depth)), ran, depth)
+    return [entry.split()[0] for entry in counter.log]
+
+
+def _fresh(base: Path, work: Path) -> Path:
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(base, work, symlinks=True)
+    return work
+
+
+def _note(name: str, points: int, run: int, ran: int, depth: str) -> None:
     table = os.environ.get("DOVECOTE_CRASH_TABLE")
     if table:
         with open(table, "ab") as f:
-            f.write(orjson.dumps({"operation": name, "points": points, "run": len(run), "crashes": ran,
+            f.write(orjson.dumps({"operation": name, "points": points, "run": run, "crashes": ran,
                                   "depth": depth}) + b"\n")
-    return [entry.split()[0] for entry in counter.log]
+
+
+#: Parametrize a sweep with this too: crash points, then I/O faults, over the same operation and checks.
+SWEEPS = [pytest.param(sweep, id="crash"), pytest.param(fault_sweep, id="faults")]
 
 
 def ledger_ids(root: Path) -> dict[str, list[str]]:

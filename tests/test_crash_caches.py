@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, SAMPLE, ledger_ids, sweep, where
+from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, ledger_ids, where
 from dovecote.api import Dovecote
 from dovecote.verbs import Inbox, Move, MoveKind, Search, View
 from faultfs import FaultFS
@@ -62,8 +62,9 @@ def _view(tree: Path, acked: list[str]) -> None:
     acked.append("view")
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = _based(tmp_path, _mail)
     ledgers = ledger_ids(_home(base))
     reference: dict[str, bytes] = {}
@@ -78,7 +79,7 @@ def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str) -> None:
         assert files_under(view_root(dc)) == reference, f"the view does not rebuild identical {where(fs)}"
         assert dc.verify(now=NOW).ok, where(fs)
 
-    points = sweep("view write (one entity's tree)", base, work, _view, check, depth)
+    points = sweeper("view write (one entity's tree)", base, work, _view, check, depth)
     assert "rename" in points, points
 
 
@@ -89,8 +90,9 @@ def _inbox(tree: Path) -> object:
     return Dovecote(_home(tree)).inbox(Inbox(entity_id=ENTITY), now=NOW)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_a_snapshot_write(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_a_snapshot_write(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     def build(work: Path) -> None:
         _mail(work)
         shutil.rmtree(_home(work) / "cache", ignore_errors=True)  # a cold read writes the snapshot
@@ -108,7 +110,7 @@ def test_every_crash_point_of_a_snapshot_write(tmp_path: Path, depth: str) -> No
         assert _inbox(tree) == answer, f"a warm snapshot read answers otherwise {where(fs)}"
         assert Dovecote(_home(tree)).verify(now=NOW).ok, where(fs)
 
-    points = sweep("inbox snapshot write", base, work, op, check, depth)
+    points = sweeper("inbox snapshot write", base, work, op, check, depth)
     assert "rename" in points, points
 
 

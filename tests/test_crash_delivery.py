@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, acknowledge, converging, sweep
+from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, converging
 from deliveryhelpers import T0, delivery_home
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
@@ -69,15 +69,16 @@ def _acks(tree: Path, acked: list[str]) -> None:
         acknowledge(tree, acked)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_two_acks(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_two_acks(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     def build(work: Path) -> None:
         dc = delivery_home(work)
         (work / "refs").write_text(" ".join(_task(dc, k) for k in ("one", "two")))
 
     base, work = _base(tmp_path, build)
     check = converging(_home, _acks, _ok, may_miss=frozenset({"notify"}))
-    points = sweep("two acks", base, work, _acks, check, depth)
+    points = sweeper("two acks", base, work, _acks, check, depth)
     assert points.count("fsync") >= 2, points
 
 
@@ -91,10 +92,13 @@ def _mailman(tree: Path, acked: list[str]) -> None:
         acknowledge(tree, acked)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_repings_timeout_and_escalation(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_repings_timeout_and_escalation(
+    tmp_path: Path, depth: str, sweeper: Sweeper
+) -> None:
     base, work = _base(tmp_path, lambda w: _task(delivery_home(w), "late"))
-    points = sweep("mailman (two repings, timeout, escalation)", base, work, _mailman,
+    points = sweeper("mailman (two repings, timeout, escalation)", base, work, _mailman,
                    converging(_home, _mailman, _ok), depth)
     assert points.count("fsync") >= 3, points
 
@@ -107,13 +111,14 @@ def _outbox(tree: Path, acked: list[str]) -> None:
     acknowledge(tree, acked)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_an_outbox_send(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_an_outbox_send(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     def build(work: Path) -> None:
         dc = mail_home(work)
         for subject in ("first draft", "second draft"):
             dc.draft(Message(sender=SENDER, recipient=ENTITY, subject=subject, body="b"), now=T0)
 
     base, work = _base(tmp_path, build)
-    points = sweep("outbox send (two drafts)", base, work, _outbox, converging(_home, _outbox, _ok), depth)
+    points = sweeper("outbox send (two drafts)", base, work, _outbox, converging(_home, _outbox, _ok), depth)
     assert points.count("fsync") >= 4, points

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, acknowledge, converging, sweep
+from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, converging
 from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
@@ -70,15 +70,16 @@ def _posts(tree: Path, acked: list[str]) -> None:
         acknowledge(tree, acked)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_two_mission_posts(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_two_mission_posts(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = _base(tmp_path, posted=1)
 
     def retry(tree: Path, acked: list[str]) -> None:
         (tree / "ids").write_text((base / "ids").read_text())  # the retrying agent knows what it had posted
         _posts(tree, acked)
 
-    points = sweep("two mission posts", base, work, _posts, converging(_home, retry, _ok), depth)
+    points = sweeper("two mission posts", base, work, _posts, converging(_home, retry, _ok), depth)
     assert points.count("fsync") >= 2, points
 
 
@@ -88,8 +89,9 @@ def _import(tree: Path, acked: list[str]) -> None:
     acknowledge(tree, acked)
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_a_receipt_import(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_a_receipt_import(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = _base(tmp_path, posted=len(PHASES))
-    points = sweep("receipt import", base, work, _import, converging(_home, _import, _ok), depth)
+    points = sweeper("receipt import", base, work, _import, converging(_home, _import, _ok), depth)
     assert points.count("fsync") >= 1, points

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from crashsweep import DEPTHS, sweep
+from crashsweep import DEPTHS, SWEEPS, Sweeper
 from deliveryhelpers import T0, delivery_home, drop, envelope, intake_files
 from dovecote import ledger
 from dovecote.addresses import entity
@@ -85,9 +85,10 @@ def _ledger_check(intended: list[bytes], prior: list[bytes]) -> Callable[[Path, 
         ("batch append", PRIOR, [_line(f"batch {n}", 100) for n in range(5)]),
     ],
 )
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_every_crash_point_of_an_append(
-    tmp_path: Path, depth: str, name: str, prior: list[bytes], intended: list[bytes]
+    tmp_path: Path, depth: str, sweeper: Sweeper, name: str, prior: list[bytes], intended: list[bytes]
 ) -> None:
     base = tmp_path / "base"
     base.mkdir()
@@ -99,7 +100,7 @@ def test_every_crash_point_of_an_append(
         acked += [i for i, _ in ledger.append(r, FIRST)]  # acknowledged in this process, then the one swept
         acked += [i for i, _ in ledger.append(r, intended)]
 
-    points = sweep(name, base, tmp_path / "work", op, _ledger_check(intended, prior), depth)
+    points = sweeper(name, base, tmp_path / "work", op, _ledger_check(intended, prior), depth)
     # open, write the whole batch at once, then the group commit's fsync (it opens the file
     # itself); a new ledger first makes its folder durable and then its own entry
     new = ["open", "mkdir", "fsync_dir", "open", "fsync_dir"]
@@ -151,12 +152,13 @@ def _send_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert Dovecote(root).verify(now=NOW).ok, f"a cache does not rebuild identical {where}"
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_a_send(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_a_send(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     mail_home(work)
     work.rename(base)  # the roster names absolute paths: each run's copy goes back to ``work``
-    points = sweep("send (both boxes)", base, work, _send, _send_check, depth)
+    points = sweeper("send (both boxes)", base, work, _send, _send_check, depth)
     assert points.count("fsync") >= 2, "a send writes two ledgers: each is fsynced"
 
 
@@ -194,22 +196,24 @@ def _intake_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert _intake_state(root) == (dict.fromkeys(ENVELOPES, 1), [], [f"{e}.json" for e in ENVELOPES]), where
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_an_intake_run(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_an_intake_run(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     dc = delivery_home(work)
     drop(dc, envelope(envelope_id=ENVELOPES[0], to="tariq"))
     drop(dc, envelope(envelope_id=ENVELOPES[1], to="kimi", work_item_id="wi-8", thread_id="wi-8"))
     work.rename(base)
-    points = sweep("intake (two envelopes, two boxes)", base, work, _intake, _intake_check, depth)
+    points = sweeper("intake (two envelopes, two boxes)", base, work, _intake, _intake_check, depth)
     assert points.count("rename") == 2, points
 
 
 # -- a whole cache file: tmp, fsync, rename, directory fsync ------------------------------------
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, old, new = tmp_path / "base", b"old cache\n" * 50, b"new cache\n" * 70
     (base / "cache").mkdir(parents=True)
     (base / "cache" / "snap.bin").write_bytes(old)
@@ -225,7 +229,7 @@ def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path, depth: str) 
         ledger.write_atomic(root / "cache" / "snap.bin", new)  # the next write succeeds
         assert (root / "cache" / "snap.bin").read_bytes() == new
 
-    points = sweep("atomic cache write", base, tmp_path / "work", op, check, depth)
+    points = sweeper("atomic cache write", base, tmp_path / "work", op, check, depth)
     assert points == ["open", "write", "write", "fsync", "rename", "fsync_dir"], points
 
 
@@ -254,11 +258,12 @@ def _moves_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert Dovecote(root).verify(now=NOW).ok, where
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_lifecycle_moves(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_lifecycle_moves(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     dc = mail_home(work)
     (work / "ref").write_text(dc.send(Message(recipient=ENTITY, sender=SENDER, subject="s", body="b"), now=NOW).id)
     work.rename(base)
-    points = sweep("lifecycle moves (seen, claim)", base, work, _moves, _moves_check, depth)
+    points = sweeper("lifecycle moves (seen, claim)", base, work, _moves, _moves_check, depth)
     assert points.count("fsync") >= 2, points

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, ledger_ids, sweep, where
+from crashsweep import DEPTHS, SWEEPS, Sweeper, ledger_ids, where
 from dovecote import ledger, roster
 from dovecote.api import Dovecote, init
 from dovecote.context import Context
@@ -58,8 +58,9 @@ def _edits(tree: Path, acked: list[str]) -> None:
         acked.append((_home(tree) / "config.toml").read_text())
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_roster_edits(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_roster_edits(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     mail_home(work)
     work.rename(base)
@@ -78,7 +79,7 @@ def test_every_crash_point_of_roster_edits(tmp_path: Path, depth: str) -> None:
             _edits(tree, [])
         assert config.read_text() == seen[-1], f"the retry did not converge {where(fs)}"
 
-    points = sweep("roster edits (a project, an entity)", base, work, _edits, check, depth)
+    points = sweeper("roster edits (a project, an entity)", base, work, _edits, check, depth)
     assert points.count("rename") + points.count("link") >= 2, points
 
 
@@ -90,8 +91,9 @@ def _letters(tag: str, n: int) -> bytes:
                     for i in range(n))
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_the_merge_driver(tmp_path: Path, depth: str) -> None:
+def test_every_crash_point_of_the_merge_driver(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, common = tmp_path / "base", _letters("common", 3)
     base.mkdir()
     for name, body in (("ancestor", common), ("ours", common + _letters("ours", 4)),
@@ -116,7 +118,7 @@ def test_every_crash_point_of_the_merge_driver(tmp_path: Path, depth: str) -> No
         r.refresh()
         assert len(r.letters) == 12 and r.duplicates == 0 and r.torn is None, where(fs)
 
-    points = sweep("merge driver (union into ours)", base, tmp_path / "work", op, check, depth)
+    points = sweeper("merge driver (union into ours)", base, tmp_path / "work", op, check, depth)
     assert points[-2:] == ["rename", "fsync_dir"], points
 
 
@@ -137,9 +139,11 @@ def _copy(tree: Path, acked: list[str]) -> None:
     acked.append("copied")
 
 
+@pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_every_crash_point_of_a_copy_between_stores(tmp_path: Path, depth: str, monkeypatch: pytest.MonkeyPatch
-                                                    ) -> None:
+def test_every_crash_point_of_a_copy_between_stores(
+    tmp_path: Path, depth: str, sweeper: Sweeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store_copy, "CHUNK", 3)  # several appends per box: a crash between two of them
     base, work = tmp_path / "base", tmp_path / "work"
     dc = mail_home(work)
@@ -172,5 +176,5 @@ def test_every_crash_point_of_a_copy_between_stores(tmp_path: Path, depth: str, 
         ledger.append(LedgerReader(tree / "target" / ".dovecote" / "boxes" / "home" / "letters.jsonl"),
                       [canonical_line({"agent": "next", "what": "the next append goes through"})])
 
-    points = sweep("copy between stores (files to files)", base, work, _copy, check, depth)
+    points = sweeper("copy between stores (files to files)", base, work, _copy, check, depth)
     assert points.count("fsync") >= 3, points
