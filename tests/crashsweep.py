@@ -95,7 +95,7 @@ def sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = 
             ran += 1
     print(f"\ncrash points: {name}: {points} points, {len(run)} run x {len(MODES)} modes = {ran} crashes")
     assert ran == len(run) * len(MODES)
-    _note(name, points, len(run), ran, depth)
+    note_row(name, points, len(run), ran, depth)
     return [entry.split()[0] for entry in counter.log]
 
 
@@ -149,7 +149,7 @@ def fault_sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: 
             check(root, fs, acked)
             ran += 1
     print(f"\nI/O faults: {name}: {points} calls, {ran} faults injected, {refused} refused")
-    _note(name + " (I/O faults)", points, len(chosen(points, depth)), ran, depth)
+    note_row(name + " (I/O faults)", points, len(chosen(points, depth)), ran, depth)
     return [entry.split()[0] for entry in counter.log]
 
 
@@ -160,7 +160,8 @@ def _fresh(base: Path, work: Path) -> Path:
     return work
 
 
-def _note(name: str, points: int, run: int, ran: int, depth: str) -> None:
+def note_row(name: str, points: int, run: int, ran: int, depth: str) -> None:
+    """Append a sweep's row to ``$DOVECOTE_CRASH_TABLE`` when it is set (``bench/crash_points.py``)."""
     table = os.environ.get("DOVECOTE_CRASH_TABLE")
     if table:
         with open(table, "ab") as f:
@@ -170,6 +171,15 @@ def _note(name: str, points: int, run: int, ran: int, depth: str) -> None:
 
 #: Parametrize a sweep with this too: crash points, then I/O faults, over the same operation and checks.
 SWEEPS = [pytest.param(sweep, id="crash"), pytest.param(fault_sweep, id="faults")]
+
+
+def based(tmp: Path, build: Callable[[Path], object]) -> tuple[Path, Path]:
+    """A tree made by ``build`` at ``tmp/work`` (a roster names absolute paths, so each sweep's copy goes
+    back there), moved to ``tmp/base``; returns (base, work)."""
+    base, work = tmp / "base", tmp / "work"
+    build(work)
+    work.rename(base)
+    return base, work
 
 
 def ledger_ids(root: Path) -> dict[str, list[str]]:

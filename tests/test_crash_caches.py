@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, ledger_ids, where
+from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, based, ledger_ids, note_row, where
 from dovecote.api import Dovecote
 from dovecote.verbs import Inbox, Move, MoveKind, Search, View
 from faultfs import FaultFS
@@ -46,14 +46,6 @@ def _mail(work: Path, n: int = 4) -> Dovecote:
     return dc
 
 
-def _based(tmp: Path, build: object) -> tuple[Path, Path]:
-    base, work = tmp / "base", tmp / "work"
-    assert callable(build)
-    build(work)
-    work.rename(base)
-    return base, work
-
-
 # -- the view tree ------------------------------------------------------------------------------
 
 
@@ -65,7 +57,7 @@ def _view(tree: Path, acked: list[str]) -> None:
 @pytest.mark.parametrize("sweeper", SWEEPS)
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
-    base, work = _based(tmp_path, _mail)
+    base, work = based(tmp_path, _mail)
     ledgers = ledger_ids(_home(base))
     reference: dict[str, bytes] = {}
 
@@ -97,7 +89,7 @@ def test_every_crash_point_of_a_snapshot_write(tmp_path: Path, depth: str, sweep
         _mail(work)
         shutil.rmtree(_home(work) / "cache", ignore_errors=True)  # a cold read writes the snapshot
 
-    base, work = _based(tmp_path, build)
+    base, work = based(tmp_path, build)
     answer = _inbox(base)
     shutil.rmtree(_home(base) / "cache", ignore_errors=True)
 
@@ -172,4 +164,5 @@ def test_a_search_index_cut_mid_update_answers_as_a_fresh_build(tmp_path: Path, 
             (cache / name).write_bytes(body)
         assert _answers(home) == expected, f"search over a crashed index answers otherwise: {label}"
     print(f"\ncrash points: search index update: {len(images)} power-cut images searched")
+    note_row("search index update (power-cut images of its files)", len(images), len(images), len(images), depth)
     assert len(images) >= 8

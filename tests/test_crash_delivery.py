@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, converging
+from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, based, converging
 from deliveryhelpers import T0, delivery_home
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
@@ -39,15 +39,6 @@ def _home(tree: Path) -> Path:
 
 def _ok(root: Path) -> bool:
     return Dovecote(_home(root)).verify(now=T0 + timedelta(hours=1)).ok
-
-
-def _base(tmp: Path, build: object) -> tuple[Path, Path]:
-    """A home made by ``build`` at ``tmp/work`` (the roster names absolute paths), moved to ``tmp/base``."""
-    base, work = tmp / "base", tmp / "work"
-    assert callable(build)
-    build(work)
-    work.rename(base)
-    return base, work
 
 
 def _task(dc: Dovecote, key: str, **more: object) -> str:
@@ -76,7 +67,7 @@ def test_every_crash_point_of_two_acks(tmp_path: Path, depth: str, sweeper: Swee
         dc = delivery_home(work)
         (work / "refs").write_text(" ".join(_task(dc, k) for k in ("one", "two")))
 
-    base, work = _base(tmp_path, build)
+    base, work = based(tmp_path, build)
     check = converging(_home, _acks, _ok, may_miss=frozenset({"notify"}))
     points = sweeper("two acks", base, work, _acks, check, depth)
     assert points.count("fsync") >= 2, points
@@ -97,7 +88,7 @@ def _mailman(tree: Path, acked: list[str]) -> None:
 def test_every_crash_point_of_repings_timeout_and_escalation(
     tmp_path: Path, depth: str, sweeper: Sweeper
 ) -> None:
-    base, work = _base(tmp_path, lambda w: _task(delivery_home(w), "late"))
+    base, work = based(tmp_path, lambda w: _task(delivery_home(w), "late"))
     points = sweeper("mailman (two repings, timeout, escalation)", base, work, _mailman,
                    converging(_home, _mailman, _ok), depth)
     assert points.count("fsync") >= 3, points
@@ -119,6 +110,6 @@ def test_every_crash_point_of_an_outbox_send(tmp_path: Path, depth: str, sweeper
         for subject in ("first draft", "second draft"):
             dc.draft(Message(sender=SENDER, recipient=ENTITY, subject=subject, body="b"), now=T0)
 
-    base, work = _base(tmp_path, build)
+    base, work = based(tmp_path, build)
     points = sweeper("outbox send (two drafts)", base, work, _outbox, converging(_home, _outbox, _ok), depth)
     assert points.count("fsync") >= 4, points
