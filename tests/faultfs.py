@@ -62,6 +62,10 @@ class FaultFS(fileops.FileOps):
     fail_nth: int = 0
     fail_errno: int = errno_mod.EIO
     fail_for_good: bool = False
+    #: fail the call of this number (any operation) instead, and with ``fail_for_good`` every later call
+    #: of the same operation (writes fail on a full disk; truncating, which frees space, still works)
+    fail_call: int | None = None
+    _fail_kind: str = ""
     seed: int = 0
     calls: int = 0
     log: list[str] = field(default_factory=list)
@@ -82,6 +86,11 @@ class FaultFS(fileops.FileOps):
         if self.calls == self.crash_at:
             self.crashed = True
             raise Crash(f"crash point {self.calls}: {op} {what}")
+        if self.calls == self.fail_call:
+            self._fail_kind = op
+        if self.fail_call is not None and (self.calls == self.fail_call or (
+                self.fail_for_good and self.calls > self.fail_call and op == self._fail_kind)):
+            raise OSError(self.fail_errno, os.strerror(self.fail_errno))
         n = self._counts[op] = self._counts.get(op, 0) + 1
         if op == self.fail_op and (n == self.fail_nth or (self._failing and self.fail_for_good)):
             self._failing = True
@@ -90,6 +99,7 @@ class FaultFS(fileops.FileOps):
     def heal(self) -> None:
         """Space is back (or the device recovered): no more failures."""
         self.fail_op = None
+        self.fail_call = None
 
     # -- the operations ------------------------------------------------------------
 
@@ -148,6 +158,22 @@ class FaultFS(fileops.FileOps):
         if s in self._unsynced:
             self._unsynced[d] = self._unsynced.pop(s)
 
+    def rename_new(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+        s, d = os.path.abspath(src), os.path.abspath(dst)
+        self._gate("rename", d)
+        if not super().rename_new(s, d):
+            return False
+        self._entries.append(_Entry(os.path.dirname(d), src=s, dst=d))
+        if s in self._unsynced:
+            self._unsynced[d] = self._unsynced.pop(s)
+        return True
+
+    def link(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        d = os.path.abspath(dst)
+        self._gate("link", d)
+        os.link(src, d)
+        self._entries.append(_Entry(os.path.dirname(d), new=d))
+
     def mkdir(self, path: str | os.PathLike[str]) -> None:
         p = os.path.abspath(path)
         self._gate("mkdir", p)
@@ -159,6 +185,11 @@ class FaultFS(fileops.FileOps):
         self._gate("unlink", p)
         os.unlink(p)
         self._unsynced.pop(p, None)
+
+    def rmdir(self, path: str | os.PathLike[str]) -> None:
+        p = os.path.abspath(path)
+        self._gate("rmdir", p)
+        os.rmdir(p)
 
     def fsync_dir(self, path: str | os.PathLike[str]) -> None:
         p = os.path.abspath(path)

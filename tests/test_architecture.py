@@ -21,7 +21,10 @@ PACKAGE = SRC / "dovecote"
 #: What the CLI may import besides its own modules: the handle, its typed verb inputs and two leaf helpers.
 CLI_MAY_IMPORT = frozenset(
     {"dovecote", "dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.errors",
-     "dovecote.textsafe", "dovecote._version", "dovecote.verbs"}
+     "dovecote.textsafe", "dovecote._version", "dovecote.verbs",
+     # the one file-operations module (a leaf): the few files a face writes itself (the hook log, the
+     # output cache, a login link burnt) go through it like every other write
+     "dovecote.fileops"}
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",

@@ -7,12 +7,12 @@ each crash: every ledger reads (a torn or garbled tail is a reported defect,
 never a letter), every letter acknowledged before the crash is there once, the
 crashed operation's letters are there at most once, and a retry succeeds and
 leaves each of them exactly once. The sweep prints how many points each
-operation has and asserts that it ran them all.
+operation has and asserts that it ran them all (``crashsweep``: a sample in
+``make test``, every point in ``make stress``).
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +20,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from crashsweep import DEPTHS, SWEEPS, Sweeper
 from deliveryhelpers import T0, delivery_home, drop, envelope, intake_files
-from dovecote import fileops, ledger
+from dovecote import ledger
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.envelope import Envelope
@@ -29,7 +30,7 @@ from dovecote.ledger import LedgerReader
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import FileStore
 from dovecote.verbs import Inbox, Message, Move, MoveKind
-from faultfs import MODES, Crash, FaultFS
+from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, mail_home
 
 NOW = datetime(2026, 7, 5, 10, 0, tzinfo=UTC)
@@ -43,50 +44,6 @@ def _read(path: Path) -> LedgerReader:
     r = LedgerReader(path)
     r.refresh()
     return r
-
-
-def _sweep(
-    name: str, base: Path, work: Path, op: Callable[[Path, list[str]], None],
-    check: Callable[[Path, FaultFS | None, list[str]], None],
-) -> list[str]:
-    """Count ``op``'s crash points from a copy of ``base``, crash it at each in each mode, check each.
-
-    ``op`` notes in its list what was acknowledged (a call returned) before the crash,
-    and ``check`` is told: those must all be there. Returns the operations (one per
-    crash point); asserts every (point, mode) pair ran.
-    """
-
-    def fresh() -> Path:
-        if work.exists():
-            shutil.rmtree(work)
-        shutil.copytree(base, work, symlinks=True)
-        return work
-
-    counter = FaultFS()
-    acked: list[str] = []
-    with fileops.installed(counter):
-        op(fresh(), acked)
-    counter.settle()
-    points = counter.calls
-    assert points > 0, f"{name}: no file operation was seen (is the write path routed through fileops?)"
-    check(work, None, acked)
-    everything = acked
-    ran = 0
-    for k in range(1, points + 1):
-        for mode in MODES:
-            fs = FaultFS(crash_at=k, mode=mode, seed=k)
-            root = fresh()
-            acked = []
-            with fileops.installed(fs), pytest.raises(Crash):
-                op(root, acked)
-            assert fs.calls == k, f"{name}: crash point {k} was not reached ({fs.calls} calls)"
-            assert acked != everything, f"{name}: crashed at {k} after the last acknowledgement"
-            fs.settle()
-            check(root, fs, acked)
-            ran += 1
-    print(f"\ncrash points: {name}: {points} points x {len(MODES)} modes = {ran} crashes run")
-    assert ran == points * len(MODES)
-    return [entry.split()[0] for entry in counter.log]
 
 
 # -- the ledger's own append ----------------------------------------------------------------
@@ -128,7 +85,11 @@ def _ledger_check(intended: list[bytes], prior: list[bytes]) -> Callable[[Path, 
         ("batch append", PRIOR, [_line(f"batch {n}", 100) for n in range(5)]),
     ],
 )
-def test_every_crash_point_of_an_append(tmp_path: Path, name: str, prior: list[bytes], intended: list[bytes]) -> None:
+@pytest.mark.parametrize("sweeper", SWEEPS)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_every_crash_point_of_an_append(
+    tmp_path: Path, depth: str, sweeper: Sweeper, name: str, prior: list[bytes], intended: list[bytes]
+) -> None:
     base = tmp_path / "base"
     base.mkdir()
     if prior:
@@ -139,7 +100,7 @@ def test_every_crash_point_of_an_append(tmp_path: Path, name: str, prior: list[b
         acked += [i for i, _ in ledger.append(r, FIRST)]  # acknowledged in this process, then the one swept
         acked += [i for i, _ in ledger.append(r, intended)]
 
-    points = _sweep(name, base, tmp_path / "work", op, _ledger_check(intended, prior))
+    points = sweeper(name, base, tmp_path / "work", op, _ledger_check(intended, prior), depth)
     # open, write the whole batch at once, then the group commit's fsync (it opens the file
     # itself); a new ledger first makes its folder durable and then its own entry
     new = ["open", "mkdir", "fsync_dir", "open", "fsync_dir"]
@@ -191,11 +152,13 @@ def _send_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert Dovecote(root).verify(now=NOW).ok, f"a cache does not rebuild identical {where}"
 
 
-def test_every_crash_point_of_a_send(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweeper", SWEEPS)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_every_crash_point_of_a_send(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     mail_home(work)
     work.rename(base)  # the roster names absolute paths: each run's copy goes back to ``work``
-    points = _sweep("send (both boxes)", base, work, _send, _send_check)
+    points = sweeper("send (both boxes)", base, work, _send, _send_check, depth)
     assert points.count("fsync") >= 2, "a send writes two ledgers: each is fsynced"
 
 
@@ -233,20 +196,24 @@ def _intake_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert _intake_state(root) == (dict.fromkeys(ENVELOPES, 1), [], [f"{e}.json" for e in ENVELOPES]), where
 
 
-def test_every_crash_point_of_an_intake_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweeper", SWEEPS)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_every_crash_point_of_an_intake_run(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     dc = delivery_home(work)
     drop(dc, envelope(envelope_id=ENVELOPES[0], to="tariq"))
     drop(dc, envelope(envelope_id=ENVELOPES[1], to="kimi", work_item_id="wi-8", thread_id="wi-8"))
     work.rename(base)
-    points = _sweep("intake (two envelopes, two boxes)", base, work, _intake, _intake_check)
+    points = sweeper("intake (two envelopes, two boxes)", base, work, _intake, _intake_check, depth)
     assert points.count("rename") == 2, points
 
 
 # -- a whole cache file: tmp, fsync, rename, directory fsync ------------------------------------
 
 
-def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweeper", SWEEPS)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, old, new = tmp_path / "base", b"old cache\n" * 50, b"new cache\n" * 70
     (base / "cache").mkdir(parents=True)
     (base / "cache" / "snap.bin").write_bytes(old)
@@ -262,7 +229,7 @@ def test_every_crash_point_of_an_atomic_cache_write(tmp_path: Path) -> None:
         ledger.write_atomic(root / "cache" / "snap.bin", new)  # the next write succeeds
         assert (root / "cache" / "snap.bin").read_bytes() == new
 
-    points = _sweep("atomic cache write", base, tmp_path / "work", op, check)
+    points = sweeper("atomic cache write", base, tmp_path / "work", op, check, depth)
     assert points == ["open", "write", "write", "fsync", "rename", "fsync_dir"], points
 
 
@@ -291,10 +258,12 @@ def _moves_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     assert Dovecote(root).verify(now=NOW).ok, where
 
 
-def test_every_crash_point_of_lifecycle_moves(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweeper", SWEEPS)
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_every_crash_point_of_lifecycle_moves(tmp_path: Path, depth: str, sweeper: Sweeper) -> None:
     base, work = tmp_path / "base", tmp_path / "work"
     dc = mail_home(work)
     (work / "ref").write_text(dc.send(Message(recipient=ENTITY, sender=SENDER, subject="s", body="b"), now=NOW).id)
     work.rename(base)
-    points = _sweep("lifecycle moves (seen, claim)", base, work, _moves, _moves_check)
+    points = sweeper("lifecycle moves (seen, claim)", base, work, _moves, _moves_check, depth)
     assert points.count("fsync") >= 2, points

@@ -161,13 +161,13 @@ _STALL = """
 import sys, time
 from pathlib import Path
 from dovecote.api import open_home
-from dovecote.ops import viewfs
+from dovecote import fileops
 
 def stall(src, dst):
     Path(sys.argv[2]).write_text("ready")
     time.sleep(120)
 
-viewfs._rename_new = stall
+fileops.rename_new = stall
 from dovecote.verbs import View
 open_home(Path(sys.argv[1])).view(View(current_tic=103))
 """

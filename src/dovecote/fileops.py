@@ -7,20 +7,44 @@ directory's fsync) goes through this module, so a test can put a fault-injecting
 ``FileOps`` in its place (``installed``) and crash or fail the *k*-th call on
 purpose, the way SQLite's crash simulator does (``tests/faultfs.py``).
 
-Reads (``pread``, ``fstat``, ``flock``) are not here: a crash cannot lose a
-read. The real operations look ``os.<call>`` up at each call, so a test that
-patches ``os.write`` or ``os.fsync`` still sees them.
+Reads (``pread``, ``fstat``, ``flock``, an ``open`` for reading) are not here: a
+crash cannot lose a read. The real operations look ``os.<call>`` up at each
+call, so a test that patches ``os.write`` or ``os.fsync`` still sees them.
+``tests/test_fileops_only.py`` fails when a module elsewhere under ``src/`` calls
+a write primitive itself. The one writer that cannot come here is SQLite (the
+search index, a cache): it does its own I/O, and a crash of it is simulated on
+its files instead (``tests/test_crash_caches.py``).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 #: The errno values that mean "the disk is full" (the device, or the user's quota).
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+_UNLOADED = object()
+_renameat2: Any = _UNLOADED  # looked up at the first use: loading ctypes costs a cold CLI call ~2 ms
+
+
+def _libc_renameat2() -> Any:
+    """Linux's ``renameat2`` (None where libc has none)."""
+    global _renameat2
+    if _renameat2 is _UNLOADED:
+        import ctypes
+
+        try:
+            _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+        except (AttributeError, OSError):  # pragma: no cover - old libc or another OS
+            _renameat2 = None
+    return _renameat2
 
 
 class FileOps:
@@ -44,11 +68,36 @@ class FileOps:
     def replace(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
         os.replace(src, dst)
 
+    def rename_new(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+        """Rename ``src`` to ``dst`` only if ``dst`` does not exist (atomically where Linux offers it)."""
+        renameat2 = _libc_renameat2()
+        if renameat2 is not None:
+            import ctypes
+
+            rc = int(renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE))
+            if rc == 0:
+                return True
+            err = ctypes.get_errno()
+            if err == errno.EEXIST:
+                return False
+            if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the filesystem cannot: fall through
+                raise OSError(err, os.strerror(err), os.fspath(dst))
+        if os.path.lexists(dst):
+            return False
+        os.rename(src, dst)
+        return True
+
+    def link(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        os.link(src, dst)
+
     def mkdir(self, path: str | os.PathLike[str]) -> None:
         os.mkdir(path)
 
     def unlink(self, path: str | os.PathLike[str]) -> None:
         os.unlink(path)
+
+    def rmdir(self, path: str | os.PathLike[str]) -> None:
+        os.rmdir(path)
 
     def fsync_dir(self, path: str | os.PathLike[str]) -> None:
         """Make a directory's entries (a new file, a rename) durable."""
@@ -110,8 +159,66 @@ def mkdir(path: str | os.PathLike[str]) -> None:
     _active.mkdir(path)
 
 
+def rename_new(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+    return _active.rename_new(src, dst)
+
+
+def link(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    _active.link(src, dst)
+
+
 def unlink(path: str | os.PathLike[str]) -> None:
     _active.unlink(path)
+
+
+def rmdir(path: str | os.PathLike[str]) -> None:
+    _active.rmdir(path)
+
+
+def make_dirs(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` and any missing parents, fsyncing each parent that changed (so each new name is durable)."""
+    missing: list[str] = []
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        missing.append(p)
+        p = os.path.dirname(p)
+    for d in reversed(missing):
+        try:
+            _active.mkdir(d)
+        except FileExistsError:
+            continue
+        _active.fsync_dir(os.path.dirname(d))
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Delete ``path`` and all it holds, deepest first, never following a link (a link is removed itself)."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        _active.unlink(path)
+        return
+    with os.scandir(path) as it:
+        children = [e.path for e in it]
+    for child in children:
+        remove_tree(child)
+    _active.rmdir(path)
+
+
+def write_new(path: str | os.PathLike[str], data: bytes, mode: int = 0o644, *, sync: bool = True) -> None:
+    """Create ``path`` (``FileExistsError`` if it exists), write ``data`` whole, and fsync it unless
+    ``sync`` is False (its directory entry is the caller's to fsync)."""
+    fd = _active.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+    try:
+        write_all(fd, data)
+        if sync:
+            _active.fsync(fd)
+    finally:
+        _active.close(fd)
+
+
+def open_lock(path: str | os.PathLike[str], *, follow: bool = True) -> int:
+    """Open (creating it) a lock file for ``flock``: its bytes are never written, only its name made."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    return _active.open(path, flags, 0o644)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

@@ -15,6 +15,7 @@ import os
 import stat
 from pathlib import Path
 
+from dovecote import fileops
 from dovecote.errors import Refusal, StoreError
 
 CONFIG = "config.toml"
@@ -88,7 +89,7 @@ class Layout:
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):  # a concurrent writer made it: check it
-                    os.mkdir(level)
+                    fileops.mkdir(level)
                 st = os.lstat(level)
             if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
                 kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"

@@ -91,17 +91,7 @@ def fsync_dir(path: Path) -> None:
 
 def ensure_dir(path: Path) -> None:
     """Create ``path`` and any missing parents, fsyncing each parent that changed."""
-    missing: list[Path] = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            fileops.mkdir(d)
-        except FileExistsError:
-            continue
-        fsync_dir(d.parent)
+    fileops.make_dirs(path)
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:

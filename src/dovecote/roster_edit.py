@@ -20,13 +20,13 @@ that roster, and only then is it written (``ledger.write_atomic``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dovecote import fileops
 from dovecote import roster as roster_mod
 from dovecote.errors import Refusal, StoreError
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
@@ -46,14 +46,14 @@ def held(config: Path) -> Iterator[None]:
     """Hold the roster's edit lock (released when the descriptor closes, also on a crash)."""
     try:
         ensure_dir(config.parent)
-        fd = os.open(lock_path(config), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = fileops.open_lock(lock_path(config))
     except OSError as e:
         raise StoreError(f"cannot open {lock_path(config)}: {e.strerror or e}") from e
     try:
         lock(fd)
         yield
     finally:
-        os.close(fd)
+        fileops.close(fd)
 
 
 def create(config: Path, data: bytes) -> bool:
@@ -66,17 +66,17 @@ def create(config: Path, data: bytes) -> bool:
     ensure_dir(config.parent)
     tmp = config.with_name(temp_name(config.name))
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, config)
+        if tmp.is_symlink() or tmp.exists():  # a killed init's leftover (its pid came round again)
+            fileops.unlink(tmp)
+        fileops.write_new(tmp, data)
+        fileops.link(tmp, config)
     except FileExistsError:
         return False
     except OSError as e:
         raise StoreError(f"cannot write {config}: {e.strerror or e}") from e
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp.is_symlink() or tmp.exists():
+            fileops.unlink(tmp)
     fsync_dir(config.parent)
     return True
 

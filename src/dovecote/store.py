@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
 import msgspec
 
-from dovecote import ledger
+from dovecote import fileops, ledger
 from dovecote.addresses import Address
 from dovecote.errors import Refusal, StoreError
 from dovecote.home import IN_REPO_DIR, Layout
@@ -419,11 +419,8 @@ class FileStore:
         for name, body in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
             target = d / name
             if not target.exists():
-                try:
-                    with open(target, "xb") as f:
-                        f.write(body)
-                except FileExistsError:
-                    pass
+                with suppress(FileExistsError):
+                    fileops.write_new(target, body)
 
     def append(self, where: Where, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         return ledger.append(self._writable(where), lines)

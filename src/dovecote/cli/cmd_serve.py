@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -37,6 +36,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dovecote import fileops
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 
@@ -137,7 +137,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         finally:
             sock.close()
             if burnt is not None:
-                shutil.rmtree(burnt, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    fileops.remove_tree(burnt)
 
 
 def _supervise(workers: int, serve: Callable[[], Any]) -> int:

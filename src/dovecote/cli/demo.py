@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from dovecote import fileops
 from dovecote.api import Actor, Dovecote, init, open_home
 from dovecote.verbs import Category, EntityAdd, Message, Move, MoveKind, ProjectAdd
 
@@ -25,7 +26,7 @@ def build_demo(path: Path, actor: Actor | None = None) -> Path:
     root = path.absolute()
     repos = root / "repos"
     for name in ("atlas", "beacon", "api-gateway", "api-server"):
-        (repos / name).mkdir(parents=True, exist_ok=True)
+        fileops.make_dirs(repos / name)
     home, created = init(root / ".dovecote", owner_root=str(root))
     dc = open_home(home, actor=actor)
     if created:

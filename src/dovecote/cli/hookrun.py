@@ -96,13 +96,17 @@ def read_payload(data: bytes) -> dict[str, Any]:
 def _log(home: str | None, line: str) -> None:
     """Append the failure to ``cache/hooks.log`` (best effort: the log is a cache too)."""
     try:
+        from dovecote import fileops
         from dovecote.api import open_home
 
         layout = open_home(home).layout
         folder = layout.cache_dir()
-        fd = os.open(os.path.join(folder, "hooks.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as f:
-            f.write(line + "\n")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = fileops.open_fd(os.path.join(folder, "hooks.log"), flags, 0o600)
+        try:
+            fileops.write_all(fd, (line + "\n").encode("utf-8", "backslashreplace"))
+        finally:
+            fileops.close(fd)
     except Exception:  # failing open includes failing to log
         pass
 

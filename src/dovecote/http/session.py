@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from starlette.requests import Request
 
+from dovecote import fileops
 from dovecote.errors import Refusal
 
 COOKIE = "dovecote_session"
@@ -87,7 +87,7 @@ class Sessions:
         if self.burnt is None:
             return True
         try:
-            os.close(os.open(self.burnt / key, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            fileops.write_new(self.burnt / key, b"", 0o600, sync=False)
         except FileExistsError:
             return False
         return True

@@ -81,6 +81,8 @@ def error_text(e: BaseException) -> str:
         return e.message()
     if isinstance(e, StoreError):
         return f"io_error: {e}"
+    if isinstance(e, OSError):  # a disk that failed under a cache or view write: as the CLI and REST say it
+        return f"io_error: {e.strerror or e}"
     return f"internal_error: an unexpected {type(e).__name__}; the server's log has the details"
 
 

@@ -96,12 +96,12 @@ def _consumer(folder: Path) -> Iterator[None]:
     """The one consumer of ``folder``: an exclusive flock on ``<folder>/.lock`` for the run."""
     for name in FOLDERS:
         ensure_dir(folder / name)
-    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = fileops.open_lock(folder / ".lock")
     try:
         lock(fd)
         yield
     finally:
-        os.close(fd)
+        fileops.close(fd)
 
 
 def intake(ctx: Context, folder: Path, mode: str) -> IntakeRun:

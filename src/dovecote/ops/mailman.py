@@ -97,7 +97,11 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
 
     That order heals a crash anywhere: a timeout written alone makes the next
     pass escalate with the message dated at the timeout (the same bytes); a
-    message written without its marker is found again by content id.
+    message written without its marker is found again by content id. The
+    markers are appended in a section of their own, after the messages' fsync:
+    written in the same section, the recipient box's fsync could land first and
+    a power cut then kept the marker without its message, so no pass would
+    ever send it (found by ``tests/test_crash_delivery.py``).
     """
     ts = format_ts(now)
     own: list[bytes] = []
@@ -155,8 +159,9 @@ def reconcile(ctx: Context, now: datetime, mode: str | None = None) -> Reconcile
                     held[addr].append(own)
                 for box, lines in others.items():
                     held[box].append(lines)
-                if markers:
-                    held[addr].append(markers)
+            if markers:  # only once the messages are fsynced (the section above has ended): see _plan
+                with guarded_many(ctx, [addr]) as again:
+                    again[addr].append(markers)
         except StoreError as err:
             total.errors.append({"box": str(addr), "error": str(err)})
             continue

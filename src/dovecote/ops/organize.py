@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+from dovecote import fileops, folds
 from dovecote.derive.inbox import FLAG_EXPIRED, Clock, Item, item_row
 from dovecote.derive.lifecycle import TERMINAL, effective
 from dovecote.errors import Refusal
@@ -135,9 +135,9 @@ def _reserve(folder: Path, name: str, is_dir: bool) -> Path:
         target = folder / (name if n == 1 else f"{stem}-{n}{suffix}")
         try:
             if is_dir:
-                os.mkdir(target)
+                fileops.mkdir(target)
             else:
-                os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                fileops.write_new(target, b"", 0o600, sync=False)
             return target
         except FileExistsError:
             n += 1
@@ -153,9 +153,9 @@ def _group(view: Path, loose: list[Path]) -> list[dict[str, str]]:
         is_dir = src.is_dir() and not src.is_symlink()
         target = _reserve(folder, src.name, is_dir)
         try:
-            os.rename(src, target)  # onto our own empty reservation: atomic, and nothing else is replaced
+            fileops.replace(src, target)  # onto our own empty reservation: atomic, and nothing else is replaced
         except FileNotFoundError:  # someone took it away meanwhile: there is nothing to group
-            (os.rmdir if is_dir else os.unlink)(target)
+            (fileops.rmdir if is_dir else fileops.unlink)(target)
             continue
         touched.update((folder, src.parent))
         applied.append({"from": str(src.relative_to(view)), "to": str(target.relative_to(view))})

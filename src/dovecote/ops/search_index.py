@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from dovecote import fileops
 from dovecote.addresses import entity as entity_addr
 from dovecote.derive.lifecycle import LINK_KINDS
 from dovecote.errors import StoreError
@@ -186,7 +187,7 @@ def discard(path: Path) -> None:
     """Remove an unusable index and its journals (a stale journal must not be replayed)."""
     for suffix in ("", "-journal", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{path}{suffix}")
+            fileops.unlink(f"{path}{suffix}")
 
 
 def _ino(path: Path | None) -> int | None:

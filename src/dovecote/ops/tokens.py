@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import ledger
+from dovecote import fileops, ledger
 from dovecote import tokens as tk
 from dovecote.addresses import check_name
 from dovecote.errors import Refusal, StoreError
@@ -61,12 +61,11 @@ def _create(path: Path) -> None:
     """Create the file 0600 (before the ledger opens it, which would make it 0644), directory fsynced."""
     ledger.ensure_dir(path.parent)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fileops.write_new(path, b"", 0o600, sync=False)
     except FileExistsError:
         return
     except OSError as e:
         raise StoreError(f"cannot create {path}: {e.strerror or e}") from e
-    os.close(fd)
     ledger.fsync_dir(path.parent)
 
 

@@ -30,13 +30,13 @@ and the owned files must hash the same both times (``view entity:<id>``).
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from dovecote import fileops
 from dovecote.addresses import Address
 from dovecote.store import files_of
 
@@ -150,7 +150,7 @@ def verify(ctx: Context) -> VerifyResult:
     now = ctx.now()
     deleted = []
     if ctx.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
-        ctx.layout.cache.unlink()
+        fileops.unlink(ctx.layout.cache)
         deleted.append(str(ctx.layout.cache))
     bounds = files_of(ctx.store).snapshot(ledgers(ctx))
     with files_of(ctx.store).bounded(bounds):
@@ -160,7 +160,7 @@ def verify(ctx: Context) -> VerifyResult:
     with files_of(restored.store).bounded(bounds):
         before.update(inbox_answers(restored, now))
     if ctx.layout.cache.exists():
-        shutil.rmtree(ctx.layout.cache)
+        fileops.remove_tree(ctx.layout.cache)
         deleted.append(str(ctx.layout.cache))
     fresh = ctx.cold()
     with files_of(fresh.store).bounded(bounds):

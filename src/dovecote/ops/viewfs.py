@@ -14,14 +14,12 @@ or a file is refused (``unsafe_path``) rather than written through or deleted.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dovecote import fileops
 from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
 from dovecote.ops.viewtree import ENTRY_FILES, INDEXES, OUTBOUND, STATE_FOLDERS, is_temp_name, owned_entries
@@ -30,36 +28,9 @@ from dovecote.osutil import lock, temp_name
 if TYPE_CHECKING:
     from dovecote.context import Context
 
-_RENAME_NOREPLACE = 1
-_AT_FDCWD = -100
-try:
-    _renameat2: Any = ctypes.CDLL(None, use_errno=True).renameat2
-except (AttributeError, OSError):  # pragma: no cover - old libc or another OS
-    _renameat2 = None
-
-
-def _rename_new(src: Path, dst: Path) -> bool:
-    """Rename ``src`` to ``dst`` only if ``dst`` does not exist (atomically where Linux offers it)."""
-    if _renameat2 is not None:
-        rc = int(_renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE))
-        if rc == 0:
-            return True
-        err = ctypes.get_errno()
-        if err == 17:  # EEXIST
-            return False
-        if err not in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the filesystem cannot; fall through
-            raise OSError(err, os.strerror(err), str(dst))
-    if dst.exists() or dst.is_symlink():
-        return False
-    os.rename(src, dst)
-    return True
-
-
 def discard(p: Path) -> None:
-    if p.is_dir() and not p.is_symlink():
-        shutil.rmtree(p)
-    elif p.exists() or p.is_symlink():
-        p.unlink()
+    if p.exists() or p.is_symlink():
+        fileops.remove_tree(p)
 
 
 def new_entry(parent: Path, name: str, files: dict[str, bytes]) -> bool:
@@ -67,14 +38,11 @@ def new_entry(parent: Path, name: str, files: dict[str, bytes]) -> bool:
     ensure_dir(parent)
     tmp = parent / temp_name(name)
     discard(tmp)
-    tmp.mkdir()
+    fileops.mkdir(tmp)
     for fname in sorted(files):
-        with open(tmp / fname, "xb") as f:
-            f.write(files[fname])
-            f.flush()
-            os.fsync(f.fileno())
+        fileops.write_new(tmp / fname, files[fname])
     fsync_dir(tmp)
-    placed = _rename_new(tmp, parent / name)
+    placed = fileops.rename_new(tmp, parent / name)
     fsync_dir(parent)
     if not placed:
         discard(tmp)
@@ -113,7 +81,7 @@ def update_entry(path: Path, files: dict[str, bytes], force: bool = False) -> bo
 def move_entry(src: Path, dst: Path) -> bool:
     """Rename an entry, with all it holds, to ``dst``; False (nothing moved) if ``dst`` is taken."""
     ensure_dir(dst.parent)
-    if not _rename_new(src, dst):
+    if not fileops.rename_new(src, dst):
         return False
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
@@ -124,7 +92,7 @@ def move_entry(src: Path, dst: Path) -> bool:
 def remove_entry(path: Path) -> None:
     """Take an entry out of sight in one rename, then delete it (only ever one holding owned files alone)."""
     gone = path.with_name(temp_name(path.name, "old"))
-    os.rename(path, gone)
+    fileops.replace(path, gone)
     fsync_dir(path.parent)
     discard(gone)
 
@@ -183,11 +151,11 @@ def view_lock(ctx: Context, entity_id: str) -> Iterator[None]:
             raise Refusal("unsafe_path", f"{d} is a symbolic link or a file; the view never writes through one")
     ensure_dir(path.parent)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = fileops.open_lock(path, follow=False)
     except OSError as e:  # a link (or a folder) where the lock file belongs
         raise Refusal("unsafe_path", f"cannot open the view lock {path}: {e.strerror or e}") from e
     try:
         lock(fd)
         yield
     finally:
-        os.close(fd)
+        fileops.close(fd)
