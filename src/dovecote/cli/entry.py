@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 
-
 #: Set once ``main`` answered without Typer: nothing is left for the interpreter to do but free memory.
 _answered_quick = False
 
