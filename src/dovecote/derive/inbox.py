@@ -20,7 +20,7 @@ Whether a response to an item exists is decided in ``derive/responses.py``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -78,7 +78,9 @@ class InboxBook:
     def __init__(self, entity: str) -> None:
         self.entity = entity
         self.items: dict[str, Item] = {}
-        self.alias: dict[str, str] = {}
+        self._alias: dict[str, str] | None = {}
+        #: how a restored book unpacks its alias map on first use (see ``alias``)
+        self._unpack_alias: Callable[[], dict[str, str]] | None = None
         self.drafts: dict[str, Draft] = {}
         self.sent: list[SentRecord] = []
         self.delivered: dict[str, SentRecord] = {}  # draft id -> sent record
@@ -100,6 +102,24 @@ class InboxBook:
         self.last: str | None = None
         #: which view the book's persisted snapshot holds (kept by ``foldcache``; None: not saved)
         self.saved_view: str | None = None
+
+    @property
+    def alias(self) -> dict[str, str]:
+        """The id a foreign writer gave an item (its ``message_id``) -> the item's letter id.
+
+        A book restored from a snapshot unpacks it on first use (``restore_alias``):
+        a cold read after a lifecycle letter never needs it.
+        """
+        alias = self._alias
+        if alias is None:
+            assert self._unpack_alias is not None
+            alias = self._alias = self._unpack_alias()
+            self._unpack_alias = None
+        return alias
+
+    def restore_alias(self, unpack: Callable[[], dict[str, str]]) -> None:
+        """Set the alias map to what ``unpack`` returns, called when the map is first used."""
+        self._alias, self._unpack_alias = None, unpack
 
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()

@@ -36,7 +36,9 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-VERSION = 5  # 5: the folded ids packed in one bytes (4: items and rows wrapped in bins; 3: embedded)
+#: 6: the alias map read when first used; 5: the folded ids packed in one bytes;
+#: 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
+VERSION = 6
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
@@ -54,7 +56,7 @@ class View(msgspec.Struct, array_like=True):
 class Book(msgspec.Struct, array_like=True):
     entity: str
     items: dict[str, Item]  # each ``[id, packed]``: built in C, ``packed`` sliced, not copied; unpacked on first use
-    alias: dict[str, str]
+    alias: msgspec.Raw  # a map, decoded only when a read needs it (``InboxBook.alias``)
     drafts: list[bytes]
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
     replies: dict[str, list[str]]
@@ -71,6 +73,7 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode_book = msgspec.msgpack.Decoder(Book).decode
 _decode_any = msgspec.msgpack.Decoder().decode
 _decode_bin = msgspec.msgpack.Decoder(bytes).decode
+_decode_alias = msgspec.msgpack.Decoder(dict[str, str]).decode
 
 
 def wrap(packed: bytes) -> msgspec.Raw:
@@ -134,7 +137,7 @@ def dumps(book: InboxBook) -> bytes:
     snap = Book(
         book.entity,
         {iid: Item(iid, pack_item(item)) for iid, item in book.items.items()},
-        book.alias,
+        msgspec.Raw(_encode(book.alias)),
         [d.letter.raw for d in book.drafts.values()],
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
@@ -154,7 +157,8 @@ def loads(data: bytes | memoryview) -> InboxBook:
     snap = _decode_book(data)
     book = InboxBook(snap.entity)
     book.items = snap.items
-    book.alias = snap.alias
+    alias = snap.alias
+    book.restore_alias(lambda: _decode_alias(alias))
     for raw in snap.drafts:
         lt = _letter(raw)
         book.drafts[lt.id] = Draft(lt.id, lt, Envelope(lt.data()))
