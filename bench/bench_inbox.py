@@ -15,6 +15,12 @@ machine shared with other work moves far less than wall time. Children run
 with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` dropped), as an
 installed ``dovecote`` does: otherwise every call compiles its modules again.
 
+When valgrind is installed, the same cold calls are also counted in
+instructions (``valgrind --tool=callgrind``, "Collected"), the measure a
+loaded machine does not move: ``python -c pass``, ``dovecote --version``
+(target <= 2x), the cached rendering, right after a new letter (target <= 5x)
+and ``hook session-start``, which reads the same path.
+
 Prints medians; asserts nothing.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -80,6 +87,17 @@ def build(root: Path, messages: int = 10_000) -> Path:
 
 
 ROUNDS = 7
+#: Rounds of instruction counts (each a callgrind run of a few seconds).
+COUNT_ROUNDS = 3
+
+
+def instructions(cmd: list[str], env: dict[str, str], stdin: bytes = b"") -> int:
+    """The instructions ``cmd`` executes, as callgrind counts them (the child's "Collected")."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env,
+                       input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    found = re.search(rb"Collected : (\d+)", r.stderr)
+    assert found is not None, r.stderr[-500:]
+    return int(found.group(1))
 
 
 def median_ms(samples: list[float]) -> float:
@@ -159,6 +177,32 @@ def main() -> None:
             m, mc = median_ms(xs), median_ms(cpu[id(xs)])
             print(f"  cold CLI injection, {name}: median {m:.1f} ms = {m / b:.1f}x (target <= 5x); "
                   f"CPU {mc:.1f} ms = {mc / bc:.1f}x")
+        if shutil.which("valgrind") is None:
+            print("  (valgrind is not installed: no instruction counts)")
+            return
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # a fresh snapshot and rendering
+        hook = [python, script, "hook", "session-start", "--entity", "ent_b"]
+        counts: dict[str, list[int]] = {}
+        for _ in range(COUNT_ROUNDS):
+            counts.setdefault("pass", []).append(instructions([python, "-c", "pass"], env))
+            counts.setdefault("version", []).append(instructions([python, script, "--version"], env))
+            counts.setdefault("cached", []).append(instructions(argv, env))
+            new_letter()
+            counts.setdefault("new", []).append(instructions(argv, env))
+        # the hook reads with no tic (another view than ``--current-tic 1000``): settle its snapshot first
+        subprocess.run(hook, env=env, input=b"{}", stdout=subprocess.DEVNULL, check=True)
+        for _ in range(COUNT_ROUNDS):
+            new_letter()
+            counts.setdefault("hook", []).append(instructions(hook, env, b"{}"))
+        med = {k: statistics.median(v) for k, v in counts.items()}
+        p = med["pass"]
+        print(f"  instructions (callgrind, median of {COUNT_ROUNDS}): python -c pass {p / 1e6:.0f} M")
+        for key, name, target in (("version", "dovecote --version", "<= 2x"),
+                                  ("cached", "injection, cached rendering", ""),
+                                  ("new", "injection, right after a new letter", "<= 5x"),
+                                  ("hook", "hook session-start, right after a new letter", "")):
+            goal = f" (target {target})" if target else ""
+            print(f"  {name}: {med[key] / 1e6:.0f} M = {med[key] / p:.1f}x{goal}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -1,5 +1,5 @@
 """``python -m dovecote``: the same as the ``dovecote`` command."""
 
-from dovecote.cli.entry import main
+from dovecote.cli.entry import script
 
-main()
+script()

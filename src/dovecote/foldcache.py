@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     from dovecote.folds import Fed
 
 #: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: as msgpack bins;
-#: 5: tasks and responses are items
-VERSION = 5
+#: 5: tasks and responses are items; 6: the folded ids packed (``inbox.pack_ids``);
+#: 7: the alias map unpacked on first use
+VERSION = 7
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.
 REWRITE_AFTER = 256

@@ -3,6 +3,13 @@ heavy, a repeated read from its cached rendering, a simple ``inbox`` call
 without Typer (``quick``), and hands anything else to the Typer app; it maps
 errors to exit codes.
 
+After a read answered on one of those quick paths, the console script
+(``script``) leaves with ``os._exit`` once its output is flushed: tearing down
+the interpreter would only free, one by one, the tens of thousands of objects
+the read built (the fold's snapshot) and the modules it loaded, about a tenth
+of such a call's instructions, with nothing left to write. ``main`` itself
+returns normally, so an in-process caller (the tests) keeps its interpreter.
+
 No traceback ever reaches a user: a refusal exits 2, an I/O failure exits 1
 (``io_error``), and anything else is a bug, reported on one line as
 ``internal_error`` with exit 1 (``DOVECOTE_DEBUG=1`` re-raises it for a
@@ -14,6 +21,26 @@ from __future__ import annotations
 import os
 import sys
 
+#: Set once ``main`` answered without Typer: nothing is left for the interpreter to do but free memory.
+_answered_quick = False
+
+
+def script() -> None:
+    """The console script and ``python -m dovecote``: ``main``, then, after a quick answer, a quick exit."""
+    main()
+    if _answered_quick:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # e.g. a closed pipe: what was printed did not all arrive
+            os._exit(1)
+        os._exit(0)
+
+
+def _quick() -> None:
+    global _answered_quick
+    _answered_quick = True
+
 
 def main() -> None:
     argv = sys.argv[1:]
@@ -21,6 +48,7 @@ def main() -> None:
         from dovecote._version import __version__
 
         sys.stdout.write(f"dovecote {__version__}\n")
+        _quick()
         return
     from dovecote.cli.output_cache import _split_home, try_cached
 
@@ -29,8 +57,10 @@ def main() -> None:
         from dovecote.cli.hookrun import main as hook_main
 
         hook_main(home, rest[1:])
+        _quick()
         return
     if try_cached(argv):
+        _quick()
         return
     from dovecote.cli.output import EXIT_FAIL, EXIT_REFUSED, error, internal_error
     from dovecote.errors import DovecoteError, Refusal
@@ -39,10 +69,12 @@ def main() -> None:
         from dovecote.cli.searchpath import try_search
 
         if try_search(argv):  # a simple ``search``: no Typer, no Rich, not the whole handle
+            _quick()
             return
         from dovecote.cli.quick import try_quick
 
         if try_quick(argv):  # a simple ``inbox``: no Typer, no Rich
+            _quick()
             return
         from dovecote.cli.app import run
 

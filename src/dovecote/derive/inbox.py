@@ -20,7 +20,7 @@ Whether a response to an item exists is decided in ``derive/responses.py``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -78,7 +78,9 @@ class InboxBook:
     def __init__(self, entity: str) -> None:
         self.entity = entity
         self.items: dict[str, Item] = {}
-        self.alias: dict[str, str] = {}
+        self._alias: dict[str, str] | None = {}
+        #: how a restored book unpacks its alias map on first use (see ``alias``)
+        self._unpack_alias: Callable[[], dict[str, str]] | None = None
         self.drafts: dict[str, Draft] = {}
         self.sent: list[SentRecord] = []
         self.delivered: dict[str, SentRecord] = {}  # draft id -> sent record
@@ -91,6 +93,9 @@ class InboxBook:
         self.ids: set[str] = set()
         #: the ids of the box's other letters (kinds not folded), so ``count`` counts each letter once
         self.other_ids: set[str] = set()
+        #: a restored book's letters folded before its snapshot, kept packed (``pack_ids``): a cold read
+        #: looks up the few new letters' ids there instead of building a set of every id in the box
+        self.folded_before = b""
         #: how many distinct letters the box holds, and the last one's id: the box's cursor
         #: (``wait --after``) after exactly the letters this book shows, with no read of its own
         self.count = 0
@@ -98,14 +103,33 @@ class InboxBook:
         #: which view the book's persisted snapshot holds (kept by ``foldcache``; None: not saved)
         self.saved_view: str | None = None
 
+    @property
+    def alias(self) -> dict[str, str]:
+        """The id a foreign writer gave an item (its ``message_id``) -> the item's letter id.
+
+        A book restored from a snapshot unpacks it on first use (``restore_alias``):
+        a cold read after a lifecycle letter never needs it.
+        """
+        alias = self._alias
+        if alias is None:
+            assert self._unpack_alias is not None
+            alias = self._alias = self._unpack_alias()
+            self._unpack_alias = None
+        return alias
+
+    def restore_alias(self, unpack: Callable[[], dict[str, str]]) -> None:
+        """Set the alias map to what ``unpack`` returns, called when the map is first used."""
+        self._alias, self._unpack_alias = None, unpack
+
     def add(self, letters: Iterable[Letter]) -> None:
         dirty: set[str] = set()
         ids = self.ids
         others = self.other_ids
+        before = self.folded_before
         for letter in letters:
             kind = letter.kind
             lid = letter.id
-            if lid in ids or lid in others:
+            if lid in ids or lid in others or (before and in_packed(before, lid)):
                 continue
             self.count += 1
             self.last = lid
@@ -177,6 +201,36 @@ class InboxBook:
     def pending_drafts(self) -> list[Draft]:
         return [d for d in self.drafts.values() if d.id not in self.delivered]
 
+
+
+#: The width of one letter id (DESIGN 1.2) in a packed id list.
+ID_WIDTH = 12
+
+
+def pack_ids(ids: Iterable[str], packed: bytes = b"") -> tuple[bytes, list[str]]:
+    """``ids`` merged with ``packed`` as one sorted run of ASCII letter ids (no separators),
+    and the ids that are not letter ids (kept apart; a store gives none such)."""
+    odd = [i for i in ids if not is_letter_id(i)]
+    run = {i.encode("ascii") for i in ids if is_letter_id(i)}
+    run.update(packed[i : i + ID_WIDTH] for i in range(0, len(packed), ID_WIDTH))
+    return b"".join(sorted(run)), sorted(odd)
+
+
+def in_packed(packed: bytes, lid: str) -> bool:
+    """Whether ``lid`` is in a ``pack_ids`` run (a binary search over its fixed-width records)."""
+    if not is_letter_id(lid):
+        return False
+    key = lid.encode("ascii")
+    lo, hi = 0, len(packed) // ID_WIDTH
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = mid * ID_WIDTH
+        if packed[at : at + ID_WIDTH] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    at = lo * ID_WIDTH
+    return packed[at : at + ID_WIDTH] == key
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from dovecote.derive.inbox import Draft, InboxBook, Item, SentRecord
+from dovecote.derive.inbox import Draft, InboxBook, Item, SentRecord, pack_ids
 from dovecote.derive.inbox_lines import Lines
 from dovecote.derive.inbox_view import Order, ViewState
 from dovecote.derive.lifecycle import Link, Replay, State
@@ -36,7 +36,9 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-VERSION = 4  # 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
+#: 6: the alias map read when first used; 5: the folded ids packed in one bytes;
+#: 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
+VERSION = 6
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
@@ -54,15 +56,15 @@ class View(msgspec.Struct, array_like=True):
 class Book(msgspec.Struct, array_like=True):
     entity: str
     items: dict[str, Item]  # each ``[id, packed]``: built in C, ``packed`` sliced, not copied; unpacked on first use
-    alias: dict[str, str]
+    alias: msgspec.Raw  # a map, decoded only when a read needs it (``InboxBook.alias``)
     drafts: list[bytes]
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
     replies: dict[str, list[str]]
     orphans: dict[str, list[list[Any]]]
-    ids: list[str]
+    folded: bytes  # every letter id folded, ``pack_ids``: one bytes to read, not 40,000 strings in a set
+    odd_ids: list[str]  # folded ids that are not letter ids (none, from any store)
     touched: list[str]
     view: View | None
-    other_ids: list[str]
     count: int
     last: str | None
 
@@ -71,6 +73,7 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode_book = msgspec.msgpack.Decoder(Book).decode
 _decode_any = msgspec.msgpack.Decoder().decode
 _decode_bin = msgspec.msgpack.Decoder(bytes).decode
+_decode_alias = msgspec.msgpack.Decoder(dict[str, str]).decode
 
 
 def wrap(packed: bytes) -> msgspec.Raw:
@@ -130,18 +133,19 @@ def _view(vs: ViewState) -> View:
 
 def dumps(book: InboxBook) -> bytes:
     """The book's whole state (see the module docstring)."""
+    folded, odd = pack_ids(book.ids | book.other_ids, book.folded_before)
     snap = Book(
         book.entity,
         {iid: Item(iid, pack_item(item)) for iid, item in book.items.items()},
-        book.alias,
+        msgspec.Raw(_encode(book.alias)),
         [d.letter.raw for d in book.drafts.values()],
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
         {ref: [list(astuple(lk)) for lk in links] for ref, links in book._orphans.items()},
-        sorted(book.ids),
+        folded,
+        odd,
         sorted(book.touched),
         None if book.view_state is None else _view(book.view_state),
-        sorted(book.other_ids),
         book.count,
         book.last,
     )
@@ -153,7 +157,8 @@ def loads(data: bytes | memoryview) -> InboxBook:
     snap = _decode_book(data)
     book = InboxBook(snap.entity)
     book.items = snap.items
-    book.alias = snap.alias
+    alias = snap.alias
+    book.restore_alias(lambda: _decode_alias(alias))
     for raw in snap.drafts:
         lt = _letter(raw)
         book.drafts[lt.id] = Draft(lt.id, lt, Envelope(lt.data()))
@@ -163,9 +168,9 @@ def loads(data: bytes | memoryview) -> InboxBook:
             book.delivered.setdefault(rec.draft, rec)
     book.replies = snap.replies
     book._orphans = {ref: [Link(*t) for t in links] for ref, links in snap.orphans.items()}
-    book.ids = set(snap.ids)
+    book.folded_before = snap.folded
+    book.ids = set(snap.odd_ids)
     book.touched = set(snap.touched)
-    book.other_ids = set(snap.other_ids)
     book.count, book.last = snap.count, snap.last
     v = snap.view
     if v is not None:
