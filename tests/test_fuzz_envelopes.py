@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from deliveryhelpers import box_letters, delivery_home, drop, envelope
 from dovecote.api import Dovecote
 from dovecote.errors import REASONS
+from dovecote.letters import canonical_line
 from dovecote.ops.intake import envelope_files
 from dovecote.verbs import ImportInboxTree, ImportVnext, Inbox
 from dovecote.vnext_envelope import Rejected, from_envelope
@@ -82,13 +83,17 @@ def test_intake_delivers_the_valid_envelope_and_files_every_other_once(delivery_
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_an_envelope_object_becomes_letters_or_a_keyword(depth: str) -> None:
     def check(obj: Any) -> None:
+        try:  # as intake and the import read a file (a value orjson cannot read is quarantined, tested above)
+            obj = orjson.loads(dumps(obj))
+        except orjson.JSONDecodeError:
+            return
         out = from_envelope(obj, lambda e: e in {"aya", "tariq", "kimi"})
         if isinstance(out, Rejected):
             assert out.reason in REASONS and out.detail
         else:
             assert out and all(isinstance(x, dict) for x in out)
             for x in out:
-                orjson.dumps(x)  # each letter can be written as a line
+                canonical_line(x)  # each letter can be written as a line
 
     fuzz(depth, "envelope objects", st.one_of(mutated(VNEXT), mutated(SKILL), VALUE), check)
 

@@ -122,3 +122,13 @@ def test_the_reader_keeps_object_lines_whole_and_skips_the_rest(tmp_path: Path, 
         assert len({x.id for x in r.letters}) == len(r.letters)  # each letter once
 
     fuzz(depth, "ledger reader", st.lists(LINES, min_size=1, max_size=6), check)
+
+
+def test_a_letter_with_a_5000_digit_number_reads_whole(tmp_path: Path) -> None:
+    """Found by the fuzz: ``Letter.data()`` raised ValueError (Python's int digit limit) on such a line."""
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(b'{"what":"w","n":' + b"9" * 5000 + b"}\n")
+    r = LedgerReader(path)
+    r.refresh()
+    (letter,) = r.letters
+    assert letter.data() == {"what": "w", "n": float("inf")}
