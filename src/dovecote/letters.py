@@ -61,6 +61,14 @@ def is_letter_id(value: object) -> bool:
     return isinstance(value, str) and len(value) == 12 and is_hex(value)
 
 
+def _int_or_float(digits: str) -> int | float:
+    """A JSON integer as the standard library reads it, or as a float past ``sys.get_int_max_str_digits``."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
 class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """One letter as the folds see it. ``id`` and ``raw`` come from the line."""
 
@@ -88,8 +96,8 @@ class Letter(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         """
         try:
             value = orjson.loads(self.raw)
-        except orjson.JSONDecodeError:
-            value = json.loads(self.raw.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:  # an integer past Python's digit limit reads as a float (inf), not an error
+            value = json.loads(self.raw.decode("utf-8", "replace"), parse_int=_int_or_float)
         assert isinstance(value, dict)
         return value
 

@@ -236,12 +236,15 @@ def plan(tree: VnextTree, known: Known | None = None) -> Plan:
     views: dict[tuple[Any, Any], vt.TrackerView] = {}
     for rec in tree.trackers:
         key = (rec.obj.get("envelope_id"), rec.obj.get("recipient"))
-        if key in views:
+        if not all(isinstance(k, (str, type(None))) for k in key):  # a hand-edited tracker: {"envelope_id": {}}
+            p.note(rec.path, "invalid_field", "envelope_id and recipient are text; the tracker is not imported")
+        elif key in views:
             p.note(rec.path, "duplicate_tracker", "a second tracker of one envelope and recipient (B13.7); "
                    "the first is imported")
         else:
             views[key] = vt.view(rec.obj)
-    ack_files = {(a.record.obj.get("envelope_id"), a.agent): a.record.obj for a in tree.acks}
+    ack_files = {(a.record.obj.get("envelope_id"), a.agent): a.record.obj for a in tree.acks
+                 if isinstance(a.record.obj.get("envelope_id"), (str, type(None)))}
     p.envelope_counts = {"distinct": len(envs), "pending_not_imported": len(tree.intake["pending"]),
                          "quarantined": len(tree.intake["quarantine"]), "deliveries": 0, "already_in_boxes": 0,
                          "without_envelope_file": 0}

@@ -79,6 +79,16 @@ def _body(route: Route, in_path: set[str], components: dict[str, Any]) -> dict[s
     return {"required": False, "content": {"application/json": {"schema": schema}}}
 
 
+#: OpenAPI links, what a stateful client follows from an answer to the next request: a sent message is an item
+#: of its recipient (read it, move it), a posted mission letter is a mission to read. Route -> link -> (target
+#: route, its parameters as runtime expressions).
+LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
+    "send": {"ReadItem": ("item", {"entity_id": "$request.path.recipient", "ref": "$response.body#/id"}),
+             "MoveItem": ("move", {"entity_id": "$request.path.recipient", "ref": "$response.body#/id"})},
+    "mission_post": {"ReadMission": ("mission", {"mission_id": "$response.body#/mission_id"})},
+}
+
+
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     in_path = set(re.findall(r"{(\w+)}", route.template))
     props, required = param_schemas(route.params)
@@ -97,6 +107,9 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     components.update(comps)
     responses: dict[str, Any] = {str(route.status): {"description": route.summary,
                                                       "content": {"application/json": {"schema": ok}}}}
+    if route.name in LINKS:
+        responses[str(route.status)]["links"] = {name: {"operationId": target, "parameters": params}
+                                                 for name, (target, params) in LINKS[route.name].items()}
     for status, why in {**ERROR_STATUSES, **(WRITE_STATUSES if route.body else {})}.items():
         responses[status] = {"description": why, "content": {"application/json": {"schema": {"$ref": REF.format(
             name="ErrorBody")}}}}

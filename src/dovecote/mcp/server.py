@@ -40,6 +40,7 @@ from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
 from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
+from dovecote.textsafe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -164,8 +165,10 @@ class Face:
         except Exception as e:
             if not isinstance(e, (Refusal, StoreError)):
                 log.exception("tool %s failed", params.name)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=error_text(e))], is_error=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=tool.text(result))],
+            return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(error_text(e)))],
+                                        is_error=True)
+        # a tool's line may quote a letter (show's subject): one escaped line, as every text an agent reads
+        return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(tool.text(result)))],
                                     structured_content=result)
 
     async def call(self, listed: Tool | Views, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -221,7 +221,8 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
          schemas.INBOX),
     Tool("show", verbs.Show, "One item whole: envelope, body, thread, history.", remote.show,
-         lambda d: f"{d['item'].get('state')} {d['item'].get('id')}: {d['envelope'].get('subject')}", schemas.SHOW),
+         lambda d: f"{d['item'].get('state')} {d['item'].get('id')}: {d['envelope'].get('subject')} "
+                   f"(from: {d['envelope'].get('sender')})", schemas.SHOW),
     Tool("search", verbs.Search, "Full-text search of mail, newest first.", remote.search,
          lambda d: f"search: {d['count']} matches, {_n(d, 'matches')} shown", schemas.OBJECT),
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
