@@ -33,19 +33,29 @@ from dovecote.api import Dovecote
 WORKERS = 16
 
 
+class Pool:
+    """Up to ``size`` threads, made on the first call (see the module docstring); ``await pool(fn, *args)``."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size, self.name = size, name
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self._pool is None:  # made in the process that serves (after a fork), on first use
+            self._pool = ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args))
+
+
 class Runner:
     """Calls on the handle, each in a worker thread, each on the roster as it is on disk now."""
 
     def __init__(self, handle: Dovecote, workers: int = WORKERS) -> None:
         self.handle = handle
         self.workers = workers
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool = Pool(workers, "dovecote-handle")
 
     async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._pool is None:  # made in the process that serves (after a fork), on first use
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="dovecote-handle")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(self._call, fn, *args))
+        return await self._pool(self._call, fn, *args)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         self.handle.refresh()  # a project or entity another process added is seen at once
