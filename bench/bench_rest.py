@@ -37,21 +37,26 @@ class Conn:
         return cls(r, w, f"127.0.0.1:{port}")
 
     async def post(self, path: str, body: dict[str, object], token: str) -> tuple[int, dict[str, object]]:
-        data = orjson.dumps(body)
+        status, _, answer = await self.exchange(path, orjson.dumps(body), token)
+        return status, orjson.loads(answer) if answer else {}
+
+    async def exchange(self, path: str, data: bytes, token: str,
+                       extra: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        """POST ``data`` (JSON) with ``extra`` headers: the status, the answer's headers (lower case), its body."""
+        more = "".join(f"{k}: {v}\r\n" for k, v in (extra or {}).items())
         self.writer.write(
-            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {token}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {token}\r\n{more}"
             f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data
         )
         head = await self.reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ", 2)[1])
-        length = 0
+        headers = {}
         for h in lines[1:]:
             k, _, v = h.partition(":")
-            if k.lower() == "content-length":
-                length = int(v)
-        answer = await self.reader.readexactly(length)
-        return status, orjson.loads(answer) if answer else {}
+            headers[k.strip().lower()] = v.strip()
+        answer = await self.reader.readexactly(int(headers.get("content-length", "0") or 0))
+        return status, headers, answer
 
     async def close(self) -> None:
         self.writer.close()

@@ -127,8 +127,9 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         lines.append("Ctrl-C stops it.")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
+        # no proxy-header rewriting: nothing here reads a client's address, and it is one middleware less a request
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
-                                lifespan="on")
+                                lifespan="on", proxy_headers=False)
         try:
             if workers == 1:
                 uvicorn.Server(config).run(sockets=[sock])

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -50,7 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
-from dovecote.http import errors, events, openapi, pages_delivery, pages_missions, rest
+from dovecote.http import dispatch, errors, events, openapi, pages_delivery, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Runner
@@ -62,22 +63,30 @@ SERVER_STATE = frozenset({"login"})
 
 
 class Guard:
-    """The checks before any route: the Host, and who the request is (see the module docstring)."""
+    """The checks before any route: the Host, and who the request is (see the module docstring).
+
+    It reads the scope's headers itself (no ``Request`` and no URL is built for a
+    request that passes), then hands a REST request straight to its route
+    (``dispatch.Index``) and anything else to the rest of the app.
+    """
 
     def __init__(self, app: ASGIApp, *, handle: Dovecote, remote: bool, hosts: Sequence[str] | None,
-                 sessions: Sessions) -> None:
+                 sessions: Sessions, index: dispatch.Index | None = None) -> None:
         self.app = app
         self.handle = handle
         self.remote = remote
         self.hosts = frozenset(h.lower() for h in hosts) if hosts is not None else None
         self.sessions = sessions
+        self.index = index
         self._limiter: anyio.CapacityLimiter | None = None
 
-    async def principal(self, request: Request) -> Principal | None:
+    async def principal(self, scope: Scope, headers: dict[bytes, bytes]) -> Principal | None:
         """The principal of the request's bearer token; None without one; refuses what it cannot admit."""
-        if self.hosts is not None and (request.url.hostname or "").lower() not in self.hosts:
-            raise Refusal("invalid_field", f"the Host header {request.headers.get('host', '')!r} is not this server")
-        token = bearer(request.headers.get("authorization"))
+        if self.hosts is not None and host_name(scope, headers) not in self.hosts:
+            given = headers.get(b"host", b"").decode("latin-1")
+            raise Refusal("invalid_field", f"the Host header {given!r} is not this server")
+        given_token = headers.get(b"authorization")
+        token = bearer(given_token.decode("latin-1") if given_token is not None else None)
         if token is not None:
             if self._limiter is None:  # made on the event loop that uses it; not the handle's worker
                 self._limiter = anyio.CapacityLimiter(4)
@@ -86,22 +95,35 @@ class Guard:
                 return cached
             found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token, limiter=self._limiter)
             return found
-        if self.remote and not request.url.path.startswith("/login/") and self.sessions.person(request) is None:
+        if self.remote and not scope["path"].startswith("/login/") and self.sessions.person(Request(scope)) is None:
             raise Refusal("unauthorized", "this server is open to the network: send Authorization: Bearer <token> "
                                           "(dovecote token issue), or open the login link")
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            request = Request(scope)
             try:
-                who = await self.principal(request)
+                who = await self.principal(scope, dict(reversed(scope["headers"])))  # the first of a repeated header
             except Refusal as refused:
-                response = await errors.handle(request, refused)
+                response = await errors.handle(Request(scope), refused)
                 await response(scope, receive, send)
                 return
             scope.setdefault("state", {})[rest.PRINCIPAL] = who
+            route = self.index.find(scope) if self.index is not None else None
+            if route is not None:
+                await self.index.serve(route, scope, receive, send)  # type: ignore[union-attr]
+                return
         await self.app(scope, receive, send)
+
+
+def host_name(scope: Scope, headers: dict[bytes, bytes]) -> str:
+    """The host a request names, lower case, without port or IPv6 brackets (as Starlette's
+    ``request.url.hostname``): its Host header, else the address it came in on."""
+    given = headers.get(b"host")
+    if given is None:
+        server = scope.get("server")
+        return str(server[0]).lower() if server else ""
+    return (urlsplit("//" + given.decode("latin-1")).hostname or "").lower()
 
 
 async def _read_only(request: Request) -> Response:
@@ -165,5 +187,6 @@ def create_app(
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.sessions = table
     app.state.read_only = read_only
-    app.add_middleware(Guard, handle=handle, remote=remote, hosts=hosts, sessions=table)
+    app.add_middleware(Guard, handle=handle, remote=remote, hosts=hosts, sessions=table,
+                       index=dispatch.Index("/api/v1", [r for r in api if isinstance(r, Route)]))
     return app

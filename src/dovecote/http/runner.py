@@ -8,21 +8,42 @@ group commit (``commit.py``) and share an fsync instead of queueing behind one
 thread. The handle is safe for that: every write is a section under its box's
 lock (a compare-and-swap decides there), warm folds are fed under per-box locks
 (``folds.py``), and the MCP face calls the same handle from its own workers.
+
+The threads are a plain ``ThreadPoolExecutor`` reached with
+``loop.run_in_executor``: a send is one hop there and one back, about half
+the event loop's CPU of anyio's ``to_thread`` (its capacity limiter, cancel
+scope and per-call worker bookkeeping), measured in ``bench/README.md``. A
+request cancelled meanwhile (its client left) stops waiting, but its call runs
+to the end in its thread: a write that began is finished and fsynced, never
+cut half way. The pool is made on the first call, so a ``serve --workers N``
+process makes its own after the fork (threads do not survive one).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-import anyio
-import anyio.to_thread
 
 from dovecote.api import Dovecote
 
 #: How many handle calls may run at once (threads mostly wait on fsyncs and locks, not the CPU).
 WORKERS = 16
+
+
+class Pool:
+    """Up to ``size`` threads, made on the first call (see the module docstring); ``await pool(fn, *args)``."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size, self.name = size, name
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self._pool is None:  # made in the process that serves (after a fork), on first use
+            self._pool = ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args))
 
 
 class Runner:
@@ -31,12 +52,10 @@ class Runner:
     def __init__(self, handle: Dovecote, workers: int = WORKERS) -> None:
         self.handle = handle
         self.workers = workers
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._pool = Pool(workers, "dovecote-handle")
 
     async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._limiter is None:  # made on the event loop that uses it
-            self._limiter = anyio.CapacityLimiter(self.workers)
-        return await anyio.to_thread.run_sync(functools.partial(self._call, fn, *args), limiter=self._limiter)
+        return await self._pool(self._call, fn, *args)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         self.handle.refresh()  # a project or entity another process added is seen at once

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import anyio.to_thread
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -38,8 +37,8 @@ class BearerAuth:
         given = headers.get(b"authorization")
         try:
             token = bearer(given.decode("latin-1") if given is not None else "") or ""  # no header: refused there
-            principal = self.face.dc.authenticate_cached(token) or await anyio.to_thread.run_sync(
-                self.face.dc.authenticate, token, limiter=self.face.workers)  # a worker reads a changed token file
+            principal = self.face.dc.authenticate_cached(token) or await self.face.run(
+                self.face.dc.authenticate, token)  # a worker reads a changed token file
         except Refusal as r:
             await _reply(send, r.status, r.to_dict())
             return

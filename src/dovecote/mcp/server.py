@@ -4,10 +4,11 @@ Built on the SDK's low-level ``Server`` (public API): it takes each tool's
 JSON schema as given, so the schemas are exactly the typed verbs'. The rules:
 
 - Every call is decoded by its verb, checked against the read-only deny list,
-  and made on the handle **off the event loop** (``anyio.to_thread``) under a
-  bounded limiter, so one slow fsync never stalls the other connections and
-  the thread count never grows with the number of agents. ``wait`` has a
-  limiter of its own: a blocked wait never takes a writer's slot.
+  and made on the handle **off the event loop** (a bounded thread pool,
+  ``http.runner.Pool``, as the REST face's), so one slow fsync never stalls the
+  other connections and the thread count never grows with the number of
+  agents. ``wait`` has a pool of its own: a blocked wait never takes a
+  writer's thread.
 - A ``Refusal`` is ``isError`` with text ``<keyword>: ...``; a ``StoreError``
   is ``io_error: ...``; anything else is ``internal_error`` with no traceback.
 - Resources ``inbox://{entity}`` and ``box://{address}`` are read with the same
@@ -25,7 +26,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 import orjson
 from mcp.server.context import ServerRequestContext
@@ -38,6 +38,7 @@ from dovecote import verbs
 from dovecote._version import __version__
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
+from dovecote.http.runner import Pool
 from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
 from dovecote.textsafe import one_line
@@ -103,8 +104,8 @@ class Face:
         self.read_only = read_only
         #: no session outlives its request (``mcp.http.app``): nothing to send a notification through
         self.stateless = False
-        self.workers = anyio.CapacityLimiter(WORKERS)
-        self.waiters = anyio.CapacityLimiter(WAITERS)
+        self.workers = Pool(WORKERS, "dovecote-mcp")
+        self.waiters = Pool(WAITERS, "dovecote-mcp-wait")
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
         self.watcher = Watcher(self._stamp, self._updated, poll=poll)
@@ -140,8 +141,8 @@ class Face:
             raise Refusal("unauthorized", "this connection carries no token (Authorization: Bearer <token>)")
         return found
 
-    async def run(self, fn: Callable[..., Any], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter or self.workers)
+    async def run(self, fn: Callable[..., Any], *args: Any, limiter: Pool | None = None) -> Any:
+        return await (limiter or self.workers)(fn, *args)
 
     # -- tools -------------------------------------------------------------------
 
