@@ -187,7 +187,8 @@ def test_every_command_survives_every_hostile_argument(
 
 
 @pytest.mark.parametrize("argv", [
-    ["copy", "--to", "../../../etc/passwd"], ["copy", "--from", "host=x dbname=y"], ["db", "migrate", "--url", "x" * 300],
+    ["copy", "--to", "../../../etc/passwd"], ["copy", "--from", "host=x dbname=y"],
+    ["db", "migrate", "--url", "x" * 300],
 ])
 def test_a_store_option_that_is_no_url_is_refused_before_any_connection(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
