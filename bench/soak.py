@@ -11,9 +11,10 @@ stops at the duration (default 600 s) or the call budget, whichever first.
 Judged afterwards:
 - errors: every reply is checked; a refusal counts as asked for (reported by
   keyword, not an error) only when it is a move's ``already_claimed`` or
-  ``illegal_transition`` on an item the agent's *other* client moved (or was
-  moving: its call sent, its answer not yet back) — the two clients race on
-  the same inbox, as two sessions of one agent do;
+  ``illegal_transition`` that the agent's own moves explain: a move of the
+  item by its other client overlapping the call, or a state its moves (either
+  client's) left the item in that does not allow this one — the two clients
+  race on one inbox through one shared view, as two sessions of an agent do;
 - lost: every acknowledged send id is looked up in its recipient's ledger;
 - resources: the servers' fds, threads and RSS, sampled every few seconds,
   early window against late (``_soak_samples`` says how and why those bounds).
@@ -47,6 +48,7 @@ from typing import Any
 from _load import agents_home, cpu_seconds, database, free_port, lost, pct, start, stop
 from _soak_clients import Answer, Mcp, Rest
 from _soak_samples import Flatness, Sample, held_per_letter_kib, judge, sample
+from dovecote.derive.lifecycle import TERMINAL, TRANSITIONS, State
 
 #: What a client does next, by weight; "work" is a chain of moves on one item of the agent's own.
 MIX = {"send": 20, "inbox": 12, "work": 22, "wait": 8, "search": 8, "show": 10}
@@ -75,8 +77,9 @@ class Agent:
     me: str
     others: list[str]
     items: dict[str, str] = field(default_factory=dict)  # ref -> state as last seen
-    moved_by: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # ref -> faces that moved it
+    moved_to: dict[str, str] = field(default_factory=dict)  # ref -> state its last move (either client's) made
     moving: set[tuple[str, str]] = field(default_factory=set)  # (ref, face) of a move sent, not yet answered
+    started: Counter[str] = field(default_factory=Counter)  # ref -> state-changing moves sent so far (either client)
     cursor: dict[str, str | None] = field(default_factory=dict)  # face -> wait cursor
     sent: int = 0
 
@@ -102,11 +105,19 @@ async def timed(tally: Tally, verb: str, face: str, call: Any) -> Answer:
     return answer
 
 
-def refused(tally: Tally, agent: Agent, face: str, verb: str, ref: str | None, a: Answer) -> None:
-    """Judge a refusal: asked for (a lost race with the agent's other client) or an error."""
-    other = "mcp" if face == "rest" else "rest"
-    other_moved = ref is not None and (other in agent.moved_by.get(ref, set()) or (ref, other) in agent.moving)
-    if verb in MOVES and a.reason in RACE_REFUSALS and other_moved:
+def refused(tally: Tally, agent: Agent, face: str, verb: str, ref: str | None, a: Answer,
+            overlapped: bool = False) -> None:
+    """Judge a refusal: asked for (the agent acted on a stale view of its own inbox) or an error.
+
+    A move's ``already_claimed`` or ``illegal_transition`` is asked for when a move of the item by the agent's
+    other client overlapped this call (``overlapped``: on its way when this one left, sent or answered while
+    it was out), or when the state the agent's own moves (either client's) left the item in does not allow
+    the move: a view read before those moves answered (the two clients share one view) said otherwise.
+    Anything else is an error.
+    """
+    made = agent.moved_to.get(ref) if ref is not None else None
+    stale = made is not None and verb not in TRANSITIONS[State(made)]
+    if verb in MOVES and a.reason in RACE_REFUSALS and (overlapped or stale):
         tally.expected[f"{verb}: {a.reason}"] += 1
     else:
         tally.errors.append(f"{face} {verb} {agent.me} {ref or ''}: {a.reason}: {a.detail}"[:300])
@@ -126,20 +137,25 @@ async def move(tally: Tally, agent: Agent, client: Rest | Mcp, ref: str, kind: s
     """One move; the agent's record says this client moves ``ref`` from the moment the call leaves (its other
     client may be refused while the answer is on its way) until a refusal says it did not."""
     changes = kind != "seen"  # seen changes no state: it can make no other move illegal
+    other = "mcp" if client.face == "rest" else "rest"
+    before = agent.started[ref] + changes
+    overlapped = (ref, other) in agent.moving
     if changes:
         agent.moving.add((ref, client.face))
+        agent.started[ref] += 1
     try:
         a = await timed(tally, kind, client.face, client.move(agent.me, ref, kind, **opts))
     finally:
         agent.moving.discard((ref, client.face))
+    overlapped = overlapped or (ref, other) in agent.moving or agent.started[ref] != before
     if not a.ok:
-        refused(tally, agent, client.face, kind, ref, a)
+        refused(tally, agent, client.face, kind, ref, a, overlapped)
         return False
     if shaped(tally, agent, client.face, kind, a, "to"):
         tally.writes += 1
         agent.items[ref] = str(a.data["to"])
-        if changes:
-            agent.moved_by[ref].add(client.face)
+        if agent.moved_to.get(ref) not in TERMINAL:  # answers of two clients may arrive out of order
+            agent.moved_to[ref] = str(a.data["to"])
     return True
 
 
@@ -342,7 +358,8 @@ def soak(mode: str, root: Path, *, agents: int = 30, seconds: float = 600, calls
     with served(mode, root, agents, store) as (names, servers, home):
         tally, samples, wall = asyncio.run(drive(names, servers, seconds, calls, pause, every, seed))
         server_cpu = sum(cpu_seconds(p) for p in servers.pids)
-    held = held_per_letter_kib(home, names)
+    # each server holds the derived state of every box its clients read: here all of them, on each server
+    held = held_per_letter_kib(home, names) * len(servers.pids)
     flatness = judge(samples, wall, held)
     return Result(mode, agents, wall, tally, lost(home, tally.acked), flatness, tuple(samples), server_cpu)
 

@@ -4,7 +4,7 @@
 a file home; two serve processes on two homes over one PostgreSQL schema) and
 assert what a user relies on: no call answered wrongly, nothing acknowledged
 lost, the servers' fds, threads and memory flat. ``make test`` runs a short
-sample of each mode (``DOVECOTE_SOAK_SAMPLE_SECONDS``, default 20 s); ``make
+sample of each mode (``DOVECOTE_SOAK_SAMPLE_SECONDS``, default 25 s); ``make
 stress`` runs the whole soak (``DOVECOTE_SOAK_SECONDS``, default 600 s, the
 issue's ten minutes, each mode). The judges themselves are checked on made-up
 samples and refusals, so a soak that passes cannot pass by judging nothing.
@@ -29,7 +29,7 @@ from soak import Agent, Result, Tally, refused, soak
 
 pytestmark = pytest.mark.files_only  # real processes; the postgres mode's store is the test's own schema
 
-SAMPLE_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SAMPLE_SECONDS", "20"))
+SAMPLE_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SAMPLE_SECONDS", "25"))
 FULL_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SECONDS", "600"))
 
 
@@ -43,11 +43,13 @@ def mode(request: pytest.FixtureRequest) -> Iterator[tuple[str, str | None]]:
         release(url)
 
 
-def assert_soak_held(result: Result) -> None:
+def assert_soak_held(result: Result, *, threads: bool = True) -> None:
+    """No error, nothing lost, the resources flat (``threads``: their verdict too), every verb reached."""
     report = "\n".join(result.lines())
     assert result.tally.errors == [], report
     assert result.lost == 0, report
-    assert result.flatness.flat, report
+    problems = [p for p in result.flatness.problems if threads or not p.startswith("threads")]
+    assert problems == [], report
     # the mix reached every verb, on both faces' worth of calls: a soak of sends alone proves little
     for verb in ("send", "inbox", "claim", "seen", "complete", "wait", "search", "show"):
         assert result.tally.lat.get(verb), f"no {verb} answered:\n{report}"
@@ -58,7 +60,9 @@ def test_a_short_soak_of_30_agents_answers_every_call_loses_nothing_and_stays_fl
         tmp_path: Path, mode: tuple[str, str | None]) -> None:
     name, store = mode
     result = soak(name, tmp_path, agents=30, seconds=SAMPLE_SECONDS, every=1.0, store=store)
-    assert_soak_held(result)
+    # half a minute is inside the thread pools' warm-up (anyio adds threads as calls overlap, still at 10-20 s):
+    # the sample judges the fds and the memory; the full soak judges the threads too
+    assert_soak_held(result, threads=False)
 
 
 @pytest.mark.stress
@@ -109,15 +113,21 @@ def test_too_short_a_run_is_not_judged_flat() -> None:
     assert not judge(steady(5), 600, 1.0).flat
 
 
-def test_a_lost_race_with_the_agents_other_client_is_asked_for_and_anything_else_an_error() -> None:
+def test_a_refusal_the_agents_own_moves_explain_is_asked_for_and_anything_else_an_error() -> None:
     tally, agent = Tally(), Agent("ent_agent00", ["ent_agent01"])
-    agent.moved_by["abc"].add("mcp")
-    refused(tally, agent, "rest", "claim", "abc", Answer(reason="already_claimed"))
-    assert tally.expected == {"claim: already_claimed": 1} and tally.errors == []
-    refused(tally, agent, "mcp", "claim", "abc", Answer(reason="already_claimed"))  # its own move: no race
-    refused(tally, agent, "rest", "claim", "xyz", Answer(reason="illegal_transition"))  # nobody moved it
-    agent.moving.add(("def", "mcp"))  # the other client's move is on its way: a race, asked for
-    refused(tally, agent, "rest", "seen", "def", Answer(reason="illegal_transition"))
+    agent.moved_to["abc"] = "DONE"  # a move of the agent's (either client) completed it
+    refused(tally, agent, "rest", "seen", "abc", Answer(reason="illegal_transition"))
+    agent.moved_to["act"] = "ACTIVE"
+    refused(tally, agent, "mcp", "claim", "act", Answer(reason="already_claimed"))
+    # the other client's move overlapped the call (a defer and its undefer while this claim was out)
+    refused(tally, agent, "rest", "claim", "def", Answer(reason="illegal_transition"), overlapped=True)
+    assert tally.expected == {"seen: illegal_transition": 1, "claim: already_claimed": 1,
+                              "claim: illegal_transition": 1}
+    assert tally.errors == []
+    refused(tally, agent, "mcp", "seen", "def", Answer(reason="illegal_transition"))  # no overlap: no race
+    agent.moved_to["wai"] = "WAIT"
+    refused(tally, agent, "rest", "claim", "wai", Answer(reason="already_claimed"))  # WAIT allows claim
+    refused(tally, agent, "rest", "claim", "xyz", Answer(reason="illegal_transition"))  # nothing explains it
     refused(tally, agent, "rest", "send", None, Answer(reason="unknown_entity"))
     refused(tally, agent, "rest", "complete", "abc", Answer(reason="transport", detail="reset"))
-    assert len(tally.errors) == 4 and sum(tally.expected.values()) == 2
+    assert len(tally.errors) == 5 and sum(tally.expected.values()) == 3
