@@ -43,6 +43,8 @@ def _post(dc: Dovecote, seq: int, ids: list[str]) -> None:
         ids.append(dc.mission_post(verbs.MissionPost(letter=letter, as_project="repo-a"),
                                    actor=VECTOR_AGENT)["letter_id"])
     except Refusal as e:  # the retry of a post that landed: the head has moved on to it
+        if e.reason == "disk_full":
+            raise  # the injected fault itself: the sweep counts the refusal
         assert e.reason == "stale_head", e
         ids.append(dc.mission(verbs.Mission(mission_id=VECTOR["mission_id"]))["head_letter_id"])
 

@@ -4,7 +4,7 @@
 a file home; two serve processes on two homes over one PostgreSQL schema) and
 assert what a user relies on: no call answered wrongly, nothing acknowledged
 lost, the servers' fds, threads and memory flat. ``make test`` runs a short
-sample of each mode (``DOVECOTE_SOAK_SAMPLE_SECONDS``, default 25 s); ``make
+sample of each mode (``DOVECOTE_SOAK_SAMPLE_SECONDS``, default 10 s); ``make
 stress`` runs the whole soak (``DOVECOTE_SOAK_SECONDS``, default 600 s, the
 issue's ten minutes, each mode). The judges themselves are checked on made-up
 samples and refusals, so a soak that passes cannot pass by judging nothing.
@@ -29,7 +29,7 @@ from soak import Agent, Result, Tally, refused, soak
 
 pytestmark = pytest.mark.files_only  # real processes; the postgres mode's store is the test's own schema
 
-SAMPLE_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SAMPLE_SECONDS", "25"))
+SAMPLE_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SAMPLE_SECONDS", "10"))
 FULL_SECONDS = float(os.environ.get("DOVECOTE_SOAK_SECONDS", "600"))
 
 
