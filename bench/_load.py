@@ -29,6 +29,8 @@ from dovecote.store_url import shown
 from dovecote.verbs import EntityAdd
 
 BIN = Path(sys.executable).parent / "dovecote"
+#: The application name of the server's PostgreSQL sessions (``--store``), to find their backends.
+BACKENDS = f"dovecote_bench_{os.getpid()}"
 
 
 def free_port() -> int:
@@ -55,6 +57,17 @@ def cpu_seconds(pid: int) -> float:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def backends_cpu(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving the bench's server (its pools' sessions, by
+    their application name; the server runs on this machine), read while they are still open."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pids = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s AND pid <> "
+                            "pg_backend_pid()", (BACKENDS,)).fetchall()
+    return sum(cpu_seconds(int(str(p[0]))) for p in pids)
 
 
 def fds(pid: int) -> int:
@@ -162,7 +175,7 @@ class Round:
 
 
 def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_target: int,
-            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, float]) -> None:
+            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, ...]) -> None:
     """Print the medians over rounds, the loss check, the fds and the reference."""
     rate = statistics.median(len(r.acked) / r.wall for r in rounds)
     p = {q: statistics.median(pct(r.lat, q) for r in rounds) for q in (50, 95, 99)}
@@ -179,7 +192,8 @@ def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_ta
     print(f"reference (same run, same disk): one raw append + fsync {raw[0]:.0f} µs = {raw[1]:.0f} fsynced "
           f"appends/s one after another; a send is two durable appends, so without group commit or overlap: "
           f"{raw[1] / 2:.0f} sends/s; measured is {rate / (raw[1] / 2):.2f}x that")
-    print(f"CPU per send: server {cpu[0] / sends * 1000:.2f} ms, clients {cpu[1] / sends * 1000:.2f} ms; "
+    backends = f", PostgreSQL backends {cpu[2] / sends * 1000:.2f} ms" if len(cpu) > 2 else ""
+    print(f"CPU per send: server {cpu[0] / sends * 1000:.2f} ms{backends}, clients {cpu[1] / sends * 1000:.2f} ms; "
           f"load average now {os.getloadavg()[0]:.1f}")
 
 
@@ -194,9 +208,9 @@ def database(server: str) -> Iterator[str]:
 
     with psycopg.connect(server, autocommit=True) as admin, fresh_schema(admin, server) as url:
         try:
-            yield url
+            yield f"{url}&application_name={BACKENDS}"
         finally:
-            release(url)
+            release(f"{url}&application_name={BACKENDS}")
 
 
 #: One round of a bench: (port, tokens, names, sends per client, round number, server pid) -> Round.
@@ -243,7 +257,9 @@ def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Cal
                 print(res.line(r + 1), flush=True)
             time.sleep(1.0)
             fd_end = fds(server.pid)
-            cpu = (cpu_seconds(server.pid), cpu_seconds(os.getpid()) - client_cpu)
+            cpu: tuple[float, ...] = (cpu_seconds(server.pid), cpu_seconds(os.getpid()) - client_cpu)
+            if store:
+                cpu += (backends_cpu(store),)
         finally:
             stop(server)
         raw_after = raw_fsync_rate(Path(tmp))

@@ -99,32 +99,35 @@ class Transaction:
         self.queued.clear()
 
     def stage(self, key: str, box: Box, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
-        """Append the lines whose ids are new to the box (its lock held: settled)."""
+        """Append the lines whose ids are new to the box (its lock held: settled). Each id is
+        computed once, here; the box absorbs the new letters with them."""
         if any(b"\n" in line for line in lines):
             raise ValueError("a ledger line cannot contain a newline")
-        out: list[tuple[str, bool]] = []
-        fresh: dict[str, tuple[int, bytes]] = {}
-        for line in lines:
-            lid = letter_id(line)
-            if lid in box.index or lid in box.others or lid in fresh:
-                out.append((lid, False))
-                continue
-            fresh[lid] = (box.seq + len(fresh) + 1, line)
-            out.append((lid, True))
-        if not fresh:
-            return out
-        rows = [(box.number, box.generation, seq, lid, line) for lid, (seq, line) in fresh.items()]
-        with collector_paused():
-            if len(rows) >= COPY_FROM:
+        with collector_paused():  # a batch makes many objects, none in a cycle
+            out: list[tuple[str, bool]] = []
+            fresh: dict[str, bytes] = {}
+            held_ids, others = box.index, box.others
+            for line in lines:
+                lid = letter_id(line)
+                new = lid not in held_ids and lid not in others and lid not in fresh
+                if new:
+                    fresh[lid] = line
+                out.append((lid, new))
+            if not fresh:
+                return out
+            seqs = range(box.seq + 1, box.seq + 1 + len(fresh))
+            if len(fresh) >= COPY_FROM:
                 self.flush()
                 with self.session.conn.cursor().copy(_COPY) as cp:
                     cp.set_types(["int4", "int4", "int8", "text", "bytea"])
-                    for row in rows:
-                        cp.write_row(row)
+                    number, generation = box.number, box.generation
+                    for seq, (lid, line) in zip(seqs, fresh.items(), strict=True):
+                        cp.write_row((number, generation, seq, lid, line))
             else:
-                self.staged.extend(rows)
+                self.staged.extend((box.number, box.generation, seq, lid, line)
+                                   for seq, (lid, line) in zip(seqs, fresh.items(), strict=True))
             self.written.append(box)
-            box.absorb(key, list(fresh.values()), list(fresh))
+            box.absorb(key, list(zip(seqs, fresh.values(), strict=True)), list(fresh))
         if key not in self.moved:
             self.moved.append(key)
         return out
