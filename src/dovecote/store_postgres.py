@@ -200,6 +200,17 @@ class PostgresStore:
             rows = conn.execute("SELECT box FROM dovecote_boxes WHERE box LIKE 'entity:%' ORDER BY box").fetchall()
         return [str(r[0]).removeprefix("entity:") for r in rows]
 
+    def rows(self) -> Iterator[tuple[str, int, int, str, bytes]]:
+        """Every row of every box and generation, as stored: (box, generation, seq, id, line), in
+        that order; read through a server-side cursor, so a large database is never held at once
+        (``verify`` checks each row's id against its bytes)."""
+        with self._conn() as conn, conn.transaction(), conn.cursor("dovecote_rows", binary=True) as cur:
+            cur.itersize = 5000
+            cur.execute("SELECT b.box, l.generation, l.seq, l.id, l.line FROM dovecote_letters l "
+                        "JOIN dovecote_boxes b ON l.box = b.id ORDER BY l.box, l.generation, l.seq")
+            for box, generation, seq, lid, line in cur:
+                yield str(box), int(str(generation)), int(str(seq)), str(lid), bytes(cast("bytes", line))
+
     def _box(self, key: str) -> Box:
         box = self._boxes.get(key)
         if box is None:
