@@ -189,7 +189,9 @@ class PostgresStore:
         return box_key(self.roster, where)
 
     def location(self, where: Where) -> str:
-        return keyed_location("postgresql", self.key(where), where)
+        """The database's URL as it may be printed (``store_url.shown``) and the box: ``…/test#spool``."""
+        key = self.key(where)
+        return f"{shown(self.url)}#{key}" if key else keyed_location("postgresql", key, where)
 
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)
