@@ -29,6 +29,8 @@ from dovecote.store_url import shown
 from dovecote.verbs import EntityAdd
 
 BIN = Path(sys.executable).parent / "dovecote"
+#: The application name of the server's PostgreSQL sessions (``--store``), to find their backends.
+BACKENDS = f"dovecote_bench_{os.getpid()}"
 
 
 def free_port() -> int:
@@ -56,6 +58,17 @@ def cpu_seconds(pid: int, *, children: bool = True) -> float:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def backends_cpu(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving the bench's server (its pools' sessions, by
+    their application name; the server runs on this machine), read while they are still open."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pids = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s AND pid <> "
+                            "pg_backend_pid()", (BACKENDS,)).fetchall()
+    return sum(cpu_seconds(int(str(p[0]))) for p in pids)
 
 
 def fds(pid: int) -> int:
@@ -163,7 +176,7 @@ class Round:
 
 
 def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_target: int,
-            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, float]) -> None:
+            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, ...]) -> None:
     """Print the medians over rounds, the loss check, the fds and the reference."""
     rate = statistics.median(len(r.acked) / r.wall for r in rounds)
     p = {q: statistics.median(pct(r.lat, q) for r in rounds) for q in (50, 95, 99)}
@@ -180,7 +193,8 @@ def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_ta
     print(f"reference (same run, same disk): one raw append + fsync {raw[0]:.0f} µs = {raw[1]:.0f} fsynced "
           f"appends/s one after another; a send is two durable appends, so without group commit or overlap: "
           f"{raw[1] / 2:.0f} sends/s; measured is {rate / (raw[1] / 2):.2f}x that")
-    print(f"CPU per send (during the rounds): server {cpu[0] / sends * 1000:.2f} ms (every process of it), "
+    backends = f", PostgreSQL backends {cpu[2] / sends * 1000:.2f} ms" if len(cpu) > 2 else ""
+    print(f"CPU per send (during the rounds): server {cpu[0] / sends * 1000:.2f} ms (every process of it){backends}, "
           f"clients {cpu[1] / sends * 1000:.2f} ms (the bench's process); "
           f"load average now {os.getloadavg()[0]:.1f}")
 
@@ -196,9 +210,9 @@ def database(server: str) -> Iterator[str]:
 
     with psycopg.connect(server, autocommit=True) as admin, fresh_schema(admin, server) as url:
         try:
-            yield url
+            yield f"{url}&application_name={BACKENDS}"
         finally:
-            release(url)
+            release(f"{url}&application_name={BACKENDS}")
 
 
 #: One round of a bench: (port, tokens, names, sends per client, round number, server pid) -> Round.
@@ -245,7 +259,10 @@ def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Cal
                 res = one(port, tokens, names, args.sends, r, server.pid)
                 rounds.append(res)
                 print(res.line(r + 1), flush=True)
-            cpu = (cpu_seconds(server.pid) - server_cpu, cpu_seconds(os.getpid(), children=False) - client_cpu)
+            cpu: tuple[float, ...] = (cpu_seconds(server.pid) - server_cpu,
+                                      cpu_seconds(os.getpid(), children=False) - client_cpu)
+            if store:
+                cpu += (backends_cpu(store),)
             time.sleep(1.0)
             fd_end = fds(server.pid)
         finally:

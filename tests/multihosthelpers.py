@@ -2,18 +2,23 @@
 
 A "host" here is a home of its own (its own roster, tokens and caches) whose
 ``store`` is the shared database, with the same entities and project
-registered in each roster, as a team's machines would have. Its processes
-talk to PostgreSQL over loopback (no network namespaces: separate processes
-with separate homes are what the proof needs of a host).
+registered in each roster, as a team's machines would have. Where the machine
+allows it (``unshare --net`` works: root, or a user namespace), every process
+of a host runs in a network namespace of its own, with no network at all, and
+reaches PostgreSQL through its Unix socket: the hosts share nothing but the
+database. Elsewhere they are separate processes on loopback.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -22,6 +27,27 @@ from dovecote.verbs import EntityAdd, ProjectAdd
 from helpers import DOVECOTE_BIN, cli_env
 
 ENTITIES = ("aya", "tariq", "kimi")
+#: Where the machine's PostgreSQL listens on a Unix socket (Debian's default).
+SOCKET_DIR = Path(os.environ.get("DOVECOTE_TEST_PG_SOCKET", "/var/run/postgresql"))
+
+
+def namespaces() -> bool:
+    """Can a host's processes run in network namespaces of their own, reaching the database by its socket?"""
+    if shutil.which("unshare") is None or not any(SOCKET_DIR.glob(".s.PGSQL.*")):
+        return False
+    return subprocess.run(["unshare", "--net", "true"], capture_output=True, check=False).returncode == 0
+
+
+NETNS = namespaces()
+#: What a host's process is started under: a new network namespace, when there can be one.
+PREFIX = ["unshare", "--net"] if NETNS else []
+
+
+def by_socket(url: str) -> str:
+    """``url`` (a TCP URL of the machine's server) through its Unix socket instead, the query kept."""
+    parts = urlsplit(url)
+    query = f"host={SOCKET_DIR}&port={parts.port or 5432}" + (f"&{parts.query}" if parts.query else "")
+    return f"postgresql://{parts.path}?{query}"
 
 #: A host's writer in a loop: one send at a time, each id printed once the send returned (acknowledged).
 #: With ``retry`` a failed send (the server restarting) is tried again after a pause under the same
@@ -59,20 +85,22 @@ class Host:
     env: dict[str, str]
 
     def start(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([str(DOVECOTE_BIN), *args], env=self.env, stdin=subprocess.PIPE,
+        return subprocess.Popen([*PREFIX, str(DOVECOTE_BIN), *args], env=self.env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.home.parent)
 
     def sender(self, tag: str, count: int, *, retry: bool = False) -> subprocess.Popen[bytes]:
         """The writer loop (``SENDER``) as a process of this host."""
         # unbuffered: a test reads the first id with readline, and communicate() then reads the pipe
         # itself, so a buffer holding lines past the first would lose them
-        return subprocess.Popen([sys.executable, "-c", SENDER, tag, str(count), "retry" if retry else "once"],
+        return subprocess.Popen([*PREFIX, sys.executable, "-c", SENDER, tag, str(count), "retry" if retry else "once"],
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
 def hosts(tmp: Path, url: str, n: int) -> list[Host]:
-    """``n`` homes on the database at ``url``, each with the same entities and project ``repo-a``."""
+    """``n`` homes on the database at ``url`` (through its socket when the hosts have namespaces of
+    their own), each with the same entities and project ``repo-a``."""
     out = []
+    url = by_socket(url) if NETNS else url
     for i in range(n):
         root = tmp / f"host{i}"
         (root / "repo-a").mkdir(parents=True)

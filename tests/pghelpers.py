@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
 import pytest
+from psycopg import pq
 
 from dovecote import store_pgschema
 
@@ -54,3 +56,26 @@ def schema(*, migrated: bool = True) -> Iterator[str]:
     finally:
         admin.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
         admin.close()
+
+
+@contextmanager
+def round_trips(conn: psycopg.Connection[tuple[object, ...]], path: Path) -> Iterator[Callable[[], int]]:
+    """Trace what ``conn`` says to its server (libpq's protocol trace, into ``path``); yields a
+    function counting the round trips so far: each time the client, having sent, reads an answer."""
+    with path.open("w") as f:
+        conn.pgconn.trace(f.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+
+        def count() -> int:
+            f.flush()
+            trips, last = 0, ""
+            for row in path.read_text().splitlines():
+                side = row[:1]
+                trips += side == "B" and last == "F"
+                last = side if side in "FB" else last
+            return trips
+
+        try:
+            yield count
+        finally:
+            conn.pgconn.untrace()

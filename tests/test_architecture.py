@@ -28,7 +28,9 @@ CLI_MAY_IMPORT = frozenset(
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
-                            "dovecote.remote"})
+                            "dovecote.remote",
+                            "dovecote.textsafe",  # every tool's text line made one escaped line, as the CLI's
+                            "dovecote.http.runner"})  # the bounded thread pool both servers' faces share
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)

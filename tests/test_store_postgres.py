@@ -25,6 +25,7 @@ from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store import FileStore
 from dovecote.store_postgres import PostgresStore, release
+from dovecote.store_url import shown
 from dovecote.verbs import Cases, EntityAdd, Inbox, Message, Search, Sweep, Trackers
 from helpers import DOVECOTE_BIN, cli_env, cli_json, new_home, run_cli
 from pghelpers import schema
@@ -103,6 +104,15 @@ def test_init_with_a_store_keeps_the_ledgers_in_the_database(tmp_path: Path, url
     assert not (home / "boxes").exists(), "the ledgers moved; the roster stays in the home"
     cold = api.open_home(home)
     assert cold.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+
+
+def test_doctor_on_postgres_names_the_database_not_a_spool_file(tmp_path: Path, url: str) -> None:
+    home = tmp_path / "h" / ".dovecote"
+    cli_json(tmp_path, "init", "--store", url, "--json", home=home)
+    got = cli_json(tmp_path, "doctor", "--json", home=home)
+    assert got["mailbox"]["available"], got
+    assert got["mailbox"]["spool_path"] == f"{shown(url)}#spool"
+    assert not (home / "spool.jsonl").exists()
 
 
 @pytest.mark.parametrize("bad", ["postgresql://me:secret@127.0.0.1/test", "postgresql://127.0.0.1/test?password=x"])

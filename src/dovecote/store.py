@@ -173,6 +173,12 @@ class Store(Protocol):
         ...
 
 
+def commits_together(store: Store) -> bool:
+    """Do a thread's nested guarded sections commit as one (PostgreSQL: one transaction)? Then a
+    write that must never outlive another (a send's record, its delivery) can join its section."""
+    return bool(getattr(store, "sections_commit_together", False))
+
+
 def reachable(roster: Roster, where: Where) -> bool:
     """Can this machine reach the box? Only an in-repo box can be out of reach
     (and a project the roster does not know has no box at all)."""

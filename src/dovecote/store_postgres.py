@@ -12,9 +12,9 @@ across processes and hosts that share one database:
   box: the guard's letters are read inside it, so a compare-and-swap decided
   from them holds against every other host, and what it appends commits (with
   ``synchronous_commit`` on, the WAL is flushed) before the block ends.
-  ``append`` is a guarded batch: one transaction, one ``INSERT … ON CONFLICT
-  DO NOTHING RETURNING id``, which reports which lines were new (a batch of
-  ``COPY_FROM`` new lines or more is a binary ``COPY``: see ``_copy``).
+  ``append`` is a guarded batch. How few round trips a section takes (its
+  lock, reads and inserts pipelined, nested sections joining one transaction)
+  is ``store_pgwrite``'s.
 * A box's generation is a row of ``dovecote_boxes``; ``replace`` (a restore)
   writes the new lines under the next generation and readers start over. The
   old generation's rows stay.
@@ -22,49 +22,34 @@ across processes and hosts that share one database:
   migration) as their origin and the generation as ``ident``, so a fold cached
   by one process is resumed by another on the same database and by nobody else.
 
-A handle keeps each box's letters warm (``_Box``) and reads only the rows after
-what it holds; ``for_roster`` shares them. The schema is ``store_pgschema``'s.
+A handle keeps each box's letters warm (``store_pgbox.Box``) and reads only the
+rows after what it holds; ``for_roster`` shares them. The schema is
+``store_pgschema``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import select
 import threading
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
 
 import psycopg
-from msgspec.structs import force_setattr
+from psycopg import pq
 from psycopg_pool import ConnectionPool
 
 from dovecote import store_pgschema
 from dovecote.errors import StoreError
-from dovecote.ledger import Defect
-from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
-from dovecote.osutil import collector_paused
 from dovecote.roster import Roster
 from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, box_key, check_writable, keyed_location, reachable
-from dovecote.store_pgnotify import NOTIFY, Listener
+from dovecote.store_pgbox import ROWS, Box, Conn, decode, held, refresh
+from dovecote.store_pgnotify import Listener
+from dovecote.store_pgwrite import PostgresGuard, Session, Transaction
 from dovecote.store_url import shown
 
-Conn = psycopg.Connection[tuple[object, ...]]
-
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
-_GENERATION = "SELECT id, generation FROM dovecote_boxes WHERE box = %s"
-_ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %s AND seq > %s ORDER BY seq"
-_ROWS_BY_KEY = """SELECT l.seq, l.line FROM dovecote_letters l JOIN dovecote_boxes b ON l.box = b.id
-WHERE b.box = %s AND l.generation = %s AND l.seq > %s ORDER BY l.seq"""
-_ENSURE = "INSERT INTO dovecote_boxes (box) VALUES (%s) ON CONFLICT DO NOTHING"
-_INSERT = """INSERT INTO dovecote_letters (box, generation, seq, id, line)
-SELECT %s, %s, s, i, l FROM unnest(%b::bigint[], %b::text[], %b::bytea[]) AS t(s, i, l)
-ON CONFLICT DO NOTHING RETURNING id"""
-_COPY = "COPY dovecote_letters (box, generation, seq, id, line) FROM STDIN (FORMAT BINARY)"
-#: From how many new lines an append copies rather than inserts.
-COPY_FROM = 256
 _STAMP = """SELECT b.generation, coalesce((SELECT max(seq) FROM dovecote_letters l
 WHERE l.box = b.id AND l.generation = b.generation), 0), b.id FROM dovecote_boxes b WHERE b.box = %s"""
 
@@ -77,104 +62,26 @@ def connect(url: str) -> Conn:
         raise StoreError(f"cannot reach PostgreSQL at {shown(url)}: {e}") from e
 
 
-@dataclass(eq=False)
-class _Box:
-    """What this process holds of one box: its letters up to row ``seq`` of ``generation``."""
-
-    generation: int = -1
-    number: int = 0  # its row in dovecote_boxes, which the letter rows carry
-    seq: int = 0
-    exists: bool = False
-    letters: list[Letter] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)  # each letter's row, for cursors between letters
-    index: dict[str, Letter] = field(default_factory=dict)
-    others: set[str] = field(default_factory=set)  # ids of rows that are no letter (blank, malformed)
-    defects: list[Defect] = field(default_factory=list)
-    lock: threading.RLock = field(default_factory=threading.RLock)
-
-    def restart(self, generation: int) -> None:
-        """Hold nothing of the box: new containers, so what readers were handed stays as it was."""
-        self.generation, self.seq, self.letters, self.seqs = generation, 0, [], []
-        self.index, self.others, self.defects = {}, set(), []
-
-
-def _decode(
-    location: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None
-) -> tuple[list[tuple[int, Letter]], list[Defect], list[str]]:
-    """The letters, the defects and the ids of the rows that are no letter, of ``rows`` (seq, line).
-
-    ``ids``: the rows' ids when the caller just computed them from the same bytes (an append)."""
-    lines = [line for _, line in rows]
-    if any(line.endswith(b"\r") for line in lines):  # what a reader strips, as the file store does
-        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
-    fast = decode_lines_fast(b"\n".join(lines), lines) if lines and all(lines) else None
-    out: list[tuple[int, Letter]] = []
-    defects: list[Defect] = []
-    others: list[str] = []
-    if fast is not None:
-        sha = hashlib.sha256
-        known: Sequence[str | None] = ids or [None] * len(lines)
-        for (seq, _), line, letter, lid in zip(rows, lines, fast, known, strict=True):
-            force_setattr(letter, "id", lid or sha(line).hexdigest()[:12])
-            force_setattr(letter, "raw", line)
-            out.append((seq, letter))
-        return out, defects, others
-    for (seq, _), line in zip(rows, lines, strict=True):
-        one = decode_line(line) if line.strip() else None
-        if one is None:
-            others.append(letter_id(line))
-            if line.strip():  # a blank line is no letter and no defect
-                defects.append(Defect(location, seq, "malformed", "not a JSON object"))
-            continue
-        out.append((seq, one))
-    return out, defects, others
-
-
-def _held(box: _Box, after: Cursor | None) -> BoxRead:
-    """The box's letters after ``after``; a cursor this store did not hand out reads everything ``fresh``."""
-    resume = after is not None and after.generation == box.generation and 0 <= after.position <= box.seq
-    start = bisect_right(box.seqs, after.position) if after is not None and resume else 0
-    return BoxRead(box.letters[start:], box.index, list(box.defects), None, box.exists, box.generation,
-                   Cursor(box.generation, box.seq), not resume)
-
-
-class PostgresGuard:
-    """A box held under its advisory lock, inside one transaction (see ``store.Guard``)."""
-
-    def __init__(self, store: PostgresStore, conn: Conn, key: str, box: _Box) -> None:
-        self._store, self._conn, self._key, self._box = store, conn, key, box
-
-    @property
-    def letters(self) -> list[Letter]:
-        return self._box.letters
-
-    @property
-    def index(self) -> dict[str, Letter]:
-        return self._box.index
-
-    @property
-    def cursor(self) -> Cursor:
-        return Cursor(self._box.generation, self._box.seq)
-
-    def read(self, after: Cursor | None = None) -> BoxRead:
-        return _held(self._box, after)
-
-    def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
-        return self._store._insert(self._conn, self._key, self._box, lines)
-
-    def tail(self, mark: Mark | None = None) -> Tail:
-        return self._store._tail(self._conn, self._key, mark)
+def alive(conn: Conn) -> None:
+    """The pool's check of a connection it hands out, without a round trip: an idle session the
+    server ended (a restart, ``pg_terminate_backend``) has its goodbye or an EOF waiting on the
+    socket. Raises for such a one, so the pool discards it and hands out another. One the
+    network lost silently fails on use instead, and is discarded when it is returned broken."""
+    if select.select([conn.fileno()], [], [], 0)[0]:
+        conn.pgconn.consume_input()
+        if conn.pgconn.status != pq.ConnStatus.OK or conn.broken:
+            raise psycopg.OperationalError("the server ended this session")
 
 
 @dataclass(eq=False)
 class _Link:
-    """A store's pool, the process that opened it, its size and which connection each thread holds:
+    """A store's pool, the process that opened it, its size and which session each thread holds:
     one for a store and its copies."""
 
     pool: ConnectionPool[Conn]
     pid: int
     size: int
-    local: threading.local = field(default_factory=threading.local)  # the connection a thread holds
+    local: threading.local = field(default_factory=threading.local)  # the session a thread holds
 
 
 #: Pools and listeners a forked child inherited (the parent's sessions): held, never used or closed.
@@ -184,10 +91,13 @@ _INHERITED: list[tuple[ConnectionPool[Conn], list[Listener]]] = []
 class PostgresStore:
     """Ledgers as rows in PostgreSQL, addressed through a roster like the file store."""
 
+    #: A thread's nested guarded sections are one transaction (``store.commits_together``).
+    sections_commit_together = True
+
     def __init__(self, url: str, roster: Roster | None = None, *, pool_size: int = 8) -> None:
         self.url = url
         self.roster = roster or Roster()
-        self._boxes: dict[str, _Box] = {}
+        self._boxes: dict[str, Box] = {}
         self._made = threading.Lock()
         self._listening: list[Listener] = []  # started by the first stamp; shared with for_roster copies
         self._link = _Link(self._open_pool(pool_size), os.getpid(), pool_size)  # shared with copies too
@@ -202,8 +112,8 @@ class PostgresStore:
         try:
             return ConnectionPool(
                 self.url, min_size=1, max_size=size, open=True, timeout=15,
-                check=ConnectionPool.check_connection,  # a restarted server: the next checkout reconnects
-                kwargs={"connect_timeout": 10}, name="dovecote",
+                check=alive,  # a restarted server: the next checkout reconnects (no round trip to know)
+                kwargs={"connect_timeout": 10, "autocommit": True}, name="dovecote",
             )
         except psycopg.Error as e:
             raise StoreError(f"cannot reach PostgreSQL at {shown(self.url)}: {e}") from e
@@ -235,35 +145,53 @@ class PostgresStore:
             link.pool, link.pid, link.local = self._open_pool(link.size), os.getpid(), threading.local()
 
     @contextmanager
-    def _conn(self) -> Iterator[Conn]:
-        """A pooled connection; a failure of the server or the network is a ``StoreError``.
+    def _session(self) -> Iterator[Session]:
+        """The thread's session on a pooled connection; a failure of the server or the network is a
+        ``StoreError``.
 
         A thread that already holds one (inside a guarded section: ``send`` holds the recipient's
-        and the sender's boxes at once) is given the same session again, its guards nesting as
-        savepoints of one transaction: a thread waiting for a second connection of a pool that its
-        peers all hold, each waiting for theirs, would hang every writer of the process."""
+        and the sender's boxes at once) is given the same session again, its guards joining one
+        transaction: a thread waiting for a second connection of a pool that its peers all hold,
+        each waiting for theirs, would hang every writer of the process. Connections run in
+        autocommit; a guarded section sends its own ``BEGIN`` (``store_pgwrite``)."""
         if self._link.pid != os.getpid():
             self._forked()
         local = self._link.local
-        held: Conn | None = getattr(local, "conn", None)
+        got: Session | None = getattr(local, "session", None)
         try:
-            if held is not None:
-                yield held
+            if got is not None:
+                yield got
                 return
-            with self._link.pool.connection() as conn:
-                local.conn = conn
-                try:
-                    yield conn
-                finally:
-                    local.conn = None
+            pool = self._link.pool
+
+            def reconnect(broken: Conn) -> Conn:
+                pool.putconn(broken)  # a broken connection is discarded, not pooled
+                return pool.getconn()
+
+            session = local.session = Session(pool.getconn(), reconnect)
+            try:
+                yield session
+            finally:
+                local.session = None
+                pool.putconn(session.conn)
         except psycopg.Error as e:
             raise StoreError(f"PostgreSQL at {shown(self.url)}: {e}") from e
+
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        """The thread's connection (see ``_session``), any section's queued locks taken first."""
+        with self._session() as session:
+            if session.tx is not None:
+                session.tx.settle()
+            yield session.conn
 
     def key(self, where: Where) -> str | None:
         return box_key(self.roster, where)
 
     def location(self, where: Where) -> str:
-        return keyed_location("postgresql", self.key(where), where)
+        """The database's URL as it may be printed (``store_url.shown``) and the box: ``…/test#spool``."""
+        key = self.key(where)
+        return f"{shown(self.url)}#{key}" if key else keyed_location("postgresql", key, where)
 
     def reachable(self, where: Where) -> bool:
         return reachable(self.roster, where)
@@ -274,57 +202,23 @@ class PostgresStore:
             rows = conn.execute("SELECT box FROM dovecote_boxes WHERE box LIKE 'entity:%' ORDER BY box").fetchall()
         return [str(r[0]).removeprefix("entity:") for r in rows]
 
-    def _box(self, key: str) -> _Box:
+    def rows(self) -> Iterator[tuple[str, int, int, str, bytes]]:
+        """Every row of every box and generation, as stored: (box, generation, seq, id, line), in
+        that order; read through a server-side cursor, so a large database is never held at once
+        (``verify`` checks each row's id against its bytes)."""
+        with self._conn() as conn, conn.transaction(), conn.cursor("dovecote_rows", binary=True) as cur:
+            cur.itersize = 5000
+            cur.execute("SELECT b.box, l.generation, l.seq, l.id, l.line FROM dovecote_letters l "
+                        "JOIN dovecote_boxes b ON l.box = b.id ORDER BY l.box, l.generation, l.seq")
+            for box, generation, seq, lid, line in cur:
+                yield str(box), int(str(generation)), int(str(seq)), str(lid), bytes(cast("bytes", line))
+
+    def _box(self, key: str) -> Box:
         box = self._boxes.get(key)
         if box is None:
             with self._made:
-                box = self._boxes.setdefault(key, _Box())
+                box = self._boxes.setdefault(key, Box())
         return box
-
-    def _refresh(
-        self, conn: Conn, key: str, box: _Box, *, first: Sequence[tuple[str, tuple[object, ...]]] = ()
-    ) -> None:
-        """Bring ``box`` up to what the database holds (the caller holds ``box.lock``).
-
-        One round trip when the box's generation is the one held: ``first`` (a guard's lock),
-        the generation and the rows after what is held go in one pipeline. The rows are read
-        for the generation held, so a replace landing between the two statements is seen by
-        the next read, never mixed into this one."""
-        cur = conn.cursor(binary=True)
-        with conn.pipeline():
-            for sql, params in first:
-                conn.execute(sql, params)
-            gen = conn.execute(_GENERATION, (key,))
-            cur.execute(_ROWS_BY_KEY, (key, box.generation, box.seq))
-        row, held = gen.fetchone(), cur.fetchall()
-        cur.close()
-        if row is None:
-            box.exists = False
-            return
-        box.number, generation = cast("tuple[int, int]", row)
-        box.exists = True
-        if generation == box.generation:
-            rows = held
-        else:
-            box.restart(generation)
-            with conn.cursor(binary=True) as again:
-                rows = again.execute(_ROWS, (box.number, generation, 0)).fetchall()
-        with collector_paused():  # many new objects, no cycles among them
-            self._absorb(key, box, cast("list[tuple[int, bytes]]", rows))  # int8 and bytea, read binary
-
-    def _absorb(
-        self, key: str, box: _Box, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None
-    ) -> None:
-        if not rows:
-            return
-        got, defects, others = _decode(f"postgresql:{key}", rows, ids)
-        for seq, letter in got:
-            box.letters.append(letter)
-            box.seqs.append(seq)
-            box.index[letter.id] = letter
-        box.defects.extend(defects)
-        box.others.update(others)
-        box.seq = rows[-1][0]
 
     def read(self, where: Where, after: Cursor | None = None) -> BoxRead:
         """The letters after ``after`` (a row of this generation), or all of them, ``fresh``."""
@@ -332,11 +226,19 @@ class PostgresStore:
         if key is None:
             return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
         box = self._box(key)
-        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
-            self._refresh(conn, key, box)
+        with self._session() as session, box.lock:  # the session first: a box is held only by a thread that has one
+            if session.tx is not None:
+                session.tx.settle()
+            try:
+                refresh(session.conn, [(key, box)])
+            except psycopg.OperationalError:
+                if session.tx is not None or not session.conn.broken:
+                    raise
+                session.conn = session.reconnect(session.conn)  # a restarted server: read on a new session
+                refresh(session.conn, [(key, box)])
             if not box.exists:
                 return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
-            return _held(box, after)
+            return held(box, after)
 
     def _listener(self) -> Listener:
         if self._link.pid != os.getpid():
@@ -390,8 +292,8 @@ class PostgresStore:
         ok = ok and mark is not None and 0 <= mark.position <= last
         start = mark.position if ok and mark is not None else 0
         with conn.cursor(binary=True) as cur:
-            rows = cur.execute(_ROWS, (number, generation, start)).fetchall()
-        got, defects, _ = _decode(f"postgresql:{key}", cast("list[tuple[int, bytes]]", rows))
+            rows = cur.execute(ROWS, (number, generation, start)).fetchall()
+        got, defects, _ = decode(f"postgresql:{key}", cast("list[tuple[int, bytes]]", rows))
         end = int(str(rows[-1][0])) if rows else start
         return Tail([x for _, x in got], defects, None, Mark(self.origin, end, end, generation), not ok)
 
@@ -402,87 +304,41 @@ class PostgresStore:
     @contextmanager
     def guarded(self, where: Where) -> Iterator[PostgresGuard]:
         """One transaction under the box's advisory lock; what the block appends is committed when it
-        ends. A guard inside another of the same thread is a savepoint of the outer one's transaction
-        (see ``_conn``): its appends commit when the outermost guard ends, and if that one fails every
-        box the transaction wrote starts over, none keeping rows that were rolled back."""
+        ends. A guard inside another of the same thread joins the outer one's transaction (see
+        ``_session`` and ``store_pgwrite``): its appends commit when the outermost guard ends, and
+        if that one fails every box the transaction wrote starts over."""
         check_writable(self.roster, where)
         key = self.key(where)
         assert key is not None
         box = self._box(key)
-        with self._conn() as conn, box.lock:  # the session first: a box is held only by a thread that has one
-            local = self._link.local
-            outer = getattr(local, "touched", None) is None
-            if outer:
-                local.touched = []
-            local.touched.append(box)
+        with self._session() as session, box.lock:  # the session first: a box is held only by a thread that has one
+            outer = session.tx is None
+            tx = session.tx = Transaction(session) if session.tx is None else session.tx
+            tx.hold(key, box)
+            if not outer:
+                yield PostgresGuard(tx, key, box, self._tail)
+                return
             try:
-                with conn.transaction():
-                    self._refresh(conn, key, box, first=((_LOCK, (key,)), (_ENSURE, (key,))))
-                    before = box.seq
-                    yield PostgresGuard(self, conn, key, box)
+                yield PostgresGuard(tx, key, box, self._tail)
+                tx.commit()
             except BaseException:
-                for b in local.touched if outer else [box]:  # rows that were rolled back: read again
-                    with b.lock:
-                        b.restart(-1)
+                tx.rollback()
                 raise
             finally:
-                if outer:
-                    local.touched = None
-        if box.seq != before and self._listening:
-            self._listening[0].moved(key)
-
-    def _insert(self, conn: Conn, key: str, box: _Box, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
-        """Append the lines whose ids are new to the box (the caller holds its lock, in a transaction)."""
-        if any(b"\n" in line for line in lines):
-            raise ValueError("a ledger line cannot contain a newline")
-        out: list[tuple[str, bool]] = []
-        fresh: dict[str, tuple[int, bytes]] = {}
-        for line in lines:
-            lid = letter_id(line)
-            if lid in box.index or lid in box.others or lid in fresh:
-                out.append((lid, False))
-                continue
-            fresh[lid] = (box.seq + len(fresh) + 1, line)
-            out.append((lid, True))
-        if not fresh:
-            return out
-        rows = list(fresh.values())
-        if len(rows) >= COPY_FROM:
-            with collector_paused():
-                new = self._copy(conn, box, fresh)
-            conn.execute(NOTIFY, (key,))
-        else:
-            params = (box.number, box.generation, [s for s, _ in rows], list(fresh), [b for _, b in rows])
-            with conn.pipeline():  # one round trip: the insert and its notice (a notice too many is harmless)
-                got = conn.execute(_INSERT, params)  # the arrays go binary (%b): the bytes are never escaped
-                conn.execute(NOTIFY, (key,))
-            new = {str(r[0]) for r in got.fetchall()}
-        if len(new) != len(fresh):  # a row came from a writer that skipped the lock: reread under it
-            box.restart(-1)
-            self._refresh(conn, key, box)
-            return [(lid, ok and lid in new) for lid, ok in out]
-        with collector_paused():
-            self._absorb(key, box, rows, list(fresh))
-        return out
-
-    @staticmethod
-    def _copy(conn: Conn, box: _Box, fresh: dict[str, tuple[int, bytes]]) -> set[str]:
-        """A big batch by ``COPY`` (several times an INSERT's rate). Every line was found new under the
-        lock; a row that is there anyway (a writer that skipped the lock) violates the unique index
-        and the whole transaction fails, nothing written: it is never silently kept twice."""
-        with conn.cursor().copy(_COPY) as cp:
-            cp.set_types(["int4", "int4", "int8", "text", "bytea"])
-            for lid, (seq, line) in fresh.items():
-                cp.write_row((box.number, box.generation, seq, lid, line))
-        return set(fresh)
+                session.tx = None
+            if tx.moved and self._listening:
+                for k in tx.moved:
+                    self._listening[0].moved(k)
 
     def replace(self, where: Where, lines: Sequence[bytes]) -> None:
         """Put other lines in the box's place (a restore) under the next generation: readers start over."""
-        with self.guarded(where) as guard:
+        with self.guarded(where) as guard, self._session() as session:
             key = self.key(where)
-            guard._conn.execute("UPDATE dovecote_boxes SET generation = generation + 1 WHERE box = %s", (key,))
-            assert key is not None
-            self._refresh(guard._conn, key, guard._box)
+            assert key is not None and session.tx is not None
+            session.tx.settle()
+            session.tx.flush()  # what is staged goes in under the old generation
+            session.conn.execute("UPDATE dovecote_boxes SET generation = generation + 1 WHERE box = %s", (key,))
+            refresh(session.conn, [(key, self._box(key))])
             guard.append(lines)
 
 

@@ -2,7 +2,7 @@
 
 Law: a password never sits in ``config.toml`` (libpq takes it from
 ``PGPASSWORD`` or ``~/.pgpass``), and never appears in what dovecote prints:
-``shown`` drops it along with every query parameter but the search path.
+``shown`` drops it along with every query parameter (the search path too).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> st
 
 
 def doctor(ctx: Context, now: datetime | None = None) -> dict[str, Any]:
-    spool_path = str(ctx.layout.spool)
+    spool_path = spool_location(ctx)
     try:
         block = {"mailbox": _mailbox(ctx, now or ctx.now())}
     except (OSError, DovecoteError) as e:
@@ -89,8 +89,14 @@ def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:
         "malformed_lines": len(result.malformed),
         **result.cases,  # recurrence and kindless (issue 10)
         "claims": _claims(ctx),
-        "spool_path": str(ctx.layout.spool),
+        "spool_path": spool_location(ctx),
     }
+
+
+def spool_location(ctx: Context) -> str:
+    """Where the spool is: its file, or on PostgreSQL the database's URL (no password) and the box,
+    never a file path that holds nothing."""
+    return ctx.store.location("spool")
 
 
 def _claims(ctx: Context) -> dict[str, int]:

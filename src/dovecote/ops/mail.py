@@ -10,7 +10,9 @@ so delivering it again dedups by content id; a ``send`` with an idempotency key
 finds the message its key names (``envelope.keyed_message_id``) under the
 recipient's lock and returns it as already delivered. Either way the retry
 writes only the missing record. A failure between the two raises
-``PartialWrite`` naming what was delivered and where.
+``PartialWrite`` naming what was delivered and where. On a store whose nested
+sections commit as one (PostgreSQL: one transaction), the record is written in
+the delivery's section, so both commit or neither does.
 
 A ``send`` without a key is a new message every time (a fresh ``msg_<uuid7>``):
 retrying one that failed after delivery delivers again, so the error says it was
@@ -36,6 +38,7 @@ from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
+from dovecote.store import commits_together
 
 __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
@@ -247,6 +250,7 @@ def send(ctx: Context, m: Message) -> Delivery:
     """
     msg = compose(ctx, m)
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
+    together = commits_together(ctx.store)
     try:
         with guarded_many(ctx, _boxes(ctx, sender, to)) as held:
             # only a key can name a message already there
@@ -258,11 +262,14 @@ def send(ctx: Context, m: Message) -> Delivery:
                 mid, appended, msg = known, False, old
             else:
                 mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
+            if together:  # the record commits with the delivery, or neither does
+                record = _record(ctx, mid, msg, fresh=appended)
     except DiskFull:
         raise  # a refusal: it says nothing was written already
     except StoreError as e:
         raise StoreError(f"{e}; nothing was delivered") from e
-    record = _record(ctx, mid, msg, fresh=appended)
+    if not together:
+        record = _record(ctx, mid, msg, fresh=appended)
     return Delivery.of(mid, msg, appended=appended, record=record)
 
 

@@ -1,0 +1,137 @@
+"""What a process holds of a PostgreSQL box, and how it is brought up to the database.
+
+Law: a ``Box`` only ever holds rows the database had committed (or, inside a
+guarded section, rows the section wrote and will commit with it: if the
+transaction fails, the box starts over). ``refresh`` reads only the rows after
+what is held, for the generation held, and several boxes in one round trip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+import psycopg
+from msgspec.structs import force_setattr
+
+from dovecote.ledger import Defect
+from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
+from dovecote.osutil import collector_paused
+from dovecote.store import BoxRead, Cursor
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+_GENERATION = "SELECT id, generation FROM dovecote_boxes WHERE box = %s"
+ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %s AND seq > %s ORDER BY seq"
+_ROWS_BY_KEY = """SELECT l.seq, l.line FROM dovecote_letters l JOIN dovecote_boxes b ON l.box = b.id
+WHERE b.box = %s AND l.generation = %s AND l.seq > %s ORDER BY l.seq"""
+
+
+@dataclass(eq=False)
+class Box:
+    """What this process holds of one box: its letters up to row ``seq`` of ``generation``."""
+
+    generation: int = -1
+    number: int = 0  # its row in dovecote_boxes, which the letter rows carry
+    seq: int = 0
+    exists: bool = False
+    letters: list[Letter] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)  # each letter's row, for cursors between letters
+    index: dict[str, Letter] = field(default_factory=dict)
+    others: set[str] = field(default_factory=set)  # ids of rows that are no letter (blank, malformed)
+    defects: list[Defect] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def restart(self, generation: int) -> None:
+        """Hold nothing of the box: new containers, so what readers were handed stays as it was."""
+        self.generation, self.seq, self.letters, self.seqs = generation, 0, [], []
+        self.index, self.others, self.defects = {}, set(), []
+
+    def absorb(self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None) -> None:
+        """Add rows (seq, line) read or written after what is held."""
+        if not rows:
+            return
+        got, defects, others = decode(f"postgresql:{key}", rows, ids)
+        for seq, letter in got:
+            self.letters.append(letter)
+            self.seqs.append(seq)
+            self.index[letter.id] = letter
+        self.defects.extend(defects)
+        self.others.update(others)
+        self.seq = rows[-1][0]
+
+
+def decode(
+    location: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None
+) -> tuple[list[tuple[int, Letter]], list[Defect], list[str]]:
+    """The letters, the defects and the ids of the rows that are no letter, of ``rows`` (seq, line).
+
+    ``ids``: the rows' ids when the caller just computed them from the same bytes (an append)."""
+    lines = [line for _, line in rows]
+    if any(line.endswith(b"\r") for line in lines):  # what a reader strips, as the file store does
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+    fast = decode_lines_fast(b"\n".join(lines), lines) if lines and all(lines) else None
+    out: list[tuple[int, Letter]] = []
+    defects: list[Defect] = []
+    others: list[str] = []
+    if fast is not None:
+        sha = hashlib.sha256
+        known: Sequence[str | None] = ids or [None] * len(lines)
+        for (seq, _), line, letter, lid in zip(rows, lines, fast, known, strict=True):
+            force_setattr(letter, "id", lid or sha(line).hexdigest()[:12])
+            force_setattr(letter, "raw", line)
+            out.append((seq, letter))
+        return out, defects, others
+    for (seq, _), line in zip(rows, lines, strict=True):
+        one = decode_line(line) if line.strip() else None
+        if one is None:
+            others.append(letter_id(line))
+            if line.strip():  # a blank line is no letter and no defect
+                defects.append(Defect(location, seq, "malformed", "not a JSON object"))
+            continue
+        out.append((seq, one))
+    return out, defects, others
+
+
+def held(box: Box, after: Cursor | None) -> BoxRead:
+    """The box's letters after ``after``; a cursor this store did not hand out reads everything ``fresh``."""
+    resume = after is not None and after.generation == box.generation and 0 <= after.position <= box.seq
+    start = bisect_right(box.seqs, after.position) if after is not None and resume else 0
+    return BoxRead(box.letters[start:], box.index, list(box.defects), None, box.exists, box.generation,
+                   Cursor(box.generation, box.seq), not resume)
+
+
+def refresh(
+    conn: Conn, boxes: Sequence[tuple[str, Box]], first: Sequence[tuple[str, tuple[object, ...]]] = ()
+) -> None:
+    """Bring each box up to what the database holds (the caller holds the boxes' locks).
+
+    One round trip when each box's generation is the one held: ``first`` (a transaction's
+    ``BEGIN``, the boxes' advisory locks), then the generation and the rows after what is held
+    of every box, in one pipeline. The rows are read for the generation held, so a replace
+    landing between the two statements is seen by the next read, never mixed into this one."""
+    cur = [conn.cursor(binary=True) for _ in boxes]
+    with conn.pipeline():
+        for sql, params in first:
+            conn.execute(sql, params)
+        gens = [conn.execute(_GENERATION, (key,)) for key, _ in boxes]
+        for c, (key, box) in zip(cur, boxes, strict=True):
+            c.execute(_ROWS_BY_KEY, (key, box.generation, box.seq))
+    for c, g, (key, box) in zip(cur, gens, boxes, strict=True):
+        row, rows = g.fetchone(), c.fetchall()
+        c.close()
+        if row is None:
+            box.exists = False
+            continue
+        box.number, generation = cast("tuple[int, int]", row)
+        box.exists = True
+        if generation != box.generation:
+            box.restart(generation)
+            with conn.cursor(binary=True) as again:
+                rows = again.execute(ROWS, (box.number, generation, 0)).fetchall()
+        with collector_paused():  # many new objects, no cycles among them
+            box.absorb(key, cast("list[tuple[int, bytes]]", rows))  # int8 and bytea, read binary

@@ -1,0 +1,99 @@
+"""The PostgreSQL store's guarded sections: how few times a send waits on the server, and that a
+section which fails leaves nothing of what it wrote, on the database or in the warm boxes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from dovecote import api
+from dovecote.addresses import Address
+from dovecote.api import Dovecote
+from dovecote.errors import StoreError
+from dovecote.letters import canonical_line, letter_id
+from dovecote.store_postgres import PostgresStore, release
+from dovecote.verbs import EntityAdd, Message
+from pghelpers import round_trips, schema
+
+A, B = Address("entity", "ent_a"), Address("entity", "ent_b")
+#: A warm send on PostgreSQL: one round trip for BEGIN, both boxes' locks and their new rows, one for
+#: the delivery, the sent record, their notices and COMMIT (it was 13 before the sections were pipelined).
+SEND_TRIPS = 2
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with schema() as u:
+        yield u
+        release(u)
+
+
+def line(what: str) -> bytes:
+    return canonical_line({"ts": "2026-07-05T10:00:00Z", "agent": "probe", "what": what})
+
+
+def rows(url: str, box: str) -> list[bytes]:
+    with psycopg.connect(url) as conn:
+        got = conn.execute("SELECT l.line FROM dovecote_letters l JOIN dovecote_boxes b ON l.box = b.id "
+                           "WHERE b.box = %s ORDER BY l.seq", (box,)).fetchall()
+    return [bytes(r[0]) for r in got]
+
+
+def test_a_warm_send_waits_on_the_server_twice_and_commits_delivery_and_record_together(
+    tmp_path: Path, url: str
+) -> None:
+    home = tmp_path / ".dovecote"
+    api.init(home, store=url)
+    admin = api.open_home(home)
+    admin.add_entity(EntityAdd(entity_id="ent_a"))
+    admin.add_entity(EntityAdd(entity_id="ent_b"))
+    st = PostgresStore(url, pool_size=1)  # one connection: every send's statements are on it
+    try:
+        dc = Dovecote(home, store=st)
+        dc.send(Message(recipient="ent_a", sender="ent_b", subject="warm", body="b"))
+        with st._conn() as conn, round_trips(conn, tmp_path / "trace") as trips:
+            sent = [dc.send(Message(recipient="ent_a", sender="ent_b", subject=f"#{n}", body="b")) for n in range(5)]
+            assert trips() <= SEND_TRIPS * 5, f"{trips() / 5:.1f} round trips a send (the pool's check counts too)"
+    finally:
+        st.close()
+    delivered = {letter_id(x) for x in rows(url, "entity:ent_a")}
+    assert {s.id for s in sent} <= delivered
+    assert all(s.sent_record in {letter_id(x) for x in rows(url, "entity:ent_b")} for s in sent)
+
+
+def test_a_failed_section_leaves_nothing_of_either_box_in_the_database_or_the_warm_boxes(url: str) -> None:
+    st, other = PostgresStore(url), PostgresStore(url)
+    try:
+        st.append(A, [line("kept")])
+        with pytest.raises(RuntimeError), st.guarded(A) as a, st.guarded(B) as b:
+            a.append([line("a, rolled back")])
+            b.append([line("b, rolled back")])
+            assert [x.raw for x in a.letters] == [line("kept"), line("a, rolled back")]
+            raise RuntimeError("the caller's CAS failed after writing")
+        assert [x.raw for x in st.read(A).letters] == [line("kept")]
+        assert st.read(B).letters == [] and other.read(B).letters == []
+        assert rows(url, "entity:ent_a") == [line("kept")]
+        assert st.append(A, [line("a, rolled back")]) == [(letter_id(line("a, rolled back")), True)], (
+            "the letter a rolled-back section staged is new again"
+        )
+    finally:
+        st.close()
+        other.close()
+
+
+def test_a_row_written_around_the_lock_fails_the_send_instead_of_being_dropped(url: str) -> None:
+    st = PostgresStore(url)
+    try:
+        st.append(A, [line("one")])
+        with pytest.raises(StoreError, match="duplicate key"), st.guarded(A) as a:
+            assert len(a.letters) == 1  # locked and read: the next row is 2
+            with psycopg.connect(url) as conn:  # a writer that skips the lock takes row 2 meanwhile
+                conn.execute("INSERT INTO dovecote_letters SELECT box, generation, 2, 'x', 'x' FROM dovecote_letters")
+            a.append([line("two")])
+        assert st.append(A, [line("two")]) == [(letter_id(line("two")), True)], "read again, then appended"
+        assert rows(url, "entity:ent_a") == [line("one"), b"x", line("two")]
+    finally:
+        st.close()
