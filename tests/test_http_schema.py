@@ -71,7 +71,7 @@ LINKED = ["send", "item", "move", "inbox"]
 
 
 @pytest.mark.parametrize("depth", [pytest.param(10, id="quick"),
-                                   pytest.param(150, id="deep", marks=pytest.mark.stress)])
+                                   pytest.param(150, id="deep", marks=[pytest.mark.stress, pytest.mark.deep])])
 def test_stateful_sequences_never_answer_5xx_and_every_4xx_is_the_error_shape(tmp_path: Path, depth: int) -> None:
     walked = schema.include(operation_id=LINKED) if depth < 100 else schema
     dc = served_home(tmp_path)
