@@ -36,8 +36,9 @@ from faultfs import MODES, Crash, FaultFS
 
 #: ``make test`` crashes at every SAMPLE-th point (and the first and last); ``make stress`` at every one.
 SAMPLE = 7
-#: Parametrize a sweep with this: the sample in ``make test``, every point under ``make stress``.
-DEPTHS = [pytest.param("sample", id="sample"), pytest.param("full", id="full", marks=[pytest.mark.stress, pytest.mark.deep])]
+#: Parametrize a sweep with this: the sample in ``make test``, every point under ``make deep``.
+DEPTHS = [pytest.param("sample", id="sample"),
+          pytest.param("full", id="full", marks=[pytest.mark.stress, pytest.mark.deep])]
 
 #: Folders of a home that hold caches (JSONL there is no ledger: the view's event index, ...).
 CACHES = frozenset({"cache", "views"})
