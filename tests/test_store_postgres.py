@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -251,6 +252,44 @@ def test_a_wait_process_on_postgres_is_woken_by_a_send_from_another_process(tmp_
     assert waiter.returncode == 0, err
     assert [i["id"] for i in orjson.loads(out)["items"]] == [sent.id]
     assert woke < 1.0, woke
+
+
+def test_every_pooled_session_ended_at_once_is_replaced_on_the_next_reads(url: str) -> None:
+    """A restart ends every session of a pool at once: the next checkouts must hand out live ones,
+    not a session whose goodbye is waiting on its socket (read retries once, so two dead ones in a
+    row would fail it: the restart stress test found that)."""
+    name = f"dovecote_all_{secrets.token_hex(4)}"
+    st = PostgresStore(f"{url}&application_name={name}", pool_size=3)
+    try:
+        st.append(BOX, [line(what="before")])
+        ready, go = threading.Barrier(4), threading.Event()  # three holders and this thread
+
+        def hold() -> None:  # three threads at once: three sessions in the pool
+            with st._session():
+                ready.wait(10)
+                go.wait(10)
+
+        threads = [threading.Thread(target=hold) for _ in range(3)]
+        for t in threads:
+            t.start()
+        ready.wait(10)
+        go.set()
+        for t in threads:
+            t.join(10)
+        with psycopg.connect(url, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchall()
+            assert len(killed) >= 3, killed
+            deadline = time.monotonic() + 10
+            while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                                (name,)).fetchone() != (0,) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        for n in range(3):
+            assert st.read(BOX).letters[0].raw == line(what="before"), n
+        assert st.append(BOX, [line(what="after")])[0][1]
+    finally:
+        st.close()
 
 
 def test_a_store_whose_connections_are_killed_reconnects_and_goes_on(url: str) -> None:

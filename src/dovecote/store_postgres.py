@@ -165,8 +165,18 @@ class PostgresStore:
             pool = self._link.pool
 
             def reconnect(broken: Conn) -> Conn:
+                """A live session for one found broken. A restart ends every pooled session at once, and
+                one whose goodbye is waiting can pass the pool's look at its socket: so the one handed out
+                is proved by a round trip (paid only here), each dead one discarded, until one answers."""
                 pool.putconn(broken)  # a broken connection is discarded, not pooled
-                return pool.getconn()
+                for _ in range(self._link.size):
+                    conn = pool.getconn()
+                    try:
+                        conn.execute("SELECT 1")
+                        return conn
+                    except psycopg.OperationalError:
+                        pool.putconn(conn)
+                return pool.getconn()  # every pooled one was dead: the pool connects anew
 
             session = local.session = Session(pool.getconn(), reconnect)
             try:
