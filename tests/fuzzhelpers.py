@@ -25,7 +25,7 @@ from helpers import snapshot
 
 #: Examples per depth (``deep`` runs under ``make stress``).
 COUNTS = {"quick": 30, "deep": 500}
-DEPTHS = [pytest.param("quick"), pytest.param("deep", marks=[pytest.mark.stress, pytest.mark.deep])]
+DEPTHS = [pytest.param("quick"), pytest.param("deep", marks=pytest.mark.stress)]
 
 T = TypeVar("T")
 

@@ -80,6 +80,22 @@ def test_intake_delivers_the_valid_envelope_and_files_every_other_once(delivery_
     fuzz(depth, "intake files", FILES, check)
 
 
+@pytest.mark.parametrize("policy", ["", "x", 7, [1], ["ab"], True])
+def test_an_ack_policy_that_is_no_object_reads_as_none_given_and_intake_goes_on(
+    delivery_base: Path, tmp_path: Path, policy: object
+) -> None:
+    """Found by the deep fuzz: ``dict(policy)`` raised on a string or a number, so one such envelope
+    stopped the whole intake pass with an internal error; it is delivered with vNext's default policy."""
+    dc = open_home(_copy(delivery_base, tmp_path / "h") / "owner" / ".dovecote")
+    drop(dc, envelope(envelope_id="env_odd", subject="odd policy", ack_policy=policy))
+    drop(dc, envelope(envelope_id="env_next", subject="after it"))
+    run = dc.intake()
+    assert not run.quarantined
+    got = {x.get("envelope_id"): x for x in box_letters(dc, "tariq")}
+    assert {"env_odd", "env_next"} <= set(got)
+    assert got["env_odd"]["ack_policy"]["ack_required"] is True
+
+
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_an_envelope_object_becomes_letters_or_a_keyword(depth: str) -> None:
     def check(obj: Any) -> None:

@@ -97,9 +97,10 @@ def ack_policy(given: Mapping[str, Any] | None, sender: str) -> dict[str, Any]:
 
     A span longer than a century is clamped to it, and the policy names what
     was clamped (``clamped``), so a due time always fits in a datetime. A
-    notice flag (``notify_on_ack``, ``notify_on_timeout``) is kept when false.
+    notice flag (``notify_on_ack``, ``notify_on_timeout``) is kept when false. A policy that is no
+    object at all (a string, a number, a list) reads as none given, as a wrong-typed field in it does.
     """
-    g = dict(given or {})
+    g = dict(given) if isinstance(given, Mapping) else {}
     if g.get("ack_required") is False:
         return {"ack_required": False}
     out: dict[str, Any] = {
