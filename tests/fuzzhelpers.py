@@ -12,6 +12,7 @@ home that existed before is a prefix of itself after (ledgers only grow), except
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,7 +77,10 @@ def fuzz(depth: str, family: str, strategy: st.SearchStrategy[T], check: Callabl
     ran = 0
     wanted = max(int(COUNTS[depth] * scale), 5)
 
-    @settings(max_examples=wanted, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    # In CI the examples are the same every run (a run proven green stays green; a new finding comes from a
+    # developer's run, which explores afresh each time).
+    @settings(max_examples=wanted, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+              derandomize=bool(os.environ.get("CI")))
     @given(strategy)
     def cases(value: T) -> None:
         nonlocal ran

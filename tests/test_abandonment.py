@@ -162,3 +162,11 @@ def test_an_operator_relays_the_hooks_over_rest_and_mcp_with_the_same_result(tmp
     assert recorded["watched"] is True and isinstance(stopped["letter"], str) and stopped["letter"] != first
     minted = [d for d in letters(dc.layout.root) if d.get("agent") == ENGINE_AGENT]
     assert sorted(d["session"] for d in minted) == ["s1", "s2"]
+
+
+@pytest.mark.parametrize("event", [["PostToolUseFailure"], {"x": 1}, 7, None])
+def test_an_event_name_that_is_no_text_is_no_failure_and_never_raises(event: object) -> None:
+    """Found by the deep fuzz: a list as ``hook_event_name`` raised ``unhashable type`` in the hook."""
+    from dovecote.ops.abandonment import failed
+
+    assert failed({"hook_event_name": event, "tool_name": "mcp__x__y"}) is False

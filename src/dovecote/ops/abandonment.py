@@ -47,7 +47,8 @@ def _session(payload: Mapping[str, Any]) -> str | None:
 
 def failed(payload: Mapping[str, Any]) -> bool:
     """Whether the call failed, from the fields agents send (never from the answer's text)."""
-    if payload.get("hook_event_name") in FAILURE_EVENTS or payload.get("is_error") is True:
+    event = payload.get("hook_event_name")  # any JSON value: a list or an object is no event name
+    if (isinstance(event, str) and event in FAILURE_EVENTS) or payload.get("is_error") is True:
         return True
     if payload.get("error") not in (None, "", False):
         return True
