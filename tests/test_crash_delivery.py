@@ -94,8 +94,9 @@ def test_every_crash_point_of_repings_timeout_and_escalation(
         # Open: the full fault sweep found a run (a crash dropping the unsynced writes at point 20 after a
         # healed fault) that converges on two letters no fault-free run writes. Not yet explained; it runs,
         # and is reported, rather than being left out.
+        # strict: the sweep is deterministic, so the day this passes it fails until the marker goes
         request.applymarker(pytest.mark.xfail(reason="open: mailman convergence after a fault, point 20",
-                                              strict=False))
+                                              strict=True))
     base, work = based(tmp_path, lambda w: _task(delivery_home(w), "late"))
     points = sweeper("mailman (two repings, timeout, escalation)", base, work, _mailman,
                    converging(_home, _mailman, _ok), depth)

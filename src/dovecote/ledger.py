@@ -126,10 +126,6 @@ def settled_size(path: Path) -> int:
         os.close(fd)
 
 
-def _write_all(fd: int, payload: bytes) -> None:
-    fileops.write_all(fd, payload)
-
-
 class LedgerReader:
     """Incremental reader of one ledger file.
 
@@ -361,7 +357,7 @@ class LockedLedger:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload  # a torn tail: start on a fresh line
         try:
-            _write_all(fd, payload)
+            fileops.write_all(fd, payload)
         except BaseException as e:
             try:
                 fileops.ftruncate(fd, size)

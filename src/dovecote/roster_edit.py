@@ -21,7 +21,7 @@ that roster, and only then is it written (``ledger.write_atomic``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,7 @@ def create(config: Path, data: bytes) -> bool:
     ensure_dir(config.parent)
     tmp = config.with_name(temp_name(config.name))
     try:
-        if tmp.is_symlink() or tmp.exists():  # a killed init's leftover (its pid came round again)
-            fileops.unlink(tmp)
+        _drop(tmp)  # a killed init's leftover (its pid came round again)
         fileops.write_new(tmp, data)
         fileops.link(tmp, config)
     except FileExistsError:
@@ -75,10 +74,15 @@ def create(config: Path, data: bytes) -> bool:
     except OSError as e:
         raise StoreError(f"cannot write {config}: {e.strerror or e}") from e
     finally:
-        if tmp.is_symlink() or tmp.exists():
-            fileops.unlink(tmp)
+        _drop(tmp)
     fsync_dir(config.parent)
     return True
+
+
+def _drop(path: Path) -> None:
+    """Remove ``path`` (a file or a link) if it is there."""
+    with suppress(FileNotFoundError):
+        fileops.unlink(path)
 
 
 def edit(config: Path, change: Change) -> Roster:

@@ -59,6 +59,17 @@ class Session:
     reconnect: Callable[[Conn], Conn]
     tx: Transaction | None = None
 
+    def first_trip(self, call: Callable[[Conn], object], *, begun: bool) -> None:
+        """``call`` on the connection; one found broken (a restarted server) before anything was
+        begun on it is replaced and ``call`` sent once more: nothing of it was lost with the old one."""
+        try:
+            call(self.conn)
+        except psycopg.OperationalError:
+            if begun or not self.conn.broken:
+                raise
+            self.conn = self.reconnect(self.conn)
+            call(self.conn)
+
 
 @dataclass(eq=False)
 class Transaction:
@@ -86,14 +97,7 @@ class Transaction:
             first.append((LOCK, (key,)))
             if not box.exists:
                 first.append((_ENSURE, (key,)))
-        try:
-            refresh(self.session.conn, self.queued, first)
-        except psycopg.OperationalError:
-            conn = self.session.conn
-            if self.begun or not conn.broken:
-                raise
-            self.session.conn = self.session.reconnect(conn)  # a restarted server: nothing was begun
-            refresh(self.session.conn, self.queued, first)
+        self.session.first_trip(lambda conn: refresh(conn, self.queued, first), begun=self.begun)
         self.begun = True
         self.locked.update(k for k, _ in self.queued)
         self.queued.clear()

@@ -239,13 +239,7 @@ class PostgresStore:
         with self._session() as session, box.lock:  # the session first: a box is held only by a thread that has one
             if session.tx is not None:
                 session.tx.settle()
-            try:
-                refresh(session.conn, [(key, box)])
-            except psycopg.OperationalError:
-                if session.tx is not None or not session.conn.broken:
-                    raise
-                session.conn = session.reconnect(session.conn)  # a restarted server: read on a new session
-                refresh(session.conn, [(key, box)])
+            session.first_trip(lambda conn: refresh(conn, [(key, box)]), begun=session.tx is not None)
             if not box.exists:
                 return BoxRead([], {}, [], None, False, 0, Cursor(0, 0))
             return held(box, after)

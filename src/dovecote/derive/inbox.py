@@ -20,6 +20,7 @@ Whether a response to an item exists is decided in ``derive/responses.py``.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -221,16 +222,8 @@ def in_packed(packed: bytes, lid: str) -> bool:
     if not is_letter_id(lid):
         return False
     key = lid.encode("ascii")
-    lo, hi = 0, len(packed) // ID_WIDTH
-    while lo < hi:
-        mid = (lo + hi) // 2
-        at = mid * ID_WIDTH
-        if packed[at : at + ID_WIDTH] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    at = lo * ID_WIDTH
-    return packed[at : at + ID_WIDTH] == key
+    at = bisect_left(range(len(packed) // ID_WIDTH), key, key=lambda i: packed[i * ID_WIDTH : (i + 1) * ID_WIDTH])
+    return packed[at * ID_WIDTH : (at + 1) * ID_WIDTH] == key
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,9 +109,8 @@ class Guard:
                 await response(scope, receive, send)
                 return
             scope.setdefault("state", {})[rest.PRINCIPAL] = who
-            route = self.index.find(scope) if self.index is not None else None
-            if route is not None:
-                await self.index.serve(route, scope, receive, send)  # type: ignore[union-attr]
+            if self.index is not None and (route := self.index.find(scope)) is not None:
+                await self.index.serve(route, scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -192,14 +192,11 @@ def verify(ctx: Context) -> VerifyResult:
                 "first_difference_at": _first_difference(a, b),
             })
     checked = sorted(after)
-    if not isinstance(ctx.store, FileStore):
-        from dovecote.ops import verify_pg
-        from dovecote.store_postgres import PostgresStore
+    if not isinstance(ctx.store, FileStore):  # what a database holds true beyond the reads (loads its driver)
+        from dovecote.ops.verify_pg import database_checks
 
-    if not isinstance(ctx.store, FileStore) and isinstance(ctx.store, PostgresStore):
-
-        count, bad = verify_pg.rows_checked(ctx.store)
-        differ += bad + verify_pg.files_compared(ctx)
-        checked.append(f"rows ({count}): ids, sequences")
+        more_checked, more_differ = database_checks(ctx)
+        checked += more_checked
+        differ += more_differ
     ctx.warm.clear()
     return VerifyResult(not differ, checked, differ, deleted)
