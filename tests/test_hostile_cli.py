@@ -167,23 +167,18 @@ def survive(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pyte
 IDS = [" ".join(path) for path, _ in COMMANDS]
 
 
+#: A third of the product in make test (every command, every argument, two hostile values each); all of it,
+#: every hostile value in every argument and every hostile home, in make stress.
+DEPTHS = [pytest.param(False, id="sample"), pytest.param(True, id="full", marks=pytest.mark.stress)]
+
+
+@pytest.mark.parametrize("full", DEPTHS)
 @pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=IDS)
 def test_every_command_survives_hostile_arguments(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], path: list[str],
-    cmd: Any,
+    cmd: Any, full: bool,
 ) -> None:
-    """Every command, every argument, two hostile values each (a third of the product: make stress runs it all)."""
-    survive(world, monkeypatch, capsys, path, cmd, full=False)
-
-
-@pytest.mark.stress
-@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=IDS)
-def test_every_command_survives_every_hostile_argument(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], path: list[str],
-    cmd: Any,
-) -> None:
-    """The whole product: every hostile value in every argument of every command, and every hostile home."""
-    survive(world, monkeypatch, capsys, path, cmd, full=True)
+    survive(world, monkeypatch, capsys, path, cmd, full=full)
 
 
 @pytest.mark.parametrize("argv", [
