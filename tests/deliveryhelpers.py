@@ -66,11 +66,13 @@ def drop(dc: Dovecote, env: dict[str, Any] | bytes, name: str | None = None, fol
 
 
 def box_letters(dc: Dovecote, entity_id: str) -> list[dict[str, Any]]:
-    """Every letter in an entity's box, as objects."""
+    """Every letter in an entity's box, as objects: complete lines only (a writer's line still on its way, with
+    no newline yet, is not a letter until its append has ended)."""
     path = dc.layout.entity_box(entity_id)
     if not path.exists():
         return []
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    data = path.read_bytes()
+    return [orjson.loads(line) for line in data[: data.rfind(b"\n") + 1].splitlines() if line.strip()]
 
 
 def kinds(dc: Dovecote, entity_id: str, kind: str) -> list[dict[str, Any]]:

@@ -132,22 +132,28 @@ def test_two_mailman_processes_watched_from_outside_never_lose_or_duplicate_an_e
     env = cli_env(tmp_path, dc.layout.root)
     procs = [subprocess.Popen([str(DOVECOTE_BIN), "mailman", "--once", "--json"], cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-    looks = 0
-    moved_seen = 0
-    deadline = time.monotonic() + 120
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        pending = _names(folder, "pending")
-        others = _names(folder, "processed") | _names(folder, "quarantine")
-        assert set(entered) <= pending | others  # never in none
-        settled = _names(folder, "processed") | _names(folder, "quarantine")
-        assert not (settled & _names(folder, "pending"))  # never in two (moves are one way)
-        processed = _names(folder, "processed")
-        delivered = _delivered(dc)
-        for name in processed:
-            eid, to = entered[name]
-            assert delivered.get(eid) == set(to), name  # durably in each box before the move
-        looks += 1
-        moved_seen += len(processed)
+    try:
+        looks = 0
+        moved_seen = 0
+        deadline = time.monotonic() + 120
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            pending = _names(folder, "pending")
+            others = _names(folder, "processed") | _names(folder, "quarantine")
+            assert set(entered) <= pending | others  # never in none
+            settled = _names(folder, "processed") | _names(folder, "quarantine")
+            assert not (settled & _names(folder, "pending"))  # never in two (moves are one way)
+            processed = _names(folder, "processed")
+            delivered = _delivered(dc)
+            for name in processed:
+                eid, to = entered[name]
+                assert delivered.get(eid) == set(to), name  # durably in each box before the move
+            looks += 1
+            moved_seen += len(processed)
+    except BaseException:  # a failed look must not leave two mailmen writing into the next test
+        for p in procs:
+            p.kill()
+            p.communicate()
+        raise
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=60)
