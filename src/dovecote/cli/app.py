@@ -20,7 +20,9 @@ a summary otherwise). The commands live in one module per group:
 
 from __future__ import annotations
 
+import copy
 import functools
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -43,7 +45,7 @@ from dovecote.cli import (
     cmd_vnext,
 )
 from dovecote.cli.actor import bound_actor
-from dovecote.cli.boundary import Typer
+from dovecote.cli.boundary import Group, Typer
 from dovecote.cli.common import home_path, opened, set_home
 
 __all__ = ["app", "bound_actor", "run"]
@@ -96,13 +98,59 @@ cmd_store.register(app)  # db migrate, copy (issue 12)
 cmd_missions.register(app)  # block, blocks, mission, missions, receipt import (issue 11)
 
 
+class _LazyGroup(Group):
+    """The top group, which builds a subcommand's click command only when it is asked for.
+
+    Typer builds a command by reading the type hints of every parameter of its
+    function (~80 ms for the whole tree, paid by every new process, which is how
+    users and agents run the CLI). One call runs one subcommand, so only that
+    one is built; ``--help`` and the shell listing still ask for every name, in
+    the order of registration, and get all of them.
+    """
+
+    #: name -> a function building that subcommand (set right after Typer builds the group)
+    builders: dict[str, Callable[[], Any]]
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.builders)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in self.builders:
+            self.commands[cmd_name] = self.builders[cmd_name]()
+        return self.commands.get(cmd_name)
+
+
+def _builders() -> dict[str, Callable[[], Any]]:
+    """What each of ``app``'s subcommands is built by, by its name, in the order of registration
+    (commands first, then groups: the order Typer itself lists them in)."""
+    style: dict[str, Any] = {"pretty_exceptions_short": app.pretty_exceptions_short,
+                             "rich_markup_mode": app.rich_markup_mode}
+    out: dict[str, Callable[[], Any]] = {}
+    for info in app.registered_commands:
+        assert info.callback is not None
+        name = info.name or typer.main.get_command_name(info.callback.__name__)
+        out[name] = functools.partial(typer.main.get_command_from_info, info, **style)
+    for group in app.registered_groups:
+        assert isinstance(group.name, str), "every sub-app is added with its name"
+        out[group.name] = functools.partial(
+            typer.main.get_group_from_info, group, suggest_commands=app.suggest_commands, **style)
+    return out
+
+
 @functools.cache
 def command() -> Any:  # typer's own (vendored) click Command
-    """The click command tree Typer builds from ``app``. Building it reads the type hints of every
-    command's parameters (~80 ms): a process that runs the CLI more than once (the test suite does,
-    thousands of times) builds it once. ``entry.main`` handles every exception itself, so Typer's
-    own ``__call__`` (which only installs its traceback hook) adds nothing."""
-    return typer.main.get_command(app)
+    """The click command tree of ``app``, its subcommands built on demand (``_LazyGroup``); a
+    process that runs the CLI more than once (the test suite does, thousands of times) keeps
+    what it built. ``entry.main`` handles every exception itself, so Typer's own ``__call__``
+    (which only installs its traceback hook) adds nothing."""
+    shell = copy.copy(app)  # the top group alone: its callback and options, no subcommand yet
+    shell.registered_commands, shell.registered_groups = [], []
+    shell.info = copy.copy(app.info)
+    shell.info.cls = _LazyGroup
+    group = typer.main.get_command(shell)
+    assert isinstance(group, _LazyGroup)
+    group.builders = _builders()
+    return group
 
 
 def run() -> Any:

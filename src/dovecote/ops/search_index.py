@@ -347,10 +347,16 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     if not tails and not gone:
         return
     big = any(t.fresh and t.letters for t in tails.values())
+    first = big and not idx.boxes and conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is None
     if big:  # a (re)build: a crash loses the whole transaction anyway, and the old rows stay
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
+    if first and idx.path is not None:  # an empty file: a rollback journal keeps no page, the WAL every one
+        conn.execute("PRAGMA journal_mode=DELETE")  # (twice the bytes); refused while another connection is open
     conn.execute("BEGIN IMMEDIATE")
+    if first:  # fewer, larger merges of the full-text segments (kept in the table's own config)
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 16)")
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('crisismerge', 64)")
     # a (re)build makes a few objects per message and frees none until it ends: the
     # cyclic collector would only walk them again and again (a seventh of the build)
     paused = collector_paused() if big else contextlib.nullcontext()
@@ -367,6 +373,8 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     finally:
         if big:
             with contextlib.suppress(sqlite3.Error):
+                if first and idx.path is not None:
+                    conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA cache_size=-2000")
 
