@@ -79,3 +79,10 @@ def round_trips(conn: psycopg.Connection[tuple[object, ...]], path: Path) -> Ite
             yield count
         finally:
             conn.pgconn.untrace()
+
+
+def statements(path: Path) -> int:
+    """How many statements the client asked its server to run, in a trace ``round_trips`` wrote:
+    each is one Execute message, or one simple Query (what the server parses, plans and runs)."""
+    return sum(row.split("\t")[2:3] in (["Execute"], ["Query"])
+               for row in path.read_text().splitlines() if row.startswith("F"))

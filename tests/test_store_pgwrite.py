@@ -16,12 +16,16 @@ from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store_postgres import PostgresStore, release
 from dovecote.verbs import EntityAdd, Message
-from pghelpers import round_trips, schema
+from pghelpers import round_trips, schema, statements
 
 A, B = Address("entity", "ent_a"), Address("entity", "ent_b")
 #: A warm send on PostgreSQL: one round trip for BEGIN, both boxes' locks and their new rows, one for
 #: the delivery, the sent record, their notices and COMMIT (it was 13 before the sections were pipelined).
 SEND_TRIPS = 2
+#: And the statements those trips carry: BEGIN, two locks, two reads (each box's generation and new
+#: rows at once), one insert of both rows with both notices, COMMIT (it was 11: the generation and
+#: the rows read apart, the notices one statement each).
+SEND_STATEMENTS = 7
 
 
 @pytest.fixture
@@ -57,6 +61,8 @@ def test_a_warm_send_waits_on_the_server_twice_and_commits_delivery_and_record_t
         with st._conn() as conn, round_trips(conn, tmp_path / "trace") as trips:
             sent = [dc.send(Message(recipient="ent_a", sender="ent_b", subject=f"#{n}", body="b")) for n in range(5)]
             assert trips() <= SEND_TRIPS * 5, f"{trips() / 5:.1f} round trips a send (the pool's check counts too)"
+        ran = statements(tmp_path / "trace")
+        assert ran <= SEND_STATEMENTS * 5, f"{ran / 5:.1f} statements a send"
     finally:
         st.close()
     delivered = {letter_id(x) for x in rows(url, "entity:ent_a")}

@@ -25,10 +25,13 @@ from dovecote.store import BoxRead, Cursor
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
-_GENERATION = "SELECT id, generation FROM dovecote_boxes WHERE box = %s"
 ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %s AND seq > %s ORDER BY seq"
-_ROWS_BY_KEY = """SELECT l.seq, l.line FROM dovecote_letters l JOIN dovecote_boxes b ON l.box = b.id
-WHERE b.box = %s AND l.generation = %s AND l.seq > %s ORDER BY l.seq"""
+#: The box's row and the rows after what is held of the generation held, in one statement (one
+#: snapshot, and one statement less for the server and the client per box). The box's row comes
+#: once with a NULL seq when no row follows; none at all when the box does not exist.
+_NEWER = """SELECT b.id, b.generation, l.seq, l.line FROM dovecote_boxes b
+LEFT JOIN dovecote_letters l ON l.box = b.id AND l.generation = %s AND l.seq > %s
+WHERE b.box = %s ORDER BY l.seq"""
 
 
 @dataclass(eq=False)
@@ -111,24 +114,24 @@ def refresh(
     """Bring each box up to what the database holds (the caller holds the boxes' locks).
 
     One round trip when each box's generation is the one held: ``first`` (a transaction's
-    ``BEGIN``, the boxes' advisory locks), then the generation and the rows after what is held
-    of every box, in one pipeline. The rows are read for the generation held, so a replace
-    landing between the two statements is seen by the next read, never mixed into this one."""
+    ``BEGIN``, the boxes' advisory locks), then one statement per box reading its generation
+    and the rows after what is held, in one pipeline. The rows are read for the generation
+    held, so a replace is seen (the generation differs) and read from its start, never mixed."""
     cur = [conn.cursor(binary=True) for _ in boxes]
     with conn.pipeline():
         for sql, params in first:
             conn.execute(sql, params)
-        gens = [conn.execute(_GENERATION, (key,)) for key, _ in boxes]
         for c, (key, box) in zip(cur, boxes, strict=True):
-            c.execute(_ROWS_BY_KEY, (key, box.generation, box.seq))
-    for c, g, (key, box) in zip(cur, gens, boxes, strict=True):
-        row, rows = g.fetchone(), c.fetchall()
+            c.execute(_NEWER, (box.generation, box.seq, key))
+    for c, (key, box) in zip(cur, boxes, strict=True):
+        got = cast("list[tuple[int, int, int | None, bytes | None]]", c.fetchall())
         c.close()
-        if row is None:
+        if not got:
             box.exists = False
             continue
-        box.number, generation = cast("tuple[int, int]", row)
+        box.number, generation = got[0][0], got[0][1]
         box.exists = True
+        rows: list[tuple[object, ...]] = [(seq, line) for _, _, seq, line in got if seq is not None]
         if generation != box.generation:
             box.restart(generation)
             with conn.cursor(binary=True) as again:

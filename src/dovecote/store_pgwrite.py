@@ -16,7 +16,8 @@ a library send before this module, 2 after):
   all). A box already held by the transaction is not locked or read again.
 * Appends are decided under the lock from the warm box (an id the box holds is
   not new), staged, and inserted with the commit in one pipeline: one
-  ``INSERT`` for every box written, one ``NOTIFY`` each, ``COMMIT``. The insert
+  statement inserting the rows of every box written and notifying each, then
+  ``COMMIT`` (each statement costs the client and the server alike). The insert
   has no ``ON CONFLICT``: a row that is there anyway (a writer that skipped the
   lock) fails the whole transaction, so nothing is acknowledged that was not
   written. A big batch is a binary ``COPY`` at once (COPY cannot be pipelined).
@@ -35,12 +36,16 @@ from dovecote.letters import Letter, letter_id
 from dovecote.osutil import collector_paused
 from dovecote.store import BoxRead, Cursor, Mark, Tail
 from dovecote.store_pgbox import Box, Conn, held, refresh
-from dovecote.store_pgnotify import NOTIFY
+from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
 LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
 _ENSURE = "INSERT INTO dovecote_boxes (box) VALUES (%s) ON CONFLICT DO NOTHING"
-_INSERT = """INSERT INTO dovecote_letters (box, generation, seq, id, line)
-SELECT * FROM unnest(%b::int4[], %b::int4[], %b::int8[], %b::text[], %b::bytea[])"""
+_ROWS = "SELECT * FROM unnest(%b::int4[], %b::int4[], %b::int8[], %b::text[], %b::bytea[])"
+_INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS}"
+#: The staged rows and every moved box's notice as one statement: a data-modifying CTE runs in
+#: full whether or not it is referenced, and both take effect at the commit, or neither does.
+_INSERT_NOTIFY = f"""WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS})
+SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM unnest(%b::text[]) k"""
 _COPY = "COPY dovecote_letters (box, generation, seq, id, line) FROM STDIN (FORMAT BINARY)"
 #: From how many new lines an append copies rather than inserts.
 COPY_FROM = 256
@@ -155,9 +160,13 @@ class Transaction:
             self.settle()
         conn = self.session.conn
         with conn.pipeline():
-            self._insert(conn)
-            for key in self.moved:
-                conn.execute(NOTIFY, (key,))
+            if self.staged:  # the rows and the notices in one statement
+                cols = [list(c) for c in zip(*self.staged, strict=True)]
+                conn.execute(_INSERT_NOTIFY, [*cols, list(self.moved)])
+                self.staged = []
+            else:  # a COPY wrote the rows
+                for key in self.moved:
+                    conn.execute(NOTIFY, (key,))
             conn.execute("COMMIT")
         if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
             raise psycopg.OperationalError("the transaction did not commit")
