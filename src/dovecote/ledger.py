@@ -28,6 +28,7 @@ Nothing here knows about boxes, rosters or fates.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
@@ -375,6 +376,12 @@ class LockedLedger:
         return out
 
 
+#: A ledger is appended only as itself: a symlink in its place (to another box's
+#: ledger, or out of the home) would send letters where they do not belong, and
+#: two boxes sharing one file would each lock it, so a send between them would hang.
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
 @contextmanager
 def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     """Open (creating if needed), lock exclusively, refresh, and yield the ledger.
@@ -389,13 +396,15 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     try:
         try:
             try:  # the ledger is there (the common case): no walk up its folders
-                fd = fileops.open_fd(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                fd = fileops.open_fd(path, _APPEND_FLAGS)
                 created = False
             except FileNotFoundError:
                 ensure_dir(path.parent)
                 created = not path.exists()
-                fd = fileops.open_fd(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+                fd = fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
+                raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
             raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
         try:
             lock(fd)
