@@ -239,3 +239,18 @@ def test_racing_stop_hooks_block_once_between_them(tmp_path: Path) -> None:
     assert len(blocks) == 1 and "all hands" in blocks[0]["reason"], outs
     records = [orjson.loads(x) for x in ledger_lines(dc.layout.entity_box(ENTITY)) if b'"surfaced"' in x]
     assert [r["items"] for r in records] == [[item]]
+
+
+def test_session_start_reads_the_block_path_and_answers_what_decide_says_on_the_whole_view(tmp_path: Path) -> None:
+    """The hook reads the injection block without building rows; it must say and record
+    exactly what ``decide`` says on the full view (prompt and stop still read that view)."""
+    from dovecote.ops.inbox import read_inbox
+
+    dc = mail_home(tmp_path)
+    for k in range(5):
+        send(dc, f"subject {k}", priority="urgent" if k % 2 else "low")
+    view, _ = read_inbox(dc.context, ENTITY)
+    expected = decide("session-start", view, set())
+    got = dc.hook("session-start", ENTITY, {"session_id": "fresh"})
+    assert (got.stdout, got.announce) == (expected.stdout, expected.announce)
+    assert len(got.announce) == 5

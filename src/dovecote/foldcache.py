@@ -17,13 +17,19 @@ When to write (cheaply, never on a read that changed nothing): after a read
 that folded the box from nothing, after one that rebuilt the view whole (a new
 tic or thresholds: the snapshot's rows would be stale), and once the letters
 folded since the last write reach ``REWRITE_AFTER`` (until then a cold process
-simply reads that short tail again).
+simply reads that short tail again). A view rebuilt for a clock it holds for
+less than ``KEEP_VIEW_FOR`` (a read with no tic: some row's age in hours ticks
+over within seconds) is not worth a file: the next cold process, minutes
+later, would find it stale and rebuild it anyway, so writing the whole book
+again (16 MB for 10,000 messages) on every such read, as every tic-less
+session-start hook did, bought nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -48,6 +54,8 @@ VERSION = 7
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark before a read writes it again.
 REWRITE_AFTER = 256
+#: A rebuilt view that stays fresh for less than this is not a reason to write the snapshot again.
+KEEP_VIEW_FOR = timedelta(minutes=10)
 
 
 class Head(msgspec.Struct, array_like=True):
@@ -117,7 +125,9 @@ def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
     if rec.mark is None or not persistable(ctx, rec.mark):
         return
     book = rec.fold
-    rebuilt = book.view_state is not None and _view_key(book) != book.saved_view
+    vs = book.view_state
+    rebuilt = vs is not None and _view_key(book) != book.saved_view and (
+        vs.until is None or vs.until - vs.since >= KEEP_VIEW_FOR)
     if rec.since_saved < 0 or rec.since_saved >= REWRITE_AFTER or rebuilt:
         save(ctx, book, rec.mark)
         rec.since_saved = 0

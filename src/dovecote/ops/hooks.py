@@ -37,7 +37,7 @@ from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.errors import Refusal
 from dovecote.folds import entity_address
 from dovecote.letters import canonical_line, format_ts
-from dovecote.ops.inbox import read_inbox
+from dovecote.ops.inbox import read_inbox, read_injection_items
 from dovecote.ops.injection import URGENT, inbox_injection, new_mail_block, stop_reason
 
 if TYPE_CHECKING:
@@ -85,6 +85,14 @@ def decide(kind: str, view: dict[str, Any], told: set[str], *, stop_hook_active:
     return HookAnswer(kind, orjson.dumps(block).decode() + "\n", tuple(i["id"] for i in urgent), block=True)
 
 
+def _decide(kind: str, seen: dict[str, Any] | tuple[str, list[str]], told: set[str], active: bool) -> HookAnswer:
+    """``decide`` on the view, or, for session-start, on its (block, item ids): the same answer."""
+    if isinstance(seen, tuple):
+        text, ids = seen
+        return HookAnswer(kind, text, tuple(i for i in ids if i not in told))
+    return decide(kind, seen, told, stop_hook_active=active)
+
+
 def run_hook(ctx: Context, kind: str, entity_id: str, payload: Mapping[str, Any]) -> HookAnswer:
     """Decide, record what is announced (under the box lock, deciding again there), and answer."""
     if kind not in KINDS:
@@ -92,14 +100,15 @@ def run_hook(ctx: Context, kind: str, entity_id: str, payload: Mapping[str, Any]
     addr = entity_address(ctx, entity_id)
     session = session_of(payload)
     active = payload.get("stop_hook_active") is True
-    view, _ = read_inbox(ctx, entity_id)
+    # session-start prints the block alone: read it as ``inbox --format injection`` does, no rows built
+    seen = read_injection_items(ctx, entity_id) if kind == "session-start" else read_inbox(ctx, entity_id)[0]
     told = surfaced_to(ctx.store.read(addr).letters, session)
-    answer = decide(kind, view, told, stop_hook_active=active)
+    answer = _decide(kind, seen, told, active)
     if not answer.announce:
         return answer
     with ctx.store.guarded(addr) as guard:
         told = surfaced_to(guard.letters, session)
-        answer = decide(kind, view, told, stop_hook_active=active)
+        answer = _decide(kind, seen, told, active)
         if answer.announce:
             record = surfaced_letter(entity_id, session, kind, answer.announce, format_ts(ctx.now()))
             guard.append([canonical_line(record)])

@@ -114,3 +114,15 @@ def read_injection(
     with folds.inbox(ctx, who) as book:
         return inbox_block(book, clock, limits=ctx.roster.limits, include_terminal=include_terminal,
                            items=direction in ("inbound", "both"))
+
+
+def read_injection_items(ctx: Context, entity_id: str) -> tuple[str, list[str]]:
+    """``read_injection``'s block at no asked tic, and the ids of the items it counts in view
+    order (the ids of ``read_inbox``'s items): what a session-start hook prints and records,
+    without building the view's rows."""
+    who, clock, _ = _asked(ctx, entity_id, None, None, "inbound")
+    with folds.inbox(ctx, who) as book:
+        text, _ = inbox_block(book, clock, limits=ctx.roster.limits)
+        vs = book.view_state
+        assert vs is not None and vs.ordered is not None
+        return text, list(vs.ordered)
