@@ -26,7 +26,7 @@ from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.vocab import ENGINE_AGENT
-from helpers import snapshot
+from helpers import run_cli, snapshot
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
 pytestmark = pytest.mark.files_only
@@ -106,3 +106,90 @@ def test_the_engines_agent_name_is_reserved_on_every_door(tmp_path: Path) -> Non
         r = client.post("/api/v1/reports", json={"tool": "t", "class": "bug", "what": "w", "agent": ENGINE_AGENT})
         assert r.status_code in (400, 403), r.text
         assert r.json()["reason"] in ("reserved_agent", "invalid_name", "unknown_field")
+
+
+# -- the CLI column: every name and address argument of the CLI, the same hostile names ----------------
+
+#: CLI argument -> argv (``{v}`` the hostile value, ``{ref}`` a real item of the builder's inbox). Every run
+#: must exit 2 with ``Error: <keyword>:`` (a registered keyword), no traceback, and change no file.
+CLI_TABLE: dict[str, list[str]] = {
+    "send --recipient": ["send", "--sender", SENDER, "--recipient", "{v}", "--subject", "s"],
+    "send --sender": ["send", "--sender", "{v}", "--recipient", ENTITY, "--subject", "s"],
+    "send --reply-to": ["send", "--sender", SENDER, "--recipient", ENTITY, "--subject", "s", "--reply-to", "{v}"],
+    "send --escalation-target": ["send", "--sender", SENDER, "--recipient", ENTITY, "--subject", "s",
+                                 "--type", "task", "--escalation-target", "{v}"],
+    "draft --recipient": ["draft", "--sender", SENDER, "--recipient", "{v}", "--subject", "s"],
+    "outbox send --sender": ["outbox", "send", "--sender", "{v}"],
+    "inbox E": ["inbox", "{v}"],
+    "show E": ["show", "{v}", "{ref}"],
+    "show E REF": ["show", ENTITY, "{v}"],
+    "claim E": ["claim", "{v}", "{ref}"],
+    "claim E REF": ["claim", ENTITY, "{v}"],
+    "seen E": ["seen", "{v}", "{ref}"],
+    "complete E REF": ["complete", ENTITY, "{v}"],
+    "ack E": ["ack", "{v}", "{ref}"],
+    "view E": ["view", "{v}"],
+    "organize E": ["organize", "{v}"],
+    "wait E": ["wait", "{v}", "--timeout", "0"],
+    "search --entity-id": ["search", "s", "--entity-id", "{v}"],
+    "import inbox-tree --entity-id": ["import", "inbox-tree", "{tmp}", "--entity-id", "{v}"],
+    "hooks install --entity-id": ["hooks", "install", "--agent", "claude-code", "--entity-id", "{v}",
+                                  "--project-dir", "{tmp}"],
+    "box ADDRESS": ["box", "{v}"],
+    "cases --box": ["cases", "--box", "{v}"],
+    "entity add": ["entity", "add", "{v}"],
+    "entity remove": ["entity", "remove", "{v}"],
+    "token issue": ["token", "issue", "{v}"],
+    "project add": ["project", "add", "{p}", "--root", "{tmp}/newroot"],
+    "project remove": ["project", "remove", "{v}"],
+    "blocks --project": ["blocks", "--project", "{v}"],
+    "missions --project": ["missions", "--project", "{v}"],
+    "block add --project": ["block", "add", "sb_new", "--project", "{v}"],
+    "block bump": ["block", "bump", "{v}", "--project", "atlas"],
+    "mission show": ["mission", "show", "{v}"],
+    "mission archive": ["mission", "archive", "{v}"],
+    "receipt import": ["receipt", "import", "{v}"],
+}
+
+
+def _project_twin(v: str) -> str:
+    """The hostile value aimed at the project ``atlas`` (its case variants too) instead of the builder: a new
+    project may not differ from one by case alone (a look-up may: project names resolve case-insensitively)."""
+    return v.replace(ENTITY.upper(), "ATLAS").replace("Ent_Builder", "Atlas").replace(ENTITY, "atlas")
+
+
+@pytest.mark.parametrize("argument", sorted(CLI_TABLE))
+def test_path_tricks_and_look_alikes_are_refused_by_the_cli_and_write_nothing(tmp_path: Path, argument: str) -> None:
+    """In process through the console script's entry (as ``tests/test_hostile_cli.py``): exit 2 and a keyword.
+
+    A name that only differs by case from an existing one is refused too (``duplicate_entity``,
+    ``unknown_entity``, ``invalid_name`` for a sender): on a case-insensitive disk it would be the same folder.
+    """
+    dc = served_home(tmp_path)
+    ref = dc.inbox(verbs.Inbox(entity_id=ENTITY))["items"][0]["id"]
+    before = snapshot(tmp_path)
+    for v in HOSTILE:
+        argv = [a.replace("{v}", v).replace("{p}", _project_twin(v)).replace("{ref}", ref)
+                .replace("{tmp}", str(tmp_path)) for a in CLI_TABLE[argument]]
+        r = run_cli(tmp_path, *argv, home=dc.layout.root)
+        err = r.stderr.decode()
+        assert r.returncode == 2, (argv, r.returncode, err)
+        assert "Traceback" not in err + r.stdout.decode(), (argv, err)
+        assert err.startswith("Error: ") and err[7:].split(":", 1)[0] in REASONS, (argv, err)
+    after = snapshot(tmp_path)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and "/cache/" not in k)
+    assert not changed, changed
+
+
+@pytest.mark.parametrize("argv", [
+    ["send", "--sender", SENDER, "--recipient", "ent_builder/../ent_ops", "--subject", "s"],
+    ["inbox", "\u202eent_builder"],
+    ["entity", "add", ENTITY.upper()],
+])
+def test_a_real_process_refuses_a_hostile_name_the_same_way(tmp_path: Path, argv: list[str]) -> None:
+    dc = served_home(tmp_path)
+    before = snapshot(tmp_path)
+    r = run_cli(tmp_path, *argv, home=dc.layout.root, process=True)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.split(b":", 2)[1].strip().decode() in REASONS and b"Traceback" not in r.stderr, r.stderr
+    assert snapshot(tmp_path) == before

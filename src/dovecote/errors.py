@@ -84,7 +84,10 @@ REASONS: dict[str, tuple[int, str]] = {
     "unknown_recipient": (404, "the recipient is not a registered entity"),
     "unknown_symptom": (400, "the symptom is not in the closed vocabulary (there is no other)"),
     "unknown_token": (404, "no token with that id was issued"),
-    "unsafe_path": (409, "a folder the view writes is a symbolic link or a file; nothing is written through it"),
+    "unsafe_path": (409, (
+        "a folder or file dovecote writes (a view, a hook configuration, the roster, an intake envelope) is a"
+        " symbolic link or a file; nothing is read or written through it"
+    )),
     "unsupported": (400, "this server cannot do that as it runs (serve --workers N keeps no MCP session to notify)"),
     "unverified_mode": (400, "the notifier mode session-inject is reserved: no session injection was ever verified"),
 }

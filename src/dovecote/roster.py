@@ -360,8 +360,10 @@ def with_project(r: Roster, p: Project) -> Roster:
     for word in (p.name, *p.aliases):
         if word.lower() in PROJECTLESS_WORDS:
             raise Refusal("invalid_name", f"{word!r} means projectless to the ownership law; it cannot name a project")
-    if r.project(p.name) is not None:
-        raise Refusal("duplicate_project", f"project {p.name!r} is already in the roster")
+    if twin := next((o for o in r.projects if o.name.lower() == p.name.lower()), None):
+        # case alone must not tell two boxes apart: on a case-insensitive disk (macOS, Windows) they are one folder
+        raise Refusal("duplicate_project", f"project {twin.name!r} is already in the roster (names differing only"
+                      " by case would share one box folder on a case-insensitive disk)")
     if clash := root_clash(r.projects, p):
         raise Refusal("duplicate_root", f"project {clash.name!r} already has the root {clash.root}")
     low = p.name.lower()
@@ -374,8 +376,9 @@ def with_project(r: Roster, p: Project) -> Roster:
 
 
 def with_entity(r: Roster, e: Entity) -> Roster:
-    if r.entity(e.id) is not None:
-        raise Refusal("duplicate_entity", f"entity {e.id!r} is already in the roster")
+    if twin := next((o for o in r.entities if o.id.lower() == e.id.lower()), None):  # as for projects
+        raise Refusal("duplicate_entity", f"entity {twin.id!r} is already in the roster (ids differing only by"
+                      " case would share one box folder on a case-insensitive disk)")
     return replace(r, entities=(*r.entities, e))
 
 

@@ -46,7 +46,7 @@ def held(config: Path) -> Iterator[None]:
     """Hold the roster's edit lock (released when the descriptor closes, also on a crash)."""
     try:
         ensure_dir(config.parent)
-        fd = fileops.open_lock(lock_path(config))
+        fd = fileops.open_lock(lock_path(config), follow=False)  # a link there would create its target
     except OSError as e:
         raise StoreError(f"cannot open {lock_path(config)}: {e.strerror or e}") from e
     try:
@@ -91,6 +91,9 @@ def edit(config: Path, change: Change) -> Roster:
     from tomlkit.exceptions import TOMLKitError
 
     with held(config):
+        if config.is_symlink():  # the rename would replace the link with a copy, cutting it off from its target
+            raise Refusal("unsafe_path", f"{config} is a symbolic link; a roster edit never writes through one"
+                          " (edit its target by hand, or put a copy in its place)")
         try:
             text = config.read_bytes()
         except FileNotFoundError:

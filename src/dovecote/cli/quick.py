@@ -54,10 +54,11 @@ def run_inbox(
         raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
     ctx = inboxhandle.open_context(home, actor=bound_actor())
     who = words[0] if words else inboxhandle.default_entity(ctx)
-    deps = output_cache.snapshot(inboxhandle.dependencies(ctx, who))  # stat before reading: never newer than the read
     from dovecote.verbs import Inbox, decode
 
+    # decoded first: the name is checked (invalid_name) before it becomes a path to stat (a NUL raised there)
     verb = decode(Inbox, {"entity_id": who, "current_tic": current, "direction": direction, "include_terminal": all_})
+    deps = output_cache.snapshot(inboxhandle.dependencies(ctx, who))  # stat before reading: never newer than the read
     if fmt == "injection":  # the hook's path: the block alone, no view built
         text, until = inboxhandle.injection_until(ctx, verb)
         out = text.encode()

@@ -150,6 +150,21 @@ def _backup_path(path: Path, stamp: str) -> Path:
     return candidate
 
 
+def _refuse_links(path: Path) -> None:
+    """Refuse (``unsafe_path``) a ``.claude``/``settings.json`` that is a link, or a folder that is a file.
+
+    A cloned repository can carry ``.claude -> ~/.ssh`` or ``settings.json -> ~/.bashrc``: following
+    it would read a file outside the project into the backup and the diff, and write the backup (and,
+    through a linked folder, the settings) out there. The link is the person's to remove.
+    """
+    for p in (path.parent, path):
+        if p.is_symlink():
+            raise Refusal("unsafe_path", f"{p} is a symbolic link; hooks install never reads or writes through one"
+                          " (remove it, or copy its target in its place)")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise Refusal("unsafe_path", f"{path.parent} is a file where hooks install needs a folder")
+
+
 def install(
     ctx: Context, agent: str, entity_id: str, project_dir: Path, prefix: str, *, dry_run: bool = False
 ) -> Installed:
@@ -160,7 +175,8 @@ def install(
     if not project_dir.is_dir():
         raise Refusal("invalid_field", f"--project-dir {str(project_dir)!r} is not a directory")
     folder, name = AGENTS[agent]
-    path = project_dir.absolute() / folder / name
+    path = project_dir.resolve() / folder / name  # where it truly writes: the path it prints has no ``..`` left
+    _refuse_links(path)
     old_text, old = _read(path)
     new = merged(old, {event: hook_command(prefix, kind, entity_id, agent) for event, kind in EVENTS})
     notes = [NOTES[agent]] if agent in NOTES else []

@@ -24,6 +24,7 @@ violation) is quarantined once, never retried (notes B13.6).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Iterator
@@ -128,11 +129,15 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
     pending = os.path.join(folder, PENDING)
     for name in names:
         try:
-            with open(os.path.join(pending, name), "rb") as f:
-                raw = f.read()
+            raw = _read_file(os.path.join(pending, name))
         except FileNotFoundError:
             continue  # another tool took it away; nothing of it was delivered by us
         except OSError as e:
+            if e.errno == errno.ELOOP:  # a link: its target (anywhere on the machine) is never read as an envelope
+                bad.append((name, _link_text(os.path.join(pending, name)), Rejected(
+                    "unsafe_path", "a symbolic link; intake never reads through one (its target was not opened)"),
+                    None))
+                continue
             run.left_pending.append({"file": name, "error": str(e.strerror or e)})
             continue
         try:
@@ -187,6 +192,22 @@ def _batch(ctx: Context, folder: Path, names: list[str], mode: str, run: IntakeR
     if moved or bad:
         for which in FOLDERS:
             fsync_dir(folder / which)
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a pending file, opened without following a symbolic link (``ELOOP`` if it is one)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def _link_text(path: str) -> bytes:
+    """What a link says (its own bytes, never its target's): what the quarantine hashes, so each link is told
+    apart from the others."""
+    try:
+        return os.fsencode(os.readlink(path))
+    except OSError:
+        return b""
 
 
 def presorted(value: object) -> orjson.Fragment | None:
