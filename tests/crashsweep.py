@@ -23,7 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -56,8 +56,13 @@ def chosen(points: int, depth: str) -> list[int]:
 
 
 def where(fs: FaultFS | None) -> str:
-    """Which crash a failed assertion is about."""
-    return f"after {fs.log[-1]} ({fs.mode}, point {fs.calls})" if fs else "with no crash"
+    """Which crash, or which healed I/O fault, a failed assertion is about (a fault run never crashes: its
+    ``mode`` and call count say nothing of where it went wrong)."""
+    if fs is None:
+        return "with no crash"
+    if fs.fault:
+        return f"after {fs.fault}, healed ({fs.calls} calls in all)"
+    return f"after {fs.log[-1]} ({fs.mode}, point {fs.calls})"
 
 
 def sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: str = "full") -> list[str]:
@@ -139,11 +144,8 @@ def fault_sweep(name: str, base: Path, work: Path, op: Op, check: Check, depth: 
                 assert reason is None or reason in REASONS, f"{what}: unregistered keyword {reason}"
             except Exception as e:  # anything else reaches a face as internal_error
                 raise AssertionError(f"{what}: {type(e).__name__} {e} escaped (no keyword)") from e
-            for path in sorted(root.rglob("*.jsonl")):
-                if not CACHES & set(path.relative_to(root).parts):
-                    r = LedgerReader(path)
-                    r.refresh()
-                    assert r.torn is None and not r.defects, f"{what}: {path} was left half written"
+            for ledger, r in ledgers(root):
+                assert r.torn is None and not r.defects, f"{what}: {ledger} was left half written"
             fs.heal()
             with commit._registry_lock:  # the next run is a new process (see the module docstring)
                 commit._registry.clear()
@@ -200,14 +202,19 @@ def ledger_ids(root: Path) -> dict[str, list[str]]:
     reported defect, never a letter, so it does not show here.
     """
     out: dict[str, list[str]] = {}
-    for path in sorted(root.rglob("*.jsonl")):
-        if CACHES & set(path.relative_to(root).parts):
-            continue
-        r = LedgerReader(path)
-        r.refresh()
-        assert r.duplicates == 0, f"{path} holds a line twice"
-        out[path.relative_to(root).as_posix()] = [x.id for x in r.letters]
+    for name, r in ledgers(root):
+        assert r.duplicates == 0, f"{name} holds a line twice"
+        out[name] = [x.id for x in r.letters]
     return out
+
+
+def ledgers(root: Path) -> Iterator[tuple[str, LedgerReader]]:
+    """Every ledger under ``root`` (not the caches), read to its end: its path under ``root``, its reader."""
+    for path in sorted(root.rglob("*.jsonl")):
+        if not CACHES & set(path.relative_to(root).parts):
+            r = LedgerReader(path)
+            r.refresh()
+            yield path.relative_to(root).as_posix(), r
 
 
 def all_ids(root: Path) -> set[str]:
@@ -222,11 +229,7 @@ def acknowledge(root: Path, acked: list[str]) -> None:
 def kinds_of(root: Path) -> dict[str, str]:
     """Each letter's kind, by id, over every ledger under ``root``."""
     out: dict[str, str] = {}
-    for path in sorted(root.rglob("*.jsonl")):
-        if CACHES & set(path.relative_to(root).parts):
-            continue
-        r = LedgerReader(path)
-        r.refresh()
+    for _, r in ledgers(root):
         out.update({x.id: str(x.data().get("kind", "report")) for x in r.letters})
     return out
 

@@ -66,6 +66,8 @@ class FaultFS(fileops.FileOps):
     #: of the same operation (writes fail on a full disk; truncating, which frees space, still works)
     fail_call: int | None = None
     _fail_kind: str = ""
+    #: the fault this run injected, said for a failed assertion (``crashsweep.where``): kept after ``heal``
+    fault: str = ""
     seed: int = 0
     calls: int = 0
     log: list[str] = field(default_factory=list)
@@ -88,6 +90,8 @@ class FaultFS(fileops.FileOps):
             raise Crash(f"crash point {self.calls}: {op} {what}")
         if self.calls == self.fail_call:
             self._fail_kind = op
+            self.fault = (f"{errno_mod.errorcode[self.fail_errno]} {'for good' if self.fail_for_good else 'once'} "
+                          f"at call {self.calls} ({op} {os.path.basename(what)})")
         if self.fail_call is not None and (self.calls == self.fail_call or (
                 self.fail_for_good and self.calls > self.fail_call and op == self._fail_kind)):
             raise OSError(self.fail_errno, os.strerror(self.fail_errno))
