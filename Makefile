@@ -34,13 +34,14 @@ lint: $(VENV)/.installed
 test: lint | $(CHROMIUM)
 	$(BIN)/pytest -n 2
 
-# The long sweeps and soaks, and the tests that restart PostgreSQL under writers (every session on the
-# server ends: never beside make test). One process: the restart must not cut another test's sessions.
+# The long sweeps (every crash point and I/O fault of every operation, every hostile CLI argument, the deep
+# fuzz), the two ten-minute soaks, then the tests that restart PostgreSQL under writers (every session on the
+# server ends: never beside make test), alone: the restart must not cut another test's sessions.
 stress: $(VENV)/.installed
 	$(BIN)/pytest -m 'stress and not deep' -n 2 --ignore=tests/test_multihost_stress.py
 	$(BIN)/pytest -m stress tests/test_multihost_stress.py
 
-# Every crash point, the deep state machine and the ten-minute soaks (marked deep): not yet in CI (see the README).
+# The deep schemathesis state machine (marked deep): not yet in CI (see the README).
 deep: $(VENV)/.installed
 	$(BIN)/pytest -m deep -n 2
 
