@@ -13,7 +13,7 @@ give. The events stream is listed from ``events.PATH`` the same way.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -79,14 +79,42 @@ def _body(route: Route, in_path: set[str], components: dict[str, Any]) -> dict[s
     return {"required": False, "content": {"application/json": {"schema": schema}}}
 
 
-#: OpenAPI links, what a stateful client follows from an answer to the next request: a sent message is an item
-#: of its recipient (read it, move it), a posted mission letter is a mission to read. Route -> link -> (target
-#: route, its parameters as runtime expressions).
-LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
-    "send": {"ReadItem": ("item", {"entity_id": "$request.path.recipient", "ref": "$response.body#/id"}),
-             "MoveItem": ("move", {"entity_id": "$request.path.recipient", "ref": "$response.body#/id"})},
-    "mission_post": {"ReadMission": ("mission", {"mission_id": "$response.body#/mission_id"})},
+class Link(NamedTuple):
+    """An OpenAPI link: the route it leads to, its parameters (runtime expressions or constants) and, when the
+    link gives the whole request body, that body."""
+
+    target: str
+    parameters: dict[str, str]
+    body: dict[str, Any] | None = None
+
+
+#: OpenAPI links, what a stateful client follows from an answer to the next request: a listed entity is a
+#: recipient to send to; a sent message is an item of its recipient (read it, claim it, move it, read the inbox
+#: it is in); an item read is one to move, a move's item one to read again; an inbox's first item one to read; a
+#: posted mission letter is a mission to read. The values come from the answer (``to``, ``id``, ``item``) or the
+#: request's own path, never a guess. A claim takes no options, so its link gives the whole (empty) body.
+LINKS: dict[str, dict[str, Link]] = {
+    "entities": {"SendTo": Link("send", {"recipient": "$response.body#/0/id"})},
+    "send": {"ReadItem": Link("item", {"entity_id": "$response.body#/to", "ref": "$response.body#/id"}),
+             "ClaimItem": Link("move", {"entity_id": "$response.body#/to", "ref": "$response.body#/id",
+                                        "kind": "claim"}, {}),
+             "MoveItem": Link("move", {"entity_id": "$response.body#/to", "ref": "$response.body#/id"}),
+             "ReadInbox": Link("inbox", {"entity_id": "$response.body#/to"})},
+    "item": {"MoveItem": Link("move", {"entity_id": "$request.path.entity_id", "ref": "$response.body#/item/id"})},
+    "move": {"ReadItem": Link("item", {"entity_id": "$request.path.entity_id", "ref": "$response.body#/item"}),
+             "ReadInbox": Link("inbox", {"entity_id": "$request.path.entity_id"})},
+    "inbox": {"ReadItem": Link("item", {"entity_id": "$response.body#/entity", "ref": "$response.body#/items/0/id"})},
+    "mission_post": {"ReadMission": Link("mission", {"mission_id": "$response.body#/mission_id"})},
 }
+
+
+def _link(link: Link) -> dict[str, Any]:
+    """A link object; a body it gives is the whole body (schemathesis would merge it into a generated one
+    unless its extension says so: OpenAPI means the link's ``requestBody`` as the body)."""
+    out: dict[str, Any] = {"operationId": link.target, "parameters": link.parameters}
+    if link.body is not None:
+        out |= {"requestBody": link.body, "x-schemathesis": {"merge_body": False}}
+    return out
 
 
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +136,7 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     responses: dict[str, Any] = {str(route.status): {"description": route.summary,
                                                       "content": {"application/json": {"schema": ok}}}}
     if route.name in LINKS:
-        responses[str(route.status)]["links"] = {name: {"operationId": target, "parameters": params}
-                                                 for name, (target, params) in LINKS[route.name].items()}
+        responses[str(route.status)]["links"] = {name: _link(link) for name, link in LINKS[route.name].items()}
     for status, why in {**ERROR_STATUSES, **(WRITE_STATUSES if route.body else {})}.items():
         responses[status] = {"description": why, "content": {"application/json": {"schema": {"$ref": REF.format(
             name="ErrorBody")}}}}
