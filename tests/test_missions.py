@@ -80,6 +80,7 @@ def test_the_guards(dc: Dovecote) -> None:
     assert refused(post, dc, {**VECTOR, "receipt_candidate": candidate(block="sb_gone")}).reason == "unknown_block"
     assert refused(post, dc, {**VECTOR, "phase": "archived"}).reason == "human_gesture_required"
     assert refused(post, dc, VECTOR, agent="dovecote:engine").reason == "reserved_agent"
+    assert refused(post, dc, VECTOR, agent="Dovecote:\u200bEngine").reason == "reserved_agent"  # a look-alike too
     assert box_bytes(dc, _box("repo-a")) == before
     assert post(dc, {**VECTOR, "block_id": "skeleton:repo-a"})["mission_seq"] == 1  # the skeleton anchors
     assert post(dc, {**VECTOR, "mission_id": "msn_00000000000f", "block_id": "x", "synthetic": True})

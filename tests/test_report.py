@@ -235,6 +235,21 @@ def test_reserved_agent(dc: Dovecote) -> None:
     assert refused(dc, [{"tool": "t", "class": "bug", "what": "w"}], agent="dovecote:engine").reason == "reserved_agent"
 
 
+#: Names a person would read as the engine's: case, full-width letters, zero-width and bidi characters inside.
+ENGINE_LOOKALIKES = ["Dovecote:Engine", "DOVECOTE:ENGINE", "\uff44\uff4f\uff56\uff45\uff43\uff4f\uff54\uff45:engine",
+                     "dovecote:\u200bengine", "dove\u200dcote:engine", "\u202edovecote:engine", "dovecote\ufe55engine"]
+
+
+@pytest.mark.parametrize("name", ENGINE_LOOKALIKES)
+def test_a_lookalike_of_the_engine_name_is_reserved_too(dc: Dovecote, name: str) -> None:
+    before = sorted((p, p.read_bytes()) for p in dc.layout.root.rglob("*.jsonl"))
+    assert refused(dc, [rep(agent=name)]).reason == "reserved_agent"
+    assert refused(dc, [{"tool": "t", "class": "bug", "what": "w"}], agent=name).reason == "reserved_agent"
+    assert sorted((p, p.read_bytes()) for p in dc.layout.root.rglob("*.jsonl")) == before  # nothing written
+    # a name that only starts like it is anyone's
+    assert dc.report([rep(agent=name + "-fan")]) is not None
+
+
 def test_too_large_against_the_configured_limit(dc: Dovecote) -> None:
     small = rewrite_roster(dc, limits=Limits(report_max_bytes=300))
     small.report([rep("x" * 100)])

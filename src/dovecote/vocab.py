@@ -7,6 +7,7 @@ knob.
 
 from __future__ import annotations
 
+import unicodedata
 from enum import StrEnum
 
 # Each closed list below is a ``StrEnum`` (the typed verbs in ``verbs.py`` and
@@ -86,6 +87,16 @@ DEFAULT_FOREIGN_MARKERS: tuple[str, ...] = ("browseros", "context7", "playwright
 
 #: The one author name reserved for letters dovecote itself mints.
 ENGINE_AGENT = "dovecote:engine"
+
+
+def looks_like_engine(name: str) -> bool:
+    """Whether ``name`` would read as the engine's: equal to it after compatibility normalization (full-width
+    letters), with invisible format characters (zero-width, bidi controls) dropped and case folded. The engine's
+    own letters are told by the exact name, but a person reading ``Dovecote:Engine`` or ``dovecote:\u200bengine``
+    would take it for the engine, so no author may take any of them. (Cross-script look-alikes, a Cyrillic
+    ``е``, are not folded: that needs Unicode's confusables data.)"""
+    folded = unicodedata.normalize("NFKC", name)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf").casefold() == ENGINE_AGENT
 
 class Fate(StrEnum):
     """A field report's fate, in precedence order (highest first)."""

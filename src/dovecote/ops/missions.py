@@ -26,7 +26,7 @@ from dovecote.derive.mission_letter import MissionLetter, Phase
 from dovecote.errors import Refusal
 from dovecote.letters import letter_id
 from dovecote.ops import blocks
-from dovecote.vocab import ENGINE_AGENT
+from dovecote.vocab import ENGINE_AGENT, looks_like_engine
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -40,7 +40,7 @@ def post(ctx: Context, data: Mapping[str, Any], as_project: str | None) -> dict[
         raise Refusal("human_gesture_required", "archiving a mission is a human gesture (dovecote mission archive "
                                                 "at a terminal, or the Human View); no post may archive")
     agent = ctx.actor.author()
-    if agent == ENGINE_AGENT:
+    if looks_like_engine(agent):
         raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
     bound = blocks.known_project(ctx, as_project) if as_project is not None else None
     _guards(ctx, m, bound)

@@ -22,6 +22,7 @@ from dovecote.vocab import (
     RECEIPT_CLASS,
     REPORT_CLASSES,
     SYMPTOMS,
+    looks_like_engine,
 )
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
     for k in ("tool", "class", "what", "agent"):
         if not obj.get(k, "").strip():
             raise Refusal("missing_field", f"{k} is required and cannot be blank")
-    if obj["agent"] == ENGINE_AGENT:
+    if looks_like_engine(obj["agent"]):
         raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
     check_ts(obj["ts"])
     _one_of(obj, "class", REPORT_CLASSES)
