@@ -196,7 +196,7 @@ CANONICAL_ORDER: tuple[str, ...] = (
 )
 
 
-def _sorted_deep(value: Any) -> Any:
+def sorted_deep(value: Any) -> Any:
     """A nested object or array as its compact bytes with every object's keys sorted, at every depth.
 
     Why orjson's ``OPT_SORT_KEYS`` and a ``Fragment``: the walk runs in C instead
@@ -211,10 +211,10 @@ def _sorted_deep(value: Any) -> Any:
 def canonical_line(obj: dict[str, Any]) -> bytes:
     """The one compact form dovecote writes, so equal letters get equal ids:
     the known fields first in ``CANONICAL_ORDER``, the rest sorted, every nested object sorted."""
-    ordered = {k: _sorted_deep(obj[k]) for k in CANONICAL_ORDER if k in obj}
+    ordered = {k: sorted_deep(obj[k]) for k in CANONICAL_ORDER if k in obj}
     for k in sorted(obj):
         if k not in ordered:
-            ordered[k] = _sorted_deep(obj[k])
+            ordered[k] = sorted_deep(obj[k])
     return orjson.dumps(ordered)
 
 

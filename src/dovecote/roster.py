@@ -83,6 +83,12 @@ class Roster:
                 return e
         return None
 
+    def entity_like(self, entity_id: str) -> Entity | None:
+        """The entity whose id equals ``entity_id`` but for case: on a case-insensitive disk (macOS, Windows)
+        the two would share one box folder, and a reader takes them for one name."""
+        low = entity_id.lower()
+        return next((e for e in self.entities if e.id.lower() == low), None)
+
     def report_boxes(self) -> list[Address]:
         """The boxes field reports are filed into: home and every project (the ownership law's targets)."""
         return [HOME, *(Address("project", p.name) for p in self.projects)]
@@ -360,8 +366,7 @@ def with_project(r: Roster, p: Project) -> Roster:
     for word in (p.name, *p.aliases):
         if word.lower() in PROJECTLESS_WORDS:
             raise Refusal("invalid_name", f"{word!r} means projectless to the ownership law; it cannot name a project")
-    if twin := next((o for o in r.projects if o.name.lower() == p.name.lower()), None):
-        # case alone must not tell two boxes apart: on a case-insensitive disk (macOS, Windows) they are one folder
+    if twin := r.project(p.name):  # found whatever the case: on a case-insensitive disk the two are one folder
         raise Refusal("duplicate_project", f"project {twin.name!r} is already in the roster (names differing only"
                       " by case would share one box folder on a case-insensitive disk)")
     if clash := root_clash(r.projects, p):
@@ -376,7 +381,7 @@ def with_project(r: Roster, p: Project) -> Roster:
 
 
 def with_entity(r: Roster, e: Entity) -> Roster:
-    if twin := next((o for o in r.entities if o.id.lower() == e.id.lower()), None):  # as for projects
+    if twin := r.entity_like(e.id):
         raise Refusal("duplicate_entity", f"entity {twin.id!r} is already in the roster (ids differing only by"
                       " case would share one box folder on a case-insensitive disk)")
     return replace(r, entities=(*r.entities, e))

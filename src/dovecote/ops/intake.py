@@ -39,7 +39,7 @@ from dovecote import fileops
 from dovecote.addresses import HOME, Address, entity
 from dovecote.errors import StoreError
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
-from dovecote.letters import canonical_line, format_ts, letter_id
+from dovecote.letters import canonical_line, format_ts, letter_id, sorted_deep
 from dovecote.ops.notify import passive_line
 from dovecote.osutil import lock
 from dovecote.vnext_envelope import Rejected, from_envelope
@@ -213,7 +213,7 @@ def _link_text(path: str) -> bytes:
 def presorted(value: object) -> orjson.Fragment | None:
     """The envelope a letter keeps, in its canonical form once (``canonical_line`` would sort it again, deeply,
     for each recipient: a third of intake's CPU); the bytes are the same, so are the letter ids."""
-    return orjson.Fragment(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)) if isinstance(value, dict) else None
+    return sorted_deep(value) if isinstance(value, dict) else None
 
 
 def _recipient(letter: dict[str, Any]) -> str:

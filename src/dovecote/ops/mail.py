@@ -112,10 +112,9 @@ def compose(ctx: Context, m: Message, *, kind: str = "message", sender: str | No
     who = check_name(m.sender or sender or ctx.actor.sender(), "sender")
     if ctx.roster.entity(m.recipient) is None:
         raise Refusal("unknown_recipient", f"{m.recipient!r} is not a registered entity (dovecote entity add)")
-    if ctx.roster.entity(who) is None and (twin := next(
-            (e.id for e in ctx.roster.entities if e.id.lower() == who.lower()), None)):
+    if ctx.roster.entity(who) is None and (twin := ctx.roster.entity_like(who)):
         # an unregistered sender may write, but not as a case-variant of a registered one (a reader sees the same name)
-        raise Refusal("invalid_name", f"sender {who!r} differs from the entity {twin!r} only by case")
+        raise Refusal("invalid_name", f"sender {who!r} differs from the entity {twin.id!r} only by case")
     reply_to, thread_id = m.reply_to, m.thread_id
     if reply_to is not None and reply_to.startswith(REDIRECT):
         target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
