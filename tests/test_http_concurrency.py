@@ -88,3 +88,29 @@ def test_concurrent_sends_over_http_all_land(tmp_path: Path) -> None:
     sent_records = [x for x in open_home(dc.layout.root).store.read(entity(SENDER)).letters
                     if x.data().get("kind") == "sent"]
     assert {x.data()["message"] for x in sent_records} >= set(sent)
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("Threads:"))
+
+
+def test_a_server_runs_as_many_threads_after_bursts_of_concurrent_sends_as_after_its_first(tmp_path: Path) -> None:
+    # a pool that added a thread whenever a burst found none idle would creep up for as long as the server runs
+    dc = mail_home(tmp_path)
+    token = dc.token_issue(SENDER).token
+    with serving(tmp_path, dc.layout.root) as server:
+        api = server.line("api")
+
+        def sends(i: int, n: int = 4) -> None:
+            with httpx.Client(timeout=30) as c:
+                for k in range(n):
+                    r = c.post(f"{api}/entities/{ENTITY}/messages", json={"subject": f"t{i} #{k}", "body": "b"},
+                               headers={"Authorization": f"Bearer {token}"})
+                    assert r.status_code == 201, r.text
+
+        sends(0, 1)
+        first = _threads(server.proc.pid)
+        for racers in (RACERS, 2 * RACERS, 3 * RACERS):
+            _race(racers, sends)
+            assert _threads(server.proc.pid) == first, f"after {racers} concurrent senders"

@@ -39,8 +39,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -54,7 +52,7 @@ from dovecote.errors import DovecoteError, Refusal
 from dovecote.http import dispatch, errors, events, openapi, pages_delivery, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
-from dovecote.http.runner import Runner
+from dovecote.http.runner import Pool, Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
 from dovecote.remote import bearer
 
@@ -78,7 +76,7 @@ class Guard:
         self.hosts = frozenset(h.lower() for h in hosts) if hosts is not None else None
         self.sessions = sessions
         self.index = index
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._checks = Pool(4, "dovecote-auth")  # a token file read: never the handle's worker
 
     async def principal(self, scope: Scope, headers: dict[bytes, bytes]) -> Principal | None:
         """The principal of the request's bearer token; None without one; refuses what it cannot admit."""
@@ -88,12 +86,10 @@ class Guard:
         given_token = headers.get(b"authorization")
         token = bearer(given_token.decode("latin-1") if given_token is not None else None)
         if token is not None:
-            if self._limiter is None:  # made on the event loop that uses it; not the handle's worker
-                self._limiter = anyio.CapacityLimiter(4)
             cached = self.handle.authenticate_cached(token)  # a stat: the file as last read
             if cached is not None:
                 return cached
-            found: Principal = await anyio.to_thread.run_sync(self.handle.authenticate, token, limiter=self._limiter)
+            found: Principal = await self._checks(self.handle.authenticate, token)
             return found
         if self.remote and not scope["path"].startswith("/login/") and self.sessions.person(Request(scope)) is None:
             raise Refusal("unauthorized", "this server is open to the network: send Authorization: Bearer <token> "
@@ -142,10 +138,10 @@ def create_app(
     run = Runner(handle)
     table = sessions if sessions is not None else Sessions()
     pages = Pages(run, table, read_only=read_only)
-    stamps = anyio.CapacityLimiter(4)
+    stamps = Pool(4, "dovecote-stamp")
 
     async def stamp(address: str) -> Any:  # a stat of one ledger: never the handle's worker (see longpoll)
-        return await anyio.to_thread.run_sync(handle.stamp, address, limiter=stamps)
+        return await stamps(handle.stamp, address)
     spec = openapi.document()
 
     async def events_endpoint(request: Request) -> Response:

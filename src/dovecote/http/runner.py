@@ -16,13 +16,19 @@ scope and per-call worker bookkeeping), measured in ``bench/README.md``. A
 request cancelled meanwhile (its client left) stops waiting, but its call runs
 to the end in its thread: a write that began is finished and fsynced, never
 cut half way. The pool is made on the first call, so a ``serve --workers N``
-process makes its own after the fork (threads do not survive one).
+process makes its own after the fork (threads do not survive one), and all its
+threads are started then: a ``ThreadPoolExecutor`` otherwise adds a thread
+whenever a call finds none idle and never ends one, so a server's thread count
+would creep up with every rarer burst of concurrency for as long as it runs.
+Started up front, the count is the pools' sizes from the first call to the
+last (the soak checks it stays flat, ``bench/_soak_samples.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -33,8 +39,18 @@ from dovecote.api import Dovecote
 WORKERS = 16
 
 
+def started(size: int, name: str) -> ThreadPoolExecutor:
+    """A pool whose ``size`` threads all run already: each of ``size`` tasks waits for the others at a
+    barrier, so no task finds an idle thread and each submit starts one."""
+    pool = ThreadPoolExecutor(size, thread_name_prefix=name)
+    gate = threading.Barrier(size)
+    for task in [pool.submit(gate.wait, 30.0) for _ in range(size)]:
+        task.result()
+    return pool
+
+
 class Pool:
-    """Up to ``size`` threads, made on the first call (see the module docstring); ``await pool(fn, *args)``."""
+    """``size`` threads, all started on the first call (see the module docstring); ``await pool(fn, *args)``."""
 
     def __init__(self, size: int, name: str) -> None:
         self.size, self.name = size, name
@@ -42,7 +58,7 @@ class Pool:
 
     async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
         if self._pool is None:  # made in the process that serves (after a fork), on first use
-            self._pool = ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+            self._pool = started(self.size, self.name)
         return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args))
 
 

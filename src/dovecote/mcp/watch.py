@@ -16,9 +16,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
-import anyio.to_thread
 
 from dovecote.errors import DovecoteError
+from dovecote.http.runner import Pool
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class Watcher:
         self._watches: dict[str, _Watch] = {}
         self._lock = threading.Lock()  # watch() runs in a worker thread, ticks on the loop
         self._tasks = 0
+        self._worker = Pool(1, "dovecote-watch")  # one tick at a time: one thread, for as long as it runs
 
     def watch(self, uri: str, address: str) -> None:
         """Watch ``uri`` (one more subscriber), from the box's stamp now: only later growth notifies."""
@@ -83,7 +84,7 @@ class Watcher:
         watched = self.watched()
         if not watched:
             return []
-        stamps = await anyio.to_thread.run_sync(self._stamps, set(watched.values()))
+        stamps = await self._worker(self._stamps, set(watched.values()))
         moved = []
         with self._lock:
             for uri, w in self._watches.items():
