@@ -9,12 +9,13 @@ pools fill, connections open, the allocator and the caches reach their
 working size); for a run shorter than five minutes the warm-up and each
 window are a fifth of it. Descriptors are the clients' connections, each
 held open for the whole run, so the last minute's highest may exceed the
-second minute's by ``FD_SLACK`` only (a connection reopened). Threads are pool
-threads, which anyio starts when calls overlap and ends after 10 s idle, so
-their number follows bursts of concurrency up to the limiters' sum: the last
-minute may reach no higher than the highest of the run's first half after the
-warm-up, plus ``THREAD_SLACK`` (a leak of one thread a minute goes over it in
-a ten-minute run).
+second minute's by ``FD_SLACK`` only (a connection reopened). Threads are the
+servers' pools, each of which starts all its threads on its first call
+(``http.runner.started``) and never ends one, so after the warm-up their number
+is fixed: the last minute may reach no higher than the highest of the run's
+first half after the warm-up, plus ``THREAD_SLACK`` (a thread the database
+driver or the libraries start for a while; a leak of one thread a minute goes
+over it in a ten-minute run).
 Memory may grow with the data itself: the ledgers grow with every letter and
 a server keeps derived state of them (each box's id index, the fold caches),
 so the last minute's median RSS may exceed the second minute's by
