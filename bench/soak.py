@@ -154,7 +154,9 @@ async def move(tally: Tally, agent: Agent, client: Rest | Mcp, ref: str, kind: s
     if shaped(tally, agent, client.face, kind, a, "to"):
         tally.writes += 1
         agent.items[ref] = str(a.data["to"])
-        if agent.moved_to.get(ref) not in TERMINAL:  # answers of two clients may arrive out of order
+        # only a move that changes the state says what the agent's moves made of the item: a seen answered late
+        # names the state before the other client's claim, and must not hide that claim from the judge
+        if changes and agent.moved_to.get(ref) not in TERMINAL:  # answers of two clients may arrive out of order
             agent.moved_to[ref] = str(a.data["to"])
     return True
 

@@ -12,6 +12,7 @@ samples and refusals, so a soak that passes cannot pass by judging nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from _soak_clients import Answer
 from _soak_samples import FD_SLACK, RSS_SLACK_MIB, THREAD_SLACK, Sample, judge, windows
 from dovecote.store_postgres import release
 from pghelpers import schema
-from soak import Agent, Result, Tally, refused, soak
+from soak import Agent, Result, Tally, move, refused, soak
 
 pytestmark = pytest.mark.files_only  # real processes; the postgres mode's store is the test's own schema
 
@@ -131,3 +132,29 @@ def test_a_refusal_the_agents_own_moves_explain_is_asked_for_and_anything_else_a
     refused(tally, agent, "rest", "send", None, Answer(reason="unknown_entity"))
     refused(tally, agent, "rest", "complete", "abc", Answer(reason="transport", detail="reset"))
     assert len(tally.errors) == 5 and sum(tally.expected.values()) == 3
+
+
+class _Scripted:
+    """A client whose move answers are given in advance (the server's answers, in the order they arrive)."""
+
+    def __init__(self, face: str, answers: list[Answer]) -> None:
+        self.face, self.answers = face, answers
+
+    async def move(self, me: str, ref: str, kind: str, **opts: object) -> Answer:
+        return self.answers.pop(0)
+
+
+def test_a_seen_answered_after_the_other_clients_claim_does_not_hide_the_claim_from_the_judge() -> None:
+    # the REST claim is answered ACTIVE; the MCP seen, served before the claim, arrives later saying WAIT; the
+    # agent's view (WAIT) then asks MCP for a nack, refused from ACTIVE: the agent's own claim explains it
+    tally, agent = Tally(), Agent("ent_agent00", ["ent_agent01"])
+    rest = _Scripted("rest", [Answer(data={"to": "ACTIVE"})])
+    mcp = _Scripted("mcp", [Answer(data={"to": "WAIT"}), Answer(reason="illegal_transition", detail="from ACTIVE")])
+
+    async def script() -> None:
+        assert await move(tally, agent, rest, "abc", "claim")
+        assert await move(tally, agent, mcp, "abc", "seen")
+        assert not await move(tally, agent, mcp, "abc", "nack", reason="soak")
+
+    asyncio.run(script())
+    assert tally.errors == [] and tally.expected == {"nack: illegal_transition": 1}
