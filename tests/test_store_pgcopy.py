@@ -65,6 +65,9 @@ def test_a_big_batch_writes_the_exact_rows_an_insert_would_and_reads_the_same_wa
             seen.add(letter_id(ln))
         assert got == want
         new = [ln for ln, (_, fresh) in zip(lines, got, strict=True) if fresh]
+        # before any read (the batch's letters still undecoded): its ids are held, a new line goes after it
+        assert st.append(A, [new[-1], line(-5)]) == [(letter_id(new[-1]), False), (letter_id(line(-5)), True)]
+        new.append(line(-5))
         assert stored(url) == [(i + 1, letter_id(ln), ln) for i, ln in enumerate([line(2), *new])]
         warm, again = st.read(A), cold.read(A)
         assert [x.raw for x in warm.letters] == [x.raw for x in again.letters]

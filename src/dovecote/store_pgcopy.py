@@ -91,7 +91,8 @@ class Batch:
         box = self._box
         first = box.seq + 1
         self._copy.write(encode(box.number, box.generation, first, rows))
-        box.absorb(self._key, [(seq, line) for seq, (_, line) in enumerate(rows, first)], [lid for lid, _ in rows])
+        box.absorb(self._key, [(seq, line) for seq, (_, line) in enumerate(rows, first)], [lid for lid, _ in rows],
+                   later=True)
 
     @property
     def copied(self) -> bool:

@@ -120,12 +120,12 @@ class Transaction:
             self.written.append(box)
 
         with collector_paused(), Batch(self.session.conn, key, box, opening) as batch:  # many objects, no cycle
-            held_ids, others = box.index, box.others
+            held_ids, others, unread = box.holds()
             seen: set[str] = set()
             for start in range(0, len(lines), CHUNK):
                 part, fresh = lines[start:start + CHUNK], []
                 for lid, line in zip(letter_ids(part), part, strict=True):
-                    new = lid not in held_ids and lid not in others and lid not in seen
+                    new = lid not in held_ids and lid not in others and lid not in unread and lid not in seen
                     if new:
                         seen.add(lid)
                         fresh.append((lid, line))
