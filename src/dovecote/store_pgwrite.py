@@ -20,7 +20,8 @@ a library send before this module, 2 after):
   ``COMMIT`` (each statement costs the client and the server alike). The insert
   has no ``ON CONFLICT``: a row that is there anyway (a writer that skipped the
   lock) fails the whole transaction, so nothing is acknowledged that was not
-  written. A big batch is one binary ``COPY`` at once (``store_pgcopy``; a COPY cannot be pipelined).
+  written. A big batch is one binary ``COPY``, sent while its lines are sifted
+  (``store_pgcopy``; a COPY cannot be pipelined).
 """
 
 from __future__ import annotations
