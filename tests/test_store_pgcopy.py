@@ -3,7 +3,6 @@ at a time, the warm box absorbing each slice; every row exactly what an INSERT w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -13,17 +12,10 @@ from dovecote.addresses import Address
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, letter_id
 from dovecote.store_pgcopy import CHUNK, COPY_FROM, encode
-from dovecote.store_postgres import PostgresStore, release
-from pghelpers import round_trips, schema
+from dovecote.store_postgres import PostgresStore
+from pghelpers import round_trips
 
 A = Address("entity", "ent_a")
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def line(n: int) -> bytes:

@@ -10,7 +10,6 @@ import secrets
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,13 +32,6 @@ from pghelpers import schema
 
 NOW = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
 BOX = Address("entity", "ent_a")
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def line(**obj: object) -> bytes:

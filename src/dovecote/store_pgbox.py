@@ -12,6 +12,7 @@ import hashlib
 import threading
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 import psycopg
@@ -33,86 +34,65 @@ LEFT JOIN dovecote_letters l ON l.box = b.id AND l.generation = %s AND l.seq > %
 WHERE b.box = %s ORDER BY l.seq"""
 
 
+@dataclass(eq=False)
 class Box:
     """What this process holds of one box: its letters up to row ``seq`` of ``generation``.
 
-    The rows a big batch wrote wait undecoded (``absorb(..., later=True)``) until the box's
-    letters are first asked for, in the order written: a writer that never reads them back
-    never pays for them. Their ids are known at once (``holds``): the next append dedups
-    against them without decoding them."""
+    The rows a big batch wrote may wait undecoded (``absorb(..., later=True)``) until the
+    box's letters are read, which is through ``decoded()`` (``held`` and the guard's reads
+    do): a writer that never reads them back never pays for them. Their ids are in
+    ``unread`` at once, so the next append dedups against them without decoding them."""
 
-    def __init__(self) -> None:
-        self.number = 0  # its row in dovecote_boxes, which the letter rows carry
-        self.exists = False
-        self.lock = threading.RLock()
-        self.restart(-1)
+    generation: int = -1
+    number: int = 0  # its row in dovecote_boxes, which the letter rows carry
+    seq: int = 0
+    exists: bool = False
+    letters: list[Letter] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)  # each letter's row, for cursors between letters
+    index: dict[str, Letter] = field(default_factory=dict)
+    others: set[str] = field(default_factory=set)  # ids of rows that are no letter (blank, malformed)
+    defects: list[Defect] = field(default_factory=list)
+    later: list[tuple[str, Sequence[tuple[int, bytes]], Sequence[str]]] = field(default_factory=list)
+    unread: set[str] = field(default_factory=set)  # the ids of the rows in ``later``
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def restart(self, generation: int) -> None:
         """Hold nothing of the box: new containers, so what readers were handed stays as it was."""
-        self.generation, self.seq = generation, 0
-        self._letters: list[Letter] = []
-        self._seqs: list[int] = []  # each letter's row, for cursors between letters
-        self._index: dict[str, Letter] = {}
-        self._others: set[str] = set()  # ids of rows that are no letter (blank, malformed)
-        self._defects: list[Defect] = []
-        self._later: list[tuple[str, Sequence[tuple[int, bytes]], Sequence[str]]] = []
-        self._unread: set[str] = set()  # the ids of the rows in _later
-
-    @property
-    def letters(self) -> list[Letter]:
-        return self._settled()._letters
-
-    @property
-    def seqs(self) -> list[int]:
-        return self._settled()._seqs
-
-    @property
-    def index(self) -> dict[str, Letter]:
-        return self._settled()._index
-
-    @property
-    def others(self) -> set[str]:
-        return self._settled()._others
-
-    @property
-    def defects(self) -> list[Defect]:
-        return self._settled()._defects
-
-    def holds(self) -> tuple[dict[str, Letter], set[str], set[str]]:
-        """Where the id of every row held is, decoded or not (an append's test of what is new)."""
-        return self._index, self._others, self._unread
+        self.generation, self.seq, self.letters, self.seqs = generation, 0, [], []
+        self.index, self.others, self.defects, self.later, self.unread = {}, set(), [], [], set()
 
     def absorb(
         self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None, *, later: bool = False
     ) -> None:
-        """Add rows (seq, line) read or written after what is held; ``later``: decoded when first read
-        (``ids`` given: the rows' ids, just computed from the same bytes)."""
+        """Add rows (seq, line) read or written after what is held; ``later``: decoded when next
+        read (``ids`` given: the rows' ids, just computed from the same bytes)."""
         if not rows:
             return
         if later and ids is not None:
-            self._later.append((key, rows, ids))
-            self._unread.update(ids)
+            self.later.append((key, rows, ids))
+            self.unread.update(ids)
         else:
-            self._settled()._take(key, rows, ids)
+            self.decoded()._take(key, rows, ids)
         self.seq = rows[-1][0]
 
-    def _settled(self) -> Box:
-        if self._later:
+    def decoded(self) -> Box:
+        """The box, every row it holds decoded (the rows waiting first, in order)."""
+        if self.later:
             with self.lock, collector_paused():  # many new objects, no cycles among them
-                later, self._later = self._later, []
+                later, self.later = self.later, []
                 for key, rows, ids in later:
                     self._take(key, rows, ids)
-                self._unread = set()
+                self.unread = set()
         return self
 
     def _take(self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None) -> None:
         got, defects, others = decode(f"postgresql:{key}", rows, ids)
         for seq, letter in got:
-            self._letters.append(letter)
-            self._seqs.append(seq)
-            self._index[letter.id] = letter
-        self._defects.extend(defects)
-        self._others.update(others)
+            self.letters.append(letter)
+            self.seqs.append(seq)
+            self.index[letter.id] = letter
+        self.defects.extend(defects)
+        self.others.update(others)
 
 
 def decode(
@@ -149,6 +129,7 @@ def decode(
 
 def held(box: Box, after: Cursor | None) -> BoxRead:
     """The box's letters after ``after``; a cursor this store did not hand out reads everything ``fresh``."""
+    box = box.decoded()
     resume = after is not None and after.generation == box.generation and 0 <= after.position <= box.seq
     start = bisect_right(box.seqs, after.position) if after is not None and resume else 0
     return BoxRead(box.letters[start:], box.index, list(box.defects), None, box.exists, box.generation,

@@ -121,7 +121,7 @@ class Transaction:
             self.written.append(box)
 
         with collector_paused(), Batch(self.session.conn, key, box, opening) as batch:  # many objects, no cycle
-            held_ids, others, unread = box.holds()
+            held_ids, others, unread = box.index, box.others, box.unread  # no decoding needed
             seen: set[str] = set()
             for start in range(0, len(lines), CHUNK):
                 part, fresh = lines[start:start + CHUNK], []
@@ -196,11 +196,11 @@ class PostgresGuard:
 
     @property
     def letters(self) -> list[Letter]:
-        return self._settled().letters
+        return self._settled().decoded().letters
 
     @property
     def index(self) -> dict[str, Letter]:
-        return self._settled().index
+        return self._settled().decoded().index
 
     @property
     def cursor(self) -> Cursor:
