@@ -15,8 +15,8 @@ server working at once on the machine's two cores:
 * The rows are encoded here in PostgreSQL's binary ``COPY`` format, one ``struct``
   call and the line's bytes a row (psycopg's ``write_row`` adapts each of the five
   values on its own, about three times the cost).
-* Each slice's letters are decoded into the warm box right after the slice is
-  handed to the socket, while the server ingests it.
+* The warm box takes each slice's rows undecoded (``Box.absorb(..., later=True)``):
+  their letters are decoded at the box's next read, if any.
 """
 
 from __future__ import annotations
