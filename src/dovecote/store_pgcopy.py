@@ -14,7 +14,7 @@ server working at once on the machine's two cores:
   slice while the client hashes the next, instead of waiting for every id.
 * The rows are encoded here in PostgreSQL's binary ``COPY`` format, one ``struct``
   call and the line's bytes a row (psycopg's ``write_row`` adapts each of the five
-  values on its own, about three times the cost).
+  values on its own: about 0.05 s more a 100,000 rows).
 * The warm box takes each slice's rows undecoded (``Box.absorb(..., later=True)``):
   their letters are decoded at the box's next read, if any.
 """
