@@ -60,6 +60,18 @@ def _store(store_kind: str) -> Iterator[None]:
 
 
 @pytest.fixture
+def url() -> Iterator[str]:
+    """A migrated PostgreSQL schema of the test's own, as a store URL (``pghelpers.schema``); the
+    process's shared store on it (``store_postgres.shared``) closed before the schema is dropped."""
+    from dovecote.store_postgres import release
+    from pghelpers import schema
+
+    with schema() as u:
+        yield u
+        release(u)
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     """The anyio plugin's backend for the async tests (the MCP face): asyncio, as the server runs."""
     return "asyncio"

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,23 +28,15 @@ import pytest
 from dovecote import api
 from dovecote.addresses import Address, entity
 from dovecote.letters import canonical_line, letter_id
-from dovecote.store_postgres import PostgresStore, release
+from dovecote.store_postgres import PostgresStore
 from dovecote.verbs import EntityAdd, Message, TokenIssue
 from helpers import cli_json
 from missionhelpers import VECTOR, letter
 from multihosthelpers import NETNS, PREFIX, acknowledged, finish, hosts, reads
-from pghelpers import schema
 from serverhelpers import send_each, serving
 
 pytestmark = pytest.mark.files_only  # real processes; the store is this module's own schema
 MID = VECTOR["mission_id"]
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def kimi_subjects(url: str) -> list[str]:

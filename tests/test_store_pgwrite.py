@@ -3,7 +3,6 @@ section which fails leaves nothing of what it wrote, on the database or in the w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -14,9 +13,9 @@ from dovecote.addresses import Address
 from dovecote.api import Dovecote
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, letter_id
-from dovecote.store_postgres import PostgresStore, release
+from dovecote.store_postgres import PostgresStore
 from dovecote.verbs import EntityAdd, Message
-from pghelpers import round_trips, schema, statements
+from pghelpers import round_trips, statements
 
 A, B = Address("entity", "ent_a"), Address("entity", "ent_b")
 #: A warm send on PostgreSQL: one round trip for BEGIN, both boxes' locks and their new rows, one for
@@ -26,13 +25,6 @@ SEND_TRIPS = 2
 #: rows at once), one insert of both rows with both notices, COMMIT (it was 11: the generation and
 #: the rows read apart, the notices one statement each).
 SEND_STATEMENTS = 7
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def line(what: str) -> bytes:

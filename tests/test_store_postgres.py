@@ -10,7 +10,6 @@ import secrets
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,13 +32,6 @@ from pghelpers import schema
 
 NOW = datetime(2026, 7, 6, 12, 0, tzinfo=UTC)
 BOX = Address("entity", "ent_a")
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def line(**obj: object) -> bytes:
@@ -75,6 +67,38 @@ def test_a_schema_newer_than_this_dovecote_is_refused_and_not_migrated(url: str)
         with pytest.raises(Refusal) as e:
             attempt()
         assert e.value.reason == "schema_too_new"
+
+
+def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    letters = "SELECT seq, id, line FROM dovecote_letters ORDER BY seq"
+    table = "SELECT relfilenode FROM pg_class WHERE oid = 'dovecote_letters'::regclass"
+    collation = "SELECT collation_name FROM information_schema.columns WHERE table_schema = current_schema() " \
+                "AND table_name = 'dovecote_letters' AND column_name = 'id'"
+    lines = [line(what=f"#{n}") for n in range(300)]
+    with schema(migrated=False) as u:
+        monkeypatch.setattr(store_pgschema, "MIGRATIONS", store_pgschema.MIGRATIONS[:1])
+        monkeypatch.setattr(store_pgschema, "VERSION", 1)
+        assert api.migrate_store(u)["applied"] == [1]
+        st = PostgresStore(u)
+        st.append(BOX, lines)
+        st.close()
+        monkeypatch.undo()
+        with psycopg.connect(u) as conn:
+            before, file = conn.execute(letters).fetchall(), conn.execute(table).fetchone()
+            assert conn.execute(collation).fetchone() == (None,)
+        with pytest.raises(Refusal, match="dovecote db migrate"):
+            PostgresStore(u)
+        assert api.migrate_store(u)["applied"] == [2]
+        with psycopg.connect(u) as conn:
+            assert conn.execute(letters).fetchall() == before, "every row as it was"
+            assert conn.execute(table).fetchone() == file, "the table was not rewritten"
+            assert conn.execute(collation).fetchone() == ("C",)
+        st = PostgresStore(u)
+        try:
+            assert [x.raw for x in st.read(BOX).letters] == lines
+            assert not any(new for _, new in st.append(BOX, lines)), "the ids are still unique and found"
+        finally:
+            st.close()
 
 
 def test_letters_are_rows_of_exact_bytes_never_updated(url: str) -> None:
@@ -140,7 +164,7 @@ def test_db_migrate_reads_the_home_s_store(tmp_path: Path) -> None:
         r = run_cli(tmp_path, "sweep", home=home)
         assert r.returncode == 2 and b"schema_unmigrated" in r.stderr and b"dovecote db migrate" in r.stderr
         first = cli_json(tmp_path, "db", "migrate", "--json", home=home)
-        assert first["applied"] == [1] and "password" not in str(first)
+        assert first["applied"] == [v for v, _ in store_pgschema.MIGRATIONS] and "password" not in str(first)
         assert cli_json(tmp_path, "db", "migrate", "--json", home=home)["applied"] == []
         assert cli_json(tmp_path, "sweep", "--json", home=home)["total"] == 0
         release(u)

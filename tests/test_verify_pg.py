@@ -3,25 +3,14 @@ hash of its bytes, each box's sequence whole), and the home's files all in the d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import psycopg
-import pytest
 
 from dovecote import api
 from dovecote.cli.demo import build_demo
-from dovecote.store_postgres import release
 from helpers import run_cli
-from pghelpers import schema
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with schema() as u:
-        yield u
-        release(u)
 
 
 def on_postgres(tmp_path: Path, url: str) -> Path:

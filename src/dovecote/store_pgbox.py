@@ -36,7 +36,12 @@ WHERE b.box = %s ORDER BY l.seq"""
 
 @dataclass(eq=False)
 class Box:
-    """What this process holds of one box: its letters up to row ``seq`` of ``generation``."""
+    """What this process holds of one box: its letters up to row ``seq`` of ``generation``.
+
+    The rows a big batch wrote may wait undecoded (``absorb(..., later=True)``) until the
+    box's letters are read, which is through ``decoded()`` (``held`` and the guard's reads
+    do): a writer that never reads them back never pays for them. Their ids are in
+    ``unread`` at once, so the next append dedups against them without decoding them."""
 
     generation: int = -1
     number: int = 0  # its row in dovecote_boxes, which the letter rows carry
@@ -47,17 +52,40 @@ class Box:
     index: dict[str, Letter] = field(default_factory=dict)
     others: set[str] = field(default_factory=set)  # ids of rows that are no letter (blank, malformed)
     defects: list[Defect] = field(default_factory=list)
+    later: list[tuple[str, Sequence[tuple[int, bytes]], Sequence[str]]] = field(default_factory=list)
+    unread: set[str] = field(default_factory=set)  # the ids of the rows in ``later``
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def restart(self, generation: int) -> None:
         """Hold nothing of the box: new containers, so what readers were handed stays as it was."""
         self.generation, self.seq, self.letters, self.seqs = generation, 0, [], []
-        self.index, self.others, self.defects = {}, set(), []
+        self.index, self.others, self.defects, self.later, self.unread = {}, set(), [], [], set()
 
-    def absorb(self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None) -> None:
-        """Add rows (seq, line) read or written after what is held."""
+    def absorb(
+        self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None = None, *, later: bool = False
+    ) -> None:
+        """Add rows (seq, line) read or written after what is held; ``later``: decoded when next
+        read (``ids`` given: the rows' ids, just computed from the same bytes)."""
         if not rows:
             return
+        if later and ids is not None:
+            self.later.append((key, rows, ids))
+            self.unread.update(ids)
+        else:
+            self.decoded()._take(key, rows, ids)
+        self.seq = rows[-1][0]
+
+    def decoded(self) -> Box:
+        """The box, every row it holds decoded (the rows waiting first, in order)."""
+        if self.later:
+            with self.lock, collector_paused():  # many new objects, no cycles among them
+                later, self.later = self.later, []
+                for key, rows, ids in later:
+                    self._take(key, rows, ids)
+                self.unread = set()
+        return self
+
+    def _take(self, key: str, rows: Sequence[tuple[int, bytes]], ids: Sequence[str] | None) -> None:
         got, defects, others = decode(f"postgresql:{key}", rows, ids)
         for seq, letter in got:
             self.letters.append(letter)
@@ -65,7 +93,6 @@ class Box:
             self.index[letter.id] = letter
         self.defects.extend(defects)
         self.others.update(others)
-        self.seq = rows[-1][0]
 
 
 def decode(
@@ -102,6 +129,7 @@ def decode(
 
 def held(box: Box, after: Cursor | None) -> BoxRead:
     """The box's letters after ``after``; a cursor this store did not hand out reads everything ``fresh``."""
+    box = box.decoded()
     resume = after is not None and after.generation == box.generation and 0 <= after.position <= box.seq
     start = bisect_right(box.seqs, after.position) if after is not None and resume else 0
     return BoxRead(box.letters[start:], box.index, list(box.defects), None, box.exists, box.generation,

@@ -45,6 +45,12 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             UNIQUE (box, generation, id)
         );
     """),
+    # Ids compared byte by byte, not by the database's collation (they are ASCII hex digits): the
+    # unique index every row goes into costs the server less; a batch of 100,000 about an eighth
+    # less CPU (0.45 -> 0.39 s, issue 12). No row is rewritten; only that index is rebuilt.
+    (2, """
+        ALTER TABLE dovecote_letters ALTER COLUMN id TYPE text COLLATE "C";
+    """),
 )
 
 #: The newest schema this code knows.

@@ -20,22 +20,25 @@ a library send before this module, 2 after):
   ``COMMIT`` (each statement costs the client and the server alike). The insert
   has no ``ON CONFLICT``: a row that is there anyway (a writer that skipped the
   lock) fails the whole transaction, so nothing is acknowledged that was not
-  written. A big batch is a binary ``COPY`` at once (COPY cannot be pipelined).
+  written. A big batch is one binary ``COPY``, sent while its lines are sifted
+  (``store_pgcopy``; a COPY cannot be pipelined).
 """
 
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import pq
 
-from dovecote.letters import Letter, letter_id
+from dovecote.letters import Letter, letter_ids
 from dovecote.osutil import collector_paused
 from dovecote.store import BoxRead, Cursor, Mark, Tail
 from dovecote.store_pgbox import Box, Conn, held, refresh
+from dovecote.store_pgcopy import CHUNK, Batch
 from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
 LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
@@ -46,9 +49,7 @@ _INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS
 #: full whether or not it is referenced, and both take effect at the commit, or neither does.
 _INSERT_NOTIFY = f"""WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS})
 SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM unnest(%b::text[]) k"""
-_COPY = "COPY dovecote_letters (box, generation, seq, id, line) FROM STDIN (FORMAT BINARY)"
-#: From how many new lines an append copies rather than inserts.
-COPY_FROM = 256
+_HAS_LF = operator.methodcaller("__contains__", b"\n")
 
 Row = tuple[int, int, int, str, bytes]  # box number, generation, seq, id, line
 
@@ -109,35 +110,36 @@ class Transaction:
 
     def stage(self, key: str, box: Box, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
         """Append the lines whose ids are new to the box (its lock held: settled). Each id is
-        computed once, here; the box absorbs the new letters with them."""
-        if any(b"\n" in line for line in lines):
+        computed once, here, a slice at a time; a batch of many new rows is sent as the slices
+        are sifted (``store_pgcopy``), the box absorbing the new letters with their ids."""
+        if any(map(_HAS_LF, lines)):
             raise ValueError("a ledger line cannot contain a newline")
-        with collector_paused():  # a batch makes many objects, none in a cycle
-            out: list[tuple[str, bool]] = []
-            fresh: dict[str, bytes] = {}
-            held_ids, others = box.index, box.others
-            for line in lines:
-                lid = letter_id(line)
-                new = lid not in held_ids and lid not in others and lid not in fresh
-                if new:
-                    fresh[lid] = line
-                out.append((lid, new))
-            if not fresh:
-                return out
-            seqs = range(box.seq + 1, box.seq + 1 + len(fresh))
-            if len(fresh) >= COPY_FROM:
-                self.flush()
-                with self.session.conn.cursor().copy(_COPY) as cp:
-                    cp.set_types(["int4", "int4", "int8", "text", "bytea"])
-                    number, generation = box.number, box.generation
-                    for seq, (lid, line) in zip(seqs, fresh.items(), strict=True):
-                        cp.write_row((number, generation, seq, lid, line))
-            else:
-                self.staged.extend((box.number, box.generation, seq, lid, line)
-                                   for seq, (lid, line) in zip(seqs, fresh.items(), strict=True))
+        out: list[tuple[str, bool]] = []
+
+        def opening() -> None:
+            self.flush()
             self.written.append(box)
-            box.absorb(key, list(zip(seqs, fresh.values(), strict=True)), list(fresh))
-        if key not in self.moved:
+
+        with collector_paused(), Batch(self.session.conn, key, box, opening) as batch:  # many objects, no cycle
+            held_ids, others, unread = box.index, box.others, box.unread  # no decoding needed
+            seen: set[str] = set()
+            for start in range(0, len(lines), CHUNK):
+                part, fresh = lines[start:start + CHUNK], []
+                for lid, line in zip(letter_ids(part), part, strict=True):
+                    new = lid not in held_ids and lid not in others and lid not in unread and lid not in seen
+                    if new:
+                        seen.add(lid)
+                        fresh.append((lid, line))
+                    out.append((lid, new))
+                batch.feed(fresh)
+            rest = batch.rest()
+            if rest:  # fewer than COPY_FROM: inserted with the commit
+                self.written.append(box)
+                seqs = range(box.seq + 1, box.seq + 1 + len(rest))
+                self.staged.extend((box.number, box.generation, seq, lid, line)
+                                   for seq, (lid, line) in zip(seqs, rest, strict=True))
+                box.absorb(key, [(seq, line) for seq, (_, line) in zip(seqs, rest, strict=True)], [x for x, _ in rest])
+        if (rest or batch.copied) and key not in self.moved:
             self.moved.append(key)
         return out
 
@@ -194,11 +196,11 @@ class PostgresGuard:
 
     @property
     def letters(self) -> list[Letter]:
-        return self._settled().letters
+        return self._settled().decoded().letters
 
     @property
     def index(self) -> dict[str, Letter]:
-        return self._settled().index
+        return self._settled().decoded().index
 
     @property
     def cursor(self) -> Cursor:
