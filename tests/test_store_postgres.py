@@ -275,7 +275,7 @@ def test_a_wait_process_on_postgres_is_woken_by_a_send_from_another_process(tmp_
         waiter.wait()
     assert waiter.returncode == 0, err
     assert [i["id"] for i in orjson.loads(out)["items"]] == [sent.id]
-    assert woke < 1.0, woke
+    assert woke < 5.0, woke  # woken by the send's notice, far inside the 30 s timeout (a loaded machine: seconds)
 
 
 def test_every_pooled_session_ended_at_once_is_replaced_on_the_next_reads(url: str) -> None:
