@@ -79,6 +79,7 @@ def test_a_keyed_message_id_is_a_function_of_sender_recipient_and_key() -> None:
     assert len({k(A, B, "x"), k(A, C, "x"), k(B, A, "x"), k(A, B, "y")}) == 4
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_two_identical_sends_are_two_messages_with_sortable_ids(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     first = dc.send(Message(sender=A, recipient=B, subject="same", body="same"))
@@ -105,6 +106,7 @@ def test_the_cli_says_two_identical_sends_are_two(tmp_path: Path) -> None:
     assert len(letters(dc, B, "message")) == 2
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_a_keyed_send_is_one_message_however_often_it_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +125,7 @@ def test_a_keyed_send_is_one_message_however_often_it_is_retried(
     assert other.appended and other.message_id != first.message_id
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_a_key_reused_for_another_message_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     dc.send(Message(sender=A, recipient=B, subject="deploy", idempotency_key="k1"))
@@ -139,6 +142,7 @@ def test_a_key_reused_for_another_message_is_refused_and_writes_nothing(tmp_path
         dc.send(Message(sender=A, recipient=B, subject="deploy", idempotency_key=" "))
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_a_failed_sent_record_says_what_was_delivered_and_the_keyed_retry_completes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +168,7 @@ def test_a_failed_sent_record_says_what_was_delivered_and_the_keyed_retry_comple
             dc.send(Message(sender=A, recipient=B, subject="unkeyed"))
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     path = dc.store.path(entity(A))
@@ -178,6 +183,7 @@ def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(t
     assert letters(dc, B, "message") == [] and letters(dc, B, "sent") == []
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -211,6 +217,7 @@ def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     assert dc.outbox_send(OutboxSend(sender=A)) == []
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_a_delivered_draft_is_the_draft_itself(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     d = dc.draft(Message(sender=A, recipient=B, subject="as drafted", idempotency_key="kd"))
@@ -250,6 +257,7 @@ def _kill_until_done(cmd: list[str], env: dict[str, str], watch: list[Path], rng
     return cut
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_sigkilled_outbox_runs_deliver_each_draft_exactly_once(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B, C)
     n = 200
@@ -305,6 +313,7 @@ def _crash_and_retry(dc: Dovecote, tmp: Path, what: str, n: int, rng: random.Ran
     return crashed
 
 
+@pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_an_outbox_killed_between_delivery_and_record_delivers_each_draft_once(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B, C)
     n = 120
