@@ -168,6 +168,9 @@ def test_sigkill_never_loses_an_acknowledged_letter(tmp_path: Path) -> None:
             [sys.executable, "-c", _CRASHER, str(path), str(run)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            # unbuffered: communicate(timeout=...) reads the raw pipe, so bytes a buffered readline had read
+            # ahead would be lost and the next line's tail taken for an id (a false "lost" at load 4)
+            bufsize=0,
         )
         assert p.stdout is not None
         first = p.stdout.readline()  # it is appending now

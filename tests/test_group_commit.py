@@ -229,7 +229,7 @@ def test_sigkill_right_after_acks_loses_nothing_acknowledged(tmp_path: Path) -> 
     reported: set[str] = set()
     for _ in range(6):
         p = subprocess.Popen([sys.executable, "-c", _KILLED, str(path)], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL)
+                             stderr=subprocess.DEVNULL, bufsize=0)  # readline reads no further than its line
         assert p.stdout is not None
         first = b"".join(p.stdout.readline() for _ in range(40))  # 40 acknowledgements, then at once:
         p.send_signal(signal.SIGKILL)
