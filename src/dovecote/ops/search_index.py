@@ -75,6 +75,8 @@ _MS_MAX = (1 << (63 - _ID_BITS)) - 1
 
 #: SQLite's page cache during a (re)build, KiB: the full-text segments are merged in memory.
 BUILD_CACHE_KIB = 128 * 1024
+#: FTS5's buffer of pending terms, bytes (its default is 1 MiB): a build writes a few large segments.
+FTS_HASH_BYTES = 32 * 1024 * 1024
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -357,6 +359,8 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     if first:  # fewer, larger merges of the full-text segments (kept in the table's own config)
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 16)")
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('crisismerge', 64)")
+        # and fewer segments to merge at all: the pending terms are flushed every FTS_HASH_BYTES
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('hashsize', ?)", (FTS_HASH_BYTES,))
     # a (re)build makes a few objects per message and frees none until it ends: the
     # cyclic collector would only walk them again and again (a seventh of the build)
     paused = collector_paused() if big else contextlib.nullcontext()
