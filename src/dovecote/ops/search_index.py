@@ -58,7 +58,7 @@ from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
-from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, message_texts, pack, read_message, text_of
+from dovecote.ops.search_texts import TEXT_FN, TOKENIZE, Doc, insert_docs, message_texts, read_message, text_of
 from dovecote.osutil import collector_paused
 from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import order_key
@@ -96,10 +96,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 
 _encode_mark = msgspec.msgpack.Encoder().encode
 _decode_mark = msgspec.msgpack.Decoder(Mark).decode
-
-
-#: A ``docs`` row: rowid, id, ts, sender, subject, body, attach, ent.
-_Doc = tuple[int, str, str, str, str, str, str, str]
 
 
 def ent_token(n: int) -> str:
@@ -249,7 +245,7 @@ def open_index(ctx: Context) -> SearchIndex:
 
 def _index_messages(
     ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool
-) -> list[_Doc]:
+) -> list[Doc]:
     """The ``docs`` rows of the messages among ``letters`` for box ``n``; the items they touch
     replayed and written (the caller inserts the rows, in rowid order: packed pages).
 
@@ -261,7 +257,7 @@ def _index_messages(
     batch = search_items.Batch(conn, n, fresh=fresh)
     known = batch.prepare(letters, LINK_KINDS)
     ent = ent_token(n)
-    docs: list[_Doc] = []
+    docs: list[Doc] = []
     for letter in letters:
         if letter.kind != "message" or letter.id in known:
             continue
@@ -276,29 +272,6 @@ def _index_messages(
     batch.write()
     idx.stats["indexed"] += len(docs)
     return docs
-
-
-def _insert(conn: sqlite3.Connection, docs: list[_Doc]) -> None:
-    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
-    docs.sort()
-    by_box: dict[str, list[_Doc]] = {}
-    for d in docs:
-        by_box.setdefault(d[7], []).append(d)
-    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
-    texts: list[tuple[int, bytes]] = []
-    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
-    for box in by_box.values():
-        for i in range(0, len(box), BLOCK):
-            part = box[i : i + BLOCK]
-            blk += 1
-            texts.append((blk, pack([(d[5], d[6]) for d in part])))
-            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
-    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", texts)
-    rows.sort()
-    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
-                     rows)
-    conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
-                     [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
 
 
 def _drop_box(conn: sqlite3.Connection, n: int) -> bool:
@@ -389,7 +362,7 @@ def _write(ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict
     stored = _stored(conn)
     check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
     taken: set[int] = set()
-    docs: list[_Doc] = []
+    docs: list[Doc] = []
     for e in gone & set(stored):
         _drop_box(conn, stored[e][0])
         conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
@@ -410,5 +383,5 @@ def _write(ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict
         conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
                      (n, e, _encode_mark(tail.mark)))
         stored[e] = (n, tail.mark)
-    _insert(conn, docs)
+    insert_docs(conn, docs)
     idx.boxes = stored

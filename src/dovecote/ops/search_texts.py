@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 #: How many messages' texts are compressed together (a snippet decompresses one block).
 BLOCK = 32
+#: A build with at least this many blocks compresses them on a second thread (``insert_docs``).
+THREADED_BLOCKS = 64
 #: The SQL function the content view cuts a text out of its block with (registered per connection).
 TEXT_FN = "dovecote_text"
 #: How text becomes terms: in the index, and in the query (``split_words``), alike.
@@ -147,6 +150,8 @@ def _text(data: bytes | None, limit: int) -> str:
 
 def message_texts(ctx: Context, m: Indexed) -> tuple[str, str, str]:
     """(subject, body, attachments): the text values of a message, never its keys."""
+    if not m.body_ref and not m.artifacts and not m.artifact_refs:  # the common message: its text is inline
+        return m.subject, m.body, ""
     body = m.body
     if m.body_ref:
         extra = _text(artifacts.get_bytes(ctx, m.body_ref), ctx.roster.limits.body_hard_limit)
@@ -184,3 +189,52 @@ def text_of(blk: int, z: bytes, part: int, col: int) -> str:
     if not _last_block or _last_block[0][0] != blk or _last_block[0][1] != z:
         _last_block[:] = [(blk, z, _decode_block(zlib.decompress(z)))]
     return _last_block[0][2][part][col]
+
+
+#: A ``docs`` row as the index builds it: rowid, id, ts, sender, subject, body, attach, ent.
+Doc = tuple[int, str, str, str, str, str, str, str]
+
+
+def _packed(parts: list[list[tuple[str, str]]]) -> list[bytes]:
+    return [pack(p) for p in parts]
+
+
+def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
+    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks.
+
+    zlib lets go of the GIL, and SQLite too while it writes, so a large batch's blocks
+    are compressed on a second thread while this one writes the ``docs`` and ``fts`` rows
+    (the wall time of a first build; its CPU time is the same).
+    """
+    docs.sort()
+    by_box: dict[str, list[Doc]] = {}
+    for d in docs:
+        by_box.setdefault(d[7], []).append(d)
+    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
+    first = blk + 1
+    parts: list[list[tuple[str, str]]] = []
+    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
+    for box in by_box.values():
+        for i in range(0, len(box), BLOCK):
+            part = box[i : i + BLOCK]
+            blk += 1
+            parts.append([(d[5], d[6]) for d in part])
+            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
+    rows.sort()
+    if len(parts) < THREADED_BLOCKS:
+        _write_rows(conn, rows, docs)
+        texts = _packed(parts)
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="dovecote-pack") as pool:
+            later = pool.submit(_packed, parts)
+            _write_rows(conn, rows, docs)
+            texts = later.result()
+    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", enumerate(texts, first))
+
+
+def _write_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str, str, int, int]],
+                docs: list[Doc]) -> None:
+    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
+                     rows)
+    conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
+                     [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
