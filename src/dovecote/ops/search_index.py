@@ -41,10 +41,11 @@ that is in every message. Equal milliseconds are ordered by id.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,7 +59,17 @@ from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
-from dovecote.ops.search_texts import TEXT_FN, TOKENIZE, Doc, insert_docs, message_texts, read_message, text_of
+from dovecote.ops.search_texts import (
+    TEXT_FN,
+    TOKENIZE,
+    BoxWriter,
+    Doc,
+    drop_box,
+    insert_docs,
+    message_texts,
+    read_message,
+    text_of,
+)
 from dovecote.osutil import collector_paused
 from dovecote.store import FileStore, Mark, Tail
 from dovecote.timeutil import order_key
@@ -244,10 +255,11 @@ def open_index(ctx: Context) -> SearchIndex:
 
 
 def _index_messages(
-    ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool
+    ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool,
+    later: list[Callable[[], object]] | None = None,
 ) -> list[Doc]:
     """The ``docs`` rows of the messages among ``letters`` for box ``n``; the items they touch
-    replayed and written (the caller inserts the rows, in rowid order: packed pages).
+    replayed and written (or that write put in ``later``); the caller inserts the rows.
 
     ``taken``: the rowids given out in this transaction; ``check``: rows from before it
     exist, so a rowid is also looked up. Two letters in the same millisecond with the
@@ -269,23 +281,12 @@ def _index_messages(
         taken.add(key)
         docs.append((key, letter.id, letter.ts or "", m.sender or "", subject, body, attach, ent))
         batch.message(letter.id, m.defer_until_tic, key)
-    batch.write()
+    if later is None:
+        batch.write()
+    else:
+        later.append(functools.partial(batch.store, batch.planned()))
     idx.stats["indexed"] += len(docs)
     return docs
-
-
-def _drop_box(conn: sqlite3.Connection, n: int) -> bool:
-    """Remove every row of box ``n`` (its text, its items); True if it had any."""
-    had = conn.execute("SELECT 1 FROM items WHERE n = ? LIMIT 1", (n,)).fetchone() is not None
-    if had:
-        docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
-        conn.execute(
-            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
-            f" ent FROM content WHERE rid IN ({docs})", (n,))
-        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
-        conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
-        search_items.drop(conn, n)
-    return had
 
 
 def _stored(conn: sqlite3.Connection) -> dict[str, tuple[int, Mark]]:
@@ -339,7 +340,7 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     paused = collector_paused() if big else contextlib.nullcontext()
     try:
         with paused:
-            _write(ctx, idx, conn, tails, gone)
+            _write(ctx, idx, conn, tails, gone, first=first)
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -356,32 +357,44 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
                 conn.execute("PRAGMA cache_size=-2000")
 
 
-def _write(ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict[str, Tail], gone: set[str]) -> None:
+def _write(
+    ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict[str, Tail], gone: set[str], *, first: bool
+) -> None:
     """The work of one ``sync`` inside its write transaction: ``idx.boxes`` becomes the marks it
-    wrote (``sync`` clears it again if the transaction fails)."""
+    wrote (``sync`` clears it again if the transaction fails). A ``first`` build (of an empty
+    index) reads a box while a ``BoxWriter`` thread writes the last; this thread uses the
+    connection again once that is done (the item rows and marks wait in ``later``)."""
     stored = _stored(conn)
     check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
     taken: set[int] = set()
     docs: list[Doc] = []
+    later: list[Callable[[], object]] = []
     for e in gone & set(stored):
-        _drop_box(conn, stored[e][0])
+        drop_box(conn, stored[e][0])
         conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
         del stored[e]
-    for e, tail in tails.items():
-        cur = stored.get(e)
-        if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
-            tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
-            if _current(cur, tail):
-                continue
-        if cur is None:
-            (n,) = conn.execute("SELECT coalesce(max(n), 0) + 1 FROM boxes").fetchone()
-        else:
-            n = cur[0]
-        if tail.fresh and cur is not None and _drop_box(conn, n):
-            idx.stats["box_rebuilds"] += 1
-        docs += _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check)
-        conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
-                     (n, e, _encode_mark(tail.mark)))
-        stored[e] = (n, tail.mark)
+    with BoxWriter(conn) if first and not check else contextlib.nullcontext() as writer:
+        for e, tail in tails.items():
+            cur = stored.get(e)
+            if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
+                tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
+                if _current(cur, tail):
+                    continue
+            n = cur[0] if cur is not None else max((m for m, _ in stored.values()), default=0) + 1
+            if tail.fresh and cur is not None and drop_box(conn, n):
+                idx.stats["box_rebuilds"] += 1
+            box = _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check,
+                                  later=None if writer is None else later)
+            later.append(functools.partial(conn.execute, "INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES"
+                                           " (?, ?, ?)", (n, e, _encode_mark(tail.mark))))
+            if writer is None:
+                docs += box
+            else:
+                writer.box(box)
+            stored[e] = (n, tail.mark)
+        if writer is not None:
+            writer.finish()
+    for write in later:
+        write()
     insert_docs(conn, docs)
     idx.boxes = stored

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -183,6 +183,10 @@ class Batch:
         self.rows[item_id] = (doc, fold)
 
     def write(self) -> None:
+        self.store(self.planned())
+
+    def planned(self) -> Planned:
+        """The rows ``write`` writes, worked out without touching the connection."""
         for ref, new in self._links.items():
             doc, fold = self.rows.get(ref) or (None, Fold())
             have = {lk.id for lk in fold.links}
@@ -193,13 +197,22 @@ class Batch:
             if doc is not None and fold.terminal(iid):
                 done.append((doc,))
         undone = self.was_terminal - {d for (d,) in done}
+        items = [(self.n, iid, doc, _encode(fold)) for iid, (doc, fold) in sorted(self.rows.items())]
+        return Planned(items, done, [(d,) for d in undone])
+
+    def store(self, p: Planned) -> None:
         conn = self.conn
-        conn.executemany(
-            "INSERT OR REPLACE INTO items(n, id, doc, fold) VALUES (?, ?, ?, ?)",
-            [(self.n, iid, doc, _encode(fold)) for iid, (doc, fold) in sorted(self.rows.items())],
-        )
-        conn.executemany("INSERT OR IGNORE INTO term(rowid) VALUES (?)", done)
-        conn.executemany("DELETE FROM term WHERE rowid = ?", [(d,) for d in undone])
+        conn.executemany("INSERT OR REPLACE INTO items(n, id, doc, fold) VALUES (?, ?, ?, ?)", p.items)
+        conn.executemany("INSERT OR IGNORE INTO term(rowid) VALUES (?)", p.done)
+        conn.executemany("DELETE FROM term WHERE rowid = ?", p.undone)
+
+
+class Planned(NamedTuple):
+    """One batch's writes: the item rows, the doc rowids now terminal, those no longer."""
+
+    items: list[tuple[int, str, int | None, bytes]]
+    done: list[tuple[int]]
+    undone: list[tuple[int]]
 
 
 def drop(conn: sqlite3.Connection, n: int) -> None:

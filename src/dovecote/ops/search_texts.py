@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 import zlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -29,7 +29,7 @@ import msgspec
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 from dovecote.letters import text_or_none as _str
-from dovecote.ops import artifacts
+from dovecote.ops import artifacts, search_items
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 ARTIFACT_TEXT_MAX = 2 * 1024 * 1024
 #: How many messages' texts are compressed together (a snippet decompresses one block).
 BLOCK = 32
-#: A build with at least this many blocks compresses them on a second thread (``insert_docs``).
-THREADED_BLOCKS = 64
 #: The SQL function the content view cuts a text out of its block with (registered per connection).
 TEXT_FN = "dovecote_text"
 #: How text becomes terms: in the index, and in the query (``split_words``), alike.
@@ -191,50 +189,109 @@ def text_of(blk: int, z: bytes, part: int, col: int) -> str:
     return _last_block[0][2][part][col]
 
 
-#: A ``docs`` row as the index builds it: rowid, id, ts, sender, subject, body, attach, ent.
+#: A message as the index builds it: rowid, id, ts, sender, subject, body, attach, ent.
 Doc = tuple[int, str, str, str, str, str, str, str]
+#: Its ``docs`` table row: rowid, id, ts, sender, subject, ent, block, place in the block.
+DocRow = tuple[int, str, str, str, str, str, int, int]
+_INSERT_DOCS = "INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_TEXTS = "INSERT INTO texts(blk, z) VALUES (?, ?)"
 
 
-def _packed(parts: list[list[tuple[str, str]]]) -> list[bytes]:
-    return [pack(p) for p in parts]
+def _packed(parts: list[list[tuple[str, str]]], first: int) -> list[tuple[int, bytes]]:
+    return list(enumerate((pack(p) for p in parts), first))
 
 
-def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
-    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks.
-
-    zlib lets go of the GIL, and SQLite too while it writes, so a large batch's blocks
-    are compressed on a second thread while this one writes the ``docs`` and ``fts`` rows
-    (the wall time of a first build; its CPU time is the same).
-    """
-    docs.sort()
+def _blocks(docs: list[Doc], blk: int) -> tuple[list[list[tuple[str, str]]], list[DocRow]]:
+    """The texts of ``docs`` (in rowid order), each box's ``BLOCK`` at a time, in blocks numbered
+    on from ``blk``, and the docs' table rows."""
     by_box: dict[str, list[Doc]] = {}
     for d in docs:
         by_box.setdefault(d[7], []).append(d)
-    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
-    first = blk + 1
     parts: list[list[tuple[str, str]]] = []
-    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
+    rows: list[DocRow] = []
     for box in by_box.values():
         for i in range(0, len(box), BLOCK):
             part = box[i : i + BLOCK]
             blk += 1
             parts.append([(d[5], d[6]) for d in part])
             rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
-    rows.sort()
-    if len(parts) < THREADED_BLOCKS:
-        _write_rows(conn, rows, docs)
-        texts = _packed(parts)
-    else:
-        with ThreadPoolExecutor(1, thread_name_prefix="dovecote-pack") as pool:
-            later = pool.submit(_packed, parts)
-            _write_rows(conn, rows, docs)
-            texts = later.result()
-    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", enumerate(texts, first))
+    return parts, rows
 
 
-def _write_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str, str, int, int]],
-                docs: list[Doc]) -> None:
-    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
-                     rows)
+def _insert_fts(conn: sqlite3.Connection, docs: list[Doc]) -> None:
     conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
                      [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
+
+
+def _top_block(conn: sqlite3.Connection) -> int:
+    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
+    return int(blk)
+
+
+def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
+    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
+    if not docs:
+        return
+    docs.sort()
+    blk = _top_block(conn)
+    parts, rows = _blocks(docs, blk)
+    rows.sort()
+    conn.executemany(_INSERT_DOCS, rows)
+    _insert_fts(conn, docs)
+    conn.executemany(_INSERT_TEXTS, _packed(parts, blk + 1))
+
+
+class BoxWriter:
+    """A first build's writes, on a second thread: each box's full-text rows and text blocks
+    while this thread reads the next box (SQLite and zlib let go of the GIL, so the wall time
+    of a build shrinks; its CPU time does not), then every box's ``docs`` rows in rowid order.
+
+    Until ``finish`` returns, nothing else may use the connection. Each box's full-text rows
+    go in rowid order, so the full-text index holds a segment per box.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn, self.blk = conn, _top_block(conn)
+        self.rows: list[DocRow] = []
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="dovecote-index")
+        self._jobs: list[Future[list[tuple[int, bytes]]]] = []
+
+    def __enter__(self) -> BoxWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)  # the connection is this thread's again
+
+    def box(self, docs: list[Doc]) -> None:
+        """Write one box's messages (the worker's part now, the ``docs`` rows at ``finish``)."""
+        docs.sort()
+        parts, rows = _blocks(docs, self.blk)
+        self._jobs.append(self._pool.submit(self._write, docs, parts, self.blk + 1))
+        self.blk += len(parts)
+        self.rows += rows
+
+    def _write(self, docs: list[Doc], parts: list[list[tuple[str, str]]], first: int) -> list[tuple[int, bytes]]:
+        _insert_fts(self.conn, docs)
+        return _packed(parts, first)
+
+    def finish(self) -> None:
+        """Wait for the worker (its error is raised here), then write the ``docs`` and ``texts`` rows."""
+        texts = [t for job in self._jobs for t in job.result()]
+        self._pool.shutdown(wait=True)
+        self.rows.sort()
+        self.conn.executemany(_INSERT_DOCS, self.rows)
+        self.conn.executemany(_INSERT_TEXTS, texts)
+
+
+def drop_box(conn: sqlite3.Connection, n: int) -> bool:
+    """Remove every row of box ``n`` (its text, its items); True if it had any."""
+    had = conn.execute("SELECT 1 FROM items WHERE n = ? LIMIT 1", (n,)).fetchone() is not None
+    if had:
+        docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
+        conn.execute(
+            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
+            f" ent FROM content WHERE rid IN ({docs})", (n,))
+        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
+        conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
+        search_items.drop(conn, n)
+    return had
