@@ -8,6 +8,7 @@ random lines built from every kind of value at every key the reader looks at.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -114,11 +115,18 @@ def test_a_first_build_written_box_by_box_on_a_second_thread_holds_what_one_inse
     one, boxed = search_index._connect(None), search_index._connect(None)
     docs = _two_boxes()
     search_texts.insert_docs(one, list(docs))
+    after: list[tuple[str, int]] = []  # what a box's other writes see: its rows already written, off this thread
+
+    def then(box: str) -> None:
+        (n,) = boxed.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (box,)).fetchone()
+        after.append((threading.current_thread().name.split("_")[0], n))
+
     with search_texts.BoxWriter(boxed) as writer:
         for box in ("e2", "e1"):
-            writer.box([d for d in docs if d[7] == box])
+            writer.box([d for d in docs if d[7] == box], then=[functools.partial(then, box)])
         writer.finish()
     assert _answers(boxed) == _answers(one)
+    assert after == [("dovecote-index", search_texts.BLOCK + 9)] * 2
     assert len(_answers(one)[1]) == len(docs) and all(_answers(one)[2])
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -242,9 +242,10 @@ def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
 
 
 class BoxWriter:
-    """A first build's writes, on a second thread: each box's full-text rows and text blocks
-    while this thread reads the next box (SQLite and zlib let go of the GIL, so the wall time
-    of a build shrinks; its CPU time does not), then every box's ``docs`` rows in rowid order.
+    """A first build's writes, on a second thread: each box's full-text rows, text blocks and
+    item rows while this thread reads the next box (SQLite and zlib let go of the GIL, so the
+    wall time of a build shrinks; its CPU time does not), then every box's ``docs`` rows in
+    rowid order.
 
     Until ``finish`` returns, nothing else may use the connection. Each box's full-text rows
     go in rowid order, so the full-text index holds a segment per box.
@@ -262,16 +263,20 @@ class BoxWriter:
     def __exit__(self, *exc: object) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)  # the connection is this thread's again
 
-    def box(self, docs: list[Doc]) -> None:
-        """Write one box's messages (the worker's part now, the ``docs`` rows at ``finish``)."""
+    def box(self, docs: list[Doc], then: Sequence[Callable[[], object]] = ()) -> None:
+        """Write one box's messages, then call ``then`` (its other writes), on the worker; the
+        ``docs`` rows are written at ``finish``."""
         docs.sort()
         parts, rows = _blocks(docs, self.blk)
-        self._jobs.append(self._pool.submit(self._write, docs, parts, self.blk + 1))
+        self._jobs.append(self._pool.submit(self._write, docs, parts, self.blk + 1, list(then)))
         self.blk += len(parts)
         self.rows += rows
 
-    def _write(self, docs: list[Doc], parts: list[list[tuple[str, str]]], first: int) -> list[tuple[int, bytes]]:
+    def _write(self, docs: list[Doc], parts: list[list[tuple[str, str]]], first: int,
+               then: list[Callable[[], object]]) -> list[tuple[int, bytes]]:
         _insert_fts(self.conn, docs)
+        for write in then:
+            write()
         return _packed(parts, first)
 
     def finish(self) -> None:
