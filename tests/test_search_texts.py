@@ -8,7 +8,6 @@ random lines built from every kind of value at every key the reader looks at.
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 import threading
@@ -115,18 +114,18 @@ def test_a_first_build_written_box_by_box_on_a_second_thread_holds_what_one_inse
     one, boxed = search_index._connect(None), search_index._connect(None)
     docs = _two_boxes()
     search_texts.insert_docs(one, list(docs))
-    after: list[tuple[str, int]] = []  # what a box's other writes see: its rows already written, off this thread
+    after: list[tuple[str, int]] = []  # what the boxes' other writes see: every full-text row in
 
-    def then(box: str) -> None:
-        (n,) = boxed.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (box,)).fetchone()
-        after.append((threading.current_thread().name.split("_")[0], n))
+    def then() -> None:
+        (n,) = boxed.execute("SELECT count(*) FROM fts WHERE fts MATCH 'subject'").fetchone()
+        after.append((threading.current_thread().name, n))
 
     with search_texts.BoxWriter(boxed) as writer:
         for box in ("e2", "e1"):
-            writer.box([d for d in docs if d[7] == box], then=[functools.partial(then, box)])
-        writer.finish()
+            writer.box([d for d in docs if d[7] == box])
+        writer.finish(then=[then])
     assert _answers(boxed) == _answers(one)
-    assert after == [("dovecote-index", search_texts.BLOCK + 9)] * 2
+    assert after == [(threading.current_thread().name, len(docs))]
     assert len(_answers(one)[1]) == len(docs) and all(_answers(one)[2])
 
 
@@ -146,3 +145,27 @@ def test_the_box_writer_raises_its_threads_error_and_gives_the_connection_back(
         writer.finish()
     assert threads and threads[0].startswith("dovecote-index")
     assert conn.execute("SELECT count(*) FROM docs").fetchone() == (0,)  # nothing written past the failure
+
+
+_ANY_TEXT = st.text(alphabet=st.sampled_from("ab ü\x00\\\"\n\t\u2028🐦ﬁ-"), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.tuples(_ANY_TEXT, _ANY_TEXT, _ANY_TEXT), min_size=1, max_size=7),
+       chunk=st.integers(min_value=1, max_value=4))
+def test_full_text_rows_written_through_json_hold_what_rows_bound_one_by_one_hold(
+    texts: list[tuple[str, str, str]], chunk: int
+) -> None:
+    docs = [(k + 1, f"m{k}", "", "", s, b, a, "e1") for k, (s, b, a) in enumerate(texts)]
+    through, bound = search_index._connect(None), search_index._connect(None)
+    search_texts.FTS_CHUNK, was = chunk, search_texts.FTS_CHUNK  # several statements, rows split across them
+    try:
+        search_texts._insert_fts(through, docs)
+    finally:
+        search_texts.FTS_CHUNK = was
+    bound.executemany(search_texts._FTS_ROW, [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
+    terms = []
+    for conn in (through, bound):
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, fts, instance)")
+        terms.append(sorted(conn.execute("SELECT term, doc, col FROM temp.v").fetchall()))
+    assert terms[0] == terms[1]

@@ -362,7 +362,8 @@ def _write(
 ) -> None:
     """The work of one ``sync`` inside its write transaction: ``idx.boxes`` becomes the marks it
     wrote (``sync`` clears it again if the transaction fails). A ``first`` build (of an empty
-    index) reads a box while a ``BoxWriter`` thread writes all the rows of the one before."""
+    index) reads a box while a ``BoxWriter`` thread writes the one before (the item rows and
+    marks wait in ``later``)."""
     stored = _stored(conn)
     check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
     taken: set[int] = set()
@@ -389,11 +390,11 @@ def _write(
             if writer is None:
                 docs += box
             else:
-                writer.box(box, then=later)  # its item rows and mark too
-                later = []
+                writer.box(box)
             stored[e] = (n, tail.mark)
         if writer is not None:
-            writer.finish()
+            writer.finish(then=later)
+            later = []
     for write in later:
         write()
     insert_docs(conn, docs)

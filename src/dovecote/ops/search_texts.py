@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
+import orjson
 
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
@@ -218,9 +219,28 @@ def _blocks(docs: list[Doc], blk: int) -> tuple[list[list[tuple[str, str]]], lis
     return parts, rows
 
 
+#: How many messages' full-text rows go in one statement (one JSON array).
+FTS_CHUNK = 4096
+_FTS_ROW = "INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)"
+_FTS_ROWS = ("INSERT INTO fts(rowid, subject, body, attach, ent) SELECT value ->> 0, value ->> 1, value ->> 2,"
+             " value ->> 3, value ->> 4 FROM json_each(?)")
+
+
 def _insert_fts(conn: sqlite3.Connection, docs: list[Doc]) -> None:
-    conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
-                     [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
+    """The full-text rows of ``docs``, ``FTS_CHUNK`` at a time in one statement over a JSON array
+    of them: SQLite lets go of the GIL once, not once a row (a thread writing row by row beside
+    one running Python waits for the GIL at every row). A chunk with a text JSON cannot carry
+    as it is (a NUL, a lone surrogate) goes row by row."""
+    for i in range(0, len(docs), FTS_CHUNK):
+        rows = [(d[0], d[4], d[5], d[6], d[7]) for d in docs[i : i + FTS_CHUNK]]
+        try:
+            array = orjson.dumps(rows)
+        except TypeError:
+            array = b"\\u0000"
+        if b"\\u0000" in array:  # SQLite's JSON cuts a text at a NUL; the row binding does not
+            conn.executemany(_FTS_ROW, rows)
+        else:
+            conn.execute(_FTS_ROWS, (array.decode(),))
 
 
 def _top_block(conn: sqlite3.Connection) -> int:
@@ -242,10 +262,10 @@ def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
 
 
 class BoxWriter:
-    """A first build's writes, on a second thread: each box's full-text rows, text blocks and
-    item rows while this thread reads the next box (SQLite and zlib let go of the GIL, so the
-    wall time of a build shrinks; its CPU time does not), then every box's ``docs`` rows in
-    rowid order.
+    """A first build's writes: each box's full-text rows on a second thread while this thread
+    reads the next box, then the text blocks compressed there while this thread writes every
+    box's ``docs`` rows (in rowid order) and the rest. SQLite (a whole box in one statement) and
+    zlib let go of the GIL, so the wall time of a build shrinks; its CPU time does not.
 
     Until ``finish`` returns, nothing else may use the connection. Each box's full-text rows
     go in rowid order, so the full-text index holds a segment per box.
@@ -254,8 +274,9 @@ class BoxWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn, self.blk = conn, _top_block(conn)
         self.rows: list[DocRow] = []
+        self.parts: list[list[tuple[str, str]]] = []
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="dovecote-index")
-        self._jobs: list[Future[list[tuple[int, bytes]]]] = []
+        self._jobs: list[Future[None]] = []
 
     def __enter__(self) -> BoxWriter:
         return self
@@ -263,29 +284,26 @@ class BoxWriter:
     def __exit__(self, *exc: object) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)  # the connection is this thread's again
 
-    def box(self, docs: list[Doc], then: Sequence[Callable[[], object]] = ()) -> None:
-        """Write one box's messages, then call ``then`` (its other writes), on the worker; the
-        ``docs`` rows are written at ``finish``."""
+    def box(self, docs: list[Doc]) -> None:
+        """Write one box's full-text rows on the worker; its other rows wait for ``finish``."""
         docs.sort()
-        parts, rows = _blocks(docs, self.blk)
-        self._jobs.append(self._pool.submit(self._write, docs, parts, self.blk + 1, list(then)))
-        self.blk += len(parts)
+        self._jobs.append(self._pool.submit(_insert_fts, self.conn, docs))
+        parts, rows = _blocks(docs, self.blk + len(self.parts))
+        self.parts += parts
         self.rows += rows
 
-    def _write(self, docs: list[Doc], parts: list[list[tuple[str, str]]], first: int,
-               then: list[Callable[[], object]]) -> list[tuple[int, bytes]]:
-        _insert_fts(self.conn, docs)
+    def finish(self, then: Sequence[Callable[[], object]] = ()) -> None:
+        """Wait for the full-text rows (the worker's error is raised here); call ``then`` (the
+        other writes of the boxes) and write the ``docs`` rows while the worker compresses the
+        text blocks; then write those."""
+        for job in self._jobs:
+            job.result()
+        texts = self._pool.submit(_packed, self.parts, self.blk + 1)
         for write in then:
             write()
-        return _packed(parts, first)
-
-    def finish(self) -> None:
-        """Wait for the worker (its error is raised here), then write the ``docs`` and ``texts`` rows."""
-        texts = [t for job in self._jobs for t in job.result()]
-        self._pool.shutdown(wait=True)
         self.rows.sort()
         self.conn.executemany(_INSERT_DOCS, self.rows)
-        self.conn.executemany(_INSERT_TEXTS, texts)
+        self.conn.executemany(_INSERT_TEXTS, texts.result())
 
 
 def drop_box(conn: sqlite3.Connection, n: int) -> bool:
