@@ -362,8 +362,7 @@ def _write(
 ) -> None:
     """The work of one ``sync`` inside its write transaction: ``idx.boxes`` becomes the marks it
     wrote (``sync`` clears it again if the transaction fails). A ``first`` build (of an empty
-    index) reads a box while a ``BoxWriter`` thread writes the one before (the item rows and
-    marks wait in ``later``)."""
+    index) reads a box while a ``BoxWriter`` thread writes the one before (the rest waits)."""
     stored = _stored(conn)
     check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
     taken: set[int] = set()

@@ -106,6 +106,11 @@ def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def wide(v: object) -> bool:
+    """An integer beyond 64 bits, which msgspec keeps exact and ``Letter.data`` does not."""
+    return isinstance(v, int) and not -(1 << 63) <= v < (1 << 64)
+
+
 def link_row(letter: Letter) -> tuple[str, LinkRow]:
     """(the item it names, what replay reads of it) for one link letter, as ``Link.from_data``
     reads the whole line; a line the typed decoder refuses, or a number wider than 64 bits
@@ -114,7 +119,7 @@ def link_row(letter: Letter) -> tuple[str, LinkRow]:
         k = _decode_link_keys(letter.raw)
     except (msgspec.DecodeError, ValueError):
         k = None
-    if k is None or any(isinstance(v, int) and not -(1 << 63) <= v < (1 << 64) for v in (k.tic, k.until_tic)):
+    if k is None or wide(k.tic) or wide(k.until_tic):
         link = Link.from_data(letter.id, letter.data())
         return link.ref, LinkRow.of(link)
     ref = letter.ref or ""

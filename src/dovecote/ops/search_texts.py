@@ -31,6 +31,7 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 from dovecote.letters import text_or_none as _str
 from dovecote.ops import artifacts, search_items
+from dovecote.ops.search_items import wide
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -109,11 +110,6 @@ def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
         conn.execute("DELETE FROM temp.qwords")
 
 
-def _wide(v: object) -> bool:
-    """An integer beyond 64 bits, which msgspec keeps exact and ``Letter.data`` does not."""
-    return isinstance(v, int) and not -(1 << 63) <= v < (1 << 64)
-
-
 def read_message(letter: Letter) -> Indexed:
     """``Indexed.of(Envelope(letter.data()))``, read from the few keys it needs in one typed
     decode (tests/test_search_texts.py proves them equal); the whole line when it must."""
@@ -122,7 +118,7 @@ def read_message(letter: Letter) -> Indexed:
     except (msgspec.DecodeError, ValueError):
         return Indexed.of(Envelope(letter.data()))
     due = k.lifecycle.defer_until_tic if k.lifecycle is not None else None
-    if _wide(due):
+    if wide(due):
         return Indexed.of(Envelope(letter.data()))  # the whole-line reader makes such a number a float
     c = k.content if k.content is not None else _NO_CONTENT
     refs = c.artifact_refs
