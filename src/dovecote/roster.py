@@ -12,7 +12,6 @@ Loading validates everything and refuses an unknown key with ``invalid_config``
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import tomllib
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.addresses import HOME, Address, check_name
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.store_url import has_password, is_url
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
@@ -287,7 +287,7 @@ def parse(text: bytes) -> Roster:
         notifier_timeout=timeout,
         discovery_command=discovery,
         store=store,
-        signature=hashlib.sha256(text).hexdigest(),
+        signature=sha256(text).hexdigest(),
     )
 
 
