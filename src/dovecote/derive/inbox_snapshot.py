@@ -36,16 +36,19 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
+#: 7: the view keeps each row's own moment to change and when a row was last placed;
 #: 6: the alias map read when first used; 5: the folded ids packed in one bytes;
 #: 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
-VERSION = 6
+VERSION = 7
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
     limits: list[int]
     include_terminal: bool
     since: datetime
+    placed: datetime
     until: datetime | None
+    untils: dict[str, datetime]
     buckets: dict[str, str]
     rows: list[tuple[str, Order, msgspec.Raw, Lines]]  # in view order; each row packed, read when first asked
     counts: dict[str, int]
@@ -127,8 +130,8 @@ def _view(vs: ViewState) -> View:
     tic, limits, include_terminal = vs.key
     rows = sorted(((iid, order, _raw(row), lines) for iid, (order, row, lines) in vs.rows.items()),
                   key=lambda t: t[1])
-    return View(tic, [getattr(limits, n) for n in _LIMITS], include_terminal, vs.since, vs.until,
-                vs.buckets, rows, vs.counts, vs.flags, vs.ordered is not None)
+    return View(tic, [getattr(limits, n) for n in _LIMITS], include_terminal, vs.since, vs.placed, vs.until,
+                vs.untils, vs.buckets, rows, vs.counts, vs.flags, vs.ordered is not None)
 
 
 def dumps(book: InboxBook) -> bytes:
@@ -175,8 +178,9 @@ def loads(data: bytes | memoryview) -> InboxBook:
     v = snap.view
     if v is not None:
         limits = Limits(**dict(zip(_LIMITS, v.limits, strict=True)))
-        vs = ViewState((v.tic, limits, v.include_terminal), v.since, v.until, v.buckets,
-                       {iid: (order, row, lines) for iid, order, row, lines in v.rows}, v.counts, v.flags)
+        vs = ViewState((v.tic, limits, v.include_terminal), v.since, v.placed, v.until, v.buckets,
+                       {iid: (order, row, lines) for iid, order, row, lines in v.rows}, v.counts, v.flags,
+                       untils=v.untils)
         if v.ordered:
             vs.ordered = [iid for iid, _, _, _ in v.rows]
         book.view_state = vs
