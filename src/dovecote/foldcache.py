@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 #: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: as msgpack bins;
 #: 5: tasks and responses are items; 6: the folded ids packed (``inbox.pack_ids``);
-#: 7: the alias map unpacked on first use; 8: the view's rows each with their own moment to change
+#: 7: the alias map unpacked on first use; 8: the view's rows each with their own moment
+#: to change, and what hooks told each session
 VERSION = 8
 FOLDER = "folds"
 #: Letters folded past the snapshot's mark (or rows of its view placed again) before a read writes it again.

@@ -36,7 +36,8 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
-#: 7: the view keeps each row's own moment to change and when a row was last placed;
+#: 7: the view keeps each row's own moment to change and when a row was last placed, and the book
+#: what each session was told;
 #: 6: the alias map read when first used; 5: the folded ids packed in one bytes;
 #: 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
 VERSION = 7
@@ -64,6 +65,7 @@ class Book(msgspec.Struct, array_like=True):
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
     replies: dict[str, list[str]]
     orphans: dict[str, list[list[Any]]]
+    told: dict[str, list[str]]
     folded: bytes  # every letter id folded, ``pack_ids``: one bytes to read, not 40,000 strings in a set
     odd_ids: list[str]  # folded ids that are not letter ids (none, from any store)
     touched: list[str]
@@ -145,6 +147,7 @@ def dumps(book: InboxBook) -> bytes:
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
         {ref: [list(astuple(lk)) for lk in links] for ref, links in book._orphans.items()},
+        {session: sorted(ids) for session, ids in book.told.items()},
         folded,
         odd,
         sorted(book.touched),
@@ -171,6 +174,7 @@ def loads(data: bytes | memoryview) -> InboxBook:
             book.delivered.setdefault(rec.draft, rec)
     book.replies = snap.replies
     book._orphans = {ref: [Link(*t) for t in links] for ref, links in snap.orphans.items()}
+    book.told = {session: set(ids) for session, ids in snap.told.items()}
     book.folded_before = snap.folded
     book.ids = set(snap.odd_ids)
     book.touched = set(snap.touched)
