@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from dovecote import fileops, roster_cache
+from dovecote import fileops
 from dovecote.derive import inbox_snapshot
 from dovecote.errors import StoreError
 from dovecote.osutil import collector_paused, temp_name
@@ -119,9 +119,7 @@ def save(ctx: Context, book: InboxBook, mark: Mark) -> None:
 
 
 def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
-    """Snapshot the book if this read changed enough of it (see the module docstring); keep the
-    roster's document if this process decoded it (``roster_cache``: only after a read that succeeded)."""
-    roster_cache.keep(ctx.layout, ctx.roster)
+    """Snapshot the book if this read changed enough of it (see the module docstring)."""
     if rec.mark is None or not persistable(ctx, rec.mark):
         return
     book = rec.fold

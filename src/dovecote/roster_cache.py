@@ -12,8 +12,9 @@ A cache like every other (DESIGN 1.1): written whole (tmp + rename, through
 one ``tomllib`` import); an entry that does not decode, or is for other bytes,
 is ignored. A document holding a TOML date or time (``marshal`` keeps neither)
 is simply not kept. Reading never writes (a refused command leaves the home as
-it found it): a document decoded here waits until ``keep`` is called after a
-read that succeeded (``foldcache.after_read``, after every inbox read).
+it found it): a document decoded here waits until a face calls ``keep`` after
+a call that succeeded (the CLI's cold inbox and hook paths, which start a new
+process each time; a long-lived handle decodes its roster once anyway).
 """
 
 from __future__ import annotations
