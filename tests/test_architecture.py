@@ -33,10 +33,10 @@ MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dove
                             "dovecote.http.runner"})  # the bounded thread pool both servers' faces share
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
-#: The one exception: the cached-rendering path finds the home and writes its entry (one temp-name rule)
-#: before anything heavy loads.
+#: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that
+#: skips hashlib's import) and writes it (one temp-name rule) before anything heavy loads.
 CLI_EXCEPTIONS = {
-    "dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil"}),
+    "dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil", "dovecote.digests"}),
     # `serve` starts the HTTP face: the one command that stands a second face up.
     "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session"}),
 }

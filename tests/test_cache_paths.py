@@ -5,6 +5,7 @@ out of the home, and a ``cache`` that is a file or a symlink never crashes a rea
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ def test_a_symlinked_cache_folder_is_never_written_through(tmp_path: Path, level
     home = inbox_home(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
+    shutil.rmtree(home / level, ignore_errors=True)  # the caches building the home wrote (the roster's)
     (home / level).parent.mkdir(parents=True, exist_ok=True)
     (home / level).symlink_to(outside, target_is_directory=True)
     first = inbox(tmp_path, home)
@@ -60,6 +62,7 @@ def test_a_symlinked_cache_folder_is_never_written_through(tmp_path: Path, level
 @pytest.mark.parametrize("level", ["cache", "cache/cli"])
 def test_a_cache_folder_that_is_a_file_is_left_alone(tmp_path: Path, level: str) -> None:
     home = inbox_home(tmp_path)
+    shutil.rmtree(home / level, ignore_errors=True)  # the caches building the home wrote (the roster's)
     (home / level).parent.mkdir(parents=True, exist_ok=True)
     (home / level).write_bytes(b"mine")
     first = inbox(tmp_path, home)
@@ -103,6 +106,7 @@ def test_search_refuses_a_symlinked_cache_and_verify_drops_only_the_link(tmp_pat
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.txt").write_bytes(b"mine")
+    shutil.rmtree(home / "cache", ignore_errors=True)
     (home / "cache").symlink_to(outside, target_is_directory=True)
     r = run_cli(tmp_path, "search", "hello", home=home)
     assert r.returncode == 1 and b"io_error" in r.stderr and b"Traceback" not in r.stderr

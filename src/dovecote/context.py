@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from dovecote import roster as roster_mod
+from dovecote import roster_cache
 from dovecote.folds import Registry
 from dovecote.home import Layout
 from dovecote.routing import RosterIndex
@@ -96,7 +97,7 @@ class Context:
         cls, layout: Layout, *, clock: Now = utc_now, actor: Actor | None = None, store: Store | None = None
     ) -> Context:
         """A context over the home at ``layout``, its roster read from disk now; the home's files unless ``store``."""
-        roster = roster_mod.load(layout.config)
+        roster = roster_cache.load(layout)  # roster_mod.load, without tomllib's import when the file is known
         st = configured(layout, roster) if store is None else store.for_roster(roster)
         return cls(layout, roster, st, RosterIndex(roster), clock, actor or Actor())
 

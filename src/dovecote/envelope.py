@@ -23,13 +23,13 @@ field).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.letters import text_or_none as _str
 from dovecote.vocab import CATEGORIES, PRIORITIES, RESPONSE_CATEGORIES, TRUST_LEVELS
@@ -191,13 +191,13 @@ def new_message_id() -> str:
 
 def keyed_message_id(sender: str, recipient: str, key: str) -> str:
     """The message id an idempotency key stands for: the same on every retry."""
-    digest = hashlib.sha256(f"{sender}\x00{recipient}\x00{key}".encode()).hexdigest()
+    digest = sha256(f"{sender}\x00{recipient}\x00{key}".encode()).hexdigest()
     return f"msg_key_{digest[:24]}"
 
 
 def new_thread_id(message_id: str) -> str:
     """A message that starts a thread names it after itself (unique, like its id)."""
-    return f"thread_{hashlib.sha256(message_id.encode()).hexdigest()[:12]}"
+    return f"thread_{sha256(message_id.encode()).hexdigest()[:12]}"
 
 
 def build_message(

@@ -16,20 +16,19 @@ from nothing, and requires the same bytes.
 When to write (cheaply, never on a read that changed nothing): after a read
 that folded the box from nothing, after one that rebuilt the view whole (a new
 tic or thresholds: the snapshot's rows would be stale), and once the letters
-folded since the last write reach ``REWRITE_AFTER`` (until then a cold process
-simply reads that short tail again). A view rebuilt for a clock it holds for
-less than ``KEEP_VIEW_FOR`` (a read with no tic: some row's age in hours ticks
-over within seconds) is not worth a file: the next cold process, minutes
-later, would find it stale and rebuild it anyway, so writing the whole book
-again (16 MB for 10,000 messages) on every such read, as every tic-less
-session-start hook did, bought nothing.
+folded since the last write, or the rows placed again because their own moment
+to change came (``ViewState.replaced``: a read with no tic, whose ages in
+hours tick over), reach ``REWRITE_AFTER`` (until then a cold process simply
+reads that short tail again, and places those few rows again). A view read
+with no tic is patched row by row (``inbox_view.current_view``), so it is worth
+a file however soon its first row changes: the next cold process places again
+only the rows whose moment came, where it once rebuilt all ten thousand.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -49,13 +48,12 @@ if TYPE_CHECKING:
 
 #: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: as msgpack bins;
 #: 5: tasks and responses are items; 6: the folded ids packed (``inbox.pack_ids``);
-#: 7: the alias map unpacked on first use
-VERSION = 7
+#: 7: the alias map unpacked on first use; 8: the view's rows each with their own moment
+#: to change, and what hooks told each session
+VERSION = 8
 FOLDER = "folds"
-#: Letters folded past the snapshot's mark before a read writes it again.
+#: Letters folded past the snapshot's mark (or rows of its view placed again) before a read writes it again.
 REWRITE_AFTER = 256
-#: A rebuilt view that stays fresh for less than this is not a reason to write the snapshot again.
-KEEP_VIEW_FOR = timedelta(minutes=10)
 
 
 class Head(msgspec.Struct, array_like=True):
@@ -76,7 +74,7 @@ def path_of(ctx: Context, entity_id: str, *, create: bool) -> Path:
 
 def _view_key(book: InboxBook) -> str:
     vs = book.view_state
-    return "" if vs is None else repr((vs.key, vs.since, vs.until))
+    return "" if vs is None else repr((vs.key, vs.since))  # which whole build: patches keep it
 
 
 def dumps(ctx: Context, book: InboxBook, mark: Mark) -> bytes:
@@ -126,11 +124,13 @@ def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
         return
     book = rec.fold
     vs = book.view_state
-    rebuilt = vs is not None and _view_key(book) != book.saved_view and (
-        vs.until is None or vs.until - vs.since >= KEEP_VIEW_FOR)
-    if rec.since_saved < 0 or rec.since_saved >= REWRITE_AFTER or rebuilt:
+    rebuilt = vs is not None and _view_key(book) != book.saved_view
+    drifted = vs is not None and vs.replaced >= REWRITE_AFTER
+    if rec.since_saved < 0 or rec.since_saved >= REWRITE_AFTER or rebuilt or drifted:
         save(ctx, book, rec.mark)
         rec.since_saved = 0
+        if vs is not None:
+            vs.replaced = 0
 
 
 def persistable(ctx: Context, mark: Mark) -> bool:

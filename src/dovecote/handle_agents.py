@@ -104,6 +104,13 @@ class AgentVerbs(HandleCore):
 
         return hooks_op.run_hook(self._ctx(now=now), kind, entity_id, payload)
 
+    def keep_roster(self) -> None:
+        """After a call that succeeded: keep the roster's TOML document for the next cold process
+        (``roster_cache``; the CLI's hook path calls it, as its quick inbox path does)."""
+        from dovecote import inboxhandle
+
+        inboxhandle.keep_roster(self._ctx())
+
     def hooks_install(self, v: verbs.HooksInstall, /, command: str, *, now: datetime | None = None) -> Installed:
         """Write ``v.agent``'s hook configuration in ``v.project_dir``, each hook running ``<command> hook <kind>``."""
         from dovecote.ops import hooks_config

@@ -24,6 +24,7 @@ import os
 from datetime import datetime
 from typing import Any
 
+from dovecote import roster_cache
 from dovecote.context import Actor, Context
 from dovecote.home import Layout
 from dovecote.ops import inbox as inbox_op
@@ -64,6 +65,11 @@ def injection_until(ctx: Context, v: Inbox, /, *, now: datetime | None = None) -
 def dependencies(ctx: Context, entity_id: str) -> list[str]:
     """What an inbox reading of ``entity_id`` depends on besides its box, for a face's cached rendering."""
     return inbox_op.dependencies(ctx, entity_id)
+
+
+def keep_roster(ctx: Context) -> None:
+    """After a call that succeeded: keep the roster's TOML document for the next cold process (``roster_cache``)."""
+    roster_cache.keep(ctx.layout, ctx.roster)
 
 
 def probe(ctx: Context, entity_id: str) -> tuple[str, int, int] | None:

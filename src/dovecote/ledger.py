@@ -29,7 +29,6 @@ Nothing here knows about boxes, rosters or fates.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import threading
 from array import array
@@ -43,11 +42,12 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from dovecote import commit, fileops
+from dovecote.digests import blake2b, sha256
 from dovecote.errors import DiskFull, StoreError
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.osutil import collector_paused, lock, temp_name
 
-_sha256 = hashlib.sha256
+_sha256 = sha256
 
 #: How many bytes before a reader's offset it hashes to notice an in-place rewrite.
 WINDOW = 4096
@@ -57,7 +57,7 @@ ABSENT = -1
 
 def window_digest(data: bytes) -> str:
     """The digest a checkpoint keeps of the bytes just before its offset."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ a ``Defect``, never a letter.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from operator import methodcaller
@@ -24,10 +23,11 @@ import msgspec
 import orjson
 from msgspec.structs import force_setattr
 
+from dovecote.digests import sha256
 from dovecote.timeutil import format_ts as format_ts  # its home is timeutil; kept for importers
 from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 
-_sha256 = hashlib.sha256
+_sha256 = sha256
 
 
 def letter_id(line: bytes) -> str:

@@ -12,15 +12,14 @@ Loading validates everything and refuses an unknown key with ``invalid_config``
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dovecote.addresses import HOME, Address, check_name
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.store_url import has_password, is_url
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
@@ -183,12 +182,20 @@ def root_clash(projects: tuple[Project, ...] | list[Project], p: Project) -> Pro
     return next((o for o in projects if o.name.lower() != p.name.lower() and lexical(o.root) == mine), None)
 
 
-def parse(text: bytes) -> Roster:
-    """Parse and validate roster bytes."""
+def decode_toml(text: bytes) -> dict[str, Any]:
+    """Roster bytes as their TOML document (``invalid_config`` if they are not TOML)."""
+    import tomllib  # its import compiles its regexes: a cold CLI call reads the document from ``roster_cache``
+
     try:
-        doc = tomllib.loads(text.decode("utf-8"))
+        return tomllib.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise _bad(f"config.toml is not valid TOML: {err}") from err
+
+
+def parse(text: bytes, doc: dict[str, Any] | None = None) -> Roster:
+    """Parse and validate roster bytes (``doc``: their TOML document, when it is already decoded)."""
+    if doc is None:
+        doc = decode_toml(text)
     _only(doc, _TOP_KEYS, "config.toml")
     owner = _expect(doc.get("owner", {}), dict, "[owner]")
     _only(owner, {"roots", "home"}, "[owner]")
@@ -287,7 +294,7 @@ def parse(text: bytes) -> Roster:
         notifier_timeout=timeout,
         discovery_command=discovery,
         store=store,
-        signature=hashlib.sha256(text).hexdigest(),
+        signature=sha256(text).hexdigest(),
     )
 
 
@@ -330,8 +337,13 @@ def dump(r: Roster) -> bytes:
 
 
 def load(path: Path) -> Roster:
+    return parse(read(path))
+
+
+def read(path: Path) -> bytes:
+    """The roster file's bytes (``no_home`` when there is none)."""
     try:
-        return parse(path.read_bytes())
+        return path.read_bytes()
     except FileNotFoundError:
         raise Refusal("no_home", f"no roster at {path}; run `dovecote init`") from None
 

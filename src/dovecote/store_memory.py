@@ -15,7 +15,7 @@ Several handles share one store the way several processes share one home:
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -95,7 +95,7 @@ class MemoryStore:
         self.roster = roster or Roster()
         self._boxes: dict[str, _Box] = {}
         self._made = threading.Lock()  # creating a box is the one write shared by all boxes
-        self.origin = f"memory:{secrets.token_hex(8)}"  # a mark from another store is never trusted
+        self.origin = f"memory:{os.urandom(8).hex()}"  # a mark from another store is never trusted (secrets.token_hex)
 
     def for_roster(self, roster: Roster) -> MemoryStore:
         """The same boxes, addressed through ``roster``."""

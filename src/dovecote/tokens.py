@@ -11,13 +11,11 @@ an operator may read everything. Nothing here touches a file or a clock.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.vocab import MoveKind, TokenRole
 
@@ -47,12 +45,14 @@ VERBS: dict[str, str] = {
 
 def new_token() -> str:
     """A fresh token: the prefix and 32 random bytes, URL-safe."""
+    import secrets  # here: it imports hashlib (via hmac), which a cold hook through the handle never needs
+
     return PREFIX + secrets.token_urlsafe(32)
 
 
 def token_hash(token: str) -> str:
     """What the token file keeps of a token: its SHA-256, in hex."""
-    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def token_id(digest: str) -> str:
@@ -140,6 +140,8 @@ def principal_of(rows: Mapping[str, TokenRow], token: str) -> Principal:
     """
     if not isinstance(token, str) or not token.startswith(PREFIX):
         raise Refusal("unauthorized", f"not a dovecote token (they start with {PREFIX})")
+    import hmac  # here, as ``secrets`` above
+
     digest = token_hash(token)
     row = rows.get(token_id(digest))
     if row is None or not hmac.compare_digest(row.hash, digest):

@@ -126,7 +126,9 @@ def answer(home: str | None, args: list[str], stdin: bytes) -> str:
     if kind == "stop":  # abandonment first (issue 10): one stop hook does both, and this part needs no entity
         dc.hook_stop_abandonment(payload)
     target = who or dc.default_entity()
-    return wire(kind, dc.hook(kind, target, payload).stdout, opts.get("agent", AGENTS[0]))
+    said = dc.hook(kind, target, payload).stdout
+    dc.keep_roster()  # the next hook, a new process too, reads it without tomllib
+    return wire(kind, said, opts.get("agent", AGENTS[0]))
 
 
 def main(home: str | None, args: list[str]) -> None:

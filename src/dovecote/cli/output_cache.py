@@ -20,13 +20,13 @@ This module imports only cheap parts of the standard library, and two leaf modul
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
 import time
 
 from dovecote.cli.utf8 import ENV_TEXT
+from dovecote.digests import sha256
 from dovecote.osutil import file_stamp
 
 CACHEABLE = frozenset({"inbox"})
@@ -47,7 +47,7 @@ def _entry_path(argv: list[str], *, create: bool) -> str | None:
     from dovecote.home import Layout, find_home
 
     folder = Layout(find_home(explicit)).cache_dir("cli", create=create)
-    h = hashlib.sha256()
+    h = sha256()
     for part in (*argv, os.getcwd(), *(os.environ.get(k, "") for k in ENV_TEXT)):
         h.update(part.encode("utf-8", "surrogateescape") + b"\x00")
     from dovecote._version import __version__

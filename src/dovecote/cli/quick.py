@@ -77,6 +77,7 @@ def run_inbox(
     box = inboxhandle.probe(ctx, who)  # the box as the read left it
     if box is not None:
         output_cache.remember(sys.argv[1:], out, deps, [box], until.timestamp() if until else None)
+    inboxhandle.keep_roster(ctx)  # the next cold call reads it without tomllib
 
 
 def parse(argv: list[str]) -> dict[str, object] | None:

@@ -12,6 +12,8 @@ Letters in an entity box:
 * ``draft``: an outbound draft written by this entity (EMIT);
 * ``sent``: this entity sent a message (``message``), maybe delivering a
   draft (``ref``), maybe replying to an item (``reply_to``);
+* ``surfaced``: a hook told a session of items (``derive.surfaced``), kept apart
+  in ``told``: no item's state depends on it;
 * anything else is kept but plays no part here.
 
 Whether a response to an item exists is decided in ``derive/responses.py``.
@@ -37,6 +39,8 @@ from dovecote.derive.lifecycle import (
     apply_link,
     effective,
 )
+from dovecote.derive.surfaced import KIND as SURFACED
+from dovecote.derive.surfaced import told_in
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
 from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
@@ -53,7 +57,7 @@ FLAG_EXPIRING = "EXPIRING SOON"
 FLAG_EXPIRED = "EXPIRED"
 FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 #: The kinds of letter the fold takes; every other letter in the box plays no part.
-FOLDED = frozenset({*DELIVERY_KINDS, "draft", "sent", *LINK_KINDS})
+FOLDED = frozenset({*DELIVERY_KINDS, "draft", "sent", SURFACED, *LINK_KINDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,7 @@ class InboxBook:
         self.delivered: dict[str, SentRecord] = {}  # draft id -> sent record
         self.replies: dict[str, list[str]] = {}  # reply_to -> the messages received here that name it
         self._orphans: dict[str, list[Link]] = {}
+        self.told: dict[str, set[str]] = {}  # session -> the item ids hooks announced to it (``surfaced``)
         self.touched: set[str] = set()  # items changed since the last inbox_audit
         self.view_state: ViewState | None = None
         #: every letter id folded: a letter read again (a duplicate line after a
@@ -177,6 +182,10 @@ class InboxBook:
                 self.sent.append(rec)
                 if rec.draft:
                     self.delivered.setdefault(rec.draft, rec)
+            elif kind == SURFACED:
+                told = told_in(letter)
+                if told is not None:
+                    self.told.setdefault(told[0], set()).update(told[1])
         for iid in dirty:
             self.items[iid].recompute()
         self.touched |= dirty

@@ -22,8 +22,9 @@ bytes that are not a snapshot; the caller ignores such a file.
 
 from __future__ import annotations
 
-from dataclasses import astuple, fields
+from dataclasses import fields
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -36,16 +37,20 @@ from dovecote.envelope import Envelope
 from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
+#: 7: the view keeps each row's own moment to change and when a row was last placed, and the book
+#: what each session was told;
 #: 6: the alias map read when first used; 5: the folded ids packed in one bytes;
 #: 4: items and rows wrapped in bins (3: embedded, so every decode walked them)
-VERSION = 6
+VERSION = 7
 
 class View(msgspec.Struct, array_like=True):
     tic: int | None
     limits: list[int]
     include_terminal: bool
     since: datetime
+    placed: datetime
     until: datetime | None
+    untils: dict[str, datetime]
     buckets: dict[str, str]
     rows: list[tuple[str, Order, msgspec.Raw, Lines]]  # in view order; each row packed, read when first asked
     counts: dict[str, int]
@@ -61,6 +66,7 @@ class Book(msgspec.Struct, array_like=True):
     sent: list[tuple[str, str | None, str | None, str | None, str | None, str | None]]
     replies: dict[str, list[str]]
     orphans: dict[str, list[list[Any]]]
+    told: dict[str, list[str]]
     folded: bytes  # every letter id folded, ``pack_ids``: one bytes to read, not 40,000 strings in a set
     odd_ids: list[str]  # folded ids that are not letter ids (none, from any store)
     touched: list[str]
@@ -85,6 +91,9 @@ def unwrap(data: msgspec.Raw) -> bytes:
     """The bytes ``wrap`` wrapped."""
     return _decode_bin(data)
 _LIMITS = [f.name for f in fields(Limits)]
+#: A link as the tuple of its fields, in C: every field is a string, a number or None, so this is
+#: ``dataclasses.astuple`` without its deep copy (which cost most of a snapshot's writing).
+_link_tuple = attrgetter(*(f.name for f in fields(Link)))
 
 
 def _letter(raw: bytes) -> Letter:
@@ -103,7 +112,7 @@ def pack_item(item: Item) -> msgspec.Raw:
         str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
         [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
     ]
-    return wrap(_encode([item.letter.raw, [astuple(lk) for lk in item.links], replay]))
+    return wrap(_encode([item.letter.raw, [_link_tuple(lk) for lk in item.links], replay]))
 
 
 def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
@@ -127,8 +136,8 @@ def _view(vs: ViewState) -> View:
     tic, limits, include_terminal = vs.key
     rows = sorted(((iid, order, _raw(row), lines) for iid, (order, row, lines) in vs.rows.items()),
                   key=lambda t: t[1])
-    return View(tic, [getattr(limits, n) for n in _LIMITS], include_terminal, vs.since, vs.until,
-                vs.buckets, rows, vs.counts, vs.flags, vs.ordered is not None)
+    return View(tic, [getattr(limits, n) for n in _LIMITS], include_terminal, vs.since, vs.placed, vs.until,
+                vs.untils, vs.buckets, rows, vs.counts, vs.flags, vs.ordered is not None)
 
 
 def dumps(book: InboxBook) -> bytes:
@@ -141,7 +150,8 @@ def dumps(book: InboxBook) -> bytes:
         [d.letter.raw for d in book.drafts.values()],
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
-        {ref: [list(astuple(lk)) for lk in links] for ref, links in book._orphans.items()},
+        {ref: [list(_link_tuple(lk)) for lk in links] for ref, links in book._orphans.items()},
+        {session: sorted(ids) for session, ids in book.told.items()},
         folded,
         odd,
         sorted(book.touched),
@@ -168,6 +178,7 @@ def loads(data: bytes | memoryview) -> InboxBook:
             book.delivered.setdefault(rec.draft, rec)
     book.replies = snap.replies
     book._orphans = {ref: [Link(*t) for t in links] for ref, links in snap.orphans.items()}
+    book.told = {session: set(ids) for session, ids in snap.told.items()}
     book.folded_before = snap.folded
     book.ids = set(snap.odd_ids)
     book.touched = set(snap.touched)
@@ -175,8 +186,9 @@ def loads(data: bytes | memoryview) -> InboxBook:
     v = snap.view
     if v is not None:
         limits = Limits(**dict(zip(_LIMITS, v.limits, strict=True)))
-        vs = ViewState((v.tic, limits, v.include_terminal), v.since, v.until, v.buckets,
-                       {iid: (order, row, lines) for iid, order, row, lines in v.rows}, v.counts, v.flags)
+        vs = ViewState((v.tic, limits, v.include_terminal), v.since, v.placed, v.until, v.buckets,
+                       {iid: (order, row, lines) for iid, order, row, lines in v.rows}, v.counts, v.flags,
+                       untils=v.untils)
         if v.ordered:
             vs.ordered = [iid for iid, _, _, _ in v.rows]
         book.view_state = vs

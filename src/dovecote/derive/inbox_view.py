@@ -5,8 +5,12 @@ face shows as JSON; ``inbox_block`` is the session-start injection block alone,
 read from the same view state without building the rows it does not print.
 
 Both keep the book's last view (``ViewState``), so while the tic and thresholds
-are the same and the clock has not passed the moment any row would change by
-itself, a read redoes only the items touched by new letters. A view restored
+are the same and the clock has not gone back, a read redoes only the items
+touched by new letters and the rows whose own moment to change by themselves
+(an age in hours ticking over, a stale threshold passing, a defer coming due:
+``_row_until``) has come; a view read with no tic, whose ages in hours tick
+over every few seconds somewhere in a big box, is patched row by row, not
+rebuilt whole. A view restored
 from a fold snapshot holds its rows packed (``msgspec.Raw``) and each row's
 injection lines beside it, so the block after one new letter costs the lines
 it joins, not six thousand decoded rows.
@@ -77,11 +81,6 @@ def _row_until(row: dict[str, Any], now: datetime, stale_hours: int) -> datetime
     return min(times) if times else None
 
 
-def _fresh(since: datetime, until: datetime | None, now: datetime) -> bool:
-    """An answer computed at ``since`` holds for ``since <= now < until``."""
-    return since <= now and (until is None or now < until)
-
-
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None:
         return b
@@ -92,18 +91,27 @@ def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
 class ViewState:
     """The last view of a book, kept so the next read redoes only what changed.
 
+    ``since``: when it was built whole; ``placed``: the latest clock a row was placed at (a read
+    at an earlier clock builds it whole again: a row says what it says from then on);
     ``rows``: each shown item's order, row (``Held``) and injection lines;
-    ``ordered``: the shown ids in view order (None: to sort again).
+    ``untils``: each shown row's own moment to change (``_row_until``; absent: none), whose
+    earliest is ``until`` or later (a row placed again may leave ``until`` early, never late);
+    ``ordered``: the shown ids in view order (None: to sort again);
+    ``replaced``: rows placed again for their own moment since the view was restored or saved
+    (``foldcache`` writes the snapshot again past a few hundred; not persisted).
     """
 
     key: tuple[Any, ...]
     since: datetime
+    placed: datetime
     until: datetime | None = None
     buckets: dict[str, str] = field(default_factory=dict)
     rows: dict[str, tuple[Order, Held, Lines]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
     flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
     ordered: list[str] | None = None
+    untils: dict[str, datetime] = field(default_factory=dict)
+    replaced: int = 0
 
 
 def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:
@@ -118,6 +126,7 @@ def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Lim
     vs.counts[bucket] += 1
     vs.buckets[item.id] = bucket
     prev = vs.rows.pop(item.id, None)
+    vs.untils.pop(item.id, None)
     if prev is not None:
         for f in row_of(prev[1])["flags"]:
             vs.flags[f] -= 1
@@ -127,22 +136,35 @@ def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Lim
     for f in row["flags"]:
         vs.flags[f] += 1
     vs.rows[item.id] = (_order(row), row, row_lines(row))
-    vs.until = _earliest(vs.until, _row_until(row, clock.now, limits.stale_hours))
+    until = _row_until(row, clock.now, limits.stale_hours)
+    if until is not None:
+        vs.untils[item.id] = until
+        vs.until = _earliest(vs.until, until)
 
 
 def current_view(book: InboxBook, clock: Clock, limits: Limits, include_terminal: bool) -> ViewState:
     """The book's view state brought to ``clock``: kept and patched while it holds, else rebuilt."""
     key = (clock.tic, limits, include_terminal)
     vs = book.view_state
-    if vs is None or vs.key != key or not _fresh(vs.since, vs.until, clock.now):
-        vs = ViewState(key, clock.now)
+    now = clock.now
+    if vs is None or vs.key != key or now < vs.placed:
+        vs = ViewState(key, now, now)
         for item in book.items.values():
             _place(vs, book, item, clock, limits)
     else:
-        for iid in book.touched:
+        redo = book.touched
+        expired = vs.until is not None and now >= vs.until
+        if expired:  # some row's own moment came: place those rows again (and the touched ones)
+            due = {iid for iid, until in vs.untils.items() if until <= now}
+            vs.replaced += len(due)
+            redo = redo | due
+        for iid in redo:
             _place(vs, book, book.items[iid], clock, limits)
-        if book.touched:
-            vs.ordered = _reordered(vs, book.touched)
+        if expired:
+            vs.until = min(vs.untils.values(), default=None)
+        if redo:
+            vs.placed = now
+            vs.ordered = _reordered(vs, redo)
     book.touched.clear()
     book.view_state = vs
     if vs.ordered is None:

@@ -7,10 +7,10 @@ never point at different bytes later. Written tmp + fsync + rename.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
 from dovecote.letters import is_hex
@@ -31,7 +31,7 @@ def put_bytes(ctx: Context, data: bytes) -> str:
     limit = ctx.roster.limits.body_hard_limit
     if len(data) > limit:
         raise Refusal("too_large", f"{len(data)} bytes is over the hard limit of {limit}")
-    ref = "sha256:" + hashlib.sha256(data).hexdigest()
+    ref = "sha256:" + sha256(data).hexdigest()
     path = blob_path(ctx, ref)
     if not path.exists():
         write_atomic(path, data)

@@ -38,6 +38,7 @@ from dovecote.errors import Refusal
 from dovecote.folds import entity_address
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.inbox import read_inbox, read_injection_items
+from dovecote.ops.inbox import told as told_to
 from dovecote.ops.injection import URGENT, inbox_injection, new_mail_block, stop_reason
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def run_hook(ctx: Context, kind: str, entity_id: str, payload: Mapping[str, Any]
     active = payload.get("stop_hook_active") is True
     # session-start prints the block alone: read it as ``inbox --format injection`` does, no rows built
     seen = read_injection_items(ctx, entity_id) if kind == "session-start" else read_inbox(ctx, entity_id)[0]
-    told = surfaced_to(ctx.store.read(addr).letters, session)
+    told = told_to(ctx, entity_id, session)  # from the fold: the whole box is read only to append
     answer = _decide(kind, seen, told, active)
     if not answer.announce:
         return answer

@@ -116,6 +116,13 @@ def read_injection(
                            items=direction in ("inbound", "both"))
 
 
+def told(ctx: Context, entity_id: str, session: str) -> set[str]:
+    """The item ids hooks announced to ``session`` (``derive.surfaced``), from the entity's fold:
+    no read of the whole box (``surfaced_to`` over its letters answers the same)."""
+    with folds.inbox(ctx, entity_id) as book:
+        return set(book.told.get(session, ()))
+
+
 def read_injection_items(ctx: Context, entity_id: str) -> tuple[str, list[str]]:
     """``read_injection``'s block at no asked tic, and the ids of the items it counts in view
     order (the ids of ``read_inbox``'s items): what a session-start hook prints and records,

@@ -25,7 +25,6 @@ violation) is quarantined once, never retried (notes B13.6).
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ import orjson
 
 from dovecote import fileops
 from dovecote.addresses import HOME, Address, entity
+from dovecote.digests import sha256
 from dovecote.errors import StoreError
 from dovecote.ledger import ensure_dir, fsync_dir, write_atomic
 from dovecote.letters import canonical_line, format_ts, letter_id, sorted_deep
@@ -234,7 +234,7 @@ def _quarantine(
     ctx: Context, folder: Path, name: str, raw: bytes, why: Rejected, obj: dict[str, Any] | None
 ) -> bool:
     """Quarantine one file once: the violation letter (deduplicated), the reason file, then the move."""
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = sha256(raw).hexdigest()
     sender = _sender(obj)
     box: Address = entity(sender) if sender is not None and ctx.roster.entity(sender) is not None else HOME
     envelope_id = obj.get("envelope_id") if obj is not None and isinstance(obj.get("envelope_id"), str) else None

@@ -23,7 +23,6 @@ removed without losing a person's file is left where it is and reported.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote import folds
 from dovecote.derive.inbox import BUCKETS, Clock
 from dovecote.derive.lifecycle import State
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
 from dovecote.ops.moves import adopt_move
@@ -273,7 +273,7 @@ def view(
 def owned_digest(ctx: Context, entity_id: str) -> str:
     """SHA-256 over every owned file of the entity's view (path and bytes), for ``verify``."""
     vdir = view_dir(ctx, entity_id)
-    h = hashlib.sha256()
+    h = sha256()
     paths = [vdir / INBOX_MD, *(vdir / INDEXES / f for f in INDEX_FILES)]
     for _, _, path, _ in owned_entries(vdir):
         if path.is_dir() and not path.is_symlink():  # owned files only: a person's files are not the cache
@@ -284,5 +284,5 @@ def owned_digest(ctx: Context, entity_id: str) -> str:
         except OSError:
             continue
         rel = q.relative_to(vdir).as_posix()
-        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + sha256(data).digest())
     return h.hexdigest()

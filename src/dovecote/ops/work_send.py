@@ -20,11 +20,11 @@ nothing new.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import check_name, entity
+from dovecote.digests import sha256
 from dovecote.errors import Refusal
 from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts, letter_id
@@ -155,7 +155,7 @@ def _keyed_envelope_id(sender: str, key: str) -> str:
     """The envelope id a key names: a retry with the same key is the same envelope."""
     if not key.strip() or "\x00" in key:
         raise Refusal("invalid_field", "an idempotency key must be a non-empty string without NUL")
-    return "env_key_" + hashlib.sha256(f"{sender}\x00{key}".encode()).hexdigest()[:24]
+    return "env_key_" + sha256(f"{sender}\x00{key}".encode()).hexdigest()[:24]
 
 
 def _check_parent(ctx: Context, sender: str, parent_id: str) -> None:

@@ -1,0 +1,45 @@
+"""``dovecote.digests`` gives exactly ``hashlib``'s digests, before and after it moves to ``hashlib``."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dovecote import digests
+
+
+@pytest.mark.parametrize("switched", [False, True], ids=["builtin", "hashlib"])
+@given(data=st.binary(max_size=4096))
+def test_sha256_is_hashlibs(switched: bool, data: bytes) -> None:
+    saved = digests._hashed, digests._fast
+    digests._hashed, digests._fast = (digests.SWITCH_AFTER + 1, hashlib.sha256) if switched else (0, None)
+    try:
+        assert digests.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        h = digests.sha256(data[:7])
+        h.update(data[7:])
+        assert h.digest() == hashlib.sha256(data).digest()
+    finally:
+        digests._hashed, digests._fast = saved
+
+
+@given(st.binary(max_size=4096), st.integers(min_value=1, max_value=64))
+def test_blake2b_is_hashlibs(data: bytes, size: int) -> None:
+    assert digests.blake2b(data, digest_size=size).hexdigest() == hashlib.blake2b(data, digest_size=size).hexdigest()
+
+
+def test_hashlib_is_imported_only_once_hashing_is_heavy() -> None:
+    code = (
+        "import sys\n"
+        "from dovecote import digests\n"
+        "digests.sha256(b'x' * 1000)\n"
+        "print('hashlib' in sys.modules)\n"
+        "digests.sha256(b'x' * (digests.SWITCH_AFTER + 1))\n"
+        "print('hashlib' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"]
