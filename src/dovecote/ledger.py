@@ -382,6 +382,33 @@ class LockedLedger:
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
+def _open(path: Path) -> tuple[int, bool]:
+    """The ledger's descriptor for appending, creating it (and its folders) if needed: (fd, created)."""
+    try:
+        try:  # the ledger is there (the common case): no walk up its folders
+            return fileops.open_fd(path, _APPEND_FLAGS), False
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            created = not path.exists()
+            return fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644), created
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
+            raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+
+
+def ready(reader: LedgerReader) -> None:
+    """Open the ledger as ``locked`` would (creating it, durably, if it is missing) and close it:
+    ``StoreError`` now if it cannot be, before a write elsewhere that must not go on without it."""
+    path = reader.path
+    fd, created = _open(path)
+    try:
+        if created:
+            fsync_dir(path.parent)
+    finally:
+        fileops.close(fd)
+
+
 @contextmanager
 def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     """Open (creating if needed), lock exclusively, refresh, and yield the ledger.
@@ -394,18 +421,7 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     committer = commit.of(path)
     ticket = 0
     try:
-        try:
-            try:  # the ledger is there (the common case): no walk up its folders
-                fd = fileops.open_fd(path, _APPEND_FLAGS)
-                created = False
-            except FileNotFoundError:
-                ensure_dir(path.parent)
-                created = not path.exists()
-                fd = fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644)
-        except OSError as e:
-            if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
-                raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
-            raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+        fd, created = _open(path)
         try:
             lock(fd)
             if created or os.fstat(fd).st_size == 0:
