@@ -381,6 +381,20 @@ def test_a_group_committed_ledger_reads_as_sequential_appends(tmp_path_factory: 
     assert [x.raw for x in a.letters] == [x.raw for x in b.letters]
 
 
+def test_a_ledger_has_one_committer_whatever_path_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``commit.of`` finds a committer by the path as given (no ``abspath`` a section), one per file:
+    a relative path is never remembered as given, it names another file after a chdir."""
+    path = (tmp_path / "letters.jsonl").resolve()
+    c = commit.of(path)
+    assert commit.of(path) is c and commit.of(str(path)) is c and commit.of(f"{path.parent}/./letters.jsonl") is c
+    monkeypatch.chdir(path.parent)
+    assert commit.of("letters.jsonl") is c
+    (path.parent / "sub").mkdir()
+    monkeypatch.chdir(path.parent / "sub")
+    assert commit.of("letters.jsonl") is not c
+    assert commit.of("letters.jsonl") is commit.of(path.parent / "sub" / "letters.jsonl")
+
+
 def test_deferred_waits_after_every_lock(tmp_path: Path) -> None:
     """Inside ``deferred`` a section's wait is held until the block ends (no lock is then held)."""
     path = (tmp_path / "letters.jsonl").resolve()

@@ -183,6 +183,27 @@ def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(t
     assert letters(dc, B, "message") == [] and letters(dc, B, "sent") == []
 
 
+@pytest.mark.files_only  # spies on the file store
+def test_a_file_store_send_is_two_guarded_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No rule of a send reads the sender's box: the delivery holds the recipient's box alone,
+    then the record's section holds the sender's (not a third section over both first)."""
+    from dovecote.store import FileStore
+
+    dc = mail_home(tmp_path, A, B)
+    dc.send(Message(sender=A, recipient=B, subject="warm"))
+    held: list[str] = []
+    real = FileStore.guarded
+
+    def spy(self: FileStore, where: Any) -> Any:
+        held.append(str(where))
+        return real(self, where)
+
+    monkeypatch.setattr(FileStore, "guarded", spy)
+    d = dc.send(Message(sender=A, recipient=B, subject="counted"))
+    assert held == [str(entity(B)), str(entity(A))]
+    assert d.sent_record in dc.store.read(entity(A)).index and d.id in dc.store.read(entity(B)).index
+
+
 @pytest.mark.files_only  # reads or breaks the ledger files themselves
 def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -253,7 +253,8 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
             if v.type != "message" or v.to_all:
                 return work_send.send(self._ctx(now=now, actor=actor), v)
             assert v.recipient is not None  # the verb refuses a send with neither recipient nor to_all
-            v = work_send.as_message(v, v.recipient)
+            # a checked Send's fields, its recipient included, are a checked Message's (Send extends Message)
+            return mail.send(self._ctx(now=now, actor=actor), work_send.as_message(v, v.recipient))
         return mail.send(self._ctx(now=now, actor=actor), checked(v))
 
     def send_work(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent:

@@ -50,7 +50,8 @@ from dovecote.errors import StoreError
 from dovecote.osutil import lock
 
 _registry_lock = threading.Lock()
-_registry: dict[str, Committer] = {}
+#: by absolute path, and by each path a caller gave (``of``)
+_registry: dict[str | os.PathLike[str], Committer] = {}
 _local = threading.local()
 
 
@@ -160,12 +161,17 @@ class Committer:
 
 
 def of(path: str | os.PathLike[str]) -> Committer:
-    """The committer of the ledger at ``path`` (one per file for the whole process)."""
-    key = os.path.abspath(path)
-    c = _registry.get(key)
+    """The committer of the ledger at ``path`` (one per file for the whole process).
+
+    Found by ``path`` as given first (a reader passes the same path each time), so a
+    section pays no ``abspath``; the absolute path is the key that makes it one per file."""
+    c = _registry.get(path)
     if c is None:
+        key = os.path.abspath(path)
         with _registry_lock:
             c = _registry.setdefault(key, Committer(key))
+            if os.path.isabs(path):  # a relative one names another file after a chdir
+                _registry[path] = c
     return c
 
 

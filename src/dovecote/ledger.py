@@ -239,20 +239,44 @@ class LedgerReader:
         self._stamp = stamp
         return new
 
-    def took_own(self, payload: bytes, start: int, fd: int) -> bool:
+    def took_own(self, payload: bytes, start: int, fd: int, ids: Sequence[str] = ()) -> bool:
         """Read the bytes this process just appended at ``start`` under the lock, from
         memory: the ones a refresh would read back from the file (True), unless the reader
         did not stand at ``start`` or the file is not the size those bytes make it (False:
-        the caller refreshes)."""
+        the caller refreshes). ``ids``: the payload is these new letters' lines, each ended
+        by a newline, their ids computed already (and checked absent from ``index``)."""
         with self.lock:
             if self.offset != start or self.torn is not None or self._tail is None or self.bound is not None:
                 return False
             st = os.fstat(fd)
             if st.st_size != start + len(payload) or st.st_ino != self.ino:
                 return False
-            self._absorb(payload, start, self._tail)
+            if not (ids and self._take(payload, start, self._tail, ids)):
+                self._absorb(payload, start, self._tail)
             self._stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             return True
+
+    def _take(self, payload: bytes, start: int, tail: bytes, ids: Sequence[str]) -> bool:
+        """``_absorb`` of this process's own new lines (see ``took_own``): no id hashed again, no
+        collector paused for a few objects. False (nothing taken) when a line needs the slow path."""
+        chunk = payload[:-1]
+        lines = chunk.split(b"\n")
+        fast = None if b"\r" in chunk or len(lines) != len(ids) else decode_lines_fast(chunk, lines)
+        if fast is None:
+            return False
+        index, letters = self.index, self.letters
+        for line, letter, lid in zip(lines, fast, ids, strict=True):
+            force_setattr(letter, "id", lid)
+            force_setattr(letter, "raw", line)
+            index[lid] = letter
+            letters.append(letter)
+        self.offset = start + len(payload)
+        self.line_no += len(lines)
+        self._tail = (tail + payload)[-WINDOW:]
+        self._digest = None
+        self._mark_offsets.append(self.offset)
+        self._mark_counts.append(len(letters))
+        return True
 
     def _absorb(self, data: bytes, start: int, head: bytes = b"") -> list[Letter]:
         """Take the complete lines of ``data`` (read from ``start``; ``head`` is
@@ -338,7 +362,7 @@ class LockedLedger:
         """Append the lines whose ids are new; fsync; return (id, appended) per line."""
         out: list[tuple[str, bool]] = []
         fresh: list[bytes] = []
-        batch: set[str] = set()
+        batch: dict[str, None] = {}  # the new ids, in order
         index = self.reader.index
         for line in lines:
             if b"\n" in line:
@@ -347,7 +371,7 @@ class LockedLedger:
             if i in index or i in batch:
                 out.append((i, False))
             else:
-                batch.add(i)
+                batch[i] = None
                 fresh.append(line)
                 out.append((i, True))
         if not fresh:
@@ -355,8 +379,10 @@ class LockedLedger:
         payload = b"\n".join(fresh) + b"\n"
         fd = self._fd
         size = os.fstat(fd).st_size
+        ids: Sequence[str] = list(batch)  # what the reader takes as they are, unless the tail was torn
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload  # a torn tail: start on a fresh line
+            ids = ()
         try:
             fileops.write_all(fd, payload)
         except BaseException as e:
@@ -371,7 +397,7 @@ class LockedLedger:
                     raise DiskFull(str(self.reader.path), e) from e
             raise
         self.committer.wrote(size, size + len(payload))  # fsynced once the lock is released (commit.py)
-        if not self.reader.took_own(payload, size, fd):
+        if not self.reader.took_own(payload, size, fd, ids):
             self.reader.refresh()
         return out
 
@@ -380,6 +406,33 @@ class LockedLedger:
 #: ledger, or out of the home) would send letters where they do not belong, and
 #: two boxes sharing one file would each lock it, so a send between them would hang.
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """The ledger's descriptor for appending, creating it (and its folders) if needed: (fd, created)."""
+    try:
+        try:  # the ledger is there (the common case): no walk up its folders
+            return fileops.open_fd(path, _APPEND_FLAGS), False
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            created = not path.exists()
+            return fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644), created
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
+            raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+
+
+def ready(reader: LedgerReader) -> None:
+    """Open the ledger as ``locked`` would (creating it, durably, if it is missing) and close it:
+    ``StoreError`` now if it cannot be, before a write elsewhere that must not go on without it."""
+    path = reader.path
+    fd, created = _open(path)
+    try:
+        if created:
+            fsync_dir(path.parent)
+    finally:
+        fileops.close(fd)
 
 
 @contextmanager
@@ -394,18 +447,7 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     committer = commit.of(path)
     ticket = 0
     try:
-        try:
-            try:  # the ledger is there (the common case): no walk up its folders
-                fd = fileops.open_fd(path, _APPEND_FLAGS)
-                created = False
-            except FileNotFoundError:
-                ensure_dir(path.parent)
-                created = not path.exists()
-                fd = fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644)
-        except OSError as e:
-            if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
-                raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
-            raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+        fd, created = _open(path)
         try:
             lock(fd)
             if created or os.fstat(fd).st_size == 0:

@@ -179,6 +179,14 @@ def commits_together(store: Store) -> bool:
     return bool(getattr(store, "sections_commit_together", False))
 
 
+def ready(store: Store, where: Where) -> None:
+    """Raise ``StoreError`` now if a guarded section of ``where`` could not open its ledger (only
+    files can fail so: the other stores open nothing per box). A send checks the sender's box so
+    before it delivers, and writes the record in a section of its own after the delivery."""
+    if isinstance(store, FileStore):
+        ledger.ready(store._writable(where))
+
+
 def reachable(roster: Roster, where: Where) -> bool:
     """Can this machine reach the box? Only an in-repo box can be out of reach
     (and a project the roster does not know has no box at all)."""

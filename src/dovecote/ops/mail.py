@@ -16,9 +16,12 @@ the delivery's section, so both commit or neither does.
 
 A ``send`` without a key is a new message every time (a fresh ``msg_<uuid7>``):
 retrying one that failed after delivery delivers again, so the error says it was
-delivered. Both boxes are locked (in address order, so two deliveries in
-opposite directions cannot deadlock) before anything is written, so a box that
-cannot be opened fails the send before the delivery.
+delivered. A box that cannot be opened fails the send before the delivery:
+where the two sections commit as one, both boxes are locked (in address order,
+so two deliveries in opposite directions cannot deadlock) before anything is
+written; elsewhere the delivery's section holds the recipient's box alone (no
+rule of a send reads the sender's) and the sender's ledger is opened first
+(``store.ready``), so a send is two guarded sections, not three.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
-from dovecote.store import commits_together
+from dovecote.store import commits_together, ready
 
 __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
@@ -244,6 +247,21 @@ def _boxes(ctx: Context, sender: str, to: str) -> list[Address]:
     return [entity(to), *([entity(sender)] if ctx.roster.entity(sender) is not None else [])]
 
 
+def _deliver(ctx: Context, led: Guard, msg: dict[str, Any], key: str | None) -> tuple[str, bool, dict[str, Any]]:
+    """Append ``msg`` to the recipient's box held in ``led``, unless its key names a message there
+    already: (id, appended, the message delivered)."""
+    to = Envelope(msg).recipient or ""
+    if key is not None:  # only a key can name a message already there
+        book = folds.book_for(ctx, to, led)
+        known = book.alias.get(msg["message_id"])
+        if known is not None:
+            old = book.items[known].letter.data()
+            _same_request(key, known, old, msg)
+            return known, False, old
+    mid, appended = _append(led, canonical_line(msg), entity(to))
+    return mid, appended, msg
+
+
 def send(ctx: Context, m: Message) -> Delivery:
     """Deliver one message into the recipient's box, then note it in the sender's.
 
@@ -254,19 +272,17 @@ def send(ctx: Context, m: Message) -> Delivery:
     msg = compose(ctx, m)
     to, sender, key = Envelope(msg).recipient or "", msg["agent"], Envelope(msg).idempotency_key
     together = commits_together(ctx.store)
+    boxes = _boxes(ctx, sender, to)
     try:
-        with guarded_many(ctx, _boxes(ctx, sender, to)) as held:
-            # only a key can name a message already there
-            book = folds.book_for(ctx, to, held[entity(to)]) if key is not None else None
-            known = book.alias.get(msg["message_id"]) if book is not None else None
-            if book is not None and known is not None:
-                old = book.items[known].letter.data()
-                _same_request(key or "", known, old, msg)
-                mid, appended, msg = known, False, old
-            else:
-                mid, appended = _append(held[entity(to)], canonical_line(msg), entity(to))
-            if together:  # the record commits with the delivery, or neither does
+        if together:  # the record commits with the delivery, or neither does: both boxes in one section
+            with guarded_many(ctx, boxes) as held:
+                mid, appended, msg = _deliver(ctx, held[entity(to)], msg, key)
                 record = _record(ctx, mid, msg, fresh=appended)
+        else:  # the sender's box is written after the delivery, in its own section: check now that it opens
+            for box in boxes[1:]:
+                ready(ctx.store, box)
+            with ctx.store.guarded(boxes[0]) as led:
+                mid, appended, msg = _deliver(ctx, led, msg, key)
     except DiskFull:
         raise  # a refusal: it says nothing was written already
     except StoreError as e:

@@ -127,9 +127,16 @@ class TableCache:
     or a chmod changes the stamp, so the next check reads the file again (a revoke stops a token at once)."""
 
     state: tuple[tuple[int, ...], dict[str, tk.TokenRow]] | None = None
+    #: the token file's path as text, once made (a handle's home does not move)
+    path: str | None = None
+
+    def path_in(self, ctx: Context) -> str:
+        if self.path is None:
+            self.path = str(tokens_path(ctx))
+        return self.path
 
 
-def _stamp(path: Path) -> tuple[int, ...]:
+def _stamp(path: str | Path) -> tuple[int, ...]:
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -141,7 +148,7 @@ def authenticate(ctx: Context, token: str, cache: TableCache | None = None) -> t
     """The principal of a token; ``unauthorized`` for an unknown or revoked one (``cache``: see ``TableCache``)."""
     if cache is None:
         return tk.principal_of(_table(ctx), token)
-    stamp = _stamp(tokens_path(ctx))  # before the read: a change meanwhile is read again next time
+    stamp = _stamp(cache.path_in(ctx))  # before the read: a change meanwhile is read again next time
     state = cache.state
     if state is None or state[0] != stamp:
         state = (stamp, _table(ctx))
@@ -153,7 +160,7 @@ def authenticate_cached(ctx: Context, token: str, cache: TableCache) -> tk.Princ
     """``authenticate`` when the cached table is the file as it is now (one stat tells), else None:
     what a server's event loop may do itself, leaving a read of the file to a worker thread."""
     state = cache.state
-    if state is None or state[0] != _stamp(tokens_path(ctx)):
+    if state is None or state[0] != _stamp(cache.path_in(ctx)):
         return None
     return tk.principal_of(state[1], token)
 
