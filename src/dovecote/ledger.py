@@ -251,36 +251,14 @@ class LedgerReader:
             st = os.fstat(fd)
             if st.st_size != start + len(payload) or st.st_ino != self.ino:
                 return False
-            if not (ids and self._take(payload, start, self._tail, ids)):
-                self._absorb(payload, start, self._tail)
+            self._absorb(payload, start, self._tail, ids)
             self._stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             return True
 
-    def _take(self, payload: bytes, start: int, tail: bytes, ids: Sequence[str]) -> bool:
-        """``_absorb`` of this process's own new lines (see ``took_own``): no id hashed again, no
-        collector paused for a few objects. False (nothing taken) when a line needs the slow path."""
-        chunk = payload[:-1]
-        lines = chunk.split(b"\n")
-        fast = None if b"\r" in chunk or len(lines) != len(ids) else decode_lines_fast(chunk, lines)
-        if fast is None:
-            return False
-        index, letters = self.index, self.letters
-        for line, letter, lid in zip(lines, fast, ids, strict=True):
-            force_setattr(letter, "id", lid)
-            force_setattr(letter, "raw", line)
-            index[lid] = letter
-            letters.append(letter)
-        self.offset = start + len(payload)
-        self.line_no += len(lines)
-        self._tail = (tail + payload)[-WINDOW:]
-        self._digest = None
-        self._mark_offsets.append(self.offset)
-        self._mark_counts.append(len(letters))
-        return True
-
-    def _absorb(self, data: bytes, start: int, head: bytes = b"") -> list[Letter]:
+    def _absorb(self, data: bytes, start: int, head: bytes = b"", ids: Sequence[str] = ()) -> list[Letter]:
         """Take the complete lines of ``data`` (read from ``start``; ``head`` is
-        the window of bytes before it, so the window before the new offset can be kept)."""
+        the window of bytes before it, so the window before the new offset can be kept).
+        ``ids``: the lines' ids, when the caller computed them already (its own append)."""
         end = data.rfind(b"\n")
         if end < len(data) - 1:
             tail_line = self.line_no + data.count(b"\n", 0, end + 1) + 1
@@ -305,8 +283,8 @@ class LedgerReader:
         with collector_paused():
             fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
             if fast is not None:
-                for line, letter in zip(lines, fast, strict=True):
-                    lid = _sha256(line).hexdigest()[:12]
+                lids = ids if len(ids) == len(lines) else [_sha256(line).hexdigest()[:12] for line in lines]
+                for line, letter, lid in zip(lines, fast, lids, strict=True):
                     if lid in index:
                         self.duplicates += 1
                         continue
