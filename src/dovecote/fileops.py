@@ -215,6 +215,22 @@ def write_new(path: str | os.PathLike[str], data: bytes, mode: int = 0o644, *, s
         _active.close(fd)
 
 
+def replace_cache(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace a cache file whole, not fsynced (a crash that loses it costs one slow call, nothing
+    more): ``data`` written under a temp name beside it, then renamed over it, which replaces a
+    symlink at ``path`` and never writes through one."""
+    from dovecote.osutil import temp_name
+
+    where = os.fspath(path)
+    tmp = os.path.join(os.path.dirname(where), temp_name(os.path.basename(where)))
+    fd = _active.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        write_all(fd, data)
+    finally:
+        _active.close(fd)
+    _active.replace(tmp, where)
+
+
 def open_lock(path: str | os.PathLike[str], *, follow: bool = True) -> int:
     """Open (creating it) a lock file for ``flock``: its bytes are never written, only its name made."""
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)

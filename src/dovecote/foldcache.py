@@ -36,7 +36,7 @@ import msgspec
 from dovecote import fileops
 from dovecote.derive import inbox_snapshot
 from dovecote.errors import StoreError
-from dovecote.osutil import collector_paused, temp_name
+from dovecote.osutil import collector_paused
 from dovecote.store import Mark
 
 if TYPE_CHECKING:
@@ -106,15 +106,7 @@ def load_inbox(ctx: Context, entity_id: str) -> tuple[InboxBook, Mark] | None:
 def save(ctx: Context, book: InboxBook, mark: Mark) -> None:
     """Write the snapshot whole; a cache that cannot be written is simply not written."""
     with contextlib.suppress(OSError, StoreError):
-        path = path_of(ctx, book.entity, create=True)
-        tmp = path.with_name(temp_name(path.name))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-        fd = fileops.open_fd(tmp, flags, 0o644)
-        try:
-            fileops.write_all(fd, dumps(ctx, book, mark))
-        finally:
-            fileops.close(fd)
-        fileops.replace(tmp, path)  # replaces a symlink at ``path``, never writes through it
+        fileops.replace_cache(path_of(ctx, book.entity, create=True), dumps(ctx, book, mark))
         book.saved_view = _view_key(book)
 
 

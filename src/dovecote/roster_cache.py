@@ -27,7 +27,6 @@ from dovecote import fileops
 from dovecote.digests import sha256
 from dovecote.errors import DovecoteError
 from dovecote.home import Layout
-from dovecote.osutil import temp_name
 from dovecote.roster import Roster, decode_toml, parse, read
 
 FOLDER = "roster"
@@ -80,14 +79,6 @@ def _kept(layout: Layout, key: str) -> dict[str, Any] | None:
 def _keep(layout: Layout, key: str, doc: dict[str, Any]) -> None:
     """Write the entry; a document marshal cannot keep, or a cache that cannot be written, is not kept."""
     try:
-        body = marshal.dumps((VERSION, key, doc))
-        path = _entry(layout, create=True)
-        tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
-        fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            fileops.write_all(fd, body)
-        finally:
-            fileops.close(fd)
-        fileops.replace(tmp, path)
+        fileops.replace_cache(_entry(layout, create=True), marshal.dumps((VERSION, key, doc)))
     except (OSError, ValueError, DovecoteError):
         return

@@ -101,20 +101,12 @@ def remember(
     """
     from dovecote import fileops
     from dovecote.errors import DovecoteError
-    from dovecote.osutil import temp_name
 
     try:
         path = _entry_path(argv, create=True)
         if path is None:
             return
-        tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         body = marshal.dumps({"out": out, "deps": deps, "boxes": [tuple(b) for b in boxes], "valid_until": valid_until})
-        fd = fileops.open_fd(tmp, flags, 0o644)
-        try:
-            fileops.write_all(fd, body)
-        finally:
-            fileops.close(fd)
-        fileops.replace(tmp, path)  # rename replaces a symlink at ``path``, never writes through it
+        fileops.replace_cache(path, body)
     except (OSError, ValueError, DovecoteError):
         return

@@ -230,10 +230,10 @@ def _insert_fts(conn: sqlite3.Connection, docs: list[Doc]) -> None:
     for i in range(0, len(docs), FTS_CHUNK):
         rows = [(d[0], d[4], d[5], d[6], d[7]) for d in docs[i : i + FTS_CHUNK]]
         try:
-            array = orjson.dumps(rows)
-        except TypeError:
-            array = b"\\u0000"
-        if b"\\u0000" in array:  # SQLite's JSON cuts a text at a NUL; the row binding does not
+            array: bytes | None = orjson.dumps(rows)
+        except TypeError:  # a lone surrogate, which JSON cannot carry
+            array = None
+        if array is None or b"\\u0000" in array:  # SQLite's JSON cuts a text at a NUL; the row binding does not
             conn.executemany(_FTS_ROW, rows)
         else:
             conn.execute(_FTS_ROWS, (array.decode(),))
