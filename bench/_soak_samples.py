@@ -176,6 +176,12 @@ SENDS = 1500
 SHORT_SENDS = 300
 
 
+def reference_sends(seconds: float) -> int:
+    """How many sends the memory reference of a run of ``seconds`` makes (its windows are a minute
+    from five minutes on, ``windows``; below, a fifth of the run and a few thousand letters)."""
+    return SENDS if seconds >= 5 * 60 else SHORT_SENDS
+
+
 def held_per_letter_kib(home: Path, names: Sequence[str], sends: int = SENDS) -> float:
     """The reference for memory that grows with the data: KiB a warm handle on ``home`` holds per letter
     appended (a send is two: the recipient's and the sender's), measured in a new process after the run."""

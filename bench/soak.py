@@ -47,7 +47,7 @@ from typing import Any
 
 from _load import agents_home, cpu_seconds, database, free_port, lost, pct, start, stop
 from _soak_clients import Answer, Mcp, Rest
-from _soak_samples import SENDS, SHORT_SENDS, Flatness, Sample, held_per_letter_kib, judge, sample
+from _soak_samples import Flatness, Sample, held_per_letter_kib, judge, reference_sends, sample
 from dovecote.derive.lifecycle import TERMINAL, TRANSITIONS, State
 
 #: What a client does next, by weight; "work" is a chain of moves on one item of the agent's own.
@@ -361,7 +361,7 @@ def soak(mode: str, root: Path, *, agents: int = 30, seconds: float = 600, calls
         tally, samples, wall = asyncio.run(drive(names, servers, seconds, calls, pause, every, seed))
         server_cpu = sum(cpu_seconds(p) for p in servers.pids)
     # each server holds the derived state of every box its clients read: here all of them, on each server
-    held = held_per_letter_kib(home, names, SENDS if seconds >= 300 else SHORT_SENDS) * len(servers.pids)
+    held = held_per_letter_kib(home, names, reference_sends(seconds)) * len(servers.pids)
     flatness = judge(samples, wall, held)
     return Result(mode, agents, wall, tally, lost(home, tally.acked), flatness, tuple(samples), server_cpu)
 
