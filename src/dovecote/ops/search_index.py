@@ -130,6 +130,8 @@ class SearchIndex:
     #: SQLite's ``data_version`` when ``boxes`` was read: it moves when another
     #: connection (another process, another handle) commits to the file
     data_version: int | None = None
+    #: is the file in WAL mode as far as this connection knows (a switch SQLite refused is tried again)
+    wal: bool = False
     #: counters for tests and benchmarks: full rebuilds, box re-indexes, messages indexed
     stats: dict[str, int] = field(default_factory=lambda: {"rebuilds": 0, "box_rebuilds": 0, "indexed": 0})
 
@@ -151,6 +153,30 @@ _BAD_FILE = frozenset({11, 26})
 _BUSY = frozenset({5, 6})
 
 
+def busy(e: sqlite3.Error) -> bool:
+    """Is this error another connection holding the file (SQLITE_BUSY or SQLITE_LOCKED)?"""
+    return (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in _BUSY
+
+
+def journal(conn: sqlite3.Connection, mode: str) -> bool:
+    """Switch the file to journal ``mode``; False if SQLite refused because another connection
+    has the file open or locked.
+
+    SQLite refuses a switch out of WAL while any other connection is open, and a switch into
+    it while one holds a lock, at once and without its busy wait ("database is locked"), so
+    two server workers opening one index, or one building it while the other reads, must not
+    turn that into a failed search: the mode only decides bytes on disk and whether readers
+    wait for a writer, never an answer, and the switch is tried again at the next sync.
+    """
+    try:
+        row = conn.execute(f"PRAGMA journal_mode={mode}").fetchone()
+    except sqlite3.OperationalError as e:
+        if busy(e):
+            return False
+        raise
+    return row is not None and str(row[0]).lower() == mode.lower()
+
+
 def unusable(e: sqlite3.Error) -> bool:
     """Is this error the index file being bad (rebuild it) rather than busy or I/O (report it)?"""
     if isinstance(e, Unusable):
@@ -159,13 +185,14 @@ def unusable(e: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _BAD_FILE
 
 
-def _connect(path: Path | None) -> sqlite3.Connection:
+def _connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:
+    """A connection to the index at ``path`` (in memory for None), and whether it is in WAL mode."""
     conn = _register(sqlite3.connect(
         str(path) if path else ":memory:", isolation_level=None, check_same_thread=False, timeout=30.0
     ))
     # WAL with NORMAL sync: a commit is one append, no fsync; a power cut may lose the
     # last commits, never consistency, and a lost commit only means indexing again.
-    conn.execute("PRAGMA journal_mode=WAL")
+    wal = path is not None and journal(conn, "WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(_DDL)
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
@@ -175,7 +202,7 @@ def _connect(path: Path | None) -> sqlite3.Connection:
     if row[0] != SCHEMA_VERSION:
         conn.close()
         raise Unusable(f"index schema {row[0]!r} is not {SCHEMA_VERSION!r}")
-    return conn
+    return conn, wal
 
 
 def _register(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -225,18 +252,18 @@ def open_index(ctx: Context) -> SearchIndex:
     if path is not None and fresh:  # journals left by a deleted index belong to other bytes: never replay them
         discard(path)
     try:
-        conn = _connect(path)
+        conn, wal = _connect(path)
     except sqlite3.DatabaseError as e:
-        if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in _BUSY:
+        if busy(e):
             raise StoreError(f"the search index {path} stayed locked: {e}") from e
         if path is not None and unusable(e):  # corrupt, foreign, or from another schema: it is only a cache
             discard(path)
             fresh = True
         try:
-            conn = _connect(path)
+            conn, wal = _connect(path)
         except sqlite3.Error:  # cannot be opened or made here (read-only home): search from memory
-            path, conn = None, _connect(None)
-    idx = SearchIndex(path, conn, _ino(path))
+            path, (conn, wal) = None, _connect(None)
+    idx = SearchIndex(path, conn, _ino(path), wal=wal)
     if stats is not None:
         idx.stats.update(stats)
     if fresh:
@@ -333,6 +360,8 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     entities the roster no longer lists.
     """
     conn = idx.conn
+    if idx.path is not None and not idx.wal:  # a switch refused before (another connection had the file)
+        idx.wal = journal(conn, "WAL")
     (version,) = conn.execute("PRAGMA data_version").fetchone()
     if version != idx.data_version:  # someone else wrote: trust the file, not our memory of it
         idx.boxes = _stored(conn)
@@ -351,8 +380,11 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     if big:  # a (re)build: a crash loses the whole transaction anyway, and the old rows stay
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA cache_size=-{BUILD_CACHE_KIB}")
-    if first and idx.path is not None:  # an empty file: a rollback journal keeps no page, the WAL every one
-        conn.execute("PRAGMA journal_mode=DELETE")  # (twice the bytes); refused while another connection is open
+    # an empty file: a rollback journal keeps no page, the WAL every one (twice the bytes);
+    # refused while another connection has the file open, and then the build goes through the WAL
+    rollback = first and idx.path is not None and journal(conn, "DELETE")
+    if rollback:
+        idx.wal = False
     conn.execute("BEGIN IMMEDIATE")
     if first:  # fewer, larger merges of the full-text segments (kept in the table's own config)
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 16)")
@@ -373,8 +405,8 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     finally:
         if big:
             with contextlib.suppress(sqlite3.Error):
-                if first and idx.path is not None:
-                    conn.execute("PRAGMA journal_mode=WAL")
+                if rollback:
+                    idx.wal = journal(conn, "WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA cache_size=-2000")
 
