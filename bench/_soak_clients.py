@@ -98,26 +98,65 @@ class Rest:
 
 
 class Mcp:
-    """One agent's MCP client: its own streamable-HTTP session, as a separate agent process would have."""
+    """One agent's MCP client: its own streamable-HTTP session, as a separate agent process would have.
+
+    The session runs in a task of its own (``_session``), not in the task making the calls: the SDK's
+    transport is a task group, and when one of its POSTs fails before any response (a refused or
+    dropped connection, a read timeout) it cancels that group's scope, which the caller would get as a
+    bare ``CancelledError`` with the cause hidden (python-sdk #3560). Here the group's own task takes the
+    cancellation; the call in flight then fails as a closed stream, counted as a transport error whose
+    detail names what the transport died of, and the next call opens a new session, as an agent would.
+    """
 
     face = "mcp"
 
     def __init__(self, url: str, token: str) -> None:
         self.url, self.token = url, token
-        self.stack = contextlib.AsyncExitStack()
         self.client: Client | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.died: str | None = None  # what the last session's transport died of
+        self._stop = asyncio.Event()
 
     async def open(self) -> None:
-        http = await self.stack.enter_async_context(
-            create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"}))
-        self.client = await self.stack.enter_async_context(Client(streamable_http_client(self.url, http_client=http)))
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self.task = asyncio.create_task(self._session(ready))
+        await ready
+
+    async def _session(self, ready: asyncio.Future[None]) -> None:
+        try:
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"}) as http, \
+                    Client(streamable_http_client(self.url, http_client=http)) as client:
+                self.client = client
+                ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as e:  # the transport's end, whatever it was: kept for the next call's detail
+            self.died = _cause(e)
+            if not ready.done():
+                ready.set_exception(ConnectionError(self.died))
+            if not isinstance(e, Exception):
+                raise
+        finally:
+            self.client = None
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> Answer:
-        assert self.client is not None, "open() first"
         try:
-            r = await self.client.call_tool(tool, arguments)
+            if self.client is None:
+                await self.open()
+            assert self.client is not None and self.task is not None
+            call = asyncio.ensure_future(self.client.call_tool(tool, arguments))
+            await asyncio.wait({call, self.task}, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():  # the session ended under the call: it will never be answered
+                call.cancel()
+                with contextlib.suppress(BaseException):
+                    await call
+                raise ConnectionError("the session ended with this call unanswered")
+            r = call.result()
         except Exception as e:  # a transport failure is the soak's error to count, never a crash of the driver
-            return Answer(reason=TRANSPORT, detail=f"{type(e).__name__}: {e}")
+            await asyncio.sleep(0)  # let the session's task record what it died of
+            died = f" (the session's transport: {self.died})" if self.died else ""
+            await self.close()
+            return Answer(reason=TRANSPORT, detail=f"{type(e).__name__}: {e}{died}")
         text = r.content[0].text if r.content and hasattr(r.content[0], "text") else ""
         if r.is_error:
             return Answer(reason=text.split(":", 1)[0] or "error", detail=text)
@@ -144,4 +183,19 @@ class Mcp:
         return await self._call("show", {"entity_id": me, "ref": ref})
 
     async def close(self) -> None:
-        await self.stack.aclose()
+        task, self.task = self.task, None
+        if task is not None:
+            self._stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(task), 10)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+
+def _cause(e: BaseException) -> str:
+    """The first leaf of an exception group (the transport's real error), as ``Type: message``."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"

@@ -75,3 +75,37 @@ def test_allow_remote_needs_a_token_of_the_token_file_on_every_request(tmp_path:
 ])
 def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(tmp_path: Path) -> None:
+    """A connection idle for 6 s (past httpx's and the MCP client's 5 s expiry, and uvicorn's default)
+    still carries the next request: the server never closes it under a client about to reuse it."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    from dovecote.cli.cmd_serve import KEEP_ALIVE_SECONDS
+
+    assert KEEP_ALIVE_SECONDS > 5
+    home = served_home(tmp_path).layout.root
+    with serving(tmp_path, home) as server:
+        port = urlsplit(server.url).port
+        assert port is not None
+        request = f"GET /api/v1/doctor HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            answers = []
+            for pause in (0.0, 6.0):
+                time.sleep(pause)
+                conn.sendall(request)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(65536)
+                    assert chunk, "the server closed the idle connection"
+                    head += chunk
+                answers.append(head.split(b"\r\n", 1)[0])
+                fields = head.split(b"\r\n")
+                length = int(next(h.split(b":")[1] for h in fields if h.lower().startswith(b"content-length")))
+                body = head.split(b"\r\n\r\n", 1)[1]
+                while len(body) < length:
+                    body += conn.recv(65536)
+        assert answers == [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK"]

@@ -159,3 +159,46 @@ def test_a_seen_answered_after_the_other_clients_claim_does_not_hide_the_claim_f
 
     asyncio.run(script())
     assert tally.errors == [] and tally.expected == {"nack: illegal_transition": 1}
+
+
+def test_an_mcp_session_whose_server_dies_under_a_call_is_a_counted_transport_error_then_reopened(
+    tmp_path: Path,
+) -> None:
+    """The driver's MCP client: a server killed while a ``wait`` is out is an answer (``transport``, with
+    what the session died of), never a ``CancelledError`` that ends the run (the SDK hands a POST that
+    fails before any response to its caller as a bare cancellation); the next call, once a server
+    answers on the port again, opens a new session and is answered."""
+    from _load import agents_home, free_port, start, stop
+    from _soak_clients import TRANSPORT, Mcp
+
+    home, names, tokens = agents_home(tmp_path / "host", 2)
+    port = free_port()
+    server = start(["serve", "--port", str(port)], home, port)
+    client = Mcp(f"http://127.0.0.1:{port}/mcp", tokens[names[0]])
+
+    async def run() -> tuple[Answer, Answer, Answer]:
+        try:
+            await client.open()
+            first = await client.inbox(names[0])
+            pending = asyncio.ensure_future(client.wait(names[0], None, 20.0))
+            await asyncio.sleep(1.0)
+            server.kill()
+            server.wait()
+            died = await asyncio.wait_for(pending, 60)
+            again = start(["serve", "--port", str(port)], home, port)
+            try:
+                after = await client.inbox(names[0])
+            finally:
+                stop(again)
+            return first, died, after
+        finally:
+            await client.close()
+
+    try:
+        first, died, after = asyncio.run(run())
+    finally:
+        if server.poll() is None:
+            stop(server)
+    assert first.ok, first
+    assert died.reason == TRANSPORT, died
+    assert after.ok and after.data.get("entity") == names[0], after

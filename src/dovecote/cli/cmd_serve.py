@@ -42,6 +42,13 @@ from dovecote.errors import Refusal
 
 LOOPBACK_NAMES = ("localhost",)
 
+#: How long an idle keep-alive connection stays open, seconds. Longer than the clients' own
+#: expiry (httpx and the MCP SDK's client: 5 s; uvicorn's default is also 5 s), so the client
+#: always lets go first: at equal times a request sent on a connection the server is closing
+#: at that moment fails before any response ("Server disconnected"), and the MCP SDK hands
+#: that to its caller as a bare cancellation.
+KEEP_ALIVE_SECONDS = 30
+
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
@@ -129,7 +136,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sys.stdout.flush()
         # no proxy-header rewriting: nothing here reads a client's address, and it is one middleware less a request
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
-                                lifespan="on", proxy_headers=False)
+                                lifespan="on", proxy_headers=False, timeout_keep_alive=KEEP_ALIVE_SECONDS)
         try:
             if workers == 1:
                 uvicorn.Server(config).run(sockets=[sock])
