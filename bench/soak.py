@@ -56,6 +56,8 @@ MIX = {"send": 20, "inbox": 12, "work": 22, "wait": 8, "search": 8, "show": 10}
 RACE_REFUSALS = frozenset({"already_claimed", "illegal_transition"})
 WORDS = ("harbor", "lantern", "quartz", "meadow", "ember", "falcon", "cobalt", "juniper")
 MOVES = ("claim", "seen", "complete", "nack", "defer", "undefer")
+#: ``Agent.moved_to`` of an item whose last move overlapped the other client's: its state is not known.
+CONTESTED = "?"
 
 
 @dataclass
@@ -112,11 +114,12 @@ def refused(tally: Tally, agent: Agent, face: str, verb: str, ref: str | None, a
     A move's ``already_claimed`` or ``illegal_transition`` is asked for when a move of the item by the agent's
     other client overlapped this call (``overlapped``: on its way when this one left, sent or answered while
     it was out), or when the state the agent's own moves (either client's) left the item in does not allow
-    the move: a view read before those moves answered (the two clients share one view) said otherwise.
-    Anything else is an error.
+    the move: a view read before those moves answered (the two clients share one view) said otherwise, or
+    that state is not known (``CONTESTED``: the last of them overlapped the other client's, so the server may
+    have written them in another order than they were answered). Anything else is an error.
     """
     made = agent.moved_to.get(ref) if ref is not None else None
-    stale = made is not None and verb not in TRANSITIONS[State(made)]
+    stale = made == CONTESTED or (made is not None and verb not in TRANSITIONS[State(made)])
     if verb in MOVES and a.reason in RACE_REFUSALS and (overlapped or stale):
         tally.expected[f"{verb}: {a.reason}"] += 1
     else:
@@ -156,8 +159,13 @@ async def move(tally: Tally, agent: Agent, client: Rest | Mcp, ref: str, kind: s
         agent.items[ref] = str(a.data["to"])
         # only a move that changes the state says what the agent's moves made of the item: a seen answered late
         # names the state before the other client's claim, and must not hide that claim from the judge
-        if changes and agent.moved_to.get(ref) not in TERMINAL:  # answers of two clients may arrive out of order
-            agent.moved_to[ref] = str(a.data["to"])
+        if changes and agent.moved_to.get(ref) not in TERMINAL:
+            to = str(a.data["to"])
+            # answers of two clients may arrive out of order: a move that overlapped the other client's moves of
+            # the item may have been written before them (a claim answered after the other's defer and undefer
+            # leaves WAIT, not ACTIVE), so what the agent's moves made of it is unknown until a move that did
+            # not overlap says (a terminal state is the last whatever the order)
+            agent.moved_to[ref] = to if to in TERMINAL or not overlapped else CONTESTED
     return True
 
 

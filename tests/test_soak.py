@@ -161,6 +161,49 @@ def test_a_seen_answered_after_the_other_clients_claim_does_not_hide_the_claim_f
     assert tally.errors == [] and tally.expected == {"nack: illegal_transition": 1}
 
 
+class _Gated(_Scripted):
+    """A scripted client whose first answer waits until ``release`` is set (a reply slow on its way back)."""
+
+    def __init__(self, face: str, answers: list[Answer]) -> None:
+        super().__init__(face, answers)
+        self.release = asyncio.Event()
+        self.calls = 0
+
+    async def move(self, me: str, ref: str, kind: str, **opts: object) -> Answer:
+        self.calls += 1
+        if self.calls == 1:
+            await self.release.wait()
+        return await super().move(me, ref, kind, **opts)
+
+
+def test_a_claim_answered_after_the_other_clients_defer_and_undefer_leaves_the_state_unknown() -> None:
+    # the MCP claim is written first (ACTIVE), the REST defer (ACTIVE -> DEFER) and undefer (-> WAIT) after it,
+    # but the claim's answer arrives last: the agent's moves made WAIT of the item, not ACTIVE, so the MCP
+    # complete that follows is refused from WAIT, and the overlap explains it; a move that did not overlap
+    # makes the state known again, and a refusal from it is an error once more
+    tally, agent = Tally(), Agent("ent_agent00", ["ent_agent01"])
+    mcp = _Gated("mcp", [Answer(data={"to": "ACTIVE"}), Answer(data={"to": "WAIT"}),
+                         Answer(reason="illegal_transition", detail="complete is not allowed from WAIT"),
+                         Answer(data={"to": "ACTIVE"}), Answer(reason="illegal_transition", detail="from ACTIVE")])
+    rest = _Scripted("rest", [Answer(data={"to": "DEFER"}), Answer(data={"to": "WAIT"})])
+
+    async def script() -> None:
+        claim = asyncio.ensure_future(move(tally, agent, mcp, "abc", "claim"))
+        await asyncio.sleep(0)
+        assert await move(tally, agent, rest, "abc", "defer", until="2099-01-01T00:00:00Z")
+        assert await move(tally, agent, rest, "abc", "undefer")
+        mcp.release.set()
+        assert await claim
+        assert await move(tally, agent, mcp, "abc", "seen")
+        assert not await move(tally, agent, mcp, "abc", "complete", result_ref="soak")
+        assert await move(tally, agent, mcp, "abc", "claim")  # alone: ACTIVE is known again
+        assert not await move(tally, agent, mcp, "abc", "complete", result_ref="soak")  # ACTIVE allows it
+
+    asyncio.run(script())
+    assert tally.expected == {"complete: illegal_transition": 1}
+    assert tally.errors == ["mcp complete ent_agent00 abc: illegal_transition: from ACTIVE"]
+
+
 def test_an_mcp_session_whose_server_dies_under_a_call_is_a_counted_transport_error_then_reopened(
     tmp_path: Path,
 ) -> None:
