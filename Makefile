@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test stress deep lint bench clean screenshots
+.PHONY: run test stress lint bench clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,15 +37,13 @@ test: lint | $(CHROMIUM)
 	$(BIN)/pytest -n 4
 
 # The long sweeps (every crash point and I/O fault of every operation, every hostile CLI argument, the deep
-# fuzz, the schemathesis state machine), then the tests that restart PostgreSQL under writers (every session on
-# the server ends: never beside make test), alone: the restart must not cut another test's sessions.
+# fuzz, the schemathesis state machine); then the two ten-minute soaks, both modes at once and nothing beside
+# them; then the tests that restart PostgreSQL under writers (every session on the server ends: never beside
+# make test), alone: the restart must not cut another test's sessions.
 stress: $(VENV)/.installed
-	$(BIN)/pytest -m 'stress and not deep' -n 2 --ignore=tests/test_multihost_stress.py
+	$(BIN)/pytest -m stress -n 2 --ignore=tests/test_multihost_stress.py --ignore=tests/test_soak.py
+	$(BIN)/pytest -m stress -n 2 -rP tests/test_soak.py
 	$(BIN)/pytest -m stress tests/test_multihost_stress.py
-
-# The two ten-minute soaks (marked deep), both modes at once and nothing beside them: not yet in CI (see the README).
-deep: $(VENV)/.installed
-	$(BIN)/pytest -m deep -n 2 tests/test_soak.py
 
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)

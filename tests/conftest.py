@@ -30,8 +30,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "files_only: the test needs ledgers on disk (or the CLI, or processes)")
     config.addinivalue_line("markers", "stress: the long sweeps (every crash point, every hostile argument), the soaks "
                             "and the PostgreSQL restart; only with -m stress (make stress; CI runs it after make test)")
-    config.addinivalue_line("markers", "deep: a stress test not yet steady in CI (the ten-minute soaks: in clean-"
-                            "clone runs on 2026-12-02 the file soak met a failed call twice in three): make deep")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

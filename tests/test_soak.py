@@ -67,7 +67,6 @@ def test_a_short_soak_of_30_agents_answers_every_call_loses_nothing_and_stays_fl
 
 
 @pytest.mark.stress
-@pytest.mark.deep
 def test_the_full_soak_of_30_agents_for_ten_minutes(tmp_path: Path, mode: tuple[str, str | None]) -> None:
     name, store = mode
     result = soak(name, tmp_path, agents=30, seconds=FULL_SECONDS, every=5.0, store=store)
