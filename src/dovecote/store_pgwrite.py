@@ -7,9 +7,11 @@ possible, because a send spent most of its time waiting (about 13 round trips
 a library send before this module, 2 after):
 
 * A section's lock is taken lazily: entering ``guarded`` queues the box, and the
-  first use of any held box sends ``BEGIN``, every queued advisory lock (in the
+  first use of any held box sends ``BEGIN`` and one call of the schema's
+  ``dovecote_hold``, in one pipeline: every queued box's advisory lock (in the
   order entered, so two writers over the same boxes take them in the same
-  order) and the reads of the rows after what is held, in one pipeline.
+  order), then the rows of each after what is held (one statement for all, not
+  two a box: each costs the client and the server alike).
 * A guard nested in another of the same thread joins its transaction (no
   savepoint: an inner section that fails keeps what it appended, as a file's
   section does, and the outermost section's commit or rollback decides for
@@ -41,8 +43,6 @@ from dovecote.store_pgbox import Box, Conn, held, refresh
 from dovecote.store_pgcopy import CHUNK, Batch
 from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
-LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
-_ENSURE = "INSERT INTO dovecote_boxes (box) VALUES (%s) ON CONFLICT DO NOTHING"
 _ROWS = "SELECT * FROM unnest(%b::int4[], %b::int4[], %b::int8[], %b::text[], %b::bytea[])"
 _INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS}"
 #: The staged rows and every moved box's notice as one statement: a data-modifying CTE runs in
@@ -98,12 +98,8 @@ class Transaction:
         A connection found broken by the first of them is replaced and the round trip sent again."""
         if not self.queued:
             return
-        first: list[tuple[str, tuple[object, ...]]] = [] if self.begun else [("BEGIN", ())]
-        for key, box in self.queued:
-            first.append((LOCK, (key,)))
-            if not box.exists:
-                first.append((_ENSURE, (key,)))
-        self.session.first_trip(lambda conn: refresh(conn, self.queued, first), begun=self.begun)
+        queued, begin = self.queued, not self.begun
+        self.session.first_trip(lambda conn: refresh(conn, queued, write=True, begin=begin), begun=self.begun)
         self.begun = True
         self.locked.update(k for k, _ in self.queued)
         self.queued.clear()
