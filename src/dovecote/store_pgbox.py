@@ -8,6 +8,7 @@ what is held, for the generation held, and several boxes in one round trip.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from bisect import bisect_right
@@ -31,6 +32,18 @@ ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %
 #: advisory lock) and made when missing. A box's row comes first with a NULL seq, then its rows; a
 #: box that does not exist (and is not made) yields nothing. The arrays go binary (%b).
 _HOLD = "SELECT * FROM dovecote_hold(%b::text[], %b::int4[], %b::int8[], %s)"
+#: Up to this many boxes (here) or rows (an insert, ``store_pgwrite``) go as plain parameters
+#: (``ARRAY[%s, …]``, ``VALUES (%s, …)``), not as arrays: psycopg dumps an array in Python, element
+#: by element, which was a fifth of a profiled library send's CPU (issue 12).
+SCALARS = 16
+
+
+@functools.cache
+def _hold(boxes: int) -> str:
+    """``_HOLD`` for ``boxes`` boxes as scalar parameters (one statement text per count)."""
+    def each(kind: str) -> str:
+        return "ARRAY[" + ", ".join([f"%s::{kind}"] * boxes) + "]"
+    return f"SELECT * FROM dovecote_hold({each('text')}, {each('int4')}, {each('int8')}, %s)"
 
 
 @dataclass(eq=False)
@@ -142,14 +155,16 @@ def refresh(conn: Conn, boxes: Sequence[tuple[str, Box]], *, write: bool = False
     pipelined before it; with ``write``, the boxes' advisory locks taken in it, in the order given,
     before any of them is read. The rows are read for the generation held, or from the first row
     of another one (a replace is seen and read from its start, never mixed)."""
-    params = ([k for k, _ in boxes], [b.generation for _, b in boxes], [b.seq for _, b in boxes], write)
+    keys, gens, seqs = [k for k, _ in boxes], [b.generation for _, b in boxes], [b.seq for _, b in boxes]
+    sql, params = (_hold(len(boxes)), [*keys, *gens, *seqs, write]) if 0 < len(boxes) <= SCALARS else (
+        _HOLD, [keys, gens, seqs, write])
     with conn.cursor(binary=True) as cur:
         if begin:
             with conn.pipeline():
                 conn.execute("BEGIN")
-                cur.execute(_HOLD, params)
+                cur.execute(sql, params)
         else:
-            cur.execute(_HOLD, params)
+            cur.execute(sql, params)
         got = cast("list[tuple[int, int, int, int | None, bytes | None]]", cur.fetchall())
     found: dict[int, list[tuple[int, bytes]]] = {}
     rows: list[tuple[int, bytes]] = []

@@ -29,6 +29,7 @@ a library send before this module, 2 after):
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from psycopg import pq
 from dovecote.letters import Letter, letter_ids
 from dovecote.osutil import collector_paused
 from dovecote.store import BoxRead, Cursor, Mark, Tail
-from dovecote.store_pgbox import Box, Conn, held, refresh
+from dovecote.store_pgbox import SCALARS, Box, Conn, held, refresh
 from dovecote.store_pgcopy import CHUNK, Batch
 from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
@@ -49,6 +50,16 @@ _INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS
 #: full whether or not it is referenced, and both take effect at the commit, or neither does.
 _INSERT_NOTIFY = f"""WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS})
 SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM unnest(%b::text[]) k"""
+
+
+@functools.cache
+def _insert_notify(rows: int, boxes: int) -> str:
+    """``_INSERT_NOTIFY`` for ``rows`` rows and ``boxes`` notices as scalar parameters (one
+    statement text per shape, each prepared by psycopg once it recurs)."""
+    values = ", ".join(["(%s::int4, %s::int4, %s::int8, %s::text, %b::bytea)"] * rows)
+    keys = ", ".join(["(%s::text)"] * boxes)
+    return (f"WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) VALUES {values})\n"
+            f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM (VALUES {keys}) v(k)")
 _HAS_LF = operator.methodcaller("__contains__", b"\n")
 
 Row = tuple[int, int, int, str, bytes]  # box number, generation, seq, id, line
@@ -158,7 +169,11 @@ class Transaction:
             self.settle()
         conn = self.session.conn
         with conn.pipeline():
-            if self.staged:  # the rows and the notices in one statement
+            if self.staged and len(self.staged) <= SCALARS and len(self.moved) <= SCALARS:  # a send's few rows
+                conn.execute(_insert_notify(len(self.staged), len(self.moved)),
+                             [x for row in self.staged for x in row] + self.moved)
+                self.staged = []
+            elif self.staged:  # the rows and the notices in one statement
                 cols = [list(c) for c in zip(*self.staged, strict=True)]
                 conn.execute(_INSERT_NOTIFY, [*cols, list(self.moved)])
                 self.staged = []
