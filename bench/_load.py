@@ -231,9 +231,13 @@ def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, ra
     ap.add_argument("--workers", type=int, default=1, help="server processes (serve --workers)")
     ap.add_argument("--store", metavar="URL", help="keep the ledgers on this PostgreSQL server (postgresql://…), "
                     "in a schema of the run's own, dropped afterwards; the home's files are measured after it")
+    ap.add_argument("--no-files", action="store_true",
+                    help="with --store: measure the database only, not the home's files after it")
     args = ap.parse_args()
     with contextlib.ExitStack() as cleanup:
         stores = [cleanup.enter_context(database(args.store)), None] if args.store else [None]
+        if args.store and args.no_files:
+            stores = stores[:1]
         for store in stores:
             where = f"ledgers on PostgreSQL {shown(store)}" if store else "ledgers in the home's files"
             print(f"-- {where}", flush=True)

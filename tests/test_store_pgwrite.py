@@ -3,6 +3,7 @@ section which fails leaves nothing of what it wrote, on the database or in the w
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import psycopg
@@ -13,6 +14,7 @@ from dovecote.addresses import Address
 from dovecote.api import Dovecote
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, letter_id
+from dovecote.store_pgwrite import SCALARS
 from dovecote.store_postgres import PostgresStore
 from dovecote.verbs import EntityAdd, Message
 from pghelpers import round_trips, statements
@@ -21,10 +23,10 @@ A, B = Address("entity", "ent_a"), Address("entity", "ent_b")
 #: A warm send on PostgreSQL: one round trip for BEGIN, both boxes' locks and their new rows, one for
 #: the delivery, the sent record, their notices and COMMIT (it was 13 before the sections were pipelined).
 SEND_TRIPS = 2
-#: And the statements those trips carry: BEGIN, two locks, two reads (each box's generation and new
-#: rows at once), one insert of both rows with both notices, COMMIT (it was 11: the generation and
-#: the rows read apart, the notices one statement each).
-SEND_STATEMENTS = 7
+#: And the statements those trips carry: BEGIN, one call locking and reading both boxes
+#: (``dovecote_hold``), one insert of both rows with both notices, COMMIT (it was 11: the generation
+#: and the rows read apart, the notices one statement each; then 7: each box's lock and read apart).
+SEND_STATEMENTS = 4
 
 
 def line(what: str) -> bytes:
@@ -95,3 +97,24 @@ def test_a_row_written_around_the_lock_fails_the_send_instead_of_being_dropped(u
         assert rows(url, "entity:ent_a") == [line("one"), b"x", line("two")]
     finally:
         st.close()
+
+
+def test_a_section_over_more_boxes_than_go_as_scalars_writes_and_reads_every_one(url: str) -> None:
+    many = [Address("entity", f"ent_m{n:02d}") for n in range(SCALARS + 4)]  # the arrays' path, both ways
+    st, other = PostgresStore(url), PostgresStore(url)
+    try:
+        with contextlib.ExitStack() as stack:
+            guards = [stack.enter_context(st.guarded(b)) for b in many]
+            for n, g in enumerate(guards):
+                assert g.append([line(f"{n} a"), line(f"{n} b")]) == [
+                    (letter_id(line(f"{n} a")), True), (letter_id(line(f"{n} b")), True)]
+        for n, b in enumerate(many):  # one box at a time: the scalars' path
+            assert [x.raw for x in other.read(b).letters] == [line(f"{n} a"), line(f"{n} b")]
+        with contextlib.ExitStack() as stack:
+            guards = [stack.enter_context(other.guarded(b)) for b in many]
+            assert [len(g.letters) for g in guards] == [2] * len(many)
+            guards[-1].append([line("last")])
+        assert rows(url, "entity:ent_m19")[-1] == line("last")
+    finally:
+        st.close()
+        other.close()

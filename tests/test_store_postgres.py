@@ -79,16 +79,17 @@ def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkey
         monkeypatch.setattr(store_pgschema, "MIGRATIONS", store_pgschema.MIGRATIONS[:1])
         monkeypatch.setattr(store_pgschema, "VERSION", 1)
         assert api.migrate_store(u)["applied"] == [1]
-        st = PostgresStore(u)
-        st.append(BOX, lines)
-        st.close()
         monkeypatch.undo()
+        with psycopg.connect(u) as conn:  # the rows as a version-1 dovecote wrote them
+            conn.execute("INSERT INTO dovecote_boxes (box) VALUES ('entity:ent_a')")
+            conn.execute("INSERT INTO dovecote_letters SELECT 1, 0, s, i, l FROM unnest(%s::int8[], %s::text[], "
+                         "%s::bytea[]) AS r(s, i, l)", (list(range(1, 301)), [letter_id(x) for x in lines], lines))
         with psycopg.connect(u) as conn:
             before, file = conn.execute(letters).fetchall(), conn.execute(table).fetchone()
             assert conn.execute(collation).fetchone() == (None,)
         with pytest.raises(Refusal, match="dovecote db migrate"):
             PostgresStore(u)
-        assert api.migrate_store(u)["applied"] == [2]
+        assert api.migrate_store(u)["applied"] == [2, 3]
         with psycopg.connect(u) as conn:
             assert conn.execute(letters).fetchall() == before, "every row as it was"
             assert conn.execute(table).fetchone() == file, "the table was not rewritten"

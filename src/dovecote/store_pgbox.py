@@ -8,6 +8,7 @@ what is held, for the generation held, and several boxes in one round trip.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from bisect import bisect_right
@@ -26,12 +27,23 @@ from dovecote.store import BoxRead, Cursor
 Conn = psycopg.Connection[tuple[object, ...]]
 
 ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %s AND seq > %s ORDER BY seq"
-#: The box's row and the rows after what is held of the generation held, in one statement (one
-#: snapshot, and one statement less for the server and the client per box). The box's row comes
-#: once with a NULL seq when no row follows; none at all when the box does not exist.
-_NEWER = """SELECT b.id, b.generation, l.seq, l.line FROM dovecote_boxes b
-LEFT JOIN dovecote_letters l ON l.box = b.id AND l.generation = %s AND l.seq > %s
-WHERE b.box = %s ORDER BY l.seq"""
+#: Each box's row and the rows after what is held of the generation held, in one statement for
+#: every box (the schema's ``dovecote_hold``, migration 3); ``write``: each box locked first (its
+#: advisory lock) and made when missing. A box's row comes first with a NULL seq, then its rows; a
+#: box that does not exist (and is not made) yields nothing. The arrays go binary (%b).
+_HOLD = "SELECT * FROM dovecote_hold(%b::text[], %b::int4[], %b::int8[], %s)"
+#: Up to this many boxes (here) or rows (an insert, ``store_pgwrite``) go as plain parameters
+#: (``ARRAY[%s, …]``, ``VALUES (%s, …)``), not as arrays: psycopg dumps an array in Python, element
+#: by element, which was a fifth of a profiled library send's CPU (issue 12).
+SCALARS = 16
+
+
+@functools.cache
+def _hold(boxes: int) -> str:
+    """``_HOLD`` for ``boxes`` boxes as scalar parameters (one statement text per count)."""
+    def each(kind: str) -> str:
+        return "ARRAY[" + ", ".join([f"%s::{kind}"] * boxes) + "]"
+    return f"SELECT * FROM dovecote_hold({each('text')}, {each('int4')}, {each('int8')}, %s)"
 
 
 @dataclass(eq=False)
@@ -136,33 +148,38 @@ def held(box: Box, after: Cursor | None) -> BoxRead:
                    Cursor(box.generation, box.seq), not resume)
 
 
-def refresh(
-    conn: Conn, boxes: Sequence[tuple[str, Box]], first: Sequence[tuple[str, tuple[object, ...]]] = ()
-) -> None:
+def refresh(conn: Conn, boxes: Sequence[tuple[str, Box]], *, write: bool = False, begin: bool = False) -> None:
     """Bring each box up to what the database holds (the caller holds the boxes' locks).
 
-    One round trip when each box's generation is the one held: ``first`` (a transaction's
-    ``BEGIN``, the boxes' advisory locks), then one statement per box reading its generation
-    and the rows after what is held, in one pipeline. The rows are read for the generation
-    held, so a replace is seen (the generation differs) and read from its start, never mixed."""
-    cur = [conn.cursor(binary=True) for _ in boxes]
-    with conn.pipeline():
-        for sql, params in first:
-            conn.execute(sql, params)
-        for c, (key, box) in zip(cur, boxes, strict=True):
-            c.execute(_NEWER, (box.generation, box.seq, key))
-    for c, (key, box) in zip(cur, boxes, strict=True):
-        got = cast("list[tuple[int, int, int | None, bytes | None]]", c.fetchall())
-        c.close()
-        if not got:
-            box.exists = False
-            continue
-        box.number, generation = got[0][0], got[0][1]
-        box.exists = True
-        rows: list[tuple[object, ...]] = [(seq, line) for _, _, seq, line in got if seq is not None]
-        if generation != box.generation:
-            box.restart(generation)
-            with conn.cursor(binary=True) as again:
-                rows = again.execute(ROWS, (box.number, generation, 0)).fetchall()
-        with collector_paused():  # many new objects, no cycles among them
-            box.absorb(key, cast("list[tuple[int, bytes]]", rows))  # int8 and bytea, read binary
+    One statement for all the boxes, one round trip: with ``begin``, a transaction's ``BEGIN``
+    pipelined before it; with ``write``, the boxes' advisory locks taken in it, in the order given,
+    before any of them is read. The rows are read for the generation held, or from the first row
+    of another one (a replace is seen and read from its start, never mixed)."""
+    keys, gens, seqs = [k for k, _ in boxes], [b.generation for _, b in boxes], [b.seq for _, b in boxes]
+    sql, params = (_hold(len(boxes)), [*keys, *gens, *seqs, write]) if 0 < len(boxes) <= SCALARS else (
+        _HOLD, [keys, gens, seqs, write])
+    with conn.cursor(binary=True) as cur:
+        if begin:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                cur.execute(sql, params)
+        else:
+            cur.execute(sql, params)
+        got = cast("list[tuple[int, int, int, int | None, bytes | None]]", cur.fetchall())
+    found: dict[int, list[tuple[int, bytes]]] = {}
+    rows: list[tuple[int, bytes]] = []
+    for n, number, generation, seq, line in got:
+        if seq is None:  # the box's row: its letters follow
+            key, box = boxes[n - 1]
+            box.number, box.exists = number, True
+            if generation != box.generation:
+                box.restart(generation)
+            rows = found[n - 1] = []
+        else:
+            rows.append((seq, cast("bytes", line)))
+    with collector_paused():  # many new objects, no cycles among them
+        for i, (key, box) in enumerate(boxes):
+            if i in found:
+                box.absorb(key, found[i])  # int8 and bytea, read binary
+            else:
+                box.exists = False

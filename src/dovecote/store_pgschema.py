@@ -51,6 +51,43 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, """
         ALTER TABLE dovecote_letters ALTER COLUMN id TYPE text COLLATE "C";
     """),
+    # A guarded section's first round trip as one statement instead of two a box (issue 12): each
+    # box's advisory lock (``write``: every lock before any read, in the order given), its row made
+    # if missing, then each box's number and generation and the rows after what the caller holds.
+    # Each query of a VOLATILE PL/pgSQL function takes a fresh snapshot, so the reads see every row
+    # committed before the locks were granted, as separate statements after the locks did. A box
+    # whose generation is not the caller's is read from its first row; one missing (a read) yields
+    # nothing. It writes nothing but a missing box's row.
+    (3, """
+        CREATE FUNCTION dovecote_hold(keys text[], gens int4[], seqs int8[], write boolean)
+        RETURNS TABLE (n int4, number int4, generation int4, seq int8, line bytea)
+        LANGUAGE plpgsql VOLATILE AS $fn$
+        DECLARE
+            i int4;
+            b record;
+        BEGIN
+            IF write THEN
+                FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                    PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || keys[i], 0));
+                END LOOP;
+            END IF;
+            FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                SELECT x.id, x.generation INTO b FROM dovecote_boxes x WHERE x.box = keys[i];
+                IF NOT FOUND THEN
+                    CONTINUE WHEN NOT write;
+                    INSERT INTO dovecote_boxes (box) VALUES (keys[i]) ON CONFLICT DO NOTHING;
+                    SELECT x.id, x.generation INTO b FROM dovecote_boxes x WHERE x.box = keys[i];
+                END IF;
+                n := i; number := b.id; generation := b.generation; seq := NULL; line := NULL;
+                RETURN NEXT;
+                RETURN QUERY SELECT i, b.id, b.generation, l.seq, l.line FROM dovecote_letters l
+                    WHERE l.box = b.id AND l.generation = b.generation
+                    AND l.seq > CASE WHEN b.generation = gens[i] THEN seqs[i] ELSE 0 END
+                    ORDER BY l.seq;
+            END LOOP;
+        END
+        $fn$;
+    """),
 )
 
 #: The newest schema this code knows.

@@ -7,9 +7,11 @@ possible, because a send spent most of its time waiting (about 13 round trips
 a library send before this module, 2 after):
 
 * A section's lock is taken lazily: entering ``guarded`` queues the box, and the
-  first use of any held box sends ``BEGIN``, every queued advisory lock (in the
+  first use of any held box sends ``BEGIN`` and one call of the schema's
+  ``dovecote_hold``, in one pipeline: every queued box's advisory lock (in the
   order entered, so two writers over the same boxes take them in the same
-  order) and the reads of the rows after what is held, in one pipeline.
+  order), then the rows of each after what is held (one statement for all, not
+  two a box: each costs the client and the server alike).
 * A guard nested in another of the same thread joins its transaction (no
   savepoint: an inner section that fails keeps what it appended, as a file's
   section does, and the outermost section's commit or rollback decides for
@@ -27,6 +29,7 @@ a library send before this module, 2 after):
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,18 +40,26 @@ from psycopg import pq
 from dovecote.letters import Letter, letter_ids
 from dovecote.osutil import collector_paused
 from dovecote.store import BoxRead, Cursor, Mark, Tail
-from dovecote.store_pgbox import Box, Conn, held, refresh
+from dovecote.store_pgbox import SCALARS, Box, Conn, held, refresh
 from dovecote.store_pgcopy import CHUNK, Batch
 from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
-LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || %s, 0))"
-_ENSURE = "INSERT INTO dovecote_boxes (box) VALUES (%s) ON CONFLICT DO NOTHING"
 _ROWS = "SELECT * FROM unnest(%b::int4[], %b::int4[], %b::int8[], %b::text[], %b::bytea[])"
 _INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS}"
 #: The staged rows and every moved box's notice as one statement: a data-modifying CTE runs in
 #: full whether or not it is referenced, and both take effect at the commit, or neither does.
 _INSERT_NOTIFY = f"""WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS})
 SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM unnest(%b::text[]) k"""
+
+
+@functools.cache
+def _insert_notify(rows: int, boxes: int) -> str:
+    """``_INSERT_NOTIFY`` for ``rows`` rows and ``boxes`` notices as scalar parameters (one
+    statement text per shape, each prepared by psycopg once it recurs)."""
+    values = ", ".join(["(%s::int4, %s::int4, %s::int8, %s::text, %b::bytea)"] * rows)
+    keys = ", ".join(["(%s::text)"] * boxes)
+    return (f"WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) VALUES {values})\n"
+            f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM (VALUES {keys}) v(k)")
 _HAS_LF = operator.methodcaller("__contains__", b"\n")
 
 Row = tuple[int, int, int, str, bytes]  # box number, generation, seq, id, line
@@ -98,12 +109,8 @@ class Transaction:
         A connection found broken by the first of them is replaced and the round trip sent again."""
         if not self.queued:
             return
-        first: list[tuple[str, tuple[object, ...]]] = [] if self.begun else [("BEGIN", ())]
-        for key, box in self.queued:
-            first.append((LOCK, (key,)))
-            if not box.exists:
-                first.append((_ENSURE, (key,)))
-        self.session.first_trip(lambda conn: refresh(conn, self.queued, first), begun=self.begun)
+        queued, begin = self.queued, not self.begun
+        self.session.first_trip(lambda conn: refresh(conn, queued, write=True, begin=begin), begun=self.begun)
         self.begun = True
         self.locked.update(k for k, _ in self.queued)
         self.queued.clear()
@@ -162,7 +169,11 @@ class Transaction:
             self.settle()
         conn = self.session.conn
         with conn.pipeline():
-            if self.staged:  # the rows and the notices in one statement
+            if self.staged and len(self.staged) <= SCALARS and len(self.moved) <= SCALARS:  # a send's few rows
+                conn.execute(_insert_notify(len(self.staged), len(self.moved)),
+                             [x for row in self.staged for x in row] + self.moved)
+                self.staged = []
+            elif self.staged:  # the rows and the notices in one statement
                 cols = [list(c) for c in zip(*self.staged, strict=True)]
                 conn.execute(_INSERT_NOTIFY, [*cols, list(self.moved)])
                 self.staged = []
