@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sqlite3
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -15,9 +16,9 @@ import pytest
 
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.ops import search as search_mod
-from dovecote.ops import search_index
+from dovecote.ops import search_index, search_texts
 from dovecote.verbs import Message, Move, Search
 from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
@@ -406,6 +407,33 @@ def test_an_appended_message_is_indexed_alone_without_a_rebuild(tmp_path: Path) 
     writer.send(Message(recipient="ent_b", sender="ent_a", subject="dunlin"))
     assert cold.search(Search(query="dunlin"))["count"] == 1
     assert stats(cold) == {"rebuilds": 0, "box_rebuilds": 0, "indexed": 1}
+
+
+def test_a_first_build_writes_on_a_second_thread_and_a_failure_there_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dc = mail_home(tmp_path)
+    for n in range(6):
+        put_message(dc, "ent_a" if n % 2 else "ent_b", f"plover {n}", body=f"shore {n}", ts=T(hour=n))
+    real, threads = search_texts._insert_fts, []
+
+    def failing(conn: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def spy(conn: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        threads.append(threading.current_thread().name)
+        real(conn, docs)
+
+    monkeypatch.setattr(search_texts, "_insert_fts", failing)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        dc.search(Search(query="plover"))
+    monkeypatch.setattr(search_texts, "_insert_fts", spy)
+    out = dc.search(Search(query="plover"))  # nothing was kept of the failed build: all of it again
+    assert [m["subject"] for m in out["matches"]] == [f"plover {n}" for n in range(5, -1, -1)]
+    assert len(threads) == 2 and all(t.startswith("dovecote-index") for t in threads)  # a box each, off this thread
+    put_message(dc, "ent_a", "plover late", ts=T(hour=9))
+    assert dc.search(Search(query="late"))["count"] == 1
+    assert threads[2:] == [threading.current_thread().name]  # an append is written here
 
 
 @pytest.mark.files_only
