@@ -111,7 +111,7 @@ def _answers(conn: sqlite3.Connection) -> tuple[list[Any], ...]:
 
 
 def test_a_first_build_written_box_by_box_on_a_second_thread_holds_what_one_insert_holds() -> None:
-    one, boxed = search_index._connect(None), search_index._connect(None)
+    one, boxed = search_index.connect(None)[0], search_index.connect(None)[0]
     docs = _two_boxes()
     search_texts.insert_docs(one, list(docs))
     after: list[tuple[str, int]] = []  # what the boxes' other writes see: every full-text row in
@@ -132,7 +132,7 @@ def test_a_first_build_written_box_by_box_on_a_second_thread_holds_what_one_inse
 def test_the_box_writer_raises_its_threads_error_and_gives_the_connection_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    conn = search_index._connect(None)
+    conn = search_index.connect(None)[0]
     threads: list[str] = []
 
     def failing(c: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
@@ -157,7 +157,7 @@ def test_full_text_rows_written_through_json_hold_what_rows_bound_one_by_one_hol
     texts: list[tuple[str, str, str]], chunk: int
 ) -> None:
     docs = [(k + 1, f"m{k}", "", "", s, b, a, "e1") for k, (s, b, a) in enumerate(texts)]
-    through, bound = search_index._connect(None), search_index._connect(None)
+    through, bound = search_index.connect(None)[0], search_index.connect(None)[0]
     search_texts.FTS_CHUNK, was = chunk, search_texts.FTS_CHUNK  # several statements, rows split across them
     try:
         search_texts._insert_fts(through, docs)

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -55,7 +54,6 @@ import msgspec
 from dovecote import fileops
 from dovecote.addresses import entity as entity_addr
 from dovecote.derive.lifecycle import LINK_KINDS
-from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
@@ -71,7 +69,7 @@ from dovecote.ops.search_texts import (
     text_of,
 )
 from dovecote.osutil import collector_paused
-from dovecote.store import FileStore, Mark, Tail
+from dovecote.store import Mark, Tail
 from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
@@ -144,9 +142,26 @@ class SearchIndex:
     #: counters for tests and benchmarks: full rebuilds, box re-indexes, messages indexed
     stats: dict[str, int] = field(default_factory=lambda: {"rebuilds": 0, "box_rebuilds": 0, "indexed": 0})
 
+    #: closed: its connection is gone (``held`` never hands it out)
+    closed: bool = False
+    #: retired: replaced on the warm handle; closed by whoever is last inside it (``search_open``)
+    retired: bool = False
+
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self.conn.close()
+        """Close the connection, under the lock: never beneath a thread inside it."""
+        with self.lock:
+            self.closed = True
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+
+    def retire(self) -> None:
+        """Take it out of use: closed now if no thread is inside, else by the last one out."""
+        self.retired = True
+        if self.lock.acquire(blocking=False):
+            try:
+                self.close()
+            finally:
+                self.lock.release()
 
     def entity_of(self, n: int) -> str | None:
         return next((e for e, (m, _) in self.boxes.items() if m == n), None)
@@ -194,7 +209,7 @@ def unusable(e: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _BAD_FILE
 
 
-def _connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:
+def connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:
     """A connection to the index at ``path`` (in memory for None), and whether it is in WAL mode."""
     conn = _register(sqlite3.connect(
         str(path) if path else ":memory:", isolation_level=None, check_same_thread=False, timeout=30.0
@@ -224,61 +239,6 @@ def discard(path: Path) -> None:
     for suffix in ("", "-journal", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             fileops.unlink(f"{path}{suffix}")
-
-
-def _ino(path: Path | None) -> int | None:
-    """The index file's own inode: a warm handle notices its cache deleted or replaced."""
-    if path is None:
-        return None
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
-def index_path(ctx: Context) -> Path | None:
-    """Where the index of ``ctx``'s home lives; None (in memory) for a store whose marks die with it."""
-    if not isinstance(ctx.store, FileStore):
-        return None
-    return ctx.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
-
-
-def open_index(ctx: Context) -> SearchIndex:
-    """The warm index, reopened if its file was deleted or replaced, rebuilt if unusable."""
-    idx: SearchIndex | None = ctx.warm.get(WARM_KEY)
-    if idx is not None and idx.path is None:
-        return idx
-    try:
-        path = index_path(ctx)
-    except OSError:  # no cache folder can be made: search from memory
-        path = None
-    if idx is not None and (idx.ino is None or _ino(path) == idx.ino):
-        return idx
-    stats = dict(idx.stats) if idx is not None else None
-    if idx is not None:
-        idx.close()
-    fresh = path is None or not path.exists()
-    if path is not None and fresh:  # journals left by a deleted index belong to other bytes: never replay them
-        discard(path)
-    try:
-        conn, wal = _connect(path)
-    except sqlite3.DatabaseError as e:
-        if busy(e):
-            raise StoreError(f"the search index {path} stayed locked: {e}") from e
-        if path is not None and unusable(e):  # corrupt, foreign, or from another schema: it is only a cache
-            discard(path)
-            fresh = True
-        try:
-            conn, wal = _connect(path)
-        except sqlite3.Error:  # cannot be opened or made here (read-only home): search from memory
-            path, (conn, wal) = None, _connect(None)
-    idx = SearchIndex(path, conn, _ino(path), wal=wal)
-    if stats is not None:
-        idx.stats.update(stats)
-    if fresh:
-        idx.stats["rebuilds"] += 1
-    ctx.warm[WARM_KEY] = idx
-    return idx
 
 
 def _index_messages(
