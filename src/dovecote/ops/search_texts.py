@@ -179,11 +179,15 @@ def pack(texts: Sequence[tuple[str, str]]) -> bytes:
 def text_of(blk: int, z: bytes, part: int, col: int) -> str:
     """One text (body 0, attachments 1) of one message, out of its compressed block.
 
-    FTS5 asks for a row's columns one by one, so the last block stays decoded.
+    FTS5 asks for a row's columns one by one, so the last block stays decoded. Threads of one
+    process (two handles, a server's) share that one entry: each reads it once into a local, so
+    it never cuts a text out of the block another thread has just put there.
     """
-    if not _last_block or _last_block[0][0] != blk or _last_block[0][1] != z:
-        _last_block[:] = [(blk, z, _decode_block(zlib.decompress(z)))]
-    return _last_block[0][2][part][col]
+    last = _last_block[0] if _last_block else None
+    if last is None or last[0] != blk or last[1] != z:
+        last = (blk, z, _decode_block(zlib.decompress(z)))
+        _last_block[:] = [last]
+    return last[2][part][col]
 
 
 #: A message as the index builds it: rowid, id, ts, sender, subject, body, attach, ent.
