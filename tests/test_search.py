@@ -13,12 +13,15 @@ from pathlib import Path
 import msgspec
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal, StoreError
 from dovecote.ops import search as search_mod
 from dovecote.ops import search_index, search_texts
+from dovecote.timeutil import order_key
 from dovecote.verbs import Message, Move, Search
 from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
@@ -599,3 +602,26 @@ def test_a_memory_box_replaced_is_indexed_again_and_each_handle_keeps_its_own_in
         other = open_home(dc.layout.root)
         assert other.search(Search(query="avocet")) == dc.search(Search(query="avocet"))
         assert other.warm[search_index.WARM_KEY] is not dc.warm[search_index.WARM_KEY]
+
+
+_TIME_PARTS = st.sampled_from(["0", "1", "2", "5", "9", "6", "٣", " ", "-", ":", "T", "Z", "+"])
+
+
+@pytest.mark.files_only
+@given(
+    st.tuples(
+        st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61),
+        st.integers(0, 61),
+    ),
+    st.lists(st.tuples(st.integers(0, 19), _TIME_PARTS), max_size=2),
+)
+def test_a_letters_time_in_ms_is_order_keys(parts: tuple[int, ...], spoil: list[tuple[int, str]]) -> None:
+    """The hour-cached reading of dovecote's own time form equals ``order_key``'s, for good
+    times and for near misses (a digit or separator changed, an hour or second out of range)."""
+    y, mo, d, h, mi, s = parts
+    chars = list(f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}Z")
+    for at, ch in spoil:
+        chars[at] = ch
+    text = "".join(chars)
+    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)
+    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)  # from the cached hour too
