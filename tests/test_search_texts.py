@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from typing import Any
 
 import orjson
@@ -145,6 +146,28 @@ def test_the_box_writer_raises_its_threads_error_and_gives_the_connection_back(
         writer.finish()
     assert threads and threads[0].startswith("dovecote-index")
     assert conn.execute("SELECT count(*) FROM docs").fetchone() == (0,)  # nothing written past the failure
+
+
+def test_an_error_of_the_reading_thread_waits_for_the_box_writer_before_the_connection_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build's own thread fails while the worker is inside the connection: the worker is
+    joined before the error leaves the writer, so no thread outlives the build (or its rollback)."""
+    conn = search_index.connect(None)[0]
+    done = threading.Event()
+    real = search_texts._insert_fts
+
+    def slow(c: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        time.sleep(0.3)
+        real(c, docs)
+        done.set()
+
+    monkeypatch.setattr(search_texts, "_insert_fts", slow)
+    with pytest.raises(RuntimeError, match="reading"), search_texts.BoxWriter(conn) as writer:
+        writer.box(_two_boxes())
+        raise RuntimeError("reading the next box failed")
+    assert done.is_set()  # the worker's statement ended before the error came out
+    assert not [t for t in threading.enumerate() if t.name.startswith("dovecote-index")]
 
 
 _ANY_TEXT = st.text(alphabet=st.sampled_from("ab ü\x00\\\"\n\t\u2028🐦ﬁ-"), max_size=12)
