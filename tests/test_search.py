@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sqlite3
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -12,12 +13,15 @@ from pathlib import Path
 import msgspec
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.ops import search as search_mod
-from dovecote.ops import search_index
+from dovecote.ops import search_index, search_texts
+from dovecote.timeutil import order_key
 from dovecote.verbs import Message, Move, Search
 from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
@@ -408,6 +412,33 @@ def test_an_appended_message_is_indexed_alone_without_a_rebuild(tmp_path: Path) 
     assert stats(cold) == {"rebuilds": 0, "box_rebuilds": 0, "indexed": 1}
 
 
+def test_a_first_build_writes_on_a_second_thread_and_a_failure_there_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dc = mail_home(tmp_path)
+    for n in range(6):
+        put_message(dc, "ent_a" if n % 2 else "ent_b", f"plover {n}", body=f"shore {n}", ts=T(hour=n))
+    real, threads = search_texts._insert_fts, []
+
+    def failing(conn: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def spy(conn: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        threads.append(threading.current_thread().name)
+        real(conn, docs)
+
+    monkeypatch.setattr(search_texts, "_insert_fts", failing)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        dc.search(Search(query="plover"))
+    monkeypatch.setattr(search_texts, "_insert_fts", spy)
+    out = dc.search(Search(query="plover"))  # nothing was kept of the failed build: all of it again
+    assert [m["subject"] for m in out["matches"]] == [f"plover {n}" for n in range(5, -1, -1)]
+    assert len(threads) == 2 and all(t.startswith("dovecote-index") for t in threads)  # a box each, off this thread
+    put_message(dc, "ent_a", "plover late", ts=T(hour=9))
+    assert dc.search(Search(query="late"))["count"] == 1
+    assert threads[2:] == [threading.current_thread().name]  # an append is written here
+
+
 @pytest.mark.files_only
 def test_a_replaced_ledger_is_indexed_again(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
@@ -571,3 +602,26 @@ def test_a_memory_box_replaced_is_indexed_again_and_each_handle_keeps_its_own_in
         other = open_home(dc.layout.root)
         assert other.search(Search(query="avocet")) == dc.search(Search(query="avocet"))
         assert other.warm[search_index.WARM_KEY] is not dc.warm[search_index.WARM_KEY]
+
+
+_TIME_PARTS = st.sampled_from(["0", "1", "2", "5", "9", "6", "٣", " ", "-", ":", "T", "Z", "+"])
+
+
+@pytest.mark.files_only
+@given(
+    st.tuples(
+        st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61),
+        st.integers(0, 61),
+    ),
+    st.lists(st.tuples(st.integers(0, 19), _TIME_PARTS), max_size=2),
+)
+def test_a_letters_time_in_ms_is_order_keys(parts: tuple[int, ...], spoil: list[tuple[int, str]]) -> None:
+    """The hour-cached reading of dovecote's own time form equals ``order_key``'s, for good
+    times and for near misses (a digit or separator changed, an hour or second out of range)."""
+    y, mo, d, h, mi, s = parts
+    chars = list(f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}Z")
+    for at, ch in spoil:
+        chars[at] = ch
+    text = "".join(chars)
+    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)
+    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)  # from the cached hour too

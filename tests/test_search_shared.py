@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from dovecote.api import Dovecote
-from dovecote.ops import search_index
+from dovecote.ops import search_index, search_open
 from dovecote.verbs import Search
 from helpers import DOVECOTE_BIN, cli_env, open_home
 from searchhelpers import mail_home, put_message
@@ -43,7 +43,7 @@ def test_a_first_build_beside_another_open_connection_answers(tmp_path: Path) ->
     """The other worker has opened the empty index: the build cannot leave WAL, and goes on through it."""
     first = home_with_mail(tmp_path)
     other = open_home(first.layout.root)
-    search_index.open_index(other._ctx())  # the second worker's connection: tables made, nothing indexed
+    search_open.open_index(other._ctx())  # the second worker's connection: tables made, nothing indexed
     answer = first.search(Search(query="heron"))
     assert answer["count"] == 5
     assert first.warm[search_index.WARM_KEY].stats["indexed"] == 5

@@ -9,6 +9,9 @@ random lines built from every kind of value at every key the reader looks at.
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 
 from dovecote.envelope import Envelope, build_message
 from dovecote.letters import Letter, canonical_line, decode_line
-from dovecote.ops import search_texts
+from dovecote.ops import search_index, search_texts
 
 
 def reference(letter: Letter) -> search_texts.Indexed:
@@ -91,3 +94,101 @@ def test_the_typed_read_of_any_line_equals_the_whole_envelope(line: dict[str, An
     letter = decode_line(json.dumps({"kind": "message", **line}, separators=(",", ":")).encode())
     assert letter is not None
     assert search_texts.read_message(letter) == reference(letter)
+
+
+def _two_boxes() -> list[search_texts.Doc]:
+    """Two boxes' messages, their rowids interleaved in time, each box more than a block."""
+    return [(k * 10 + (5 if box == "e2" else 0), f"{box}m{k}", f"2026-07-05T10:{k:02d}:00Z", "ent_b", f"subject {k}",
+             f"body {box} w{k % 7}", f"attach {k}" if k % 3 else "", box)
+            for box in ("e1", "e2") for k in range(search_texts.BLOCK + 9)]
+
+
+def _answers(conn: sqlite3.Connection) -> tuple[list[Any], ...]:
+    docs = conn.execute("SELECT rowid, id, ts, sender, subject, ent FROM docs ORDER BY rowid").fetchall()
+    content = conn.execute("SELECT rid, subject, body, attach, ent FROM content ORDER BY rid").fetchall()
+    hits = [conn.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC", (q,)).fetchall()
+            for q in ("subject", "w3", "e2", "attach", "e1 AND w0")]
+    return docs, content, hits
+
+
+def test_a_first_build_written_box_by_box_on_a_second_thread_holds_what_one_insert_holds() -> None:
+    one, boxed = search_index.connect(None)[0], search_index.connect(None)[0]
+    docs = _two_boxes()
+    search_texts.insert_docs(one, list(docs))
+    after: list[tuple[str, int]] = []  # what the boxes' other writes see: every full-text row in
+
+    def then() -> None:
+        (n,) = boxed.execute("SELECT count(*) FROM fts WHERE fts MATCH 'subject'").fetchone()
+        after.append((threading.current_thread().name, n))
+
+    with search_texts.BoxWriter(boxed) as writer:
+        for box in ("e2", "e1"):
+            writer.box([d for d in docs if d[7] == box])
+        writer.finish(then=[then])
+    assert _answers(boxed) == _answers(one)
+    assert after == [(threading.current_thread().name, len(docs))]
+    assert len(_answers(one)[1]) == len(docs) and all(_answers(one)[2])
+
+
+def test_the_box_writer_raises_its_threads_error_and_gives_the_connection_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = search_index.connect(None)[0]
+    threads: list[str] = []
+
+    def failing(c: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        threads.append(threading.current_thread().name)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(search_texts, "_insert_fts", failing)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"), search_texts.BoxWriter(conn) as writer:
+        writer.box(_two_boxes())
+        writer.finish()
+    assert threads and threads[0].startswith("dovecote-index")
+    assert conn.execute("SELECT count(*) FROM docs").fetchone() == (0,)  # nothing written past the failure
+
+
+def test_an_error_of_the_reading_thread_waits_for_the_box_writer_before_the_connection_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build's own thread fails while the worker is inside the connection: the worker is
+    joined before the error leaves the writer, so no thread outlives the build (or its rollback)."""
+    conn = search_index.connect(None)[0]
+    done = threading.Event()
+    real = search_texts._insert_fts
+
+    def slow(c: sqlite3.Connection, docs: list[search_texts.Doc]) -> None:
+        time.sleep(0.3)
+        real(c, docs)
+        done.set()
+
+    monkeypatch.setattr(search_texts, "_insert_fts", slow)
+    with pytest.raises(RuntimeError, match="reading"), search_texts.BoxWriter(conn) as writer:
+        writer.box(_two_boxes())
+        raise RuntimeError("reading the next box failed")
+    assert done.is_set()  # the worker's statement ended before the error came out
+    assert not [t for t in threading.enumerate() if t.name.startswith("dovecote-index")]
+
+
+_ANY_TEXT = st.text(alphabet=st.sampled_from("ab ü\x00\\\"\n\t\u2028🐦ﬁ-"), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.tuples(_ANY_TEXT, _ANY_TEXT, _ANY_TEXT), min_size=1, max_size=7),
+       chunk=st.integers(min_value=1, max_value=4))
+def test_full_text_rows_written_through_json_hold_what_rows_bound_one_by_one_hold(
+    texts: list[tuple[str, str, str]], chunk: int
+) -> None:
+    docs = [(k + 1, f"m{k}", "", "", s, b, a, "e1") for k, (s, b, a) in enumerate(texts)]
+    through, bound = search_index.connect(None)[0], search_index.connect(None)[0]
+    search_texts.FTS_CHUNK, was = chunk, search_texts.FTS_CHUNK  # several statements, rows split across them
+    try:
+        search_texts._insert_fts(through, docs)
+    finally:
+        search_texts.FTS_CHUNK = was
+    bound.executemany(search_texts._FTS_ROW, [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
+    terms = []
+    for conn in (through, bound):
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, fts, instance)")
+        terms.append(sorted(conn.execute("SELECT term, doc, col FROM temp.v").fetchall()))
+    assert terms[0] == terms[1]

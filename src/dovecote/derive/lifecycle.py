@@ -156,7 +156,8 @@ def next_state(state: State, kind: str) -> State | None:
 
 def apply_link(r: Replay, link: Link) -> bool:
     """Apply one link if the table allows it from the state at the link's time."""
-    when = effective(r, link.tic, parse_time(link.ts))
+    # the link's own time matters only to a DEFER with a due time (``is_due``): read it only then
+    when = effective(r, link.tic, parse_time(link.ts)) if r.state is State.DEFER else r.state
     new = next_state(when, link.kind)
     if new is None:
         return False
@@ -195,7 +196,8 @@ def replay(
         siblings = children.pop(r.head, None)
         if not siblings:
             break
-        siblings.sort(key=lambda lk: (order_key(lk.ts), lk.id))
+        if len(siblings) > 1:  # a fork (the common chain has one child per link: nothing to order)
+            siblings.sort(key=lambda lk: (order_key(lk.ts), lk.id))
         winner = None
         for lk in siblings:
             if winner is None and apply_link(r, lk):

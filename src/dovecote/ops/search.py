@@ -24,16 +24,8 @@ from typing import TYPE_CHECKING, Any
 from dovecote.errors import Refusal, StoreError
 from dovecote.folds import entity_address
 from dovecote.ops import search_items
-from dovecote.ops.search_index import (
-    WARM_KEY,
-    SearchIndex,
-    Unusable,
-    discard,
-    ent_token,
-    open_index,
-    sync,
-    unusable,
-)
+from dovecote.ops.search_index import SearchIndex, Unusable, ent_token, sync, unusable
+from dovecote.ops.search_open import held, spoiled
 from dovecote.ops.search_texts import split_words
 from dovecote.ops.tics import current_tic
 
@@ -141,20 +133,13 @@ def search(
     else:
         entities = [e.id for e in ctx.roster.entities]
     when = now or ctx.now()
-    idx = open_index(ctx)
-    with idx.lock:
+    with held(ctx) as idx:
         try:
             return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
         except sqlite3.DatabaseError as e:
             if not unusable(e):
                 raise StoreError(f"the search index {idx.path or '(in memory)'} failed: {e}") from e
-            # the index went bad under us: it is a cache, so rebuild it and answer again
-        idx.close()
-        if idx.path is not None:
-            discard(idx.path)
-        ctx.warm.pop(WARM_KEY, None)
-    counted, idx = idx.stats, open_index(ctx)
-    for key, n in counted.items():  # the handle's counters go on
-        idx.stats[key] = idx.stats.get(key, 0) + n
-    with idx.lock:
+        # the index went bad under us: it is a cache, so rebuild it and answer again
+        spoiled(ctx, idx)
+    with held(ctx) as idx:
         return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)

@@ -41,10 +41,10 @@ that is in every message. Equal milliseconds are ordered by id.
 from __future__ import annotations
 
 import contextlib
-import os
+import functools
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,14 +54,23 @@ import msgspec
 from dovecote import fileops
 from dovecote.addresses import entity as entity_addr
 from dovecote.derive.lifecycle import LINK_KINDS
-from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.letters import Letter
 from dovecote.ops import search_items
-from dovecote.ops.search_texts import BLOCK, TEXT_FN, TOKENIZE, message_texts, pack, read_message, text_of
+from dovecote.ops.search_texts import (
+    TEXT_FN,
+    TOKENIZE,
+    BoxWriter,
+    Doc,
+    drop_box,
+    insert_docs,
+    message_texts,
+    read_message,
+    text_of,
+)
 from dovecote.osutil import collector_paused
-from dovecote.store import FileStore, Mark, Tail
-from dovecote.timeutil import order_key
+from dovecote.store import Mark, Tail
+from dovecote.timeutil import NO_TIME, order_key
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -75,6 +84,8 @@ _MS_MAX = (1 << (63 - _ID_BITS)) - 1
 
 #: SQLite's page cache during a (re)build, KiB: the full-text segments are merged in memory.
 BUILD_CACHE_KIB = 128 * 1024
+#: FTS5's buffer of pending terms, bytes (its default is 1 MiB): a build writes a few large segments.
+FTS_HASH_BYTES = 32 * 1024 * 1024
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,20 +107,41 @@ _encode_mark = msgspec.msgpack.Encoder().encode
 _decode_mark = msgspec.msgpack.Decoder(Mark).decode
 
 
-#: A ``docs`` row: rowid, id, ts, sender, subject, body, attach, ent.
-_Doc = tuple[int, str, str, str, str, str, str, str]
-
-
 def ent_token(n: int) -> str:
     """The one alphanumeric token naming box ``n`` in the ``ent`` column."""
     return f"e{n}"
 
 
+#: The ms of an hour (``YYYY-MM-DDTHH``) as ``order_key`` reads it; None for one it cannot read.
+_hours: dict[str, int | None] = {}
+_HOURS_MAX = 1 << 14
+
+
+def _ms(ts: str | None) -> int:
+    """``order_key(ts)`` in ms since the epoch (an unreadable time, NO_TIME, is negative).
+
+    A first build reads every letter's time once, and most are unique, but they fall in few
+    hours: dovecote's own form (``YYYY-MM-DDTHH:MM:SSZ``) is its hour, read once, plus its
+    minutes and seconds (tests/test_search.py holds it equal to ``order_key``)."""
+    if (ts is not None and len(ts) == 20 and ts[19] == "Z" and ts[4] == "-" and ts[7] == "-" and ts[10] == "T"
+            and ts[13] == ":" and ts[16] == ":"):
+        mm, ss = ts[14:16], ts[17:19]
+        if mm.isascii() and mm.isdigit() and ss.isascii() and ss.isdigit() and mm < "60" and ss < "60":
+            hour = ts[:13]
+            base = _hours.get(hour, -1)
+            if base == -1:
+                if len(_hours) >= _HOURS_MAX:
+                    _hours.clear()
+                t = order_key(hour + ":00:00Z")
+                base = _hours[hour] = None if t is NO_TIME else int(t.timestamp()) * 1000
+            if base is not None:
+                return base + int(mm) * 60_000 + int(ss) * 1000
+    return int(order_key(ts).timestamp() * 1000)
+
+
 def ts_key(ts: str | None, lid: str) -> int:
     """The rowid a letter wants: its time in ms, then 20 bits of its id (newest = largest)."""
-    # order_key, not parse_time: each letter's time is read once here, so a cache would only
-    # churn (an unreadable time is NO_TIME, before the epoch, so 0 as before)
-    ms = min(max(int(order_key(ts).timestamp() * 1000), 0), _MS_MAX)
+    ms = min(max(_ms(ts), 0), _MS_MAX)  # an unreadable time is NO_TIME, before the epoch: 0
     try:
         low = int(lid[:5], 16)
     except ValueError:
@@ -135,9 +167,26 @@ class SearchIndex:
     #: counters for tests and benchmarks: full rebuilds, box re-indexes, messages indexed
     stats: dict[str, int] = field(default_factory=lambda: {"rebuilds": 0, "box_rebuilds": 0, "indexed": 0})
 
+    #: closed: its connection is gone (``held`` never hands it out)
+    closed: bool = False
+    #: retired: replaced on the warm handle; closed by whoever is last inside it (``search_open``)
+    retired: bool = False
+
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self.conn.close()
+        """Close the connection, under the lock: never beneath a thread inside it."""
+        with self.lock:
+            self.closed = True
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+
+    def retire(self) -> None:
+        """Take it out of use: closed now if no thread is inside, else by the last one out."""
+        self.retired = True
+        if self.lock.acquire(blocking=False):
+            try:
+                self.close()
+            finally:
+                self.lock.release()
 
     def entity_of(self, n: int) -> str | None:
         return next((e for e, (m, _) in self.boxes.items() if m == n), None)
@@ -185,7 +234,7 @@ def unusable(e: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _BAD_FILE
 
 
-def _connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:
+def connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:
     """A connection to the index at ``path`` (in memory for None), and whether it is in WAL mode."""
     conn = _register(sqlite3.connect(
         str(path) if path else ":memory:", isolation_level=None, check_same_thread=False, timeout=30.0
@@ -217,66 +266,12 @@ def discard(path: Path) -> None:
             fileops.unlink(f"{path}{suffix}")
 
 
-def _ino(path: Path | None) -> int | None:
-    """The index file's own inode: a warm handle notices its cache deleted or replaced."""
-    if path is None:
-        return None
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
-def index_path(ctx: Context) -> Path | None:
-    """Where the index of ``ctx``'s home lives; None (in memory) for a store whose marks die with it."""
-    if not isinstance(ctx.store, FileStore):
-        return None
-    return ctx.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
-
-
-def open_index(ctx: Context) -> SearchIndex:
-    """The warm index, reopened if its file was deleted or replaced, rebuilt if unusable."""
-    idx: SearchIndex | None = ctx.warm.get(WARM_KEY)
-    if idx is not None and idx.path is None:
-        return idx
-    try:
-        path = index_path(ctx)
-    except OSError:  # no cache folder can be made: search from memory
-        path = None
-    if idx is not None and (idx.ino is None or _ino(path) == idx.ino):
-        return idx
-    stats = dict(idx.stats) if idx is not None else None
-    if idx is not None:
-        idx.close()
-    fresh = path is None or not path.exists()
-    if path is not None and fresh:  # journals left by a deleted index belong to other bytes: never replay them
-        discard(path)
-    try:
-        conn, wal = _connect(path)
-    except sqlite3.DatabaseError as e:
-        if busy(e):
-            raise StoreError(f"the search index {path} stayed locked: {e}") from e
-        if path is not None and unusable(e):  # corrupt, foreign, or from another schema: it is only a cache
-            discard(path)
-            fresh = True
-        try:
-            conn, wal = _connect(path)
-        except sqlite3.Error:  # cannot be opened or made here (read-only home): search from memory
-            path, (conn, wal) = None, _connect(None)
-    idx = SearchIndex(path, conn, _ino(path), wal=wal)
-    if stats is not None:
-        idx.stats.update(stats)
-    if fresh:
-        idx.stats["rebuilds"] += 1
-    ctx.warm[WARM_KEY] = idx
-    return idx
-
-
 def _index_messages(
-    ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool
-) -> list[_Doc]:
+    ctx: Context, idx: SearchIndex, n: int, letters: Sequence[Letter], *, fresh: bool, taken: set[int], check: bool,
+    later: list[Callable[[], object]] | None = None,
+) -> list[Doc]:
     """The ``docs`` rows of the messages among ``letters`` for box ``n``; the items they touch
-    replayed and written (the caller inserts the rows, in rowid order: packed pages).
+    replayed and written (or that write put in ``later``); the caller inserts the rows.
 
     ``taken``: the rowids given out in this transaction; ``check``: rows from before it
     exist, so a rowid is also looked up. Two letters in the same millisecond with the
@@ -286,7 +281,7 @@ def _index_messages(
     batch = search_items.Batch(conn, n, fresh=fresh)
     known = batch.prepare(letters, LINK_KINDS)
     ent = ent_token(n)
-    docs: list[_Doc] = []
+    docs: list[Doc] = []
     for letter in letters:
         if letter.kind != "message" or letter.id in known:
             continue
@@ -298,46 +293,12 @@ def _index_messages(
         taken.add(key)
         docs.append((key, letter.id, letter.ts or "", m.sender or "", subject, body, attach, ent))
         batch.message(letter.id, m.defer_until_tic, key)
-    batch.write()
+    if later is None:
+        batch.write()
+    else:
+        later.append(functools.partial(batch.store, batch.planned()))
     idx.stats["indexed"] += len(docs)
     return docs
-
-
-def _insert(conn: sqlite3.Connection, docs: list[_Doc]) -> None:
-    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
-    docs.sort()
-    by_box: dict[str, list[_Doc]] = {}
-    for d in docs:
-        by_box.setdefault(d[7], []).append(d)
-    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
-    texts: list[tuple[int, bytes]] = []
-    rows: list[tuple[int, str, str, str, str, str, int, int]] = []
-    for box in by_box.values():
-        for i in range(0, len(box), BLOCK):
-            part = box[i : i + BLOCK]
-            blk += 1
-            texts.append((blk, pack([(d[5], d[6]) for d in part])))
-            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
-    conn.executemany("INSERT INTO texts(blk, z) VALUES (?, ?)", texts)
-    rows.sort()
-    conn.executemany("INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?,?,?,?,?,?,?,?)",
-                     rows)
-    conn.executemany("INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)",
-                     [(d[0], d[4], d[5], d[6], d[7]) for d in docs])
-
-
-def _drop_box(conn: sqlite3.Connection, n: int) -> bool:
-    """Remove every row of box ``n`` (its text, its items); True if it had any."""
-    had = conn.execute("SELECT 1 FROM items WHERE n = ? LIMIT 1", (n,)).fetchone() is not None
-    if had:
-        docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
-        conn.execute(
-            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
-            f" ent FROM content WHERE rid IN ({docs})", (n,))
-        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
-        conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
-        search_items.drop(conn, n)
-    return had
 
 
 def _stored(conn: sqlite3.Connection) -> dict[str, tuple[int, Mark]]:
@@ -389,12 +350,14 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
     if first:  # fewer, larger merges of the full-text segments (kept in the table's own config)
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 16)")
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('crisismerge', 64)")
+        # and fewer segments to merge at all: the pending terms are flushed every FTS_HASH_BYTES
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('hashsize', ?)", (FTS_HASH_BYTES,))
     # a (re)build makes a few objects per message and frees none until it ends: the
     # cyclic collector would only walk them again and again (a seventh of the build)
     paused = collector_paused() if big else contextlib.nullcontext()
     try:
         with paused:
-            _write(ctx, idx, conn, tails, gone)
+            _write(ctx, idx, conn, tails, gone, first=first)
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -411,32 +374,44 @@ def sync(ctx: Context, idx: SearchIndex, entities: list[str], *, prune: bool) ->
                 conn.execute("PRAGMA cache_size=-2000")
 
 
-def _write(ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict[str, Tail], gone: set[str]) -> None:
+def _write(
+    ctx: Context, idx: SearchIndex, conn: sqlite3.Connection, tails: dict[str, Tail], gone: set[str], *, first: bool
+) -> None:
     """The work of one ``sync`` inside its write transaction: ``idx.boxes`` becomes the marks it
-    wrote (``sync`` clears it again if the transaction fails)."""
+    wrote (``sync`` clears it again if the transaction fails). A ``first`` build (of an empty
+    index) reads a box while a ``BoxWriter`` thread writes the one before (the rest waits)."""
     stored = _stored(conn)
     check = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None
     taken: set[int] = set()
-    docs: list[_Doc] = []
+    docs: list[Doc] = []
+    later: list[Callable[[], object]] = []
     for e in gone & set(stored):
-        _drop_box(conn, stored[e][0])
+        drop_box(conn, stored[e][0])
         conn.execute("DELETE FROM boxes WHERE entity = ?", (e,))
         del stored[e]
-    for e, tail in tails.items():
-        cur = stored.get(e)
-        if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
-            tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
-            if _current(cur, tail):
-                continue
-        if cur is None:
-            (n,) = conn.execute("SELECT coalesce(max(n), 0) + 1 FROM boxes").fetchone()
-        else:
-            n = cur[0]
-        if tail.fresh and cur is not None and _drop_box(conn, n):
-            idx.stats["box_rebuilds"] += 1
-        docs += _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check)
-        conn.execute("INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES (?, ?, ?)",
-                     (n, e, _encode_mark(tail.mark)))
-        stored[e] = (n, tail.mark)
-    _insert(conn, docs)
+    with BoxWriter(conn) if first and not check else contextlib.nullcontext() as writer:
+        for e, tail in tails.items():
+            cur = stored.get(e)
+            if cur != idx.boxes.get(e):  # another process indexed this box meanwhile: go on from its mark
+                tail = ctx.store.tail(entity_addr(e), cur[1] if cur else None)
+                if _current(cur, tail):
+                    continue
+            n = cur[0] if cur is not None else max((m for m, _ in stored.values()), default=0) + 1
+            if tail.fresh and cur is not None and drop_box(conn, n):
+                idx.stats["box_rebuilds"] += 1
+            box = _index_messages(ctx, idx, n, tail.letters, fresh=tail.fresh, taken=taken, check=check,
+                                  later=None if writer is None else later)
+            later.append(functools.partial(conn.execute, "INSERT OR REPLACE INTO boxes(n, entity, mark) VALUES"
+                                           " (?, ?, ?)", (n, e, _encode_mark(tail.mark))))
+            if writer is None:
+                docs += box
+            else:
+                writer.box(box)
+            stored[e] = (n, tail.mark)
+        if writer is not None:
+            writer.finish(then=later)
+            later = []
+    for write in later:
+        write()
+    insert_docs(conn, docs)
     idx.boxes = stored

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -106,6 +106,11 @@ def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def wide(v: object) -> bool:
+    """An integer beyond 64 bits, which msgspec keeps exact and ``Letter.data`` does not."""
+    return isinstance(v, int) and not -(1 << 63) <= v < (1 << 64)
+
+
 def link_row(letter: Letter) -> tuple[str, LinkRow]:
     """(the item it names, what replay reads of it) for one link letter, as ``Link.from_data``
     reads the whole line; a line the typed decoder refuses, or a number wider than 64 bits
@@ -114,7 +119,7 @@ def link_row(letter: Letter) -> tuple[str, LinkRow]:
         k = _decode_link_keys(letter.raw)
     except (msgspec.DecodeError, ValueError):
         k = None
-    if k is None or any(isinstance(v, int) and not -(1 << 63) <= v < (1 << 64) for v in (k.tic, k.until_tic)):
+    if k is None or wide(k.tic) or wide(k.until_tic):
         link = Link.from_data(letter.id, letter.data())
         return link.ref, LinkRow.of(link)
     ref = letter.ref or ""
@@ -183,6 +188,10 @@ class Batch:
         self.rows[item_id] = (doc, fold)
 
     def write(self) -> None:
+        self.store(self.planned())
+
+    def planned(self) -> Planned:
+        """The rows ``write`` writes, worked out without touching the connection."""
         for ref, new in self._links.items():
             doc, fold = self.rows.get(ref) or (None, Fold())
             have = {lk.id for lk in fold.links}
@@ -193,13 +202,22 @@ class Batch:
             if doc is not None and fold.terminal(iid):
                 done.append((doc,))
         undone = self.was_terminal - {d for (d,) in done}
+        items = [(self.n, iid, doc, _encode(fold)) for iid, (doc, fold) in sorted(self.rows.items())]
+        return Planned(items, done, [(d,) for d in undone])
+
+    def store(self, p: Planned) -> None:
         conn = self.conn
-        conn.executemany(
-            "INSERT OR REPLACE INTO items(n, id, doc, fold) VALUES (?, ?, ?, ?)",
-            [(self.n, iid, doc, _encode(fold)) for iid, (doc, fold) in sorted(self.rows.items())],
-        )
-        conn.executemany("INSERT OR IGNORE INTO term(rowid) VALUES (?)", done)
-        conn.executemany("DELETE FROM term WHERE rowid = ?", [(d,) for d in undone])
+        conn.executemany("INSERT OR REPLACE INTO items(n, id, doc, fold) VALUES (?, ?, ?, ?)", p.items)
+        conn.executemany("INSERT OR IGNORE INTO term(rowid) VALUES (?)", p.done)
+        conn.executemany("DELETE FROM term WHERE rowid = ?", p.undone)
+
+
+class Planned(NamedTuple):
+    """One batch's writes: the item rows, the doc rowids now terminal, those no longer."""
+
+    items: list[tuple[int, str, int | None, bytes]]
+    done: list[tuple[int]]
+    undone: list[tuple[int]]
 
 
 def drop(conn: sqlite3.Connection, n: int) -> None:

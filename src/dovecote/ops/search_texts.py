@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
+import orjson
 
 from dovecote.envelope import Envelope
 from dovecote.letters import Letter
 from dovecote.letters import text_or_none as _str
-from dovecote.ops import artifacts
+from dovecote.ops import artifacts, search_items
+from dovecote.ops.search_items import wide
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -107,11 +110,6 @@ def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
         conn.execute("DELETE FROM temp.qwords")
 
 
-def _wide(v: object) -> bool:
-    """An integer beyond 64 bits, which msgspec keeps exact and ``Letter.data`` does not."""
-    return isinstance(v, int) and not -(1 << 63) <= v < (1 << 64)
-
-
 def read_message(letter: Letter) -> Indexed:
     """``Indexed.of(Envelope(letter.data()))``, read from the few keys it needs in one typed
     decode (tests/test_search_texts.py proves them equal); the whole line when it must."""
@@ -120,7 +118,7 @@ def read_message(letter: Letter) -> Indexed:
     except (msgspec.DecodeError, ValueError):
         return Indexed.of(Envelope(letter.data()))
     due = k.lifecycle.defer_until_tic if k.lifecycle is not None else None
-    if _wide(due):
+    if wide(due):
         return Indexed.of(Envelope(letter.data()))  # the whole-line reader makes such a number a float
     c = k.content if k.content is not None else _NO_CONTENT
     refs = c.artifact_refs
@@ -147,6 +145,8 @@ def _text(data: bytes | None, limit: int) -> str:
 
 def message_texts(ctx: Context, m: Indexed) -> tuple[str, str, str]:
     """(subject, body, attachments): the text values of a message, never its keys."""
+    if not m.body_ref and not m.artifacts and not m.artifact_refs:  # the common message: its text is inline
+        return m.subject, m.body, ""
     body = m.body
     if m.body_ref:
         extra = _text(artifacts.get_bytes(ctx, m.body_ref), ctx.roster.limits.body_hard_limit)
@@ -179,8 +179,142 @@ def pack(texts: Sequence[tuple[str, str]]) -> bytes:
 def text_of(blk: int, z: bytes, part: int, col: int) -> str:
     """One text (body 0, attachments 1) of one message, out of its compressed block.
 
-    FTS5 asks for a row's columns one by one, so the last block stays decoded.
+    FTS5 asks for a row's columns one by one, so the last block stays decoded. Threads of one
+    process (two handles, a server's) share that one entry: each reads it once into a local, so
+    it never cuts a text out of the block another thread has just put there.
     """
-    if not _last_block or _last_block[0][0] != blk or _last_block[0][1] != z:
-        _last_block[:] = [(blk, z, _decode_block(zlib.decompress(z)))]
-    return _last_block[0][2][part][col]
+    last = _last_block[0] if _last_block else None
+    if last is None or last[0] != blk or last[1] != z:
+        last = (blk, z, _decode_block(zlib.decompress(z)))
+        _last_block[:] = [last]
+    return last[2][part][col]
+
+
+#: A message as the index builds it: rowid, id, ts, sender, subject, body, attach, ent.
+Doc = tuple[int, str, str, str, str, str, str, str]
+#: Its ``docs`` table row: rowid, id, ts, sender, subject, ent, block, place in the block.
+DocRow = tuple[int, str, str, str, str, str, int, int]
+_INSERT_DOCS = "INSERT INTO docs(rowid, id, ts, sender, subject, ent, blk, part) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_TEXTS = "INSERT INTO texts(blk, z) VALUES (?, ?)"
+
+
+def _packed(parts: list[list[tuple[str, str]]], first: int) -> list[tuple[int, bytes]]:
+    return list(enumerate((pack(p) for p in parts), first))
+
+
+def _blocks(docs: list[Doc], blk: int) -> tuple[list[list[tuple[str, str]]], list[DocRow]]:
+    """The texts of ``docs`` (in rowid order), each box's ``BLOCK`` at a time, in blocks numbered
+    on from ``blk``, and the docs' table rows."""
+    by_box: dict[str, list[Doc]] = {}
+    for d in docs:
+        by_box.setdefault(d[7], []).append(d)
+    parts: list[list[tuple[str, str]]] = []
+    rows: list[DocRow] = []
+    for box in by_box.values():
+        for i in range(0, len(box), BLOCK):
+            part = box[i : i + BLOCK]
+            blk += 1
+            parts.append([(d[5], d[6]) for d in part])
+            rows += [(d[0], d[1], d[2], d[3], d[4], d[7], blk, j) for j, d in enumerate(part)]
+    return parts, rows
+
+
+#: How many messages' full-text rows go in one statement (one JSON array).
+FTS_CHUNK = 4096
+_FTS_ROW = "INSERT INTO fts(rowid, subject, body, attach, ent) VALUES (?, ?, ?, ?, ?)"
+_FTS_ROWS = ("INSERT INTO fts(rowid, subject, body, attach, ent) SELECT value ->> 0, value ->> 1, value ->> 2,"
+             " value ->> 3, value ->> 4 FROM json_each(?)")
+
+
+def _insert_fts(conn: sqlite3.Connection, docs: list[Doc]) -> None:
+    """The full-text rows of ``docs``, ``FTS_CHUNK`` at a time in one statement over a JSON array
+    of them: SQLite lets go of the GIL once, not once a row (a thread writing row by row beside
+    one running Python waits for the GIL at every row). A chunk with a text JSON cannot carry
+    as it is (a NUL, a lone surrogate) goes row by row."""
+    for i in range(0, len(docs), FTS_CHUNK):
+        rows = [(d[0], d[4], d[5], d[6], d[7]) for d in docs[i : i + FTS_CHUNK]]
+        try:
+            array: bytes | None = orjson.dumps(rows)
+        except TypeError:  # a lone surrogate, which JSON cannot carry
+            array = None
+        if array is None or b"\\u0000" in array:  # SQLite's JSON cuts a text at a NUL; the row binding does not
+            conn.executemany(_FTS_ROW, rows)
+        else:
+            conn.execute(_FTS_ROWS, (array.decode(),))
+
+
+def _top_block(conn: sqlite3.Connection) -> int:
+    (blk,) = conn.execute("SELECT coalesce(max(blk), 0) FROM texts").fetchone()
+    return int(blk)
+
+
+def insert_docs(conn: sqlite3.Connection, docs: list[Doc]) -> None:
+    """Write the rows in rowid order (packed pages), each box's texts compressed in blocks."""
+    if not docs:
+        return
+    docs.sort()
+    blk = _top_block(conn)
+    parts, rows = _blocks(docs, blk)
+    rows.sort()
+    conn.executemany(_INSERT_DOCS, rows)
+    _insert_fts(conn, docs)
+    conn.executemany(_INSERT_TEXTS, _packed(parts, blk + 1))
+
+
+class BoxWriter:
+    """A first build's writes: each box's full-text rows on a second thread while this thread
+    reads the next box, then the text blocks compressed there while this thread writes every
+    box's ``docs`` rows (in rowid order) and the rest. SQLite (a whole box in one statement) and
+    zlib let go of the GIL, so the wall time of a build shrinks; its CPU time does not.
+
+    Until ``finish`` returns, nothing else may use the connection. Each box's full-text rows
+    go in rowid order, so the full-text index holds a segment per box.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn, self.blk = conn, _top_block(conn)
+        self.rows: list[DocRow] = []
+        self.parts: list[list[tuple[str, str]]] = []
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="dovecote-index")
+        self._jobs: list[Future[None]] = []
+
+    def __enter__(self) -> BoxWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)  # the connection is this thread's again
+
+    def box(self, docs: list[Doc]) -> None:
+        """Write one box's full-text rows on the worker; its other rows wait for ``finish``."""
+        docs.sort()
+        self._jobs.append(self._pool.submit(_insert_fts, self.conn, docs))
+        parts, rows = _blocks(docs, self.blk + len(self.parts))
+        self.parts += parts
+        self.rows += rows
+
+    def finish(self, then: Sequence[Callable[[], object]] = ()) -> None:
+        """Wait for the full-text rows (the worker's error is raised here); call ``then`` (the
+        other writes of the boxes) and write the ``docs`` rows while the worker compresses the
+        text blocks; then write those."""
+        for job in self._jobs:
+            job.result()
+        texts = self._pool.submit(_packed, self.parts, self.blk + 1)
+        for write in then:
+            write()
+        self.rows.sort()
+        self.conn.executemany(_INSERT_DOCS, self.rows)
+        self.conn.executemany(_INSERT_TEXTS, texts.result())
+
+
+def drop_box(conn: sqlite3.Connection, n: int) -> bool:
+    """Remove every row of box ``n`` (its text, its items); True if it had any."""
+    had = conn.execute("SELECT 1 FROM items WHERE n = ? LIMIT 1", (n,)).fetchone() is not None
+    if had:
+        docs = "SELECT doc FROM items WHERE n = ? AND doc IS NOT NULL"
+        conn.execute(
+            "INSERT INTO fts(fts, rowid, subject, body, attach, ent) SELECT 'delete', rid, subject, body, attach,"
+            f" ent FROM content WHERE rid IN ({docs})", (n,))
+        conn.execute(f"DELETE FROM texts WHERE blk IN (SELECT blk FROM docs WHERE rowid IN ({docs}))", (n,))
+        conn.execute(f"DELETE FROM docs WHERE rowid IN ({docs})", (n,))
+        search_items.drop(conn, n)
+    return had
