@@ -7,7 +7,6 @@ Fixtures are plain functions here so that this file never competes with a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import os
 import subprocess
@@ -18,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import orjson
 
 from dovecote import api
@@ -151,7 +151,7 @@ def add_project(
 
 def rewrite_roster(dc: Dovecote, **changes: Any) -> Dovecote:
     """Write the roster with ``changes`` applied; return a fresh (cold) handle."""
-    new = dataclasses.replace(dc.roster, **changes)
+    new = msgspec.structs.replace(dc.roster, **changes)
     dc.layout.config.write_bytes(roster_mod.dump(new))
     return open_home(dc.layout.root)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import orjson
 import pytest
 
@@ -84,8 +84,8 @@ def test_flags_at_a_tic(tmp_path: Path) -> None:
 def test_the_stale_threshold_is_configurable(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x", current_tic=100)
-    limits = dataclasses.replace(dc.roster.limits, stale_tics=2)
-    dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, limits=limits)))
+    limits = msgspec.structs.replace(dc.roster.limits, stale_tics=2)
+    dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, limits=limits)))
     dc = open_home(dc.layout.root)
     assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=103)))[item]["flags"] == ["STALE"]
 
@@ -110,7 +110,7 @@ def test_the_tic_comes_from_the_roster_source(tmp_path: Path) -> None:
         '{"type":"other","domain_counter_after":999}\n'
     )
     dc.layout.config.write_bytes(
-        roster_mod.dump(dataclasses.replace(dc.roster, tic_source="audit-logs/tics"))
+        roster_mod.dump(msgspec.structs.replace(dc.roster, tic_source="audit-logs/tics"))
     )
     dc = open_home(dc.layout.root)
     view = dc.inbox(Inbox(entity_id="ent_b"))
@@ -250,7 +250,7 @@ def test_the_cache_never_serves_a_stale_roster_or_tic(tmp_path: Path) -> None:
     tics = tmp_path / "tics"
     tics.mkdir()
     (tics / "a.jsonl").write_text('{"type":"tic","tic":5}\n')
-    dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, tic_source=str(tics))))
+    dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, tic_source=str(tics))))
     a = run(tmp_path, "inbox", "ent_b", "--format", "json")
     assert orjson.loads(a.stdout)["clock"]["tic"] == 5
     with (tics / "a.jsonl").open("a") as f:
@@ -316,8 +316,8 @@ def test_the_expiring_soon_window_is_the_roster_setting(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x", current_tic=105, expires_at_tic=110)
     assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=106)))[item]["flags"] == []  # 4 tics left > 2
-    limits = dataclasses.replace(dc.roster.limits, expiring_tics=4)
-    dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, limits=limits)))
+    limits = msgspec.structs.replace(dc.roster.limits, expiring_tics=4)
+    dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, limits=limits)))
     assert by_id(open_home(dc.layout.root).inbox(Inbox(
         entity_id="ent_b", current_tic=106
     )))[item]["flags"] == ["EXPIRING SOON"]

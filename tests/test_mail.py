@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing as mp
 import threading
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import orjson
 import pytest
 
@@ -221,7 +221,7 @@ def test_drafts_and_the_outbox(tmp_path: Path) -> None:
     assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d1, d2]
     # the roster loses ent_c before delivery: that draft is kept and reported
     kept = tuple(e for e in dc.roster.entities if e.id != "ent_c")
-    dc.layout.config.write_bytes(roster_mod.dump(dataclasses.replace(dc.roster, entities=kept)))
+    dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, entities=kept)))
     dc = open_home(dc.layout.root)
     out = dc.outbox_send(OutboxSend(sender="ent_a"))
     assert [(o["draft"], o["delivered"]) for o in out] == [(d1, True), (d2, False)]

@@ -6,13 +6,13 @@ import difflib
 import multiprocessing
 import subprocess
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from dovecote import roster
 from dovecote.api import open_home

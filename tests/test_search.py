@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sqlite3
 import threading
@@ -11,6 +10,7 @@ import zlib
 from pathlib import Path
 
 import msgspec
+import msgspec.structs
 import orjson
 import pytest
 from hypothesis import given
@@ -67,7 +67,7 @@ def test_inline_body_is_searched(tmp_path: Path) -> None:
 
 def test_body_stored_as_an_artifact_is_searched(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    dc = rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, body_inline_max=64))
+    dc = rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, body_inline_max=64))
     body = "filler words " * 20 + "the marmoset escaped"
     sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="long one", body=body))
     letter = dc.store.read(entity("ent_a")).index[sent.id].data()

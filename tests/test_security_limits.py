@@ -10,11 +10,11 @@ is the CLI's.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec.structs
 import pytest
 from starlette.testclient import TestClient
 
@@ -39,7 +39,7 @@ LIMITS: dict[str, tuple[int, Any]] = {
 
 def _home(tmp: Path) -> Dovecote:
     dc = served_home(tmp)
-    return rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, body_hard_limit=BODY_LIMIT))
+    return rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, body_hard_limit=BODY_LIMIT))
 
 
 def _ledgers(dc: Dovecote) -> dict[str, bytes]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import time
@@ -10,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import orjson
 
 from dovecote.addresses import HOME, entity
@@ -96,7 +96,7 @@ def test_the_same_items_at_a_later_tic(tmp_path: Path) -> None:
 
 def test_the_threshold_comes_from_the_roster(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    dc = rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, stale_tics=7))
+    dc = rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, stale_tics=7))
     (d,) = dc.stale_check(StaleCheck(current_tic=20), now=NOW)["details"]
     assert d["ids"] == [m["m1"], m["m5"]] and d["by_state"] == {"WAIT": 2, "ACTIVE": 0}
 
@@ -158,7 +158,7 @@ def test_hours_mode_when_no_tic_is_known(tmp_path: Path) -> None:
 
 def test_hours_threshold_from_the_roster(tmp_path: Path) -> None:
     dc, h = hours_home(tmp_path)
-    dc = rewrite_roster(dc, limits=dataclasses.replace(dc.roster.limits, stale_hours=25))
+    dc = rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, stale_hours=25))
     (d,) = dc.stale_check(now=NOW)["details"]
     assert d["ids"] == [h["h1"], h["h4"]]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
+from msgspec.structs import replace
 
 from dovecote import inboxhandle, roster_edit, verbs
 from dovecote import roster as roster_mod

@@ -43,7 +43,8 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+
+import msgspec
 
 from dovecote import fileops
 from dovecote.errors import StoreError
@@ -55,8 +56,7 @@ _registry: dict[str | os.PathLike[str], Committer] = {}
 _local = threading.local()
 
 
-@dataclass
-class _Failure:
+class _Failure(msgspec.Struct):
     """Tickets ``lo..hi`` were not made durable, because of ``error``."""
 
     lo: int
@@ -64,20 +64,19 @@ class _Failure:
     error: OSError
 
 
-@dataclass(eq=False)
-class Committer:
+class Committer(msgspec.Struct, eq=False):
     """The group commit of one ledger file in this process (one per path: ``of``)."""
 
     path: str
-    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _cond: threading.Condition = msgspec.field(default_factory=threading.Condition)
     #: the ticket of the last write finished (its bytes are in the file)
     _written: int = 0
     #: every ticket up to this one is settled: fsynced, or failed (see ``_failures``)
     _settled: int = 0
     _syncing: bool = False
     #: the byte span of each unsettled write, by ticket: what a failed fsync may truncate
-    _spans: dict[int, tuple[int, int]] = field(default_factory=dict)
-    _failures: list[_Failure] = field(default_factory=list)
+    _spans: dict[int, tuple[int, int]] = msgspec.field(default_factory=dict)
+    _failures: list[_Failure] = msgspec.field(default_factory=list)
 
     def wrote(self, start: int, end: int) -> int:
         """Note a write of bytes ``start..end`` (called under the ledger's lock); its ticket."""

@@ -12,8 +12,10 @@ wall clock, and a test can pin both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+
+import msgspec
+from msgspec.structs import replace
 
 from dovecote import roster as roster_mod
 from dovecote import roster_cache
@@ -36,8 +38,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class Actor:
+class Actor(msgspec.Struct, frozen=True):
     """Who acts, as the face bound it. Each default below is the one rule for it.
 
     ``agent`` names the acting agent (a report's author, a transition's actor),
@@ -76,8 +77,7 @@ def configured(layout: Layout, roster: roster_mod.Roster) -> Store:
     return shared(roster.store).for_roster(roster)
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """What a use case needs; built by the handle, shared by its calls.
 
     ``warm`` is the registry of warm folds (``folds.Registry``); it is kept
@@ -89,8 +89,8 @@ class Context:
     store: Store
     index: RosterIndex
     clock: Now = utc_now
-    actor: Actor = field(default_factory=Actor)
-    warm: Registry = field(default_factory=Registry)
+    actor: Actor = msgspec.field(default_factory=Actor)
+    warm: Registry = msgspec.field(default_factory=Registry)
 
     @classmethod
     def open(

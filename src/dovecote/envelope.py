@@ -26,8 +26,9 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
@@ -58,8 +59,7 @@ def _int(v: object) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(msgspec.Struct, frozen=True):
     """Read access to a message letter (or a foreign envelope) by meaning."""
 
     data: dict[str, Any]

@@ -29,8 +29,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import msgspec
 
 from dovecote.addresses import Address, entity
 from dovecote.errors import Refusal
@@ -56,8 +57,7 @@ class Kind(Generic[F]):
         return f"Kind({self.name!r})"
 
 
-@dataclass(eq=False)
-class Fed(Generic[F]):
+class Fed(msgspec.Struct, Generic[F], eq=False):
     """One fold and where it was fed to: a cursor (this process) or a mark (a snapshot)."""
 
     fold: F
@@ -70,12 +70,11 @@ class Fed(Generic[F]):
         return self.cursor if self.cursor is not None else self.mark
 
 
-@dataclass(eq=False)
-class Entry:
+class Entry(msgspec.Struct, eq=False):
     """One box's warm folds by kind, under one lock (reentrant: a holder may feed another kind)."""
 
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    folds: dict[Kind[Any], Fed[Any]] = field(default_factory=dict)
+    lock: threading.RLock = msgspec.field(default_factory=threading.RLock)
+    folds: dict[Kind[Any], Fed[Any]] = msgspec.field(default_factory=dict)
 
 
 #: Restores a fold from its snapshot: the fold and its mark, or None (no usable snapshot).

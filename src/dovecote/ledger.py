@@ -35,7 +35,6 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -60,8 +59,7 @@ def window_digest(data: bytes) -> str:
     return blake2b(data, digest_size=16).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Defect:
+class Defect(msgspec.Struct, frozen=True):
     """A line that is not a letter: ``torn`` (no newline yet) or ``malformed``."""
 
     path: str

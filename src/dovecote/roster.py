@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from dovecote.addresses import HOME, Address, check_name
 from dovecote.digests import sha256
@@ -25,22 +27,19 @@ from dovecote.store_url import has_password, is_url
 from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 
 
-@dataclass(frozen=True, slots=True)
-class Project:
+class Project(msgspec.Struct, frozen=True):
     name: str
     root: str
     aliases: tuple[str, ...] = ()
     box_in_repo: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Entity:
+class Entity(msgspec.Struct, frozen=True):
     id: str
     role: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """Size limits, in bytes, and thresholds, in tics or hours."""
 
     report_max_bytes: int = 64 * 1024
@@ -51,14 +50,13 @@ class Limits:
     expiring_tics: int = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Roster:
+class Roster(msgspec.Struct, frozen=True):
     owner_roots: tuple[str, ...] = ()
     owner_home: str = ""
     projects: tuple[Project, ...] = ()
     entities: tuple[Entity, ...] = ()
     foreign_markers: tuple[str, ...] = DEFAULT_FOREIGN_MARKERS
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = msgspec.field(default_factory=Limits)
     tic_source: str | None = None
     notifier_mode: str = "none"
     #: agent-turn-nudge's command template ({agent}, {message}), its timeout, and the discovery command ({minutes})
@@ -214,7 +212,7 @@ def parse(text: bytes, doc: dict[str, Any] | None = None) -> Roster:
     if any(not m for m in markers):
         raise _bad("markers.foreign cannot hold an empty marker (it would match every tool)")
     limits_t = _expect(doc.get("limits", {}), dict, "[limits]")
-    known_limits = set(Limits.__dataclass_fields__)
+    known_limits = set(Limits.__struct_fields__)
     _only(limits_t, known_limits, "[limits]")
     for k, v in limits_t.items():
         if _expect(v, int, f"limits.{k}") <= 0:
@@ -314,7 +312,7 @@ def dump(r: Roster) -> bytes:
     defaults = Limits()
     changed = {
         k: getattr(r.limits, k)
-        for k in Limits.__dataclass_fields__
+        for k in Limits.__struct_fields__
         if getattr(r.limits, k) != getattr(defaults, k)
     }
     if changed:

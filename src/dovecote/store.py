@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
@@ -67,8 +66,7 @@ class Cursor(NamedTuple):
 START = Cursor(-1, 0)
 
 
-@dataclass(frozen=True, slots=True)
-class BoxRead:
+class BoxRead(msgspec.Struct, frozen=True):
     """One ledger as read now.
 
     ``letters`` are those after the cursor asked for (all of them when none was
@@ -103,8 +101,7 @@ class Mark(msgspec.Struct, frozen=True, array_like=True):
     check: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Tail:
+class Tail(msgspec.Struct, frozen=True):
     """The letters after a mark, read privately, and the mark where the read stopped.
 
     ``fresh``: the mark was None or failed its check, so ``letters`` are the

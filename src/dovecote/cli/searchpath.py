@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+
+import msgspec
 
 from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 
@@ -24,10 +25,9 @@ from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 _DIGITS_MAX = 15
 
 
-@dataclass
-class SearchArgs:
+class SearchArgs(msgspec.Struct):
     home: str | None = None
-    words: list[str] = field(default_factory=list)
+    words: list[str] = msgspec.field(default_factory=list)
     entity: str | None = None
     include_terminal: bool = False
     limit: int | None = None

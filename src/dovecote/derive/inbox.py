@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from dovecote.derive.inbox_item import Item as Item  # re-exported: the fold's items are its own
 from dovecote.derive.inbox_lines import STALE
@@ -60,8 +61,7 @@ FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 FOLDED = frozenset({*DELIVERY_KINDS, "draft", "sent", SURFACED, *LINK_KINDS})
 
 
-@dataclass(frozen=True, slots=True)
-class SentRecord:
+class SentRecord(msgspec.Struct, frozen=True):
     id: str
     message: str | None
     draft: str | None
@@ -70,8 +70,7 @@ class SentRecord:
     ts: str | None
 
 
-@dataclass
-class Draft:
+class Draft(msgspec.Struct):
     id: str
     letter: Letter
     env: Envelope
@@ -235,8 +234,7 @@ def in_packed(packed: bytes, lid: str) -> bool:
     return packed[at * ID_WIDTH : (at + 1) * ID_WIDTH] == key
 
 
-@dataclass(frozen=True, slots=True)
-class Clock:
+class Clock(msgspec.Struct, frozen=True):
     """The two clocks a read is evaluated at: the team's tic, and wall time."""
 
     tic: int | None

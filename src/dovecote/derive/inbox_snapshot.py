@@ -22,7 +22,6 @@ bytes that are not a snapshot; the caller ignores such a file.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -90,10 +89,9 @@ def wrap(packed: bytes) -> msgspec.Raw:
 def unwrap(data: msgspec.Raw) -> bytes:
     """The bytes ``wrap`` wrapped."""
     return _decode_bin(data)
-_LIMITS = [f.name for f in fields(Limits)]
-#: A link as the tuple of its fields, in C: every field is a string, a number or None, so this is
-#: ``dataclasses.astuple`` without its deep copy (which cost most of a snapshot's writing).
-_link_tuple = attrgetter(*(f.name for f in fields(Link)))
+_LIMITS = list(Limits.__struct_fields__)
+#: A link as the tuple of its fields, in C (every field is a string, a number or None).
+_link_tuple = attrgetter(*Link.__struct_fields__)
 
 
 def _letter(raw: bytes) -> Letter:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -87,8 +86,7 @@ def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     return a if b is None or a <= b else b
 
 
-@dataclass
-class ViewState:
+class ViewState(msgspec.Struct):
     """The last view of a book, kept so the next read redoes only what changed.
 
     ``since``: when it was built whole; ``placed``: the latest clock a row was placed at (a read
@@ -105,12 +103,12 @@ class ViewState:
     since: datetime
     placed: datetime
     until: datetime | None = None
-    buckets: dict[str, str] = field(default_factory=dict)
-    rows: dict[str, tuple[Order, Held, Lines]] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
-    flags: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
+    buckets: dict[str, str] = msgspec.field(default_factory=dict)
+    rows: dict[str, tuple[Order, Held, Lines]] = msgspec.field(default_factory=dict)
+    counts: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
+    flags: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
     ordered: list[str] | None = None
-    untils: dict[str, datetime] = field(default_factory=dict)
+    untils: dict[str, datetime] = msgspec.field(default_factory=dict)
     replaced: int = 0
 
 

@@ -37,10 +37,11 @@ cannot be completed before one has been sent to its sender (what counts is
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+import msgspec
 
 from dovecote.errors import Refusal
 from dovecote.letters import text_or_none
@@ -82,8 +83,7 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(msgspec.Struct, frozen=True):
     """One lifecycle letter, decoded."""
 
     id: str
@@ -118,8 +118,7 @@ class Link:
         )
 
 
-@dataclass
-class Replay:
+class Replay(msgspec.Struct):
     """An item's state after replaying its chain (time not yet applied)."""
 
     state: State
@@ -129,8 +128,8 @@ class Replay:
     entered_tic: int | None = None
     due_tic: int | None = None
     due_time: str | None = None
-    applied: list[Link] = field(default_factory=list)
-    conflicts: list[tuple[Link, str]] = field(default_factory=list)
+    applied: list[Link] = msgspec.field(default_factory=list)
+    conflicts: list[tuple[Link, str]] = msgspec.field(default_factory=list)
 
 
 def is_due(due_tic: int | None, due_time: str | None, tic: int | None, now: datetime | None) -> bool:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from dovecote.derive.inbox import Clock, item_row
 from dovecote.errors import Refusal
@@ -71,13 +72,12 @@ def box_cursor(ctx: Context, entity_id: str) -> str:
     return cursor_text(ctx.store.read(entity_address(ctx, entity_id)).letters)
 
 
-@dataclass(frozen=True, slots=True)
-class WaitResult:
+class WaitResult(msgspec.Struct, frozen=True):
     """What ``wait`` saw: the new inbound items (rows as ``inbox`` shows them) and the cursor after them."""
 
     entity: str
     cursor: str
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = msgspec.field(default_factory=list)
     timed_out: bool = False
 
     def to_dict(self) -> dict[str, Any]:
