@@ -81,11 +81,18 @@ def sample(pids: Sequence[int], t: float, letters: int) -> Sample:
 
 def windows(samples: Sequence[Sample], seconds: float) -> tuple[list[Sample], list[Sample], list[Sample]]:
     """The early window (the second minute, or the second fifth of a short run), the run's first half after
-    the warm-up, and the late window (the last minute, or fifth)."""
-    span = min(60.0, seconds / 5)
+    the warm-up, and the late window (the last minute, or fifth).
+
+    The run is counted from the last sample before the first letter was acknowledged: on a loaded machine a
+    server may take seconds to answer anything, and an early window of a short run would otherwise sample a
+    server still starting (its clients connecting, no pool started) and call the served one a leak.
+    """
+    served = next((i for i, s in enumerate(samples) if s.letters > 0), 0)
+    start = samples[served - 1].t if served > 0 else 0.0
+    span = min(60.0, max(seconds - start, 0.0) / 5)
     end = max((s.t for s in samples), default=0.0)
-    early = [s for s in samples if span <= s.t < 2 * span]
-    before = [s for s in samples if span <= s.t < max(end / 2, 2 * span)]
+    early = [s for s in samples if start + span <= s.t < start + 2 * span]
+    before = [s for s in samples if start + span <= s.t < max(start + (end - start) / 2, start + 2 * span)]
     late = [s for s in samples if s.t >= end - span]
     return early, before, late
 

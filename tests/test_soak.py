@@ -89,6 +89,19 @@ def test_windows_are_the_second_minute_the_first_half_and_the_last_minute_and_fi
     assert (early[0].t, early[-1].t, between[-1].t, late[0].t) == (4, 7, 9, 16)
 
 
+def test_the_windows_count_from_when_the_server_first_answered() -> None:
+    # a short sample on a loaded machine: nothing acknowledged for 3 s (a server still starting: few fds, one
+    # thread), then a steady served server whose fds are twice the starting ones; the windows begin at 3 s
+    starting = [Sample(float(t), 40, 1, 77_000, 0) for t in (0, 3)]
+    served = [Sample(float(t), 80 if t < 11 else 26, 97, 85_000, 30 * (t - 3)) for t in range(4, 12)]
+    early, between, late = windows(starting + served, 11)
+    assert (early[0].t, early[-1].t, late[0].t, late[-1].t) == (5, 6, 10, 11)
+    assert (between[0].t, between[-1].t) == (5, 6)
+    assert judge(starting + served, 11, 1.0).flat, judge(starting + served, 11, 1.0).problems
+    leaking = [Sample(s.t, s.fds + 5 * int(s.t), s.threads, s.rss_kib, s.letters) for s in served]
+    assert "fds grew" in judge(starting + leaking, 11, 1.0).problems[0]  # a leak after the start still shows
+
+
 def test_steady_counts_and_memory_that_grows_with_the_letters_are_flat() -> None:
     samples = steady(600)
     grown = [Sample(s.t, s.fds + (FD_SLACK if s.t > 500 else 0), s.threads + THREAD_SLACK, s.rss_kib
