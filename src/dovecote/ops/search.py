@@ -25,7 +25,7 @@ from dovecote.errors import Refusal, StoreError
 from dovecote.folds import entity_address
 from dovecote.ops import search_items
 from dovecote.ops.search_index import SearchIndex, Unusable, ent_token, sync, unusable
-from dovecote.ops.search_open import held, spoiled
+from dovecote.ops.search_open import held, moved, spoiled
 from dovecote.ops.search_texts import split_words
 from dovecote.ops.tics import current_tic
 
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from dovecote.context import Context
 
 DEFAULT_LIMIT = 50
+#: How many times a search opens the index again when it went bad or its file was replaced under it.
+_ATTEMPTS = 5
 _TEXT_COLUMNS = "{subject body attach}"
 
 
@@ -133,13 +135,15 @@ def search(
     else:
         entities = [e.id for e in ctx.roster.entities]
     when = now or ctx.now()
-    with held(ctx) as idx:
-        try:
-            return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
-        except sqlite3.DatabaseError as e:
-            if not unusable(e):
-                raise StoreError(f"the search index {idx.path or '(in memory)'} failed: {e}") from e
-        # the index went bad under us: it is a cache, so rebuild it and answer again
-        spoiled(ctx, idx)
-    with held(ctx) as idx:
-        return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
+    for attempt in range(1, _ATTEMPTS + 1):
+        with held(ctx) as idx:
+            try:
+                return _answer(ctx, idx, query, words, entities, entity, include_terminal, limit, when)
+            except sqlite3.DatabaseError as e:
+                # the index went bad under us, or its file was deleted or replaced while this
+                # connection was inside it (SQLite: "attempt to write a readonly database", "disk
+                # I/O error"): it is a cache, so open (or build) it again and answer again
+                if attempt == _ATTEMPTS or not (unusable(e) or moved(idx)):
+                    raise StoreError(f"the search index {idx.path or '(in memory)'} failed: {e}") from e
+            spoiled(ctx, idx)
+    raise AssertionError("unreachable: the last attempt returns or raises")

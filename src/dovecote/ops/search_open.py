@@ -144,6 +144,11 @@ def held(ctx: Context) -> Iterator[SearchIndex]:
             idx.retire()
 
 
+def moved(idx: SearchIndex) -> bool:
+    """Is ``idx``'s file gone or another file now (deleted or replaced beneath its connection)?"""
+    return idx.path is not None and _ino(idx.path) != idx.ino
+
+
 def spoiled(ctx: Context, idx: SearchIndex) -> None:
     """``idx`` went bad beneath the thread holding it (``held``): its file is discarded, unless
     another thread or process has put a new one there already, and it is retired, so the next
