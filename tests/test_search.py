@@ -21,7 +21,7 @@ from dovecote.api import Dovecote
 from dovecote.errors import Refusal, StoreError
 from dovecote.ops import search as search_mod
 from dovecote.ops import search_index, search_texts
-from dovecote.timeutil import order_key
+from dovecote.timeutil import order_key, order_ms
 from dovecote.verbs import Message, Move, Search
 from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
@@ -623,5 +623,5 @@ def test_a_letters_time_in_ms_is_order_keys(parts: tuple[int, ...], spoil: list[
     for at, ch in spoil:
         chars[at] = ch
     text = "".join(chars)
-    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)
-    assert search_index._ms(text) == int(order_key(text).timestamp() * 1000)  # from the cached hour too
+    assert order_ms(text) == int(order_key(text).timestamp() * 1000)
+    assert order_ms(text) == int(order_key(text).timestamp() * 1000)  # from the cached hour too

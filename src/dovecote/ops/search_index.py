@@ -70,7 +70,7 @@ from dovecote.ops.search_texts import (
 )
 from dovecote.osutil import collector_paused
 from dovecote.store import Mark, Tail
-from dovecote.timeutil import NO_TIME, order_key
+from dovecote.timeutil import order_ms
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -112,36 +112,9 @@ def ent_token(n: int) -> str:
     return f"e{n}"
 
 
-#: The ms of an hour (``YYYY-MM-DDTHH``) as ``order_key`` reads it; None for one it cannot read.
-_hours: dict[str, int | None] = {}
-_HOURS_MAX = 1 << 14
-
-
-def _ms(ts: str | None) -> int:
-    """``order_key(ts)`` in ms since the epoch (an unreadable time, NO_TIME, is negative).
-
-    A first build reads every letter's time once, and most are unique, but they fall in few
-    hours: dovecote's own form (``YYYY-MM-DDTHH:MM:SSZ``) is its hour, read once, plus its
-    minutes and seconds (tests/test_search.py holds it equal to ``order_key``)."""
-    if (ts is not None and len(ts) == 20 and ts[19] == "Z" and ts[4] == "-" and ts[7] == "-" and ts[10] == "T"
-            and ts[13] == ":" and ts[16] == ":"):
-        mm, ss = ts[14:16], ts[17:19]
-        if mm.isascii() and mm.isdigit() and ss.isascii() and ss.isdigit() and mm < "60" and ss < "60":
-            hour = ts[:13]
-            base = _hours.get(hour, -1)
-            if base == -1:
-                if len(_hours) >= _HOURS_MAX:
-                    _hours.clear()
-                t = order_key(hour + ":00:00Z")
-                base = _hours[hour] = None if t is NO_TIME else int(t.timestamp()) * 1000
-            if base is not None:
-                return base + int(mm) * 60_000 + int(ss) * 1000
-    return int(order_key(ts).timestamp() * 1000)
-
-
 def ts_key(ts: str | None, lid: str) -> int:
     """The rowid a letter wants: its time in ms, then 20 bits of its id (newest = largest)."""
-    ms = min(max(_ms(ts), 0), _MS_MAX)  # an unreadable time is NO_TIME, before the epoch: 0
+    ms = min(max(order_ms(ts), 0), _MS_MAX)  # an unreadable time is NO_TIME, before the epoch: 0
     try:
         low = int(lid[:5], 16)
     except ValueError:
