@@ -31,7 +31,8 @@ ROWS = "SELECT seq, line FROM dovecote_letters WHERE box = %s AND generation = %
 #: every box (the schema's ``dovecote_hold``, migration 3); ``write``: each box locked first (its
 #: advisory lock) and made when missing. A box's row comes first with a NULL seq, then its rows; a
 #: box that does not exist (and is not made) yields nothing. The arrays go binary (%b).
-_HOLD = "SELECT * FROM dovecote_hold(%b::text[], %b::int4[], %b::int8[], %s)"
+_HOLD_CALL = "SELECT * FROM dovecote_hold({}, {}, {}, %s)"
+_HOLD = _HOLD_CALL.format("%b::text[]", "%b::int4[]", "%b::int8[]")
 #: Up to this many boxes (here) or rows (an insert, ``store_pgwrite``) go as plain parameters
 #: (``ARRAY[%s, …]``, ``VALUES (%s, …)``), not as arrays: psycopg dumps an array in Python, element
 #: by element, which was a fifth of a profiled library send's CPU (issue 12).
@@ -43,7 +44,7 @@ def _hold(boxes: int) -> str:
     """``_HOLD`` for ``boxes`` boxes as scalar parameters (one statement text per count)."""
     def each(kind: str) -> str:
         return "ARRAY[" + ", ".join([f"%s::{kind}"] * boxes) + "]"
-    return f"SELECT * FROM dovecote_hold({each('text')}, {each('int4')}, {each('int8')}, %s)"
+    return _HOLD_CALL.format(each("text"), each("int4"), each("int8"))
 
 
 @dataclass(eq=False)

@@ -46,10 +46,18 @@ from dovecote.store_pgnotify import CHANNEL, NOTIFY
 
 _ROWS = "SELECT * FROM unnest(%b::int4[], %b::int4[], %b::int8[], %b::text[], %b::bytea[])"
 _INSERT = f"INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS}"
-#: The staged rows and every moved box's notice as one statement: a data-modifying CTE runs in
-#: full whether or not it is referenced, and both take effect at the commit, or neither does.
-_INSERT_NOTIFY = f"""WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {_ROWS})
-SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM unnest(%b::text[]) k"""
+
+
+def _with_notices(rows: str, keys: str) -> str:
+    """The staged ``rows`` and every moved box's notice (``keys``, a source of one column ``k``) as
+    one statement: a data-modifying CTE runs in full whether or not it is referenced, and both
+    take effect at the commit, or neither does."""
+    return (f"WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) {rows})\n"
+            f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM {keys}")
+
+
+#: The rows and the keys as arrays (any number of them).
+_INSERT_NOTIFY = _with_notices(_ROWS, "unnest(%b::text[]) k")
 
 
 @functools.cache
@@ -58,8 +66,7 @@ def _insert_notify(rows: int, boxes: int) -> str:
     statement text per shape, each prepared by psycopg once it recurs)."""
     values = ", ".join(["(%s::int4, %s::int4, %s::int8, %s::text, %b::bytea)"] * rows)
     keys = ", ".join(["(%s::text)"] * boxes)
-    return (f"WITH ins AS (INSERT INTO dovecote_letters (box, generation, seq, id, line) VALUES {values})\n"
-            f"SELECT pg_notify('{CHANNEL}', current_schema() || ':' || k) FROM (VALUES {keys}) v(k)")
+    return _with_notices(f"VALUES {values}", f"(VALUES {keys}) v(k)")
 _HAS_LF = operator.methodcaller("__contains__", b"\n")
 
 Row = tuple[int, int, int, str, bytes]  # box number, generation, seq, id, line
