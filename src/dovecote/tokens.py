@@ -12,8 +12,9 @@ an operator may read everything. Nothing here touches a file or a clock.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
@@ -60,8 +61,7 @@ def token_id(digest: str) -> str:
     return digest[:ID_DIGITS]
 
 
-@dataclass(frozen=True, slots=True)
-class Principal:
+class Principal(msgspec.Struct, frozen=True):
     """Who a connection acts as: the token's entity and role.
 
     ``local`` marks the person at this machine (``dovecote mcp`` on stdio with no
@@ -74,8 +74,7 @@ class Principal:
     local: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class TokenRow:
+class TokenRow(msgspec.Struct, frozen=True):
     """One issued token as ``list`` shows it: never the token, only its hash."""
 
     id: str

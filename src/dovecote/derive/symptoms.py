@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import msgspec
 
@@ -77,8 +76,7 @@ MISDELIVERY_SYMPTOM: dict[str, str] = {
 # -- the backfill rules -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     """One deterministic backfill rule: letters of ``classes`` whose lowercased ``what``
     holds one of ``any_of`` (and, when given, one of ``and_any_of``) get ``symptom``."""
 

@@ -23,8 +23,9 @@ already filed).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from dovecote.addresses import Address
 from dovecote.errors import StoreError
@@ -40,8 +41,7 @@ if TYPE_CHECKING:
 Filed = dict[Address, Mapping[str, Letter] | None]
 
 
-@dataclass
-class Distribution:
+class Distribution(msgspec.Struct):
     """What one distribution run did, counted honestly.
 
     ``to_project`` and ``to_home`` count every spool letter filed there
@@ -56,7 +56,7 @@ class Distribution:
     to_home: int
     pending: list[str]
     pending_detail: list[dict[str, object]]
-    elsewhere: list[str] = field(default_factory=list)
+    elsewhere: list[str] = msgspec.field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -70,19 +70,18 @@ class Distribution:
         }
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """What the law and this machine's boxes say about some spool letters."""
 
     #: box -> letters to append there (not yet in any report box)
-    groups: dict[Address, list[Letter]] = field(default_factory=dict)
+    groups: dict[Address, list[Letter]] = msgspec.field(default_factory=dict)
     #: letters already in a report box, counted in the box holding them
     to_project: int = 0
     to_home: int = 0
     #: letter id -> (letter, route with its reason: unreachable, ambiguous_name, unknown_project)
-    pending: dict[str, tuple[Letter, Route]] = field(default_factory=dict)
+    pending: dict[str, tuple[Letter, Route]] = msgspec.field(default_factory=dict)
     #: ids of filed letters that today's law would file elsewhere
-    elsewhere: set[str] = field(default_factory=set)
+    elsewhere: set[str] = msgspec.field(default_factory=set)
 
 
 def filed(ctx: Context) -> Filed:
@@ -142,20 +141,19 @@ def plan(
     return out
 
 
-@dataclass
-class DistributionState:
+class DistributionState(msgspec.Struct):
     """What a warm handle remembers between runs: how far into the spool it has
     filed (``done`` letters, up to the spool's cursor), what is still pending, and
     where each report box's read stopped (a box replaced meanwhile drops it all)."""
 
     roster: str = ""
-    cursors: dict[str, Cursor] = field(default_factory=dict)
+    cursors: dict[str, Cursor] = msgspec.field(default_factory=dict)
     done: int = 0
     to_project: int = 0
     to_home: int = 0
-    pending: dict[str, tuple[Letter, Route]] = field(default_factory=dict)
-    routes: dict[tuple[str | None, str | None], Route] = field(default_factory=dict)
-    elsewhere: set[str] = field(default_factory=set)
+    pending: dict[str, tuple[Letter, Route]] = msgspec.field(default_factory=dict)
+    routes: dict[tuple[str | None, str | None], Route] = msgspec.field(default_factory=dict)
+    elsewhere: set[str] = msgspec.field(default_factory=set)
 
 
 DISTRIBUTION: Kind[DistributionState] = Kind("distribution")

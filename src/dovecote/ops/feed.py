@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -67,12 +66,11 @@ def decode_cursor(token: str) -> dict[str, int]:
     return counts
 
 
-@dataclass
-class Watch:
+class Watch(msgspec.Struct):
     """One reader's place in the feed: letters given per box, and where each box's last read stopped."""
 
     counts: dict[str, int]
-    cursors: dict[str, Cursor] = field(default_factory=dict)
+    cursors: dict[str, Cursor] = msgspec.field(default_factory=dict)
 
     @property
     def cursor(self) -> str:

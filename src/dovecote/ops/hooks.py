@@ -28,9 +28,9 @@ added to ``run_hook`` without changing any agent's configuration.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
@@ -49,8 +49,7 @@ KINDS = ("session-start", "prompt", "stop")
 NO_SESSION = "-"
 
 
-@dataclass(frozen=True, slots=True)
-class HookAnswer:
+class HookAnswer(msgspec.Struct, frozen=True):
     """A hook's answer: exactly what to print on stdout, what to record as told, and whether it blocks."""
 
     kind: str

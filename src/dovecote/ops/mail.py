@@ -26,9 +26,10 @@ rule of a send reads the sender's) and the sender's ledger is opened first
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
 
 from dovecote import folds
 from dovecote.addresses import Address, check_name, entity
@@ -51,8 +52,7 @@ if TYPE_CHECKING:
     from dovecote.verbs import Message
 
 
-@dataclass
-class Delivery:
+class Delivery(msgspec.Struct):
     id: str
     to: str
     sender: str

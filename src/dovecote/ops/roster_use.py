@@ -9,7 +9,7 @@ there that are not in the box yet; for an entity, the letters in its box.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from dovecote.addresses import Address
 from dovecote.errors import Refusal
@@ -18,8 +18,7 @@ from dovecote.routing import RosterIndex, route
 from dovecote.store import Store
 
 
-@dataclass(frozen=True, slots=True)
-class Use:
+class Use(msgspec.Struct, frozen=True):
     """The letters that still route to one box, and where its ledger is."""
 
     address: str

@@ -9,8 +9,9 @@ its claim; the second, once it holds the lock, sees ACTIVE and is refused
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import InboxBook, Item
@@ -66,8 +67,7 @@ def _until(value: str | None) -> str | None:
     return format_ts(t)
 
 
-@dataclass
-class Transition:
+class Transition(msgspec.Struct):
     id: str
     item: str
     kind: str
