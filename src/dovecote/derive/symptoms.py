@@ -152,13 +152,23 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-#: Per class, the rules that reach it (in table order) with their patterns, and one pattern of every
-#: word they start from: a text with none of those is matched by no rule, decided by one search.
-_BY_CLASS: dict[str, tuple[re.Pattern[str], tuple[tuple[Rule, Patterns], ...]]] = {
-    k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
-        tuple((r, _patterns(r)) for r in RULES if k in r.classes))
-    for k in sorted({k for r in RULES for k in r.classes})
-}
+ByClass = dict[str, tuple[re.Pattern[str], tuple[tuple[Rule, Patterns], ...]]]
+_compiled: list[ByClass] = []
+
+
+def _by_class() -> ByClass:
+    """Per class, the rules that reach it (in table order) with their patterns, and one pattern of every
+    word they start from: a text with none of those is matched by no rule, decided by one search.
+
+    Compiled on the first letter that needs a rule, not at import: the regexes cost a hook that never
+    reads a field report ~7 ms. Two threads that both compile build equal tables; the first kept wins."""
+    if not _compiled:
+        _compiled.append({
+            k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
+                tuple((r, _patterns(r)) for r in RULES if k in r.classes))
+            for k in sorted({k for r in RULES for k in r.classes})
+        })
+    return _compiled[0]
 
 RULE_NAMES: tuple[str, ...] = (
     "authored", "legacy_kind", "misdelivery_kind", *(r.name for r in RULES),
@@ -206,7 +216,7 @@ def symptom_rule(letter: Letter) -> tuple[str, str] | None:
         return (mapped, "misdelivery_kind") if mapped else None
     if not isinstance(text.what, str):
         return None
-    starts, rules = _BY_CLASS[klass]
+    starts, rules = _by_class()[klass]
     what = text.what.lower()
     if starts.search(what) is None:
         return None
