@@ -15,6 +15,7 @@ there).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -153,22 +154,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 ByClass = dict[str, tuple[re.Pattern[str], tuple[tuple[Rule, Patterns], ...]]]
-_compiled: list[ByClass] = []
 
 
+@functools.cache
 def _by_class() -> ByClass:
     """Per class, the rules that reach it (in table order) with their patterns, and one pattern of every
     word they start from: a text with none of those is matched by no rule, decided by one search.
 
-    Compiled on the first letter that needs a rule, not at import: the regexes cost a hook that never
-    reads a field report ~7 ms. Two threads that both compile build equal tables; the first kept wins."""
-    if not _compiled:
-        _compiled.append({
-            k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
-                tuple((r, _patterns(r)) for r in RULES if k in r.classes))
-            for k in sorted({k for r in RULES for k in r.classes})
-        })
-    return _compiled[0]
+    Compiled on the first letter that needs a rule, not at import: a session-start hook imports this
+    module and reads no field report (~30 M instructions saved a call)."""
+    return {
+        k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
+            tuple((r, _patterns(r)) for r in RULES if k in r.classes))
+        for k in sorted({k for r in RULES for k in r.classes})
+    }
+
 
 RULE_NAMES: tuple[str, ...] = (
     "authored", "legacy_kind", "misdelivery_kind", *(r.name for r in RULES),
