@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,56 @@ def test_a_retired_index_is_closed_by_its_last_user_not_under_it(tmp_path: Path)
     assert inside.closed  # its last user closed it on the way out
     with search_open.held(ctx) as now:
         assert now is not inside and not now.closed
+
+
+def test_a_search_whose_index_is_deleted_beneath_every_attempt_answers_from_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something deletes the cache inside every attempt: the answer still comes, from the letters."""
+    from dovecote.ops import search as search_op
+
+    dc = home_with_mail(tmp_path)
+    real_sync = search_op.sync
+    attempts: list[Path | None] = []
+
+    def yanking_sync(ctx: Any, idx: search_index.SearchIndex, *a: Any, **k: Any) -> None:
+        attempts.append(idx.path)
+        if idx.path is not None:
+            real_sync(ctx, idx, *a, **k)
+            search_index.discard(idx.path)  # deleted beneath the open connection, mid-answer
+            idx.conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")  # SQLite notices
+        else:
+            real_sync(ctx, idx, *a, **k)
+
+    monkeypatch.setattr(search_op, "sync", yanking_sync)
+    answer = dc.search(Search(query="heron"))
+    assert attempts[:-1] == [index_file(dc)] * search_op._ATTEMPTS and attempts[-1] is None
+    monkeypatch.setattr(search_op, "sync", real_sync)
+    assert answer["count"] == MESSAGES
+    assert answer == dc.search(Search(query="heron"))  # the same answer the file index (back again) gives
+
+
+def test_an_index_file_gone_before_its_inode_is_read_is_never_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file went between SQLite opening it and the look at its inode: the next search opens anew."""
+    dc = home_with_mail(tmp_path)
+    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    ctx = dc._ctx()
+    real_connect = search_open.connect
+
+    def connect_then_delete(path: Path | None) -> tuple[sqlite3.Connection, bool]:
+        made = real_connect(path)
+        if path is not None:
+            search_index.discard(path)
+        return made
+
+    search_index.discard(index_file(dc))
+    monkeypatch.setattr(search_open, "connect", connect_then_delete)
+    gone = search_open.open_index(ctx)
+    monkeypatch.setattr(search_open, "connect", real_connect)
+    assert gone.path == index_file(dc) and not index_file(dc).exists()
+    assert search_open.moved(gone)
+    again = search_open.open_index(ctx)
+    assert again is not gone and index_file(dc).exists()
+    assert dc.search(Search(query="heron"))["count"] == MESSAGES

@@ -171,6 +171,10 @@ class Unusable(sqlite3.DatabaseError):
 
 #: SQLite result codes that mean the file itself is bad: CORRUPT, NOTADB.
 _BAD_FILE = frozenset({11, 26})
+#: SQLite result codes that mean the file was taken from beneath an open connection:
+#: IOERR (any kind: the -wal or -shm went, an fstat of the unlinked file) and READONLY_DBMOVED.
+_YANKED = frozenset({10})
+_READONLY_DBMOVED = 1032
 #: SQLite result codes that mean another connection holds the file: BUSY, LOCKED.
 _BUSY = frozenset({5, 6})
 
@@ -205,6 +209,12 @@ def unusable(e: sqlite3.Error) -> bool:
         return True
     code = getattr(e, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in _BAD_FILE
+
+
+def yanked(e: sqlite3.Error) -> bool:
+    """Is this error the index file (or its journal) deleted or replaced beneath the connection?"""
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF in _YANKED or code == _READONLY_DBMOVED)
 
 
 def connect(path: Path | None) -> tuple[sqlite3.Connection, bool]:

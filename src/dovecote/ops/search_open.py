@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from dovecote.context import Context
 
 
+#: The inode of an index whose file went between its opening and the look at it: no file has it.
+_GONE = -1
+
+
 def _ino(path: Path | None) -> int | None:
     """The index file's own inode: a warm handle notices its cache deleted or replaced."""
     if path is None:
@@ -47,6 +51,13 @@ def _ino(path: Path | None) -> int | None:
         return os.stat(path).st_ino
     except OSError:
         return None
+
+
+def _opened_ino(path: Path | None) -> int | None:
+    """The inode of the file just opened at ``path``; ``_GONE`` if it was deleted meanwhile, so
+    that index is never taken for current (a None here once meant "no file to watch")."""
+    ino = _ino(path)
+    return _GONE if ino is None and path is not None else ino
 
 
 def index_path(ctx: Context) -> Path | None:
@@ -118,7 +129,7 @@ def _opened(path: Path | None) -> SearchIndex:
             conn, wal = connect(path)
         except sqlite3.Error:  # cannot be opened or made here (read-only home): search from memory
             path, (conn, wal) = None, connect(None)
-    idx = SearchIndex(path, conn, _ino(path), wal=wal)
+    idx = SearchIndex(path, conn, _opened_ino(path), wal=wal)
     if fresh:
         idx.stats["rebuilds"] += 1
     return idx
