@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +26,14 @@ def _pair(tmp: Path, home: Path) -> None:
     env = cli_env(tmp, home)
     procs = [subprocess.Popen([str(DOVECOTE_BIN), "mailman", "--once", "--json"], cwd=tmp, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
+    try:
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:  # one that failed leaves no process behind for a later test to trip over
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for p, err in zip(procs, errs, strict=True):
         assert p.returncode == 0, err
 
 
@@ -57,3 +66,43 @@ def test_two_mailmen_over_a_thousand_envelopes_do_everything_exactly_once(tmp_pa
     assert len(messages) == N and set(messages.values()) == {1}
     rows = dc.trackers()["trackers"]
     assert len(rows) == N and all(t["escalated"] and t["reping_count"] == 1 for t in rows)
+
+
+def test_a_step_that_needs_a_box_the_first_look_did_not_is_taken_with_that_box_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between a mailman's first look (a reping due, no escalation box needed) and its lock, another
+    mailman repings: under the lock the step is the timeout, escalating to aya, whose box the first
+    look did not ask for. It is held then, and the escalation written once (CI: KeyError on aya's box)."""
+    from contextlib import contextmanager
+
+    from dovecote.api import open_home
+    from dovecote.ops import mailman as mailman_op
+    from dovecote.timeutil import parse_time
+
+    dc = delivery_home(tmp_path)
+    t0 = parse_time("2026-01-01T00:00:00Z")
+    assert t0 is not None
+    policy = {"ack_required": True, "ack_timeout_s": 300, "max_repings": 1, "reping_interval_s": 300,
+              "escalation_target": "aya"}
+    drop(dc, envelope(to="tariq", ack_policy=policy, ts="2026-01-01T00:00:00Z"))
+    dc.intake(now=t0)
+    other = open_home(dc.layout.root)
+    real_book = mailman_op.book
+    interleaved: list[bool] = []
+
+    @contextmanager
+    def book_then_the_other_mailman(ctx: Any, entity_id: str, held: Any = None) -> Iterator[Any]:
+        with real_book(ctx, entity_id, held) as b:
+            yield b
+        if entity_id == "tariq" and held is None and not interleaved:
+            interleaved.append(True)  # the other mailman's own looks go straight through
+            other.mailman(now=t0 + timedelta(seconds=300))  # the reping, due at t0 + 300
+
+    monkeypatch.setattr(mailman_op, "book", book_then_the_other_mailman)
+    (run,) = dc.mailman(now=t0 + timedelta(seconds=700))  # its first look: the reping (due at t0 + 300)
+    assert interleaved == [True]
+    assert run.reconciled.errors == [] and run.reconciled.timeouts == 1 and run.reconciled.escalations == 1
+    kinds = Counter(x.get("kind") for x in box_letters(dc, "tariq"))
+    assert kinds["reping"] == 1 and kinds["ack_timeout"] == 1 and kinds["escalation"] == 1
+    assert sum(1 for x in box_letters(dc, "aya") if x.get("escalates")) == 1

@@ -137,6 +137,33 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
     return own, others, markers, done
 
 
+def _targets(ctx: Context, steps: list[Step]) -> set[Address]:
+    return {_escalation_box(ctx, s.target) for s in steps if s.target is not None}
+
+
+def _appended(
+    ctx: Context, addr: Address, entity_id: str, targets: set[Address], now: datetime, mode: str
+) -> tuple[list[bytes], Reconciled]:
+    """The due steps of one box, decided again and appended under the locks of the box and of every
+    escalation target they need. The steps read under the lock may need a box the first look did not
+    (another mailman timed a delivery out meanwhile: its escalation is due now): then the section
+    ends unwritten and is entered again holding that box too (the targets only grow, so it ends).
+    Answers the escalation markers still to append (after this section, see ``_plan``) and the counts."""
+    while True:
+        with guarded_many(ctx, [addr, *targets]) as held, book(ctx, entity_id, held[addr]) as b:
+            steps = b.due_steps(now)  # again, under the lock: the compare-and-swap
+            need = _targets(ctx, steps)
+            if need <= targets:
+                trackers = {s.delivery_id: b.tracker(s.delivery_id) for s in steps}
+                own, others, markers, done = _plan(ctx, steps, trackers, now, mode)
+                if own:
+                    held[addr].append(own)
+                for box, lines in others.items():
+                    held[box].append(lines)
+                return markers, done
+        targets = targets | need
+
+
 def reconcile(ctx: Context, now: datetime, mode: str | None = None) -> Reconciled:
     """One pass over every entity box: append each due step once (see the module docstring); ``mode``: the
     notifier's (None: the roster's)."""
@@ -150,15 +177,7 @@ def reconcile(ctx: Context, now: datetime, mode: str | None = None) -> Reconcile
                 due = b.due_steps(now)
             if not due:
                 continue
-            targets = [_escalation_box(ctx, s.target) for s in due if s.target is not None]
-            with guarded_many(ctx, [addr, *targets]) as held, book(ctx, e.id, held[addr]) as b:
-                steps = b.due_steps(now)  # again, under the lock: the compare-and-swap
-                trackers = {s.delivery_id: b.tracker(s.delivery_id) for s in steps}
-                own, others, markers, done = _plan(ctx, steps, trackers, now, mode)
-                if own:
-                    held[addr].append(own)
-                for box, lines in others.items():
-                    held[box].append(lines)
+            markers, done = _appended(ctx, addr, e.id, _targets(ctx, due), now, mode)
             if markers:  # only once the messages are fsynced (the section above has ended): see _plan
                 with guarded_many(ctx, [addr]) as again:
                     again[addr].append(markers)
