@@ -342,3 +342,32 @@ def test_a_store_whose_connections_are_killed_reconnects_and_goes_on(url: str) -
     finally:
         st.close()
         other.close()
+
+
+def test_every_handle_thread_of_a_server_holds_a_connection_at_once(url: str) -> None:
+    """A server's REST and MCP workers (``store.CALLS_AT_ONCE`` each) never queue for one of the
+    store's pooled connections: a thread waiting for one cost a third of the sends (bench/README.md)."""
+    from dovecote.http import runner
+    from dovecote.mcp import server
+
+    assert runner.WORKERS == server.WORKERS
+    st = PostgresStore(url)
+    try:
+        inside = threading.Barrier(runner.WORKERS, timeout=10)
+        broken: list[BaseException] = []
+
+        def hold() -> None:
+            try:
+                with st._session():
+                    inside.wait()  # every worker inside a session at the same moment
+            except BaseException as e:
+                broken.append(e)
+
+        threads = [threading.Thread(target=hold) for _ in range(runner.WORKERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert broken == []
+    finally:
+        st.close()

@@ -44,7 +44,19 @@ from psycopg_pool import ConnectionPool
 from dovecote import store_pgschema
 from dovecote.errors import StoreError
 from dovecote.roster import Roster
-from dovecote.store import BoxRead, Cursor, Mark, Probe, Tail, Where, box_key, check_writable, keyed_location, reachable
+from dovecote.store import (
+    CALLS_AT_ONCE,
+    BoxRead,
+    Cursor,
+    Mark,
+    Probe,
+    Tail,
+    Where,
+    box_key,
+    check_writable,
+    keyed_location,
+    reachable,
+)
 from dovecote.store_pgbox import ROWS, Box, Conn, decode, held, refresh
 from dovecote.store_pgnotify import Listener
 from dovecote.store_pgwrite import PostgresGuard, Session, Transaction
@@ -94,7 +106,7 @@ class PostgresStore:
     #: A thread's nested guarded sections are one transaction (``store.commits_together``).
     sections_commit_together = True
 
-    def __init__(self, url: str, roster: Roster | None = None, *, pool_size: int = 8) -> None:
+    def __init__(self, url: str, roster: Roster | None = None, *, pool_size: int = CALLS_AT_ONCE) -> None:
         self.url = url
         self.roster = roster or Roster()
         self._boxes: dict[str, Box] = {}

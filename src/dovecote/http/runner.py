@@ -34,9 +34,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dovecote.api import Dovecote
+from dovecote.store import CALLS_AT_ONCE
 
-#: How many handle calls may run at once (threads mostly wait on fsyncs and locks, not the CPU).
-WORKERS = 16
+#: How many handle calls may run at once (threads mostly wait on fsyncs and locks, not the CPU): as
+#: many as the PostgreSQL store has connections (``store.CALLS_AT_ONCE`` says why).
+WORKERS = CALLS_AT_ONCE
 
 
 def started(size: int, name: str) -> ThreadPoolExecutor:
