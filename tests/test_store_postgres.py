@@ -345,8 +345,8 @@ def test_a_store_whose_connections_are_killed_reconnects_and_goes_on(url: str) -
 
 
 def test_every_handle_thread_of_a_server_holds_a_connection_at_once(url: str) -> None:
-    """A server's REST and MCP workers (``store.CALLS_AT_ONCE`` each) never queue for one of the
-    store's pooled connections: a thread waiting for one cost a third of the sends (bench/README.md)."""
+    """A face's handle workers (REST's, MCP's: ``store.CALLS_AT_ONCE`` each) never queue for one of
+    the store's pooled connections: threads waiting for one cost a third of the sends (bench/README.md)."""
     from dovecote.http import runner
     from dovecote.mcp import server
 
