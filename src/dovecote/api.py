@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 import msgspec
 from msgspec.structs import replace
@@ -38,7 +38,7 @@ from dovecote.ops.injection import inbox_injection
 from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
 from dovecote.osutil import file_stamp
 from dovecote.routing import RosterIndex
-from dovecote.store import Store
+from dovecote.store import CALLS_AT_ONCE, Store
 from dovecote.tokens import Principal
 from dovecote.verbs import checked
 
@@ -64,6 +64,10 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     real clock by default). Every acting or dated method also takes
     ``actor=``/``now=`` for one call.
     """
+
+    #: How many calls a face runs on one handle at once (its worker threads): as many as the
+    #: PostgreSQL store's pooled connections (``store.CALLS_AT_ONCE`` says why).
+    CALLS_AT_ONCE: ClassVar[int] = CALLS_AT_ONCE
 
     def refresh(self) -> bool:
         """Read the roster again if ``config.toml`` changed on disk since it was read; True if it had.

@@ -34,11 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dovecote.api import Dovecote
-from dovecote.store import CALLS_AT_ONCE
 
 #: How many handle calls may run at once (threads mostly wait on fsyncs and locks, not the CPU): as
-#: many as the PostgreSQL store has connections (``store.CALLS_AT_ONCE`` says why).
-WORKERS = CALLS_AT_ONCE
+#: many as the PostgreSQL store has connections (``Dovecote.CALLS_AT_ONCE``).
+WORKERS = Dovecote.CALLS_AT_ONCE
 
 
 def started(size: int, name: str) -> ThreadPoolExecutor:
