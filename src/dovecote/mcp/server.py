@@ -38,7 +38,6 @@ from dovecote import verbs
 from dovecote._version import __version__
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
-from dovecote.http.runner import WORKERS as HANDLE_WORKERS
 from dovecote.http.runner import Pool
 from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
@@ -46,9 +45,9 @@ from dovecote.textsafe import one_line
 
 log = logging.getLogger(__name__)
 
-#: How many handle calls run at once (threads: as many as REST's, ``store.CALLS_AT_ONCE``), and how
-#: many waits may block at once.
-WORKERS = HANDLE_WORKERS
+#: How many handle calls run at once (threads: as many as REST's, ``Dovecote.CALLS_AT_ONCE``), and
+#: how many waits may block at once.
+WORKERS = Dovecote.CALLS_AT_ONCE
 WAITERS = 64
 #: Where an HTTP face leaves the principal it authenticated (``scope["state"]``).
 PRINCIPAL_KEY = "dovecote.principal"
