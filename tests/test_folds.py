@@ -162,6 +162,30 @@ def test_a_cold_handle_answers_from_the_snapshot_reading_only_what_is_new(
     assert cold == fresh_answer(dc)
 
 
+def test_a_book_folded_from_nothing_is_replaced_by_its_snapshot_decoded(tmp_path: Path) -> None:
+    """After the read that folded the box from nothing and wrote the snapshot, the handle keeps the
+    snapshot's book (its rows packed until read, laid out together), and answers as before, as a cold
+    handle does, and as a fold from nothing does after one more letter."""
+    from dovecote import folds
+    from dovecote.addresses import entity
+
+    def book(dc: Dovecote) -> InboxBook:
+        return dc.context.warm.entry(entity(ENTITY)).folds[folds.INBOX].fold  # no read: the handle's own
+
+    dc = filled(tmp_path)
+    shutil.rmtree(dc.layout.cache / "folds")
+    warm = open_home(dc.layout.root)
+    first = read(warm)  # folded from nothing: the snapshot is written, and decoded in the fold's place
+    assert snap_path(warm).is_file()
+    vs = book(warm).view_state
+    assert vs is not None and vs.rows
+    assert not any(isinstance(held, dict) for _, held, _ in vs.rows.values())  # still packed: the snapshot's
+    assert read(warm) == first == read(open_home(dc.layout.root))
+    item = warm.inbox(Inbox(entity_id=ENTITY), now=NOW)["items"][-1]["id"]
+    warm.move(Move(kind="seen", entity_id=ENTITY, ref=item), now=NOW)
+    assert read(warm) == fresh_answer(warm) != first
+
+
 @pytest.mark.parametrize("spoil", ["garbage", "truncated", "version", "entity", "roster", "rewritten"])
 def test_a_snapshot_that_cannot_be_trusted_is_ignored(tmp_path: Path, spoil: str) -> None:
     dc = filled(tmp_path)

@@ -23,6 +23,14 @@ reads that short tail again, and places those few rows again). A view read
 with no tic is patched row by row (``inbox_view.current_view``), so it is worth
 a file however soon its first row changes: the next cold process places again
 only the rows whose moment came, where it once rebuilt all ten thousand.
+
+A book folded from nothing is replaced, in the handle, by the snapshot just
+written, decoded: the same state (a cold process starts from exactly that),
+laid out together in memory. The folded book's rows and their strings lie
+scattered among the letters and links the fold made, and every read copies
+each row (results are snapshots): on a box of 10,000 messages a warm read was
+16.4 ms plus 11.1 ms of JSON from the folded book, 10.7 plus 4.8 ms from the
+decoded one, for one decode of the snapshot (tens of ms) on the first read.
 """
 
 from __future__ import annotations
@@ -82,32 +90,43 @@ def dumps(ctx: Context, book: InboxBook, mark: Mark) -> bytes:
     return len(head).to_bytes(4, "little") + head + inbox_snapshot.dumps(book)
 
 
+def _split(data: bytes) -> tuple[Head, memoryview]:
+    view = memoryview(data)  # slices of a view copy nothing
+    size = int.from_bytes(view[:4], "little")
+    return _decode_head(view[4 : 4 + size]), view[4 + size :]
+
+
+def _book(head: Head, body: memoryview) -> InboxBook:
+    with collector_paused():  # tens of thousands of objects, none of them cyclic garbage
+        book = inbox_snapshot.loads(body)
+    book.saved_view = head.view_key
+    return book
+
+
 def load_inbox(ctx: Context, entity_id: str) -> tuple[InboxBook, Mark] | None:
     """The entity's book and mark from its snapshot, or None (absent, garbage, stale)."""
     try:
         path = path_of(ctx, entity_id, create=False)
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
-            data = f.read()
-        view = memoryview(data)  # slices of a view copy nothing
-        size = int.from_bytes(view[:4], "little")
-        head = _decode_head(view[4 : 4 + size])
+            head, body = _split(f.read())
         if head.version != VERSION or head.roster != ctx.roster.signature or head.entity != entity_id:
             return None
-        with collector_paused():  # tens of thousands of objects, none of them cyclic garbage
-            book = inbox_snapshot.loads(view[4 + size :])
+        book = _book(head, body)
     except (OSError, StoreError, msgspec.DecodeError, ValueError, TypeError, KeyError):
         return None
     if book.entity != entity_id:
         return None
-    book.saved_view = head.view_key
     return book, head.mark
 
 
-def save(ctx: Context, book: InboxBook, mark: Mark) -> None:
-    """Write the snapshot whole; a cache that cannot be written is simply not written."""
+def save(ctx: Context, book: InboxBook, mark: Mark) -> bytes | None:
+    """Write the snapshot whole, and return it; a cache that cannot be written is simply not written (None)."""
+    data = dumps(ctx, book, mark)
     with contextlib.suppress(OSError, StoreError):
-        fileops.replace_cache(path_of(ctx, book.entity, create=True), dumps(ctx, book, mark))
+        fileops.replace_cache(path_of(ctx, book.entity, create=True), data)
         book.saved_view = _view_key(book)
+        return data
+    return None
 
 
 def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
@@ -119,7 +138,9 @@ def after_read(ctx: Context, entity_id: str, rec: Fed[InboxBook]) -> None:
     rebuilt = vs is not None and _view_key(book) != book.saved_view
     drifted = vs is not None and vs.replaced >= REWRITE_AFTER
     if rec.since_saved < 0 or rec.since_saved >= REWRITE_AFTER or rebuilt or drifted:
-        save(ctx, book, rec.mark)
+        data = save(ctx, book, rec.mark)
+        if rec.since_saved < 0 and data is not None:
+            rec.fold = _book(*_split(data))  # see the module docstring: a book folded from nothing
         rec.since_saved = 0
         if vs is not None:
             vs.replaced = 0
