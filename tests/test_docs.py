@@ -44,3 +44,15 @@ def test_every_refusal_keyword_is_documented() -> None:
 
 def test_readme_shows_the_two_commands() -> None:
     assert "make run" in README and "make test" in README
+
+
+def test_no_source_or_help_cites_a_tracker_number() -> None:
+    """Comments, docstrings and --help say the rule itself: a reader of this repository has no tracker to look
+    "issue 9" up in (the README's generated CLI reference carries the help texts, so it is checked too)."""
+    import re
+
+    cite = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in [*sorted((ROOT / "src").rglob("*.py")), ROOT / "README.md"]
+             for n, line in enumerate(path.read_text().splitlines(), 1) if cite.search(line)]
+    assert found == [], "\n".join(found)

@@ -338,7 +338,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
         return tree_import_op.import_inbox_tree(self._ctx(now=now), Path(v.path), v.entity_id, current=v.current_tic)
 
-    # -- issue 9: vNext mailbox directories ---------------------------------------------
+    # -- vNext mailbox directories ---------------------------------------------
 
     def import_vnext(self, v: verbs.ImportVnext, /) -> import_vnext_op.VnextImport:
         """Read a vNext mailbox directory; with ``write``, import it (see ``ops.import_vnext``)."""

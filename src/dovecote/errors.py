@@ -91,7 +91,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "unsupported": (400, "this server cannot do that as it runs (serve --workers N keeps no MCP session to notify)"),
     "unverified_mode": (400, "the notifier mode session-inject is reserved: no session injection was ever verified"),
 }
-# issue 9: import vnext
+# import vnext
 REASONS["vnext_malformed"] = (
     422, "a file of the vNext directory cannot be read as what its place holds; nothing was imported",
 )

@@ -1,4 +1,4 @@
-"""The handle's verbs for waking agents: tokens, wait and hooks (issue 8).
+"""The handle's verbs for waking agents: tokens, wait and hooks.
 
 Imported on first use, like search: the hook path stays light.
 """
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class AgentVerbs(HandleCore):
-    """The handle's verbs for waking agents: tokens, wait and hooks (issue 8)."""
+    """The handle's verbs for waking agents: tokens, wait and hooks."""
 
     def token_issue(
         self, v: verbs.TokenIssue | str, role: str = "agent", /, *, actor: ActorArg = None

@@ -1,4 +1,4 @@
-"""The handle's case-intelligence verbs (issue 10; see ``ops.cases``).
+"""The handle's case-intelligence verbs (see ``ops.cases``).
 
 One method per verb, each one row of a face (CLI, MCP, REST).
 """
@@ -15,7 +15,7 @@ from dovecote.verbs import checked
 
 
 class CaseVerbs(HandleCore):
-    """The handle's case-intelligence verbs (issue 10; see ``ops.cases``)."""
+    """The handle's case-intelligence verbs (see ``ops.cases``)."""
 
     def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
         """File a triage receipt into the case's box; it closes what it answers."""

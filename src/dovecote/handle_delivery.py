@@ -1,4 +1,4 @@
-"""The handle's delivery verbs (issue 9): intake, the mailman, acks, trackers, presence, status.
+"""The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status.
 
 Each takes its verb and answers a value with ``to_dict``: a REST route is one row.
 """
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class DeliveryVerbs(HandleCore):
-    """The handle's delivery verbs (issue 9): intake, the mailman, acks, trackers, presence, status."""
+    """The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status."""
 
     def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
         """The recipient's ack of a delivery, once (see ``ops.acks``)."""

@@ -1,4 +1,4 @@
-"""The handle's mission and block verbs (issue 11; see ``ops.missions`` and ``ops.blocks``).
+"""The handle's mission and block verbs (see ``ops.missions`` and ``ops.blocks``).
 
 One method per verb, each one row of a face. The two human gestures
 (``mission_archive``, ``receipt_import``) take ``gesture``: the origin a face
@@ -18,7 +18,7 @@ from dovecote.verbs import checked
 
 
 class MissionVerbs(HandleCore):
-    """The handle's mission and block verbs (issue 11)."""
+    """The handle's mission and block verbs."""
 
     def block_add(self, v: verbs.BlockAdd, /, *, actor: ActorArg = None, now: datetime | None = None
                   ) -> dict[str, Any]:

@@ -206,7 +206,7 @@ def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
     return dc.wait(v).to_dict()
 
 
-# -- case intelligence (issue 10): reading the cases and filing a receipt are an agent's;
+# -- case intelligence: reading the cases and filing a receipt are an agent's;
 # running sentinels (commands on this machine), monitors and claims are operator work.
 
 
@@ -254,7 +254,7 @@ def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, An
     return dc.receipt(v, actor=actor_of(w))
 
 
-# -- delivery (issue 9): an agent acks its own deliveries and reads its trackers; the status view of every
+# -- delivery: an agent acks its own deliveries and reads its trackers; the status view of every
 # agent's deliveries, intake, a mailman pass and presence beats are operator work.
 
 
@@ -309,7 +309,7 @@ def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dic
         raise Refusal("server_file", "import_vnext reads a folder on the server: only the local operator names "
                                      "one (dovecote mcp on this machine without a token, or dovecote import vnext)")
     return dc.import_vnext(v).to_dict()
-# -- missions (issue 11): reading missions and blocks is anyone's; a post is a token's (its entity posts); a
+# -- missions: reading missions and blocks is anyone's; a post is a token's (its entity posts); a
 # block is an operator's to add or bump. The two human gestures (mission_archive, receipt_import) are not here:
 # no token reaches them (the Human View's session does, ``http.pages_missions``).
 
@@ -347,7 +347,7 @@ CALLS: dict[str, Call] = {
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
     "import_vnext": import_vnext, "hook_event": hook_event,
-    # missions (issue 11); never mission_archive or receipt_import (human gestures)
+    # missions; never mission_archive or receipt_import (human gestures)
     "mission_post": mission_post, "missions": missions, "mission": mission, "blocks": blocks,
     "block_add": block_add, "block_bump": block_bump,
 }

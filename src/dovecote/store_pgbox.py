@@ -35,7 +35,7 @@ _HOLD_CALL = "SELECT * FROM dovecote_hold({}, {}, {}, %s)"
 _HOLD = _HOLD_CALL.format("%b::text[]", "%b::int4[]", "%b::int8[]")
 #: Up to this many boxes (here) or rows (an insert, ``store_pgwrite``) go as plain parameters
 #: (``ARRAY[%s, …]``, ``VALUES (%s, …)``), not as arrays: psycopg dumps an array in Python, element
-#: by element, which was a fifth of a profiled library send's CPU (issue 12).
+#: by element, which was a fifth of a profiled library send's CPU.
 SCALARS = 16
 
 

@@ -5,7 +5,7 @@ after the box's last row; they are written inside the section's transaction, so 
 failure of the ``COPY`` (a row a writer put there around the lock) fails the section
 and the box starts over (``Transaction.rollback``).
 
-How, for speed (issue 12: a batch of 100,000 at >= 50,000 letters/s), client and
+How, for speed (a batch of 100,000 at >= 50,000 letters/s), client and
 server working at once on the machine's two cores:
 
 * The caller finds the new lines a slice of ``CHUNK`` at a time and feeds each

@@ -47,11 +47,11 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     """),
     # Ids compared byte by byte, not by the database's collation (they are ASCII hex digits): the
     # unique index every row goes into costs the server less; a batch of 100,000 about an eighth
-    # less CPU (0.45 -> 0.39 s, issue 12). No row is rewritten; only that index is rebuilt.
+    # less CPU (0.45 -> 0.39 s). No row is rewritten; only that index is rebuilt.
     (2, """
         ALTER TABLE dovecote_letters ALTER COLUMN id TYPE text COLLATE "C";
     """),
-    # A guarded section's first round trip as one statement instead of two a box (issue 12): each
+    # A guarded section's first round trip as one statement instead of two a box: each
     # box's advisory lock (``write``: every lock before any read, in the order given), its row made
     # if missing, then each box's number and generation and the rows after what the caller holds.
     # Each query of a VOLATILE PL/pgSQL function takes a fresh snapshot, so the reads see every row

@@ -37,7 +37,7 @@ VERBS: dict[str, str] = {
     "show": "own",
     "search": "own",
     **{kind.value: "own" for kind in MoveKind},  # every lifecycle move, from the one vocabulary
-    # -- delivery (issue 9) --
+    # -- delivery --
     "ack": "own",
     "trackers": "own",
     "presence_beat": "own",

@@ -1,4 +1,4 @@
-"""Closed vocabularies of delivery (issue 9): the vNext envelope's enums and the three state axes.
+"""Closed vocabularies of delivery: the vNext envelope's enums and the three state axes.
 
 Kept apart from ``vocab`` so the delivery layer's lists live in one place of
 their own. Each is a ``StrEnum`` (the typed verbs take it as is) and, where a

@@ -7,15 +7,15 @@ a summary otherwise). The commands live in one module per group:
 
 - ``cmd_roster``: project and entity add/remove/list
 - ``cmd_reports``: report, distribute, sweep, box, doctor, verify
-- ``cmd_cases``: receipt, cases, case, sentinels, claims, monitor add, monitors (issue 10)
+- ``cmd_cases``: receipt, cases, case, sentinels, claims, monitor add, monitors
 - ``cmd_mail``: send, draft, outbox send, and the lifecycle moves
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
-- ``cmd_vnext``: import vnext (issue 9)
+- ``cmd_vnext``: import vnext
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 - ``cmd_store``: db migrate, copy (the PostgreSQL store)
-- ``cmd_missions``: block add/bump, blocks, mission post/show/archive, missions, receipt import (issue 11)
+- ``cmd_missions``: block add/bump, blocks, mission post/show/archive, missions, receipt import
 """
 
 from __future__ import annotations
@@ -84,18 +84,18 @@ def main(
 cmd_misc.register_init(app)
 cmd_roster.register(app)
 cmd_reports.register(app)
-cmd_cases.register(app)  # receipt, cases, case, sentinels, claims, monitors (issue 10)
+cmd_cases.register(app)  # receipt, cases, case, sentinels, claims, monitors
 cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
-cmd_vnext.register(cmd_inbox.import_app)  # import vnext (issue 9)
+cmd_vnext.register(cmd_inbox.import_app)  # import vnext
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
-cmd_cases.register_hooks(app)  # hook post-tool (abandonment, issue 10)
+cmd_cases.register_hooks(app)  # hook post-tool (abandonment)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs
-cmd_mcp.register(app, opened)  # mcp (the MCP face, issue 8)
-cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status (issue 9)
-cmd_store.register(app)  # db migrate, copy (issue 12)
-cmd_missions.register(app)  # block, blocks, mission, missions, receipt import (issue 11)
+cmd_mcp.register(app, opened)  # mcp (the MCP face)
+cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status
+cmd_store.register(app)  # db migrate, copy
+cmd_missions.register(app)  # block, blocks, mission, missions, receipt import
 
 
 class _LazyGroup(Group):

@@ -51,7 +51,7 @@ def receipt_cmd(
     --sentinel-probe "grep -n 'return \\[\\]' src/north.py"
 
     --answers and --disposition are required (refused missing_field without them), except before a
-    subcommand: `dovecote receipt import M` imports a mission's receipt candidate (issue 11).
+    subcommand: `dovecote receipt import M` imports a mission's receipt candidate.
     """
     from dovecote.verbs import decode
 
@@ -198,7 +198,7 @@ def register_hooks(app: Typer) -> None:
 
 
 def register(app: Typer) -> None:
-    receipt = Typer(invoke_without_command=True)  # `receipt import M` (issue 11) is its subcommand
+    receipt = Typer(invoke_without_command=True)  # `receipt import M` is its subcommand
     receipt.callback()(receipt_cmd)
     app.add_typer(receipt, name="receipt")
     app.command("cases")(cases_cmd)

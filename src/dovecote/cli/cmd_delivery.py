@@ -1,4 +1,4 @@
-"""Delivery (issue 9): intake, mailman, ack, trackers, presence, status, and ``send``'s work options.
+"""Delivery: intake, mailman, ack, trackers, presence, status, and ``send``'s work options.
 
 Each option is a field of its verb (``verbs.delivery``), its flag the field's
 name, its help the field's doc. ``send`` is registered by ``cmd_mail`` (one

@@ -1,4 +1,4 @@
-"""Missions on the command line (issue 11): ``block add|bump``, ``blocks``, ``mission post|show|archive``,
+"""Missions on the command line: ``block add|bump``, ``blocks``, ``mission post|show|archive``,
 ``missions`` and ``receipt import``.
 
 Each option is a field of its verb (``dovecote.verbs.missions``). The two human

@@ -1,4 +1,4 @@
-"""Commands about where the ledgers live: ``db migrate`` and ``copy`` (issue 12; not verbs of the handle)."""
+"""Commands about where the ledgers live: ``db migrate`` and ``copy`` (not verbs of the handle)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``import vnext``: read a vNext mailbox directory, and import it with ``--write`` (issue 9).
+"""``import vnext``: read a vNext mailbox directory, and import it with ``--write``.
 
 Registered under the ``import`` group next to ``import inbox-tree``. The text
 prints the tracker counts in the vNext status view's own form

@@ -117,13 +117,13 @@ def answer(home: str | None, args: list[str], stdin: bytes) -> str:
 
     kind, opts = parse_args(args)
     payload = read_payload(stdin)
-    if kind == "post-tool":  # abandonment's record (issue 10): no entity, no inbox, prints nothing
+    if kind == "post-tool":  # abandonment's record: no entity, no inbox, prints nothing
         watch = opts["watch"].split(",") if "watch" in opts else []
         open_home(home).hook_post_tool(payload, watch)
         return wire(kind, "", opts.get("agent", AGENTS[0]))
     who = opts.get("entity") or os.environ.get("DOVECOTE_ENTITY") or None
     dc = open_home(home, actor=Actor(entity=who))
-    if kind == "stop":  # abandonment first (issue 10): one stop hook does both, and this part needs no entity
+    if kind == "stop":  # abandonment first: one stop hook does both, and this part needs no entity
         dc.hook_stop_abandonment(payload)
     target = who or dc.default_entity()
     said = dc.hook(kind, target, payload).stdout

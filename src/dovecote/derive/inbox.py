@@ -142,7 +142,7 @@ class InboxBook:
                 others.add(lid)
                 continue
             ids.add(lid)
-            if kind in DELIVERY_KINDS:  # a message, or work mail (a task or response: issue 9)
+            if kind in DELIVERY_KINDS:  # a message, or work mail (a task or response)
                 d = letter.data()
                 env = Envelope(d)
                 item = Item(letter.id, letter_=letter, env_=env)

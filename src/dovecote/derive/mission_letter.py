@@ -1,6 +1,6 @@
 """The mission letter (m1nd mission_post, F2.5a): its schema, its validation, its phase graph and its line.
 
-Pure: nothing here opens a file or reads a clock. Law (DESIGN 6, issue 11):
+Pure: nothing here opens a file or reads a clock. Law (DESIGN 6):
 
 * **Schema.** A letter is one ``MissionLetter``; unknown fields are refused
   (``unknown_field``). Two schema tags are accepted on input, dovecote's own

@@ -11,7 +11,7 @@ Mounted here:
     /, /triage, ...    the Human View (``pages``; /cases ``pages_cases``), /static its CSS and script
     /delivery          the delivery page (``pages_delivery``)
     /missions          the missions page, and POST /missions/{mission_id}/{gesture}: the signed-in person's
-                       archive and receipt import (``pages_missions``, issue 11)
+                       archive and receipt import (``pages_missions``)
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 

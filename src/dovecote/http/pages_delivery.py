@@ -1,4 +1,4 @@
-"""The Human View's delivery page (issue 9): ``/delivery``, the status view of every task and response.
+"""The Human View's delivery page: ``/delivery``, the status view of every task and response.
 
 Law: the page is the ``status`` and ``trackers`` answers rendered (the same
 handle calls ``GET /api/v1/status`` and ``GET /api/v1/trackers`` make, in one

@@ -191,7 +191,7 @@ def _claims(dc: Dovecote, p: Principal | None, v: ClaimsParams | ClaimsLabels) -
 ENTITY = "/entities/{entity_id}"
 ITEM = ENTITY + "/items/{ref}"
 
-#: Delivery (issue 9): tasks and responses, acks, trackers, presence, status, intake and the mailman.
+#: Delivery: tasks and responses, acks, trackers, presence, status, intake and the mailman.
 DELIVERY: tuple[Route, ...] = (
     Route("POST", "/messages", "send_all", "Send to every registered entity but the sender (to_all), or to the "
           "body's recipient", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
@@ -211,7 +211,7 @@ DELIVERY: tuple[Route, ...] = (
           "mailman", verbs.Mailman, dict[str, Any], "operator", _remote("mailman")),
 )
 
-#: Missions (issue 11): blocks and mission letters. The two human gestures (archive, receipt import) are no
+#: Missions: blocks and mission letters. The two human gestures (archive, receipt import) are no
 #: route here: they are the Human View's, through the signed-in person's session (``pages_missions``).
 MISSIONS: tuple[Route, ...] = (
     Route("GET", "/missions", "missions", "One head per mission, counts by phase, the landing count", "missions",
@@ -261,7 +261,7 @@ ROUTES: tuple[Route, ...] = (
           dict[str, Any], "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
           verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
-    # -- case intelligence (issue 10): reading cases, claims and monitors is anyone's, a receipt an agent's
+    # -- case intelligence: reading cases, claims and monitors is anyone's, a receipt an agent's
     # (without a sentinel probe, as on MCP); probes, monitors and labels are operator work.
     Route("GET", "/cases", "cases", "Every case, with recurrence and kindless counts", "cases", verbs.Cases,
           dict[str, Any], "open", _remote("cases")),

@@ -67,7 +67,7 @@ def listing(role: str) -> list[types.Tool]:
 
 
 def tokens(role: str) -> int:
-    """The size of ``role``'s ``tools/list`` answer in tokens, as issue 8 counts them: characters / 4 of the
+    """The size of ``role``'s ``tools/list`` answer in tokens, as the budget counts them: characters / 4 of the
     JSON as the server sends it (compact, as the SDK serializes a result)."""
     return len(wire(listing(role))) // 4
 

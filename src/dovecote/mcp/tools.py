@@ -8,7 +8,7 @@ by the principal the connection is bound to (``forbidden`` for another entity's
 box or for an agent doing operator work), and the one deny list ``verbs.writes``
 refuses a write on a read-only face (``read_only``).
 
-The catalog is kept small (issue 8's budget: ``tools/list`` under 4,000 tokens,
+The catalog is kept small (its budget: ``tools/list`` under 4,000 tokens,
 characters / 4, with room left for the mission tools) in two ways:
 
 - **A catalog per role.** ``tools/list`` lists what the connection's principal
@@ -228,7 +228,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
          + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
-    # -- delivery (issue 9): an agent acks and reads its trackers and presence; the rest is an operator's
+    # -- delivery: an agent acks and reads its trackers and presence; the rest is an operator's
     Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
          lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
     Views("trackers", "Delivery reads by view", (
@@ -240,7 +240,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
         Tool("status", verbs.Status, "intake and tracker counts, overdue acks, escalations", remote.status,
              _status_text, schemas.OBJECT, roles=OPERATORS),
     )),
-    # -- case intelligence (issue 10)
+    # -- case intelligence
     Views("cases", "Case reads by view", (
         Tool("cases", verbs.Cases, "letters grouped by fingerprint", remote.cases,
              lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
@@ -255,7 +255,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
          schemas.RECEIPT, operator_fields=("sentinel_probe", "sentinel_expect")),
-    # -- missions (issue 11): archive and receipt import are human gestures, never tools
+    # -- missions: archive and receipt import are human gestures, never tools
     Tool("mission_post", verbs.MissionPost, "Post a mission's next letter (CAS on its head).", remote.mission_post,
          lambda d: f"{'deduped' if d['deduped'] else 'posted'} {d['letter_id']}: seq {d['mission_seq']} {d['phase']}",
          schemas.OBJECT),

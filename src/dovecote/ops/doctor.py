@@ -87,7 +87,7 @@ def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:
         "pending_detail": detail,
         "unreachable": result.unreachable,
         "malformed_lines": len(result.malformed),
-        **result.cases,  # recurrence and kindless (issue 10)
+        **result.cases,  # recurrence and kindless
         "claims": _claims(ctx),
         "spool_path": spool_location(ctx),
     }

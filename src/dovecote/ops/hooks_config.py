@@ -40,7 +40,7 @@ AGENTS: dict[str, tuple[str, str]] = {"claude-code": (".claude", "settings.json"
 #: (agent event, ``dovecote hook`` kind), in the order they fire.
 EVENTS = (
     ("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"),
-    # abandonment (issue 10): every tool call's outcome, success and failure; the Stop hook does both jobs
+    # abandonment: every tool call's outcome, success and failure; the Stop hook does both jobs
     ("PostToolUse", "post-tool"), ("PostToolUseFailure", "post-tool"),
     ("Stop", "stop"),
 )

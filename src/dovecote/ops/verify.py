@@ -72,7 +72,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
         "doctor": orjson.dumps(doctor.doctor(ctx, now)),
-        "cases": orjson.dumps(cases.cases(ctx)),  # issue 10: a case is derived, its cache no authority
+        "cases": orjson.dumps(cases.cases(ctx)),  # a case is derived, its cache no authority
         "claims": orjson.dumps(cases.claims(ctx)),
     }
     for addr in [*ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]:
@@ -80,7 +80,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     for e in ctx.roster.entities:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
-    # issue 9: the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
+    # the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
     out["trackers --all"] = orjson.dumps(tracker_read.trackers(ctx, None, None, None, 2**31, now))
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states

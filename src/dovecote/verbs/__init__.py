@@ -197,9 +197,9 @@ VERBS: dict[str, type[Verb]] = {
     "token_list": TokenList,
     "token_revoke": TokenRevoke,
     "hooks_install": HooksInstall,
-    # issue 9: reading vNext mailbox directories
+    # reading vNext mailbox directories
     "import_vnext": ImportVnext,
-    # -- delivery (issue 9) --
+    # -- delivery --
     "intake": Intake,
     "mailman": Mailman,
     "ack": Ack,
@@ -207,7 +207,7 @@ VERBS: dict[str, type[Verb]] = {
     "presence_beat": PresenceBeat,
     "presence": Presence,
     "status": Status,
-    # case intelligence (issue 10)
+    # case intelligence
     "receipt": Receipt,
     "cases": Cases,
     "case": Case,
@@ -216,7 +216,7 @@ VERBS: dict[str, type[Verb]] = {
     "monitor_add": MonitorAdd,
     "monitors": Monitors,
     "hook_event": HookEvent,
-    # missions (issue 11); mission_archive and receipt_import are human gestures: no token reaches them
+    # missions; mission_archive and receipt_import are human gestures: no token reaches them
     "block_add": BlockAdd,
     "block_bump": BlockBump,
     "blocks": Blocks,
@@ -232,18 +232,18 @@ VERBS: dict[str, type[Verb]] = {
 WRITES: frozenset[str] = frozenset({
     "report", "distribute", "verify", "send", "draft", "outbox_send", "move", "view", "import_inbox_tree",
     "project_add", "project_remove", "entity_add", "entity_remove", "token_issue", "token_revoke", "hooks_install",
-    # -- delivery (issue 9) --
+    # -- delivery --
     "intake", "mailman", "ack", "presence_beat",
-    # case intelligence (issue 10): a sentinel run mints engine letters when a state changes
+    # case intelligence: a sentinel run mints engine letters when a state changes
     "receipt", "sentinels", "monitor_add", "hook_event",
-    # missions (issue 11)
+    # missions
     "block_add", "block_bump", "mission_post", "mission_archive", "receipt_import",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {
     "sweep": "distribute", "stale_check": "emit_signals", "organize": "apply",
-    "claims": "write_labels",  # case intelligence (issue 10)
-    "import_vnext": "write",  # issue 9: the dry run reads the directory only
+    "claims": "write_labels",  # case intelligence
+    "import_vnext": "write",  # the dry run reads the directory only
 }
 
 

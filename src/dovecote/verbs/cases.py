@@ -1,4 +1,4 @@
-"""The verbs of case intelligence (issue 10): receipt, cases, case, sentinels, claims, monitors."""
+"""The verbs of case intelligence: receipt, cases, case, sentinels, claims, monitors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The verbs of delivery (issue 9): send a task or response, intake, the mailman, ack, trackers, presence, status.
+"""The verbs of delivery: send a task or response, intake, the mailman, ack, trackers, presence, status.
 
 ``Send`` is ``Message`` plus the vNext envelope's fields: ``type`` chooses what
 is authored (a skill message, a ``task``, a ``response``, or the legacy

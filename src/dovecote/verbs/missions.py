@@ -1,4 +1,4 @@
-"""The verbs of missions and blocks (issue 11): blocks, mission letters, and the two human gestures.
+"""The verbs of missions and blocks: blocks, mission letters, and the two human gestures.
 
 The mission letter itself is not a verb field's schema here: it is checked by
 ``derive.mission_letter.validate`` (its own keywords, first failure wins), so

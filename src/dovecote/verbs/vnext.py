@@ -1,4 +1,4 @@
-"""The verb of importing a vNext mailbox directory (issue 9): ``import vnext PATH [--write]``."""
+"""The verb of importing a vNext mailbox directory: ``import vnext PATH [--write]``."""
 
 from __future__ import annotations
 
