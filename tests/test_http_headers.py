@@ -1,7 +1,8 @@
-"""The headers of the web faces (in process): every answer, whoever made it, carries the Content-Security-Policy,
-X-Frame-Options, Referrer-Policy and X-Content-Type-Options of ``http.headers``; no template brings back an inline
-script, an inline event handler or a style the policy would block; and the page's own form, which a browser names
-``Origin: null`` under ``Referrer-Policy: no-referrer``, still moves an item, while one from another site does not."""
+"""The headers of the server's faces (in process): every answer, whoever made it (MCP's too), carries the
+Content-Security-Policy, X-Frame-Options, Referrer-Policy and X-Content-Type-Options of ``http.headers``; no
+template brings back an inline script, an inline event handler or a style the policy would block; and the page's
+own form, which a browser names ``Origin: null`` under ``Referrer-Policy: no-referrer``, still moves an item,
+while one from another site does not."""
 
 from __future__ import annotations
 
@@ -83,6 +84,23 @@ def test_a_bugs_page_carries_the_headers_too(dc: Dovecote, monkeypatch: pytest.M
             r = c.get(path)
             assert r.status_code == 500 and "internal_error" in r.text
             assert_secured(r)
+
+
+def test_the_mcp_faces_answers_carry_them_too(dc: Dovecote) -> None:
+    """``dovecote serve``'s MCP at /mcp, in front of the web faces: its refusal and its answer."""
+    from dovecote.mcp.http import in_front_of
+
+    token = dc.token_issue(ENTITY).token
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with TestClient(in_front_of(create_app(dc), dc), base_url="http://127.0.0.1:8765") as c:
+        refused = c.post("/mcp", json=hello)
+        answered = c.post("/mcp", json=hello, headers={"Authorization": f"Bearer {token}",
+                                                       "Accept": "application/json, text/event-stream"})
+        page = c.get("/")
+    assert (refused.status_code, answered.status_code, page.status_code) == (401, 200, 200), answered.text
+    for response in (refused, answered, page):
+        assert_secured(response)
 
 
 class Inline(HTMLParser):

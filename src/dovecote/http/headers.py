@@ -5,7 +5,9 @@ Law: one place adds them, around the whole app (``Secured``, the outermost layer
 ``app.App`` builds), so every answer carries them whoever made it: a page, the
 error page of a refusal, of a Host the guard refused or of a bug (Starlette
 renders that one outside every other middleware), a redirect, the REST API's
-JSON, the event stream and the static files.
+JSON, the event stream and the static files; and the MCP face's answers, which
+its bearer check sends through ``secured`` (``mcp.http``), so every answer of
+``dovecote serve`` carries them.
 
 - ``Content-Security-Policy`` (``POLICY``): the page loads its script, styles,
   event stream and fetches from this server only, runs no inline script or
@@ -41,6 +43,16 @@ SECURE: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
+def secured(send: Send) -> Send:
+    """``send`` that adds ``SECURE`` to the start of the HTTP answer it sends."""
+    async def send_secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *SECURE]}
+        await send(message)
+
+    return send_secured
+
+
 class Secured:
     """ASGI middleware: ``SECURE`` added to the start of every HTTP answer ``app`` sends."""
 
@@ -48,13 +60,4 @@ class Secured:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def secured(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *SECURE]}
-            await send(message)
-
-        await self.app(scope, receive, secured)
+        await self.app(scope, receive, secured(send) if scope["type"] == "http" else send)
