@@ -123,6 +123,9 @@ def test_the_live_page_works_under_the_policy(browser: Any, server: Server, dc: 
     answer = page.goto(f"{server.url}/entities/{ENTITY}")
     assert answer is not None and answer.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    with httpx.stream("GET", f"{server.url}/api/v1/events", timeout=10) as events:  # the stream the page opens
+        assert events.headers["content-type"].startswith("text/event-stream")
+        assert events.headers["x-frame-options"] == "DENY" and events.headers["x-content-type-options"] == "nosniff"
     # Its styles apply (a file, no inline style): the skip link sits off screen as app.css places it.
     assert page.evaluate("getComputedStyle(document.querySelector('.skip')).position") == "absolute"
     # Its script runs: the event stream connects, and a letter sent by REST appears without a reload.
