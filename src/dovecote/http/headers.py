@@ -1,5 +1,5 @@
-"""The headers every answer of the web faces carries: the Human View is a web application another site must not
-frame, and nothing it serves is run as something else.
+"""The headers every answer of ``dovecote serve`` carries: the Human View is a web application another site must
+not frame, and nothing the server sends is run as something else.
 
 Law: one place adds them, around the whole app (``Secured``, the outermost layer
 ``app.App`` builds), so every answer carries them whoever made it: a page, the
