@@ -30,7 +30,8 @@ CLI_MAY_IMPORT = frozenset(
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
                             "dovecote.remote",
                             "dovecote.textsafe",  # every tool's text line made one escaped line, as the CLI's
-                            "dovecote.http.runner"})  # the bounded thread pool both servers' faces share
+                            "dovecote.http.runner",  # the bounded thread pool both servers' faces share
+                            "dovecote.http.headers"})  # the headers every answer of the server carries
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that

@@ -30,7 +30,8 @@ every request needs a valid token, or the session of the login link (the
 person at the screen reads pages and events; it writes only through the page's
 forms); the login link itself needs neither. ``hosts`` set means a request
 naming another Host is refused (a loopback server must not answer a page that
-rebound its DNS).
+rebound its DNS). Every answer carries the headers of ``headers`` (no site may
+frame a page; no inline script runs), added outside everything (``App``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
-from dovecote.http import dispatch, errors, events, openapi, pages_delivery, pages_missions, rest
+from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Pool, Runner
@@ -121,6 +122,13 @@ def host_name(scope: Scope, headers: dict[bytes, bytes]) -> str:
     return (urlsplit("//" + given.decode("latin-1")).hostname or "").lower()
 
 
+class App(Starlette):
+    """Starlette with ``headers.Secured`` outside everything, its last-resort 500 page included."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return headers.Secured(super().build_middleware_stack())
+
+
 async def _read_only(request: Request) -> Response:
     raise Refusal("read_only", f"{request.method} {request.url.path} changes state; this server runs --read-only")
 
@@ -179,7 +187,7 @@ def create_app(
     ]
     handlers: dict[Any, Any] = {Exception: errors.handle, HTTPException: errors.handle, DovecoteError: errors.handle,
                                 OSError: errors.handle}
-    app = Starlette(routes=routes, exception_handlers=handlers)
+    app = App(routes=routes, exception_handlers=handlers)
     app.state.sessions = table
     app.state.read_only = read_only
     app.add_middleware(Guard, handle=handle, remote=remote, hosts=hosts, sessions=table,

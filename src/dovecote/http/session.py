@@ -132,9 +132,16 @@ class Sessions:
 
 
 def same_origin(request: Request) -> None:
-    """Refuse ``csrf_failed`` unless the request's Origin (else its Referer) is this server."""
+    """Refuse ``csrf_failed`` unless the request's Origin (else its Referer) is this server.
+
+    The pages are sent with ``Referrer-Policy: no-referrer`` (``headers``), under which a browser
+    names the origin of the page's own form ``null``; such a form is admitted only when the browser
+    also says ``Sec-Fetch-Site: same-origin`` (a header no page's script can set or forge).
+    """
     own = f"{request.url.scheme}://{request.url.netloc}"
     origin = request.headers.get("origin")
+    if origin == "null" and request.headers.get("sec-fetch-site") == "same-origin":
+        return
     if origin is not None:
         if origin != own:
             raise Refusal("csrf_failed", f"the form came from {origin!r}, not from this server")

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.http.headers import secured
 from dovecote.mcp.server import PRINCIPAL_KEY, Face, build
 from dovecote.remote import bearer
 
@@ -33,6 +34,7 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        send = secured(send)  # the headers every answer of the server carries, its refusals' included
         headers = dict(scope.get("headers", []))
         given = headers.get(b"authorization")
         try:
