@@ -393,7 +393,11 @@ def init(
     """Create a home with a fresh roster; an existing roster is left as it is.
 
     ``store``: a PostgreSQL URL the ledgers live in (no password: refused
-    ``password_in_config``). Returns (home, created).
+    ``password_in_config``). Its schema is brought up to date first, as
+    ``dovecote db migrate`` does (``migrate_store``, under the same lock): a home
+    that says "created" can be used at once. A database that cannot be reached
+    or migrated is refused ``schema_unmigrated``, naming the command, and no
+    roster is written. Returns (home, created).
     """
     if store is not None:
         roster_mod.check_store(store)
@@ -401,6 +405,8 @@ def init(
     layout = Layout(home)
     if layout.config.exists():
         return home, False
+    if store is not None:
+        _migrate_for_init(store)
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
     fresh = replace(roster_mod.new_roster(owner), store=store)
@@ -447,6 +453,21 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
     with connect(url) as conn:
         before, applied = store_pgschema.migrate(conn)
     return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
+
+
+def _migrate_for_init(url: str) -> None:
+    """``migrate_store(url)`` for ``init``: what stops it is a refusal naming the command to run once the
+    database can be reached (or by a role that may create its tables); nothing was written yet."""
+    import psycopg
+
+    from dovecote.errors import StoreError
+
+    try:
+        migrate_store(url)
+    except (StoreError, psycopg.Error) as e:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise Refusal("schema_unmigrated", f"could not bring the database's dovecote schema up to date ({why}); "
+                      f"no home was created: run `dovecote db migrate --url {url}`, then init again") from None
 
 
 def copy_store(
