@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
-from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 class DeliveryVerbs(HandleCore):
     """The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status."""
 
+    @fields(verbs.Ack)
     def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
         """The recipient's ack of a delivery, once (see ``ops.acks``)."""
         from dovecote.ops import acks
@@ -29,6 +30,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v)
         return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
 
+    @fields(verbs.Trackers)
     def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
         from dovecote.ops import tracker_read
@@ -37,6 +39,7 @@ class DeliveryVerbs(HandleCore):
         ctx = self._ctx(now=now)
         return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
 
+    @fields(verbs.PresenceBeat)
     def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
         from dovecote.ops import presence as presence_op
@@ -44,6 +47,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v)
         return presence_op.beat(self._ctx(now=now), v.agent, v.session)
 
+    @fields(verbs.Presence)
     def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Each agent recently active or not (never "online"); reads only."""
         from dovecote.ops import presence as presence_op
@@ -52,6 +56,7 @@ class DeliveryVerbs(HandleCore):
         ctx = self._ctx(now=now)
         return presence_op.presence(ctx, v.active_minutes, ctx.now())
 
+    @fields(verbs.Intake)
     def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
         """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
         from dovecote.ops import intake as intake_op
@@ -61,6 +66,7 @@ class DeliveryVerbs(HandleCore):
         ctx = self._ctx(now=now)
         return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
 
+    @fields(verbs.Mailman)
     def mailman(
         self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
         sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
@@ -92,6 +98,7 @@ class DeliveryVerbs(HandleCore):
                 nudger.drain(float(self.roster.notifier_timeout) + 1)
         return done
 
+    @fields(verbs.Status)
     def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
         from dovecote.ops import delivery_status
