@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from dovecote.ops.acks import Acked
     from dovecote.ops.intake import IntakeRun
     from dovecote.ops.mailman import Pass
+    from dovecote.roster import Roster
 
 
 class DeliveryVerbs(HandleCore):
@@ -64,7 +66,32 @@ class DeliveryVerbs(HandleCore):
 
         v = checked(v or verbs.Intake())
         ctx = self._ctx(now=now)
-        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
+        folder = intake_op.folder_of(ctx, v.dir)
+        run = intake_op.intake(ctx, folder, mode_of(ctx, None))
+        self._remember_intake(folder)
+        return run
+
+    def _remember_intake(self, folder: Path) -> None:
+        """After a run in ``folder``: list it in the roster (once, under the roster's lock) unless it is the
+        home's own or listed, so ``status`` counts what it holds from now on, after a restart too."""
+        from msgspec.structs import replace
+
+        from dovecote import roster_edit
+        from dovecote.ops import intake as intake_op
+
+        if intake_op.listed(self.context, folder):
+            return
+
+        def change(r: Roster, doc: Any) -> Roster:
+            if str(folder) in r.intake_dirs:  # another process listed it meanwhile
+                return r
+            roster_edit.add_intake_dir(doc, str(folder))
+            return replace(r, intake_dirs=(*r.intake_dirs, str(folder)))
+
+        self._edit_roster(change)
+
+    if TYPE_CHECKING:  # the handle's (``api.Dovecote._edit_roster``): edit the roster, then read it again
+        def _edit_roster(self, change: Callable[[Roster, Any], Roster]) -> None: ...
 
     @fields(verbs.Mailman)
     def mailman(
@@ -91,6 +118,8 @@ class DeliveryVerbs(HandleCore):
                 if done:
                     (sleep or time.sleep)(v.interval)
                 done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
+                if len(done) == 1:
+                    self._remember_intake(folder)
                 if on_pass is not None:
                     on_pass(done[-1])
         finally:
@@ -107,7 +136,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v or verbs.Status())
         ctx = self._ctx(now=now)
         return delivery_status.status(
-            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
+            ctx, intake_op.folders(ctx), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
             thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
         )
 
