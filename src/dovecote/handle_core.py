@@ -52,10 +52,11 @@ def fields(verb: type[Verb], *, whole: tuple[type, ...] = ()) -> Callable[[Calla
         if own & field_names(verb):  # such a field could never be given by name
             raise TypeError(f"{method.__name__}: {sorted(own & field_names(verb))} name both a field and a parameter")
         optional = len(method.__defaults__ or ()) >= code.co_argcount - 1  # the verb may be left out
+        taken_whole = (Verb, *whole)
 
         @functools.wraps(method)
         def call(self: Any, *args: Any, **kwargs: Any) -> R:
-            if args and (args[0] is None or isinstance(args[0], (Verb, *whole))):
+            if args and (args[0] is None or isinstance(args[0], taken_whole)):
                 return method(self, *args, **kwargs)
             given = {k: kwargs.pop(k) for k in list(kwargs) if k not in own}
             if not args and not given and optional:
