@@ -35,6 +35,35 @@ def test_intake_reads_a_vnext_mailbox_intake_folder_in_place(tmp_path: Path) -> 
     assert text.startswith(f"intake {mailbox}: 0 seen, 0 delivered")
 
 
+def test_status_counts_every_intake_folder_it_was_given_and_names_one_that_vanished(tmp_path: Path) -> None:
+    dc = delivery_home(tmp_path)
+    home = dc.layout.root
+    mailbox = tmp_path / "mailbox" / "intake"
+    drop(dc, b"[]", name="list.json", folder=mailbox)  # never deliverable: quarantined
+    drop(dc, envelope(to="kimi"), folder=mailbox)
+    drop(dc, envelope(to="heru"))  # one in the home's own folder, still pending
+    for _ in range(2):  # a second run lists the folder no second time
+        assert run_cli(tmp_path, "intake", "--dir", str(mailbox / "." / ".." / "intake"), home=home).returncode == 0
+    r = run_cli(tmp_path, "status", "--json", home=home)  # a new process: the home remembers the folder
+    i = orjson.loads(r.stdout)["intake"]
+    assert (i["pending"], i["processed"], i["quarantined"], i["entered"]) == (1, 1, 1, 3)
+    assert (home / "config.toml").read_text().count(str(mailbox)) == 1  # where: the roster's [intake] dirs
+    assert [(f["dir"], f["pending"], f["processed"], f["quarantined"]) for f in i["folders"]] == [
+        (str(home / "intake"), 1, 0, 0), (str(mailbox), 0, 1, 1)]
+    assert i["quarantine_files"] == [str(mailbox / "quarantine" / "list.json")] and i["unreachable"] == []
+    text = run_cli(tmp_path, "status", home=home).stdout.decode()
+    assert "intake in 2 folders: 1 pending, 1 processed, 1 quarantined (of 3 entered)" in text
+    assert f"  {mailbox}: 0 pending, 1 processed, 1 quarantined" in text
+    for path in sorted(mailbox.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    mailbox.rmdir()
+    r = run_cli(tmp_path, "status", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    i = orjson.loads(r.stdout)["intake"]
+    assert i["unreachable"] == [{"dir": str(mailbox), "error": "no such folder"}] and i["quarantined"] == 0
+    assert f"  unreachable: {mailbox}: no such folder" in run_cli(tmp_path, "status", home=home).stdout.decode()
+
+
 def test_trackers_cli_filters_exactly_and_prints_one_line_each(tmp_path: Path) -> None:
     dc = delivery_home(tmp_path)
     home = dc.layout.root

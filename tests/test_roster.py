@@ -28,6 +28,7 @@ FULL = Roster(
     limits=Limits(report_max_bytes=2048, stale_tics=9),
     tic_source="/home/u/audit-logs/tics",
     notifier_mode="discover-only",
+    intake_dirs=("/home/u/mailbox/intake",),
 )
 
 
@@ -65,6 +66,7 @@ def test_an_empty_file_is_a_default_roster() -> None:
         "[notifier]\nmode = 'none'\nurl = 'x'\n",
         "[[projects]]\nname = 'a'\nroot = '/a'\nalias = ['b']\n",
         "[[entities]]\nid = 'e'\nrole = 'r'\nrank = 1\n",
+        "[intake]\ndir = ['/a']\n",
     ],
 )
 def test_unknown_keys_are_refused(toml: str) -> None:
@@ -92,6 +94,8 @@ def test_unknown_keys_are_refused(toml: str) -> None:
         "[limits]\nreport_max_bytes = true\n",
         "[notifier]\nmode = 'session-inject-x'\n",
         "[notifier]\nmode = 'none'\ntimeout = 0\n",
+        "[intake]\ndirs = ['relative/intake']\n",  # an intake folder is named by its absolute path
+        "[intake]\ndirs = '/a'\n",
         "owner = 3\n",
         "not toml at all [\n",
     ],

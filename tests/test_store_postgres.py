@@ -158,10 +158,32 @@ def test_a_config_with_a_password_in_its_store_is_refused(tmp_path: Path) -> Non
     assert e.value.reason == "password_in_config"
 
 
+def test_init_with_a_store_migrates_its_database_so_the_next_command_works(tmp_path: Path) -> None:
+    with schema(migrated=False) as u:
+        home = tmp_path / "h" / ".dovecote"
+        assert cli_json(tmp_path, "init", "--store", u, "--json", home=home)["created"]
+        assert cli_json(tmp_path, "sweep", "--json", home=home)["total"] == 0
+        assert cli_json(tmp_path, "db", "migrate", "--json", home=home)["applied"] == []
+        release(u)
+
+
+def test_init_with_a_database_it_cannot_migrate_refuses_naming_the_command_and_makes_no_home(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "h" / ".dovecote"
+    nowhere = "postgresql://127.0.0.1:1/test"  # no server listens on port 1
+    r = run_cli(tmp_path, "init", "--store", nowhere, home=home)
+    assert r.returncode == 2, r.stderr
+    assert b"schema_unmigrated" in r.stderr and f"dovecote db migrate --url {nowhere}".encode() in r.stderr
+    assert b"Traceback" not in r.stderr and not (home / "config.toml").exists()
+
+
 def test_db_migrate_reads_the_home_s_store(tmp_path: Path) -> None:
     with schema(migrated=False) as u:
         home = tmp_path / "h" / ".dovecote"
-        api.init(home, store=u)
+        api.init(home)  # a home pointed at the database by hand: init would have migrated it
+        cfg = home / "config.toml"
+        cfg.write_text(f'store = "{u}"\n' + cfg.read_text())
         r = run_cli(tmp_path, "sweep", home=home)
         assert r.returncode == 2 and b"schema_unmigrated" in r.stderr and b"dovecote db migrate" in r.stderr
         first = cli_json(tmp_path, "db", "migrate", "--json", home=home)

@@ -26,7 +26,7 @@ from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.handle_agents import AgentVerbs
 from dovecote.handle_cases import CaseVerbs
-from dovecote.handle_core import ActorArg, address_of
+from dovecote.handle_core import ActorArg, address_of, fields
 from dovecote.handle_delivery import DeliveryVerbs
 from dovecote.handle_missions import MissionVerbs
 from dovecote.home import Layout, find_home
@@ -104,6 +104,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
     # -- roster ---------------------------------------------------------------
 
+    @fields(verbs.ProjectAdd)
     def add_project(self, v: verbs.ProjectAdd, /) -> roster_mod.Project:
         v = checked(v)
         p = roster_mod.Project(v.name, roster_mod.given_root(v.root), tuple(v.aliases), v.box_in_repo)
@@ -116,6 +117,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         self._edit_roster(change)
         return p
 
+    @fields(verbs.EntityAdd)
     def add_entity(self, v: verbs.EntityAdd, /) -> roster_mod.Entity:
         v = checked(v)
         e = roster_mod.Entity(v.entity_id, v.role)
@@ -128,6 +130,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         self._edit_roster(change)
         return e
 
+    @fields(verbs.ProjectRemove)
     def remove_project(self, v: verbs.ProjectRemove, /) -> Use:
         """Take a project out of the roster; its ledger stays on disk, unread until it is added again.
 
@@ -142,6 +145,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
         return self._remove("projects", decide, v.force)
 
+    @fields(verbs.EntityRemove)
     def remove_entity(self, v: verbs.EntityRemove, /) -> Use:
         """Take an entity out of the roster; its ledger stays on disk. Refused ``in_use`` while its box has letters."""
         v = checked(v)
@@ -172,10 +176,12 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         self._edit_roster(change)
         return found[0]
 
+    @fields(verbs.ProjectList)
     def projects(self, v: verbs.ProjectList | None = None, /) -> list[dict[str, Any]]:
         """The roster's projects, with where each box is and whether it is reachable here."""
         return project_rows(self.store, self.roster)
 
+    @fields(verbs.EntityList)
     def entities(self, v: verbs.EntityList | None = None, /) -> list[dict[str, Any]]:
         """The roster's entities (id and role)."""
         return entity_rows(self.roster)
@@ -190,6 +196,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
     # -- field reports ----------------------------------------------------------
 
+    @fields(verbs.Report, whole=(list, tuple))
     def report(
         self,
         v: verbs.Report | Sequence[verbs.Report | Mapping[str, Any]],
@@ -208,26 +215,31 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         )
         return report_op.report(self._ctx(now=now, actor=actor), [r.letter() for r in reports])
 
+    @fields(verbs.Distribute)
     def distribute(self, v: verbs.Distribute | None = None, /) -> Distribution:
         return distribute(self.context)
 
+    @fields(verbs.Sweep)
     def sweep(self, v: verbs.Sweep | None = None, /, *, progress: Progress | None = None) -> SweepResult:
         v = checked(v or verbs.Sweep())
         from dovecote.ops.sweep import sweep
 
         return sweep(self.context, do_distribute=v.distribute, include_all=v.include_all, progress=progress)
 
+    @fields(verbs.Box)
     def box(self, v: verbs.Box, /) -> BoxContents:
         v = checked(v)
         from dovecote.ops.sweep import box
 
         return box(self.context, address_of(v.address), include_all=v.include_all)
 
+    @fields(verbs.Doctor)
     def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         from dovecote.ops import doctor as doctor_op
 
         return doctor_op.doctor(self.context, now)
 
+    @fields(verbs.Verify)
     def verify(self, v: verbs.Verify | None = None, /, *, now: datetime | None = None) -> verify_op.VerifyResult:
         from dovecote.ops import verify as verify_op
 
@@ -241,7 +253,11 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     ) -> mail.Delivery | Sent: ...
     @overload
     def send(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery: ...
+    @overload
+    def send(self, *values: Any, actor: ActorArg = None, now: datetime | None = None, **named: Any
+             ) -> mail.Delivery | Sent: ...  # a Send's fields as arguments (``handle_core.fields``)
 
+    @fields(verbs.Send)
     def send(
         self, v: verbs.Message | verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> mail.Delivery | Sent:
@@ -261,22 +277,26 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
             return mail.send(self._ctx(now=now, actor=actor), work_send.as_message(v, v.recipient))
         return mail.send(self._ctx(now=now, actor=actor), checked(v))
 
+    @fields(verbs.Send)
     def send_work(self, v: verbs.Send, /, *, actor: ActorArg = None, now: datetime | None = None) -> Sent:
         """``send`` for a caller that wants ``Sent`` whatever ``v`` is (a task, a response, a broadcast)."""
         from dovecote.ops import work_send
 
         return work_send.send(self._ctx(now=now, actor=actor), checked(v))
 
+    @fields(verbs.Message)
     def draft(self, v: verbs.Message, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Delivery:
         """Write an outbound draft into the sender's box."""
         return mail.draft(self._ctx(now=now, actor=actor), checked(v))
 
+    @fields(verbs.OutboxSend)
     def outbox_send(
         self, v: verbs.OutboxSend | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> list[dict[str, Any]]:
         v = checked(v or verbs.OutboxSend())
         return mail.outbox_send(self._ctx(now=now, actor=actor), v.sender)
 
+    @fields(verbs.Move)
     def move(self, v: verbs.Move, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Transition:
         """claim, complete, defer, undefer, nack or seen, as a compare-and-swap; by the actor, else the entity."""
         v = checked(v)
@@ -284,12 +304,14 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
             self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.kind.value, current=v.current_tic, **v.options()
         )
 
+    @fields(verbs.Inbox)
     def inbox(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> dict[str, Any]:
         """The audit of one entity's inbox (see ``ops.inbox.read_inbox``)."""
         return self.inbox_until(v, actor=actor, now=now)[0]
 
+    @fields(verbs.Inbox)
     def inbox_until(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> tuple[dict[str, Any], datetime | None]:
@@ -299,6 +321,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         """
         return inboxhandle.inbox_until(self._ctx(actor=actor), v or verbs.Inbox(), now=now)
 
+    @fields(verbs.Inbox)
     def injection_until(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
     ) -> tuple[str, datetime | None]:
@@ -315,6 +338,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         entity's box has had nothing appended since (``store.Probe``); None: it cannot."""
         return inboxhandle.probe(self.context, entity_id)
 
+    @fields(verbs.Show)
     def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
         """One inbound item whole: envelope, body, thread and history (see ``ops.show``)."""
         from dovecote.ops import show as show_op
@@ -322,6 +346,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         v = checked(v)
         return show_op.show(self.context, v.entity_id, v.ref, current=v.current_tic, now=now)
 
+    @fields(verbs.View)
     def view(self, v: verbs.View | None = None, /, *, now: datetime | None = None) -> view_op.FolderSync:
         """Write the /inbox folder view of one entity, or of all (see ``ops.view.view``)."""
         v = checked(v or verbs.View())
@@ -329,6 +354,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
         return view_op.view(self.context, v.entity_id, current=v.current_tic, now=now, rebuild=v.rebuild)
 
+    @fields(verbs.ImportInboxTree)
     def import_inbox_tree(
         self, v: verbs.ImportInboxTree, /, *, now: datetime | None = None
     ) -> tree_import_op.ImportResult:
@@ -340,6 +366,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
     # -- vNext mailbox directories ---------------------------------------------
 
+    @fields(verbs.ImportVnext)
     def import_vnext(self, v: verbs.ImportVnext, /) -> import_vnext_op.VnextImport:
         """Read a vNext mailbox directory; with ``write``, import it (see ``ops.import_vnext``)."""
         v = checked(v)
@@ -365,12 +392,14 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     # Imported on first use: sqlite3 and the scanners stay off the start-up path of
     # every other command.
 
+    @fields(verbs.Search)
     def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Full text over entity mail, newest first (see ``ops.search.search``)."""
         from dovecote import searchhandle
 
         return searchhandle.search(self.context, v, now=now)
 
+    @fields(verbs.StaleCheck)
     def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
         from dovecote.ops import stale as stale_op
@@ -378,6 +407,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         v = checked(v or verbs.StaleCheck())
         return stale_op.stale_check(self.context, current=v.current_tic, emit=v.emit_signals, now=now)
 
+    @fields(verbs.Organize)
     def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
         from dovecote.ops import organize as organize_op
@@ -393,7 +423,11 @@ def init(
     """Create a home with a fresh roster; an existing roster is left as it is.
 
     ``store``: a PostgreSQL URL the ledgers live in (no password: refused
-    ``password_in_config``). Returns (home, created).
+    ``password_in_config``). Its schema is brought up to date first, as
+    ``dovecote db migrate`` does (``migrate_store``, under the same lock): a home
+    that says "created" can be used at once. A database that cannot be reached
+    or migrated is refused ``schema_unmigrated``, naming the command, and no
+    roster is written. Returns (home, created).
     """
     if store is not None:
         roster_mod.check_store(store)
@@ -401,6 +435,8 @@ def init(
     layout = Layout(home)
     if layout.config.exists():
         return home, False
+    if store is not None:
+        _migrate_for_init(store)
     owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
     owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
     fresh = replace(roster_mod.new_roster(owner), store=store)
@@ -447,6 +483,21 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
     with connect(url) as conn:
         before, applied = store_pgschema.migrate(conn)
     return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
+
+
+def _migrate_for_init(url: str) -> None:
+    """``migrate_store(url)`` for ``init``: what stops it is a refusal naming the command to run once the
+    database can be reached (or by a role that may create its tables); nothing was written yet."""
+    import psycopg
+
+    from dovecote.errors import StoreError
+
+    try:
+        migrate_store(url)
+    except (StoreError, psycopg.Error) as e:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise Refusal("schema_unmigrated", f"could not bring the database's dovecote schema up to date ({why}); "
+                      f"no home was created: run `dovecote db migrate --url {url}`, then init again") from None
 
 
 def copy_store(

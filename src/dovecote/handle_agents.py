@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.addresses import Address
-from dovecote.handle_core import ActorArg, HandleCore, address_of
+from dovecote.handle_core import ActorArg, HandleCore, address_of, fields
 from dovecote.tokens import Principal
 from dovecote.verbs import checked
 
@@ -26,29 +26,26 @@ if TYPE_CHECKING:
 class AgentVerbs(HandleCore):
     """The handle's verbs for waking agents: tokens, wait and hooks."""
 
-    def token_issue(
-        self, v: verbs.TokenIssue | str, role: str = "agent", /, *, actor: ActorArg = None
-    ) -> Issued:
-        """Issue a token bound to an entity; the answer is the only place the token is ever shown.
-
-        A plain entity id (and role), as a script writes it, is ``TokenIssue(entity_id=..., role=...)``.
-        """
+    @fields(verbs.TokenIssue)
+    def token_issue(self, v: verbs.TokenIssue, /, *, actor: ActorArg = None) -> Issued:
+        """Issue a token bound to an entity; the answer is the only place the token is ever shown."""
         from dovecote.ops import tokens as tokens_op
 
-        v = verbs.decode(verbs.TokenIssue, {"entity_id": v, "role": role}) if isinstance(v, str) else checked(v)
+        v = checked(v)
         return tokens_op.issue(self._ctx(actor=actor), v.entity_id, v.role.value)
 
+    @fields(verbs.TokenList)
     def tokens(self, v: verbs.TokenList | None = None, /) -> list[TokenRow]:
         """Every issued token (entity, role, id, created, revoked), never the token itself."""
         from dovecote.ops import tokens as tokens_op
 
         return tokens_op.list_tokens(self.context)
 
-    def token_revoke(self, v: verbs.TokenRevoke | str, /, *, actor: ActorArg = None) -> TokenRow:
-        """Revoke a token by id (an appended record; revoking twice changes nothing). A plain id is that id."""
+    @fields(verbs.TokenRevoke)
+    def token_revoke(self, v: verbs.TokenRevoke, /, *, actor: ActorArg = None) -> TokenRow:
+        """Revoke a token by id (an appended record; revoking twice changes nothing)."""
         from dovecote.ops import tokens as tokens_op
 
-        v = verbs.TokenRevoke(token_id=v) if isinstance(v, str) else v
         return tokens_op.revoke(self._ctx(actor=actor), checked(v).token_id)
 
     def authenticate(self, token: str) -> Principal:
@@ -84,6 +81,7 @@ class AgentVerbs(HandleCore):
 
         return wait_op.box_cursor(self.context, entity_id)
 
+    @fields(verbs.Wait)
     def wait(self, v: verbs.Wait, /, *, poll: float | None = None) -> WaitResult:
         """Block until new mail arrives after ``v.after`` (default: now) or ``v.timeout`` seconds pass."""
         from dovecote.ops import wait as wait_op
@@ -111,6 +109,7 @@ class AgentVerbs(HandleCore):
 
         inboxhandle.keep_roster(self._ctx())
 
+    @fields(verbs.HooksInstall)
     def hooks_install(self, v: verbs.HooksInstall, /, command: str, *, now: datetime | None = None) -> Installed:
         """Write ``v.agent``'s hook configuration in ``v.project_dir``, each hook running ``<command> hook <kind>``."""
         from dovecote.ops import hooks_config

@@ -10,19 +10,21 @@ from datetime import datetime
 from typing import Any
 
 from dovecote import verbs
-from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 
 class CaseVerbs(HandleCore):
     """The handle's case-intelligence verbs (see ``ops.cases``)."""
 
+    @fields(verbs.Receipt)
     def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
         """File a triage receipt into the case's box; it closes what it answers."""
         from dovecote.ops import cases as cases_op
 
         return cases_op.receipt(self._ctx(now=now, actor=actor), checked(v))
 
+    @fields(verbs.Cases)
     def cases(self, v: verbs.Cases | None = None, /) -> dict[str, Any]:
         """Every case, with recurrence and kindless counts."""
         from dovecote.ops import cases as cases_op
@@ -30,12 +32,14 @@ class CaseVerbs(HandleCore):
         v = checked(v or verbs.Cases())
         return cases_op.cases(self.context, v.box)
 
+    @fields(verbs.Case)
     def case(self, v: verbs.Case, /) -> dict[str, Any]:
         """One case, by fingerprint or case id (``unknown_case`` otherwise)."""
         from dovecote.ops import cases as cases_op
 
         return cases_op.case(self.context, checked(v).fingerprint)
 
+    @fields(verbs.Sentinels)
     def sentinels(self, v: verbs.Sentinels | None = None, /) -> dict[str, Any]:
         """Run every fixed receipt's probe; counts guarded, green, red."""
         from dovecote.ops import sentinels as sentinels_op
@@ -43,6 +47,7 @@ class CaseVerbs(HandleCore):
         v = checked(v or verbs.Sentinels())
         return sentinels_op.sentinels(self.context, v.timeout)
 
+    @fields(verbs.Claims)
     def claims(self, v: verbs.Claims | None = None, /) -> dict[str, Any]:
         """Claim vs measure, counts only (``write_labels`` appends field-labels.jsonl rows)."""
         from dovecote.ops import cases as cases_op
@@ -50,6 +55,7 @@ class CaseVerbs(HandleCore):
         v = checked(v or verbs.Claims())
         return cases_op.claims(self.context, v.write_labels)
 
+    @fields(verbs.MonitorAdd)
     def monitor_add(self, v: verbs.MonitorAdd, /, *, actor: ActorArg = None, now: datetime | None = None
                     ) -> dict[str, Any]:
         """Add (or redefine) a dead-man's switch monitor."""
@@ -57,6 +63,7 @@ class CaseVerbs(HandleCore):
 
         return monitors_op.add(self._ctx(now=now, actor=actor), checked(v))
 
+    @fields(verbs.Monitors)
     def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Every monitor and its state (new, up, late, down, paused)."""
         from dovecote.ops import monitors as monitors_op
@@ -70,6 +77,7 @@ class CaseVerbs(HandleCore):
 
         return abandonment.record(self._ctx(now=now), payload, watch)
 
+    @fields(verbs.HookEvent)
     def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> dict[str, Any]:
         """A relayed hook event (``HookEvent``): what ``hook post-tool`` or ``hook stop``'s abandonment half does."""
         v = checked(v)

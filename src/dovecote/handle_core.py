@@ -9,9 +9,11 @@ warm folds) and ``_ctx``, the context of one call.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dovecote import roster as roster_mod
 from dovecote.addresses import Address, parse_address
@@ -21,12 +23,49 @@ from dovecote.home import Layout
 from dovecote.osutil import file_stamp
 from dovecote.routing import RosterIndex
 from dovecote.store import Store
+from dovecote.verbs import Verb
+from dovecote.verbs.arguments import field_names, from_arguments
 
 if TYPE_CHECKING:
     from dovecote.ops.tokens import TableCache
 
 #: An actor for one call: an ``Actor``, or a name (the acting agent).
 ActorArg = Actor | str | None
+
+R = TypeVar("R")
+
+
+def fields(verb: type[Verb], *, whole: tuple[type, ...] = ()) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """The one way a handle method also takes ``verb``'s fields as arguments (``verbs.arguments``).
+
+    ``dc.inbox("ent_b", include_terminal=True)`` is ``dc.inbox(Inbox(entity_id="ent_b",
+    include_terminal=True))``. A first argument that is a verb (or None, or one of ``whole``: what
+    else the method takes whole, as ``report`` a list) is handed on as it is; otherwise the
+    positional arguments and every keyword that is not the method's own (``actor``, ``now``,
+    ``gesture``...) are the verb's fields. Typed for mypy as taking any arguments
+    (``Callable[..., R]``): the fields are checked when the call is made, a wrong one a ``TypeError``.
+    """
+
+    def wrap(method: Callable[..., R]) -> Callable[..., R]:
+        code = method.__code__
+        own = frozenset(code.co_varnames[2:code.co_argcount + code.co_kwonlyargcount])  # after self and the verb
+        if own & field_names(verb):  # such a field could never be given by name
+            raise TypeError(f"{method.__name__}: {sorted(own & field_names(verb))} name both a field and a parameter")
+        optional = len(method.__defaults__ or ()) >= code.co_argcount - 1  # the verb may be left out
+        taken_whole = (Verb, *whole)
+
+        @functools.wraps(method)
+        def call(self: Any, *args: Any, **kwargs: Any) -> R:
+            if args and (args[0] is None or isinstance(args[0], taken_whole)):
+                return method(self, *args, **kwargs)
+            given = {k: kwargs.pop(k) for k in list(kwargs) if k not in own}
+            if not args and not given and optional:
+                return method(self, **kwargs)
+            return method(self, from_arguments(verb, args, given), **kwargs)
+
+        return call
+
+    return wrap
 
 
 def address_of(address: str | Address) -> Address:

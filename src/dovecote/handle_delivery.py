@@ -7,21 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
-from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
     from dovecote.ops.acks import Acked
     from dovecote.ops.intake import IntakeRun
     from dovecote.ops.mailman import Pass
+    from dovecote.roster import Roster
 
 
 class DeliveryVerbs(HandleCore):
     """The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status."""
 
+    @fields(verbs.Ack)
     def ack(self, v: verbs.Ack, /, *, actor: ActorArg = None, now: datetime | None = None) -> Acked:
         """The recipient's ack of a delivery, once (see ``ops.acks``)."""
         from dovecote.ops import acks
@@ -29,6 +32,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v)
         return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
 
+    @fields(verbs.Trackers)
     def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
         from dovecote.ops import tracker_read
@@ -37,6 +41,7 @@ class DeliveryVerbs(HandleCore):
         ctx = self._ctx(now=now)
         return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
 
+    @fields(verbs.PresenceBeat)
     def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
         from dovecote.ops import presence as presence_op
@@ -44,6 +49,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v)
         return presence_op.beat(self._ctx(now=now), v.agent, v.session)
 
+    @fields(verbs.Presence)
     def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """Each agent recently active or not (never "online"); reads only."""
         from dovecote.ops import presence as presence_op
@@ -52,6 +58,7 @@ class DeliveryVerbs(HandleCore):
         ctx = self._ctx(now=now)
         return presence_op.presence(ctx, v.active_minutes, ctx.now())
 
+    @fields(verbs.Intake)
     def intake(self, v: verbs.Intake | None = None, /, *, now: datetime | None = None) -> IntakeRun:
         """Deliver every envelope in the intake folder's pending/, once per recipient (see ``ops.intake``)."""
         from dovecote.ops import intake as intake_op
@@ -59,8 +66,34 @@ class DeliveryVerbs(HandleCore):
 
         v = checked(v or verbs.Intake())
         ctx = self._ctx(now=now)
-        return intake_op.intake(ctx, intake_op.folder_of(ctx, v.dir), mode_of(ctx, None))
+        folder = intake_op.folder_of(ctx, v.dir)
+        run = intake_op.intake(ctx, folder, mode_of(ctx, None))
+        self._remember_intake(folder)
+        return run
 
+    def _remember_intake(self, folder: Path) -> None:
+        """After a run in ``folder``: list it in the roster (once, under the roster's lock) unless it is the
+        home's own or listed, so ``status`` counts what it holds from now on, after a restart too."""
+        from msgspec.structs import replace
+
+        from dovecote import roster_edit
+        from dovecote.ops import intake as intake_op
+
+        if intake_op.listed(self.context, folder):
+            return
+
+        def change(r: Roster, doc: Any) -> Roster:
+            if str(folder) in r.intake_dirs:  # another process listed it meanwhile
+                return r
+            roster_edit.add_intake_dir(doc, str(folder))
+            return replace(r, intake_dirs=(*r.intake_dirs, str(folder)))
+
+        self._edit_roster(change)
+
+    if TYPE_CHECKING:  # the handle's (``api.Dovecote._edit_roster``): edit the roster, then read it again
+        def _edit_roster(self, change: Callable[[Roster, Any], Roster]) -> None: ...
+
+    @fields(verbs.Mailman)
     def mailman(
         self, v: verbs.Mailman | None = None, /, *, now: datetime | None = None, passes: int | None = None,
         sleep: Callable[[float], object] | None = None, on_pass: Callable[[Pass], object] | None = None,
@@ -85,6 +118,8 @@ class DeliveryVerbs(HandleCore):
                 if done:
                     (sleep or time.sleep)(v.interval)
                 done.append(mailman_op.mailman_pass(ctx.at(None), folder, mode, nudger))
+                if len(done) == 1:
+                    self._remember_intake(folder)
                 if on_pass is not None:
                     on_pass(done[-1])
         finally:
@@ -92,6 +127,7 @@ class DeliveryVerbs(HandleCore):
                 nudger.drain(float(self.roster.notifier_timeout) + 1)
         return done
 
+    @fields(verbs.Status)
     def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
         """The operator's delivery view; never writes (see ``ops.delivery_status``)."""
         from dovecote.ops import delivery_status
@@ -100,7 +136,7 @@ class DeliveryVerbs(HandleCore):
         v = checked(v or verbs.Status())
         ctx = self._ctx(now=now)
         return delivery_status.status(
-            ctx, intake_op.folder_of(ctx, None), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
+            ctx, intake_op.folders(ctx), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
             thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
         )
 

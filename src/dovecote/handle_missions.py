@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from dovecote import verbs
-from dovecote.handle_core import ActorArg, HandleCore
+from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 
 class MissionVerbs(HandleCore):
     """The handle's mission and block verbs."""
 
+    @fields(verbs.BlockAdd)
     def block_add(self, v: verbs.BlockAdd, /, *, actor: ActorArg = None, now: datetime | None = None
                   ) -> dict[str, Any]:
         """Add a block to a project (adding it again changes nothing)."""
@@ -28,6 +29,7 @@ class MissionVerbs(HandleCore):
         v = checked(v)
         return blocks.add(self._ctx(now=now, actor=actor), v.project, v.block_id)
 
+    @fields(verbs.BlockBump)
     def block_bump(self, v: verbs.BlockBump, /, *, actor: ActorArg = None, now: datetime | None = None
                    ) -> dict[str, Any]:
         """Move a block's boundary one version on."""
@@ -36,12 +38,14 @@ class MissionVerbs(HandleCore):
         v = checked(v)
         return blocks.bump(self._ctx(now=now, actor=actor), v.block_id, v.project)
 
+    @fields(verbs.Blocks)
     def blocks(self, v: verbs.Blocks | None = None, /) -> dict[str, Any]:
         """Every block (or one project's) and each project's skeleton id."""
         from dovecote.ops import blocks
 
         return blocks.listing(self.context, checked(v or verbs.Blocks()).project)
 
+    @fields(verbs.MissionPost)
     def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> dict[str, Any]:
         """Post the next letter of a mission (validated, guarded, compare-and-swap on the head)."""
         from dovecote.ops import missions
@@ -49,6 +53,7 @@ class MissionVerbs(HandleCore):
         v = checked(v)
         return missions.post(self._ctx(actor=actor), v.letter, v.as_project)
 
+    @fields(verbs.Missions)
     def missions(self, v: verbs.Missions | None = None, /) -> dict[str, Any]:
         """One head per mission, the counts by phase and the landing count."""
         from dovecote.ops import missions
@@ -62,12 +67,14 @@ class MissionVerbs(HandleCore):
 
         return gestures_by_phase()
 
+    @fields(verbs.Mission)
     def mission(self, v: verbs.Mission, /) -> dict[str, Any]:
         """One mission's whole chain (``unknown_mission`` when no reachable box has it)."""
         from dovecote.ops import missions
 
         return missions.show(self.context, checked(v).mission_id)
 
+    @fields(verbs.MissionArchive)
     def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None, actor: ActorArg = None,
                         now: datetime | None = None) -> dict[str, Any]:
         """Archive a landed or failed mission: a human gesture (see the module docstring)."""
@@ -76,6 +83,7 @@ class MissionVerbs(HandleCore):
         v = checked(v)
         return missions.archive(self._ctx(now=now, actor=actor), v.mission_id, gesture)
 
+    @fields(verbs.ReceiptImport)
     def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None, actor: ActorArg = None,
                        now: datetime | None = None) -> dict[str, Any]:
         """Import a merge_wait mission's receipt candidate into its block: a human gesture."""

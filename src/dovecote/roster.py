@@ -65,6 +65,8 @@ class Roster(msgspec.Struct, frozen=True):
     discovery_command: str | None = None
     #: Where the ledgers live: None for the home's files, else a PostgreSQL URL (never with a password)
     store: str | None = None
+    #: The intake folders besides the home's own (absolute paths; ``intake --dir`` lists each it is given)
+    intake_dirs: tuple[str, ...] = ()
     signature: str = ""  # sha256 of the file it was read from
 
     def project(self, name: str) -> Project | None:
@@ -91,7 +93,7 @@ class Roster(msgspec.Struct, frozen=True):
         return [HOME, *(Address("project", p.name) for p in self.projects)]
 
 
-_TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities", "store"}
+_TOP_KEYS = {"owner", "markers", "limits", "tics", "notifier", "projects", "entities", "store", "intake"}
 _NOTIFIER_MODES = ("none", "discover-only", "agent-turn-nudge")
 
 
@@ -242,6 +244,11 @@ def parse(text: bytes, doc: dict[str, Any] | None = None) -> Roster:
     store = doc.get("store")
     if store is not None:
         check_store(_expect(store, str, "store"))
+    intake = _expect(doc.get("intake", {}), dict, "[intake]")
+    _only(intake, {"dirs"}, "[intake]")
+    intake_dirs = _str_list(intake.get("dirs", []), "intake.dirs")
+    if not all(os.path.isabs(d) for d in intake_dirs):
+        raise _bad("intake.dirs holds absolute paths only")
 
     projects: list[Project] = []
     seen: set[str] = set()
@@ -292,6 +299,7 @@ def parse(text: bytes, doc: dict[str, Any] | None = None) -> Roster:
         notifier_timeout=timeout,
         discovery_command=discovery,
         store=store,
+        intake_dirs=intake_dirs,
         signature=sha256(text).hexdigest(),
     )
 
@@ -319,6 +327,8 @@ def dump(r: Roster) -> bytes:
         doc["limits"] = changed
     if r.tic_source is not None:
         doc["tics"] = {"source": r.tic_source}
+    if r.intake_dirs:
+        doc["intake"] = {"dirs": list(r.intake_dirs)}
     if r.projects:
         doc["projects"] = [
             {"name": p.name, "root": p.root, "aliases": list(p.aliases), "box_in_repo": p.box_in_repo}

@@ -131,6 +131,21 @@ def entity_fields(e: Entity) -> dict[str, Any]:
     return {"id": e.id, **({"role": e.role} if e.role is not None else {})}
 
 
+def add_intake_dir(doc: Any, folder: str) -> None:
+    """List ``folder`` in ``[intake] dirs`` (the table, or the key, made when missing)."""
+    import tomlkit
+
+    table = doc.get("intake")
+    if table is None:
+        table = tomlkit.table()
+        doc.add("intake", table)
+    dirs = table.get("dirs")
+    if dirs is None:
+        table["dirs"] = [folder]
+    else:
+        dirs.append(folder)
+
+
 def _ends_with_newline(item: Any) -> bool:
     return bool(item.as_string().endswith("\n"))
 

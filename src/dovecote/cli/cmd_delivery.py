@@ -228,9 +228,14 @@ def presence_beat(
 
 def _status_text(r: dict[str, Any]) -> str:
     i, c = r["intake"], r["tracker_counts"]
+    many = len(i["folders"]) + len(i["unreachable"]) > 1
+    where = f"in {len(i['folders'])} folders" if many else one_line(i["dir"])
     out = [
-        f"intake {i['dir']}: {i['pending']} pending, {i['processed']} processed, {i['quarantined']} quarantined "
+        f"intake {where}: {i['pending']} pending, {i['processed']} processed, {i['quarantined']} quarantined "
         f"(of {i['entered']} entered)\n",
+        *(f"  {one_line(f['dir'])}: {f['pending']} pending, {f['processed']} processed, {f['quarantined']} "
+          "quarantined\n" for f in (i["folders"] if many else ())),
+        *(f"  unreachable: {one_line(u['dir'])}: {one_line(u['error'])}\n" for u in i["unreachable"]),
         "trackers: " + ", ".join(f"{k} {v}" for k, v in c.items()) + "\n",
         "ack states: " + ", ".join(f"{k} {v}" for k, v in r["ack_state_counts"].items()) + "\n",
         "notify states: " + ", ".join(f"{k} {v}" for k, v in r["live_notify_state_counts"].items()) + "\n",

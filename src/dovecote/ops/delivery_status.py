@@ -5,6 +5,9 @@ and runs the discovery command at most once (``notify.discover`` caches it).
 Every count is derived from the folders and the ledgers as they are now, and
 the intake counts add up: ``pending + processed + quarantined`` is every
 envelope that entered intake, because each is in exactly one of those folders.
+They are summed over every intake folder of the home (``intake.folders``: its
+own and each the roster lists), each also shown on its own; a listed folder
+that cannot be read is named in ``intake.unreachable``, never skipped.
 Schema drift is counted from the letters as written (an imported tracker's
 ``schema_drift`` list), before anything normalizes them (notes B13.3: vNext
 counted drift after migrating in memory, so it was always zero).
@@ -19,6 +22,7 @@ however old: nothing is limited to the recent rows but the list shown.
 
 from __future__ import annotations
 
+import errno
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -59,18 +63,45 @@ def tracker_counts(rows: list[Tracker]) -> dict[str, int]:
     }
 
 
+def intake_view(folders: list[Path], limit: int) -> dict[str, Any]:
+    """The intake counts of every folder (the first is the home's own), summed and one by one.
+
+    The summed lists name a file of the home's folder by its name (as before there was more than
+    one folder) and a file of another folder by its path. The home's folder, never made yet, reads
+    zero; a listed folder that is gone or cannot be read is named unreachable.
+    """
+    rows: list[dict[str, Any]] = []
+    listed: dict[str, list[str]] = {intake_op.PENDING: [], intake_op.QUARANTINE: []}
+    unreachable: list[dict[str, str]] = []
+    for folder in folders:
+        try:
+            if folder != folders[0] and not folder.is_dir():
+                raise FileNotFoundError(errno.ENOENT, "no such folder")
+            counts = intake_op.counts(folder)
+            files = {which: intake_op.envelope_files(folder, which) for which in listed}
+        except OSError as e:
+            unreachable.append({"dir": str(folder), "error": e.strerror or str(e)})
+            continue
+        for which, names in files.items():
+            listed[which] += names if folder == folders[0] else [str(folder / which / n) for n in names]
+        rows.append({"dir": str(folder), "pending": counts[intake_op.PENDING],
+                     "processed": counts[intake_op.PROCESSED], "quarantined": counts[intake_op.QUARANTINE],
+                     "entered": sum(counts.values()), "pending_files": files[intake_op.PENDING][:limit],
+                     "quarantine_files": files[intake_op.QUARANTINE][:limit]})
+    totals = {key: sum(r[key] for r in rows) for key in ("pending", "processed", "quarantined", "entered")}
+    return {"dir": str(folders[0]), **totals, "pending_files": listed[intake_op.PENDING][:limit],
+            "quarantine_files": listed[intake_op.QUARANTINE][:limit], "folders": rows, "unreachable": unreachable}
+
+
 def status(
-    ctx: Context, folder: Path, *, active_minutes: int, work_item_id: str | None, thread_id: str | None, limit: int,
-    now: datetime,
+    ctx: Context, folders: list[Path], *, active_minutes: int, work_item_id: str | None, thread_id: str | None,
+    limit: int, now: datetime,
 ) -> dict[str, Any]:
-    """The status view (see the module docstring)."""
+    """The status view (see the module docstring); ``folders``: every intake folder, the home's own first."""
     every, unreachable = all_trackers(ctx)
     closed = close_tasks(every)
     rows = [t for t in every if matches(t, work_item_id, thread_id)]
     ts = format_ts(now)
-    folders = intake_op.counts(folder)
-    pending_files = intake_op.envelope_files(folder, intake_op.PENDING)
-    quarantined = intake_op.envelope_files(folder, intake_op.QUARANTINE)
     overdue = sorted((t for t in rows if t.ack_due_ts is not None and t.ack_due_ts <= ts),
                      key=lambda t: (t.ack_due_ts or "", t.delivery_id))
     recent = sorted(rows, key=lambda t: (t.delivered_ts, t.delivery_id), reverse=True)
@@ -80,11 +111,7 @@ def status(
     return {
         "ts": ts,
         "filters": {"work_item_id": work_item_id, "thread_id": thread_id},
-        "intake": {
-            "dir": str(folder), "pending": folders[intake_op.PENDING], "processed": folders[intake_op.PROCESSED],
-            "quarantined": folders[intake_op.QUARANTINE], "entered": sum(folders.values()),
-            "pending_files": pending_files[:limit], "quarantine_files": quarantined[:limit],
-        },
+        "intake": intake_view(folders, limit),
         "tracker_counts": tracker_counts(rows),
         "delivery_state_counts": _counts([t.delivery_state for t in rows], list(DeliveryState)),
         "ack_state_counts": _counts([t.ack_state for t in rows], list(AckState)),

@@ -78,8 +78,23 @@ class IntakeRun:
 
 
 def folder_of(ctx: Context, given: str | None) -> Path:
-    """The intake folder: ``given``, else ``<home>/intake``."""
-    return Path(given).expanduser().absolute() if given else ctx.layout.root / "intake"
+    """The intake folder: ``given`` (absolute, ``..`` taken out), else ``<home>/intake``."""
+    return Path(os.path.normpath(Path(given).expanduser().absolute())) if given else ctx.layout.root / "intake"
+
+
+def folders(ctx: Context) -> list[Path]:
+    """Every intake folder of the home: its own, then each the roster lists (``intake --dir`` and the
+    mailman's ``--dir`` list the folders they are given, so ``status`` counts them after a restart).
+    A folder reached by two spellings (a link) is one folder: its envelopes are counted once."""
+    seen: dict[str, Path] = {}
+    for folder in (folder_of(ctx, None), *map(Path, ctx.roster.intake_dirs)):
+        seen.setdefault(os.path.realpath(folder), folder)
+    return list(seen.values())
+
+
+def listed(ctx: Context, folder: Path) -> bool:
+    """Whether ``folder`` is one of ``folders(ctx)`` (by where it really is)."""
+    return os.path.realpath(folder) in {os.path.realpath(f) for f in folders(ctx)}
 
 
 def envelope_files(folder: Path, which: str) -> list[str]:
