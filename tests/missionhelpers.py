@@ -13,6 +13,9 @@ VECTOR: dict[str, Any] = {
 VECTOR_ID = "fb0197c00008"
 VECTOR_AGENT = "agent-a"
 
+#: The person's gesture passphrase in the tests (``keyed`` sets it); what they type at each human gesture.
+PASSPHRASE = "kestrel over the weir at dusk"
+
 GATE = {"command": "make test", "exit_status": 0, "artifact_hash": "sha256:ab12"}
 
 
@@ -40,3 +43,10 @@ def for_phase(phase: str, seq: int, prev: str | None, **more: Any) -> dict[str, 
     if phase == "landed":
         extra["receipt"] = {"imported": True, "store_version": 1}
     return letter(seq, prev, phase, **{**extra, **more})
+
+
+def keyed(dc: Any) -> Any:
+    """``dc`` with the person's gesture passphrase set (``PASSPHRASE``): one slow hash, so only where a test
+    makes a gesture."""
+    dc.gesture_key_set(PASSPHRASE)
+    return dc
