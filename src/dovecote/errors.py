@@ -31,7 +31,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "duplicate_root": (409, "another project already has that root (one root, one box)"),
     "forbidden": (403, "the token's entity may not do this in another entity's box"),
-    "human_gesture_required": (403, "only a person's gesture, with the gesture passphrase, may do this"),
+    "human_gesture_required": (403, "only a person may do this: no token reaches it, and a mission gesture "
+                                    "needs the gesture passphrase"),
     "idempotency_conflict": (409, "the idempotency key already names a different message"),
     "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
     "in_use": (409, "letters still route to that project or entity (--force drops the entry, keeps the ledger)"),
