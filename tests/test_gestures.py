@@ -78,3 +78,22 @@ def test_a_damaged_key_file_refuses_every_gesture(dc: Dovecote, damage: bytes) -
     with pytest.raises(Refusal) as e:
         dc.gesture_key_set("a new one", old=PASSPHRASE)
     assert e.value.reason == "human_gesture_required"
+
+
+def test_the_cli_never_reads_the_passphrase_from_stdin_when_echo_cannot_be_turned_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """getpass's fallback (no terminal it can silence) reads stdin with echo on: refused, stdin left unread."""
+    import getpass
+    import io
+    import sys
+
+    from dovecote.cli import cmd_gestures
+
+    piped = io.StringIO(PASSPHRASE + "\n")
+    monkeypatch.setattr(cmd_gestures, "_terminal", lambda what: None)  # as if /dev/tty opened
+    monkeypatch.setattr(getpass, "getpass", getpass.fallback_getpass)  # ... but its echo could not be turned off
+    monkeypatch.setattr(sys, "stdin", piped)
+    with pytest.raises(Refusal) as e:
+        cmd_gestures.typed("gesture passphrase: ", "mission archive")
+    assert e.value.reason == "human_gesture_required" and "echo" in e.value.detail
+    assert piped.tell() == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import warnings
 from typing import Any
 
 from dovecote.cli.boundary import Typer
@@ -32,10 +33,16 @@ def _terminal(what: str) -> None:
 def typed(prompt: str, what: str) -> str:
     """What the person types at the terminal after ``prompt``, echo off; a closed input is a refusal."""
     _terminal(what)
-    try:
-        return getpass.getpass(prompt)
-    except EOFError:
-        raise Refusal("human_gesture_required", f"{what}: no passphrase was typed") from None
+    with warnings.catch_warnings():
+        # getpass falls back to stdin, echo on, when it cannot turn the terminal's echo off: never read that
+        warnings.simplefilter("error", getpass.GetPassWarning)
+        try:
+            return getpass.getpass(prompt)
+        except getpass.GetPassWarning:
+            raise Refusal("human_gesture_required", f"{what}: the terminal's echo cannot be turned off, so the "
+                                                    "passphrase is not asked for here") from None
+        except EOFError:
+            raise Refusal("human_gesture_required", f"{what}: no passphrase was typed") from None
 
 
 def passphrase_for(what: str, mission_id: str, key_is_set: bool) -> str | None:
