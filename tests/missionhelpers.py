@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 #: The m1nd seq-1 test vector (reference notes section 9): agent-a posting it gives fb0197c00008.
 VECTOR: dict[str, Any] = {
     "schema": "m1nd-mission-letter-v0", "mission_id": "msn_0123456789ab", "mission_seq": 1, "block_id": "sb_alpha",
@@ -12,6 +14,9 @@ VECTOR: dict[str, Any] = {
 }
 VECTOR_ID = "fb0197c00008"
 VECTOR_AGENT = "agent-a"
+
+#: The person's gesture passphrase in the tests (``keyed`` sets it); what they type at each human gesture.
+PASSPHRASE = "kestrel over the weir at dusk"
 
 GATE = {"command": "make test", "exit_status": 0, "artifact_hash": "sha256:ab12"}
 
@@ -40,3 +45,14 @@ def for_phase(phase: str, seq: int, prev: str | None, **more: Any) -> dict[str, 
     if phase == "landed":
         extra["receipt"] = {"imported": True, "store_version": 1}
     return letter(seq, prev, phase, **{**extra, **more})
+
+
+def keyed(dc: Any) -> Any:
+    """``dc`` with the person's gesture passphrase set (``PASSPHRASE``), hashed at scrypt's least cost: the cost
+    is stored beside the hash, so every check of it is cheap too (the default's slowness is test_gestures')."""
+    from dovecote.ops import gestures
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(gestures.COST, "n", 2**10)
+        dc.gesture_key_set(PASSPHRASE)
+    return dc

@@ -21,7 +21,7 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from helpers import add_project, new_home
-from missionhelpers import VECTOR, VECTOR_AGENT, for_phase
+from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, for_phase, keyed
 
 pytestmark = pytest.mark.files_only
 
@@ -54,6 +54,7 @@ def _base(tmp: Path, posted: int) -> tuple[Path, Path]:
     dc = new_home(work)
     add_project(dc, work, "repo-a")
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="repo-a"))
+    keyed(dc)  # a cheap hash: the sweep imports dozens of times, and what it sweeps is the import's writes
     ids: list[str] = []
     for seq in range(1, posted + 1):
         _post(dc, seq, ids)
@@ -87,7 +88,8 @@ def test_every_crash_point_of_two_mission_posts(tmp_path: Path, depth: str, swee
 
 def _import(tree: Path, acked: list[str]) -> None:
     Dovecote(_home(tree)).receipt_import(verbs.ReceiptImport(mission_id=VECTOR["mission_id"]),
-                                         gesture="terminal", actor="human.me", now=NOW)
+                                         gesture="terminal", passphrase=PASSPHRASE, actor="human.me",
+                                         now=NOW)
     acknowledge(tree, acked)
 
 

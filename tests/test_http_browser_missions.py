@@ -1,8 +1,9 @@
 """The missions page in a real browser (Playwright driving Debian's chromium) against a real ``dovecote serve``:
 an agent posts judging -> executing -> gate -> merge_wait over REST with its token; the person signed in by the
-login link imports the receipt on the page (typing the mission id to confirm); the agent posts landed; the person
-archives it on the page. The agent's token is refused on both gestures, and a screenshot of the page is taken
-(kept in docs/screenshots when ``DOVECOTE_SCREENSHOTS`` names that folder: ``make screenshots``).
+login link imports the receipt on the page (typing the mission id to confirm and the gesture passphrase, without
+which the session alone is refused); the agent posts landed; the person archives it on the page. The agent's token
+is refused on both gestures, and a screenshot of the page is taken (kept in docs/screenshots when
+``DOVECOTE_SCREENSHOTS`` names that folder: ``make screenshots``).
 
 The browser fixture is test_http_browser's: without /usr/bin/chromium these skip, except under CI=true,
 where a missing browser fails them.
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from dovecote import verbs
-from missionhelpers import VECTOR, for_phase
+from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home, serving
 from test_http_browser import browser  # noqa: F401 (the fixture)
 
@@ -37,7 +38,7 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
     import httpx2 as httpx
     from playwright.sync_api import expect
 
-    dc = served_home(tmp_path)
+    dc = keyed(served_home(tmp_path))
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
     auth = {"Authorization": f"Bearer {dc.token_issue(SENDER).token}"}
     with serving(tmp_path, dc.layout.root) as server:
@@ -64,6 +65,14 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
         row = page.locator(f'#mission-heads tr[data-id="{MID}"]')
         expect(row).to_contain_text("merge_wait")
         row.locator('input[name="confirm"]').fill(MID)
+        row.locator('input[name="passphrase"]').fill("not the passphrase")
+        with page.expect_navigation():
+            row.locator('button[data-gesture="receipt-import"]').click()
+        expect(page.locator("main")).to_contain_text("human_gesture_required")
+        assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
+        settled(page, f"{server.url}/missions")
+        row.locator('input[name="confirm"]').fill(MID)
+        row.locator('input[name="passphrase"]').fill(PASSPHRASE)
         with page.expect_navigation():
             row.locator('button[data-gesture="receipt-import"]').click()
         expect(page.locator("#blocks")).to_contain_text("sb_alpha")
@@ -73,6 +82,7 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
         expect(page.locator("#landing")).to_contain_text("0")
         chain = page.locator("#chain")
         chain.locator('input[name="confirm"]').fill(MID)
+        chain.locator('input[name="passphrase"]').fill(PASSPHRASE)
         with page.expect_navigation():
             chain.locator('button[data-gesture="archive"]').click()
         expect(page.locator(f'#mission-heads tr[data-id="{MID}"]')).to_contain_text("archived")

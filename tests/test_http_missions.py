@@ -16,7 +16,7 @@ from dovecote.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
 from helpers import snapshot
-from missionhelpers import VECTOR, for_phase
+from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home
 
 pytestmark = pytest.mark.files_only
@@ -75,30 +75,56 @@ def test_the_page_counts_heads_by_phase_and_each_count_links_its_heads(client: T
     assert client.get("/missions?phase=asleep").status_code == 400
 
 
-def test_the_gestures_through_the_session_with_a_typed_confirmation(dc: Dovecote) -> None:
+def test_the_gestures_through_the_session_with_a_typed_confirmation_and_the_passphrase(dc: Dovecote) -> None:
+    """The signed-in session (which the login link gives whoever holds it) is not enough: the form carries the
+    person's gesture passphrase, checked as the terminal's is; without it, or wrong, nothing is appended."""
+    keyed(dc)
     ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
     c = signed_in(dc)
     page = c.get(f"/missions?mission={MID}").text
     assert 'data-gesture="receipt-import"' in page and 'data-gesture="archive"' not in page
+    assert '<input type="password" name="passphrase"' in page
     token = csrf_of(page)
     before = snapshot(dc.layout.root)
-    wrong = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": "msn_0"}, headers=ORIGIN)
+    wrong = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": "msn_0",
+                                                            "passphrase": PASSPHRASE}, headers=ORIGIN)
     assert wrong.status_code == 403 and "human_gesture_required" in wrong.text
-    bad = c.post(f"/missions/{MID}/receipt-import", data={"csrf": "x", "confirm": MID}, headers=ORIGIN)
+    bad = c.post(f"/missions/{MID}/receipt-import", data={"csrf": "x", "confirm": MID, "passphrase": PASSPHRASE},
+                 headers=ORIGIN)
     assert bad.status_code == 403 and "csrf_failed" in bad.text
+    for secret in ({}, {"passphrase": ""}, {"passphrase": "kestrel"}):  # the session and the link alone
+        r = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": MID, **secret},
+                   headers=ORIGIN, follow_redirects=False)
+        assert r.status_code == 403 and "human_gesture_required" in r.text, (secret, r.text)
+        assert "gesture passphrase" in r.text
     assert snapshot(dc.layout.root) == before
-    r = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": MID}, headers=ORIGIN,
-               follow_redirects=False)
+    r = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": MID, "passphrase": PASSPHRASE},
+               headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/missions?mission={MID}"
     assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
     post(dc, for_phase("landed", 5, ids[-1], brain_ref="atlas"))
     page = c.get(f"/missions?mission={MID}").text
     assert 'data-gesture="archive"' in page
-    r = c.post(f"/missions/{MID}/archive", data={"csrf": csrf_of(page), "confirm": MID}, headers=ORIGIN,
-               follow_redirects=False)
+    before = snapshot(dc.layout.root)
+    r = c.post(f"/missions/{MID}/archive", data={"csrf": csrf_of(page), "confirm": MID}, headers=ORIGIN)
+    assert r.status_code == 403 and "human_gesture_required" in r.text and snapshot(dc.layout.root) == before
+    r = c.post(f"/missions/{MID}/archive", data={"csrf": csrf_of(page), "confirm": MID, "passphrase": PASSPHRASE},
+               headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303
     chain = dc.mission(verbs.Mission(mission_id=MID))["chain"]
     assert chain[-1]["phase"] == "archived" and chain[-1]["agent"] == "human.alice"
+
+
+def test_an_agent_cannot_post_landed_over_rest_without_the_persons_import(dc: Dovecote) -> None:
+    """The landed law on REST, as on every face: the letter's claim of an import is not an import."""
+    ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
+    auth = {"Authorization": f"Bearer {dc.token_issue(SENDER).token}"}
+    before = snapshot(dc.layout.root)
+    with TestClient(create_app(dc)) as c:
+        r = c.post("/api/v1/missions", headers=auth, json={
+            "letter": for_phase("landed", 5, ids[-1], brain_ref="atlas"), "as_project": "atlas"})
+    assert r.status_code == 409 and r.json()["reason"] == "landed_law", r.text
+    assert snapshot(dc.layout.root) == before
 
 
 @pytest.mark.parametrize("role", ["agent", "operator"])

@@ -327,3 +327,20 @@ async def test_an_agent_sends_a_task_acks_its_own_delivery_and_reads_its_tracker
         assert [t["ack_state"] for t in rows.structured_content["trackers"]] == ["acked"]
         again = await c.call_tool("ack", {"entity_id": SENDER, "ref": envelope_id})
         assert again.is_error and again.content[0].text.startswith("already_acked: ")
+
+
+async def test_an_agent_cannot_post_landed_without_a_persons_receipt_import(dc: Dovecote) -> None:
+    """The landed law over MCP as on every face: a letter claiming an import no person made appends nothing."""
+    from missionhelpers import for_phase
+
+    probe = {"brain_ref": "probe", "synthetic": True}
+    async with client(dc) as c:
+        prev = None
+        for seq, phase in enumerate(["judging", "executing", "gate", "merge_wait"], 1):
+            r = await c.call_tool("mission_post", {"letter": for_phase(phase, seq, prev, **probe)})
+            assert not r.is_error, r.content[0].text
+            prev = r.structured_content["letter_id"]
+        before = ledgers(dc)
+        r = await c.call_tool("mission_post", {"letter": for_phase("landed", 5, prev, **probe)})
+    assert r.is_error and r.content[0].text.startswith("landed_law: "), r.content[0].text
+    assert ledgers(dc) == before

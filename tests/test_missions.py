@@ -12,7 +12,7 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from helpers import add_project, box_bytes, new_home, rep
-from missionhelpers import VECTOR, VECTOR_AGENT, VECTOR_ID, candidate, for_phase, letter
+from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, VECTOR_ID, candidate, for_phase, keyed, letter
 
 pytestmark = pytest.mark.both_stores
 MID = VECTOR["mission_id"]
@@ -111,47 +111,112 @@ def test_a_chain_must_start_at_judging(dc: Dovecote) -> None:
 
 
 def test_the_full_flow_with_the_gestures(dc: Dovecote) -> None:
+    keyed(dc)
     ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
     listed = dc.missions(verbs.Missions())
     assert listed["landing"] == 1 and listed["count"] == 1 and listed["by_phase"]["merge_wait"] == 1
     (head,) = listed["missions"]
     assert head["head_letter_id"] == ids[-1] and head["superseded_count"] == 3 and head["box"] == "project:repo-a"
-    # a landed letter before the import breaks no law of its own, but no receipt was imported: the agent may
-    # post it only once a person has imported (store_version comes from the import)
+    # a landed letter before the import claims a receipt no person imported: the agent may post it only once
+    # a person has imported (store_version comes from the import)
     before = box_bytes(dc, _box("repo-a"))
     imp = verbs.ReceiptImport(mission_id=MID)
     assert refused(dc.receipt_import, imp).reason == "human_gesture_required"
-    assert refused(dc.receipt_import, imp, gesture="agent").reason == "human_gesture_required"
+    assert refused(dc.receipt_import, imp, gesture="agent", passphrase=PASSPHRASE
+                   ).reason == "human_gesture_required"
     assert box_bytes(dc, _box("repo-a")) == before
-    got = dc.receipt_import(imp, gesture="terminal", actor="human.me")
+    got = dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")
     assert got["store_version"] == 1 and got["candidate_letter_id"] == ids[-1] and got["deduped"] is False
-    assert dc.receipt_import(imp, gesture="terminal")["deduped"] is True
+    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["deduped"] is True
     assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
     landed = post(dc, for_phase("landed", 5, ids[-1]))
     arch = verbs.MissionArchive(mission_id=MID)
     assert refused(dc.mission_archive, arch).reason == "human_gesture_required"
-    done = dc.mission_archive(arch, gesture="human-view", actor="human.me")
+    done = dc.mission_archive(arch, gesture="human-view", passphrase=PASSPHRASE, actor="human.me")
     assert done["phase"] == "archived" and done["mission_seq"] == 6
     shown = dc.mission(verbs.Mission(mission_id=MID))
     assert [e["phase"] for e in shown["chain"]] == ["judging", "executing", "gate", "merge_wait", "landed",
                                                    "archived"]
     assert shown["chain"][4]["letter_id"] == landed["letter_id"] and shown["chain"][5]["agent"] == "human.me"
-    assert refused(dc.mission_archive, arch, gesture="terminal").reason == "invalid_transition"
+    assert refused(dc.mission_archive, arch, gesture="terminal", passphrase=PASSPHRASE
+                   ).reason == "invalid_transition"
     assert refused(post, dc, letter(7, done["letter_id"], "executing")).reason == "invalid_transition"
 
 
+def test_landed_stands_only_on_an_import_the_block_registry_records(dc: Dovecote) -> None:
+    """The letter's own receipt {imported: true, store_version} is a claim; landed_law unless a person's import of
+    this mission's candidate (of the merge_wait head it follows) at that store version is in the registry."""
+    ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
+    before = box_bytes(dc, _box("repo-a"))
+    r = refused(post, dc, for_phase("landed", 5, ids[-1]))  # an agent forging the claim: no import yet
+    assert r.reason == "landed_law" and "receipt import" in r.detail and ids[-1] in r.detail
+    assert box_bytes(dc, _box("repo-a")) == before
+    keyed(dc)
+    imp = verbs.ReceiptImport(mission_id=MID)
+    dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")
+    before = box_bytes(dc, _box("repo-a"))
+    landed_at_2 = for_phase("landed", 5, ids[-1], receipt={"imported": True, "store_version": 2})
+    assert refused(post, dc, landed_at_2).reason == "landed_law"  # not the store version imported
+    assert box_bytes(dc, _box("repo-a")) == before
+    # back to work and a new merge_wait: the earlier import was of the earlier candidate, so it lands nothing
+    for seq, phase in enumerate(["executing", "gate", "merge_wait"], 5):
+        ids.append(post(dc, for_phase(phase, seq, ids[-1]))["letter_id"])
+    assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"
+    dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")  # store version 2 now
+    assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"  # it claims 1
+    got = post(dc, for_phase("landed", 8, ids[-1], receipt={"imported": True, "store_version": 2}))
+    assert got["phase"] == "landed" and got["mission_seq"] == 8
+
+
+def test_landed_law_holds_for_a_mission_in_home_and_one_naming_no_project(dc: Dovecote) -> None:
+    """An unbound caller posts into home: the import is looked for in its brain_ref project's registry."""
+    ids = walk(dc, ["judging", "executing", "gate", "merge_wait"], project=None)
+    assert refused(post, dc, for_phase("landed", 5, ids[-1]), None).reason == "landed_law"
+    keyed(dc)
+    dc.receipt_import(verbs.ReceiptImport(mission_id=MID), gesture="terminal", passphrase=PASSPHRASE)
+    assert post(dc, for_phase("landed", 5, ids[-1]), None)["box"] == "home"
+    probe = {**VECTOR, "mission_id": "msn_00000000000c", "brain_ref": "nowhere", "synthetic": True}
+    pids = [post(dc, probe, None)["letter_id"]]
+    for seq, phase in enumerate(["executing", "gate", "merge_wait"], 2):
+        pids.append(post(dc, {**for_phase(phase, seq, pids[-1]), **{k: probe[k] for k in
+                                                                    ("mission_id", "brain_ref", "synthetic")}},
+                         None)["letter_id"])
+    landed = {**for_phase("landed", 5, pids[-1]), **{k: probe[k] for k in ("mission_id", "brain_ref", "synthetic")}}
+    r = refused(post, dc, landed, None)
+    assert r.reason == "landed_law" and "no reachable block registry" in r.detail
+
+
+def test_a_gesture_needs_the_persons_passphrase(dc: Dovecote) -> None:
+    """No passphrase set, none given, a wrong one, or no face's origin: human_gesture_required, nothing
+    appended; the right one typed at a face makes the gesture."""
+    ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
+    imp = verbs.ReceiptImport(mission_id=MID)
+    before = box_bytes(dc, _box("repo-a"))
+    r = refused(dc.receipt_import, imp, gesture="terminal", passphrase=PASSPHRASE)
+    assert r.reason == "human_gesture_required" and "dovecote gesture-key set" in r.detail  # none set yet
+    keyed(dc)
+    for kw in ({"gesture": "terminal"}, {"gesture": "terminal", "passphrase": "kestrel"},
+               {"gesture": "human-view", "passphrase": PASSPHRASE.upper()}, {"passphrase": PASSPHRASE}):
+        assert refused(dc.receipt_import, imp, **kw).reason == "human_gesture_required", kw
+        assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), **kw
+                       ).reason == "human_gesture_required", kw
+    assert box_bytes(dc, _box("repo-a")) == before
+    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["candidate_letter_id"] == ids[-1]
+
+
 def test_import_refusals(dc: Dovecote) -> None:
+    keyed(dc)
     ids = walk(dc, ["judging", "executing", "gate"])
     imp = verbs.ReceiptImport(mission_id=MID)
-    assert refused(dc.receipt_import, imp, gesture="terminal").reason == "invalid_phase"
+    assert refused(dc.receipt_import, imp, gesture="terminal", passphrase=PASSPHRASE).reason == "invalid_phase"
     post(dc, for_phase("merge_wait", 4, ids[-1]))
     dc.block_bump(verbs.BlockBump(block_id="sb_alpha", project="repo-a"))
-    r = refused(dc.receipt_import, imp, gesture="terminal")
+    r = refused(dc.receipt_import, imp, gesture="terminal", passphrase=PASSPHRASE)
     assert r.reason == "stale_scope" and r.extra == {"expected": 2, "given": 1}
     assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
     assert refused(dc.mission, verbs.Mission(mission_id="msn_ffffffffffff")).reason == "unknown_mission"
-    assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), gesture="terminal"
-                   ).reason == "invalid_transition"
+    assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), gesture="terminal",
+                   passphrase=PASSPHRASE).reason == "invalid_transition"
 
 
 def test_mission_letters_are_never_field_reports_nor_open(dc: Dovecote) -> None:

@@ -37,6 +37,7 @@ NOT_VERBS = {
     ("serve",): "a face: serves the verbs over HTTP; its options choose where to listen",
     ("db", "migrate"): "changes a database's schema, below any handle (the handle would refuse an unmigrated one)",
     ("copy",): "moves every ledger between two stores: an operator's act on the home, not a remote call",
+    ("gesture-key", "set"): "the person's gesture passphrase, typed at the terminal: no option, no remote call",
     **{("hook", k): "an agent's hook: reads the agent's JSON payload on stdin and always exits 0"
        for k in ("session-start", "prompt", "stop", "post-tool")},
 }

@@ -31,7 +31,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "duplicate_root": (409, "another project already has that root (one root, one box)"),
     "forbidden": (403, "the token's entity may not do this in another entity's box"),
-    "human_gesture_required": (403, "only a human gesture (the Human View) may do this"),
+    "human_gesture_required": (403, "only a person may do this: no token reaches it, and a mission gesture "
+                                    "needs the gesture passphrase"),
     "idempotency_conflict": (409, "the idempotency key already names a different message"),
     "illegal_transition": (409, "the lifecycle table has no such move from the current state"),
     "in_use": (409, "letters still route to that project or entity (--force drops the entry, keeps the ledger)"),
@@ -49,7 +50,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "invalid_phase": (400, "the mission letter's phase is unknown or carries what its phase forbids"),
     "invalid_seq": (400, "mission_seq is below 1, or seq 1 names a prev_letter_id (or a later one names none)"),
     "invalid_transition": (409, "the phase graph has no move from the mission head's phase to that one"),
-    "landed_law": (409, "a landed letter needs an imported receipt with store_version >= 1"),
+    "landed_law": (409, "a landed letter needs a person's import of its candidate, at the store_version it names"),
     "method_not_allowed": (405, "the route exists but not with that HTTP method"),
     "missing_field": (400, "a required field is absent or empty"),
     "no_due": (400, "a defer needs a due tic or time; a DEFER with no due is a dead end"),

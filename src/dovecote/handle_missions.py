@@ -1,10 +1,12 @@
 """The handle's mission and block verbs (see ``ops.missions`` and ``ops.blocks``).
 
 One method per verb, each one row of a face. The two human gestures
-(``mission_archive``, ``receipt_import``) take ``gesture``: the origin a face
-vouches for (``terminal``: a person at an interactive terminal typed the mission
-id; ``human-view``: the Human View's signed-in session). Without one they are
-refused ``human_gesture_required``; no remote call passes one.
+(``mission_archive``, ``receipt_import``) take ``gesture``, the origin a face
+vouches for (``terminal``: the CLI's prompt; ``human-view``: the Human View's
+signed-in form), and ``passphrase``, what the person typed there; both are
+checked against the person's gesture passphrase (``ops.gestures.check``).
+Without them they are refused ``human_gesture_required``; no remote call passes
+one. ``gesture_key_set`` sets that passphrase (``dovecote gesture-key set``).
 """
 
 from __future__ import annotations
@@ -75,19 +77,34 @@ class MissionVerbs(HandleCore):
         return missions.show(self.context, checked(v).mission_id)
 
     @fields(verbs.MissionArchive)
-    def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None, actor: ActorArg = None,
+    def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None,
+                        passphrase: str | None = None, actor: ActorArg = None,
                         now: datetime | None = None) -> dict[str, Any]:
         """Archive a landed or failed mission: a human gesture (see the module docstring)."""
         from dovecote.ops import missions
 
         v = checked(v)
-        return missions.archive(self._ctx(now=now, actor=actor), v.mission_id, gesture)
+        return missions.archive(self._ctx(now=now, actor=actor), v.mission_id, gesture, passphrase)
 
     @fields(verbs.ReceiptImport)
-    def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None, actor: ActorArg = None,
+    def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None,
+                       passphrase: str | None = None, actor: ActorArg = None,
                        now: datetime | None = None) -> dict[str, Any]:
         """Import a merge_wait mission's receipt candidate into its block: a human gesture."""
         from dovecote.ops import missions
 
         v = checked(v)
-        return missions.import_receipt(self._ctx(now=now, actor=actor), v.mission_id, gesture)
+        return missions.import_receipt(self._ctx(now=now, actor=actor), v.mission_id, gesture, passphrase)
+
+    def gesture_key_set(self, new: str, /, *, old: str | None = None, now: datetime | None = None
+                        ) -> dict[str, Any]:
+        """Set the person's gesture passphrase (changing one needs ``old``); ``{path, changed}``."""
+        from dovecote.ops import gestures
+
+        return gestures.set_key(self._ctx(now=now), new, old)
+
+    def gesture_key_is_set(self) -> bool:
+        """Whether this home has a gesture passphrase (a face asks before it prompts for one)."""
+        from dovecote.ops import gestures
+
+        return gestures.is_set(self.context)

@@ -93,12 +93,13 @@ def ensure_dir(path: Path) -> None:
     fileops.make_dirs(path)
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o666) -> None:
     """Replace a whole (cache) file: tmp + fsync + rename + fsync dir. ``data`` may come
-    in pieces, so a large cache is never held in memory whole."""
+    in pieces, so a large cache is never held in memory whole. The file gets ``mode`` (less the
+    umask) from its first byte on, so a secret's file (0600) is never readable by others, even briefly."""
     ensure_dir(path.parent)
     tmp = path.with_name(temp_name(path.name))
-    fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
     try:
         for piece in (data,) if isinstance(data, bytes) else data:
             fileops.write_all(fd, piece)

@@ -16,6 +16,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 - ``cmd_store``: db migrate, copy (the PostgreSQL store)
 - ``cmd_missions``: block add/bump, blocks, mission post/show/archive, missions, receipt import
+- ``cmd_gestures``: gesture-key set (the passphrase human gestures need)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dovecote.cli import (
     cmd_agents,
     cmd_cases,
     cmd_delivery,
+    cmd_gestures,
     cmd_inbox,
     cmd_mail,
     cmd_mcp,
@@ -96,6 +98,7 @@ cmd_mcp.register(app, opened)  # mcp (the MCP face)
 cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status
 cmd_store.register(app)  # db migrate, copy
 cmd_missions.register(app)  # block, blocks, mission, missions, receipt import
+cmd_gestures.register(app)  # gesture-key set
 
 
 class _LazyGroup(Group):

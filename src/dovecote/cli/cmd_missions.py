@@ -2,9 +2,9 @@
 ``missions`` and ``receipt import``.
 
 Each option is a field of its verb (``dovecote.verbs.missions``). The two human
-gestures (``mission archive``, ``receipt import``) are made only by a person at
-an interactive terminal who types the mission id to confirm: without a terminal
-on stdin they refuse ``human_gesture_required`` before anything is read.
+gestures (``mission archive``, ``receipt import``) need the person's gesture
+passphrase, typed with echo off at the terminal (``cmd_gestures``); the handle
+checks it, and refuses ``human_gesture_required`` without it, nothing appended.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import typer
 
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
+from dovecote.cli.cmd_gestures import passphrase_for
 from dovecote.cli.common import JsonOpt, opened
 from dovecote.cli.output import show
 from dovecote.errors import Refusal
@@ -143,44 +144,36 @@ def _chain_text(d: dict[str, Any]) -> str:
     return "\n".join([f"{d['mission_id']} in {d['box']}: {d['phase']} at seq {d['mission_seq']}", *rows]) + "\n"
 
 
-def confirmed(mission_id: str, what: str) -> str:
-    """The person's name once they typed ``mission_id`` at an interactive terminal; else the refusal.
-
-    A pipe, a file or an agent's tool call has no terminal on stdin, so it is
-    refused before anything is read; a mistyped id is refused too.
-    """
-    if not sys.stdin.isatty():
-        raise Refusal("human_gesture_required", f"{what} needs a person at an interactive terminal "
-                                                "(or the Human View); stdin is not a terminal")
-    sys.stderr.write(f"{what} {mission_id}: type the mission id to confirm: ")
-    sys.stderr.flush()
-    typed = sys.stdin.readline().strip()
-    if typed != mission_id:
-        raise Refusal("human_gesture_required", f"{what}: the confirmation {typed!r} is not {mission_id}")
-    return f"human.{bound_actor().user or 'unknown'}"
+def _gesture(verb: str, mission_id: str, what: str, v: Any) -> dict[str, Any]:
+    """Make the gesture ``verb`` with the passphrase the person types; they act as ``human.$USER``."""
+    dc = opened()
+    secret = passphrase_for(what, mission_id, dc.gesture_key_is_set())
+    who = f"human.{bound_actor().user or 'unknown'}"
+    if verb == "mission_archive":
+        return dc.mission_archive(v, gesture="terminal", passphrase=secret, actor=who)
+    return dc.receipt_import(v, gesture="terminal", passphrase=secret, actor=who)
 
 
 def mission_archive_cmd(
     mission_id: Annotated[str, typer.Argument(help=doc(MissionArchive, "mission_id"))],
     json: JsonOpt = False,
 ) -> None:
-    """Set a landed or failed mission aside (a human gesture: type the mission id at a terminal)."""
+    """Set a landed or failed mission aside (a human gesture: type the gesture passphrase at the terminal)."""
     v = MissionArchive(mission_id=mission_id)
-    who = confirmed(mission_id, "archive")
-    show(opened().mission_archive(v, gesture="terminal", actor=who), json=json, text=_posted_text)
+    show(_gesture("mission_archive", mission_id, "archive", v), json=json, text=_posted_text)
 
 
 def receipt_import_cmd(
     mission_id: Annotated[str, typer.Argument(help=doc(ReceiptImport, "mission_id"))],
     json: JsonOpt = False,
 ) -> None:
-    """Import a merge_wait mission's receipt candidate into its block (a human gesture at a terminal).
+    """Import a merge_wait mission's receipt candidate into its block (a human gesture: type the gesture
+    passphrase at the terminal).
 
     Then a landed letter with receipt {imported: true, store_version} can be posted.
     """
     v = ReceiptImport(mission_id=mission_id)
-    who = confirmed(mission_id, "receipt import")
-    show(opened().receipt_import(v, gesture="terminal", actor=who), json=json, text=_import_text)
+    show(_gesture("receipt_import", mission_id, "receipt import", v), json=json, text=_import_text)
 
 
 def _import_text(d: dict[str, Any]) -> str:

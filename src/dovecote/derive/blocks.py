@@ -87,6 +87,19 @@ def imported(block: Block, mission_letter: str) -> dict[str, Any] | None:
     return next((i for i in block.imports if i.get("candidate_letter_id") == mission_letter), None)
 
 
+def landing_import(blocks: Iterable[Block], mission_id: str, candidate: str | None, store_version: int
+                   ) -> dict[str, Any] | None:
+    """The import a ``landed`` letter stands on, if the registry records it: of ``mission_id``'s candidate in
+    mission letter ``candidate`` (the merge_wait head it follows), at ``store_version``.
+
+    The landed law (``ops.missions.post``): a letter's own ``receipt {imported: true, store_version}`` is
+    only its claim; the person's import is what the block registry records.
+    """
+    return next((i for b in blocks for i in b.imports
+                 if i.get("mission_id") == mission_id and i.get("candidate_letter_id") == candidate
+                 and _int(i.get("store_version"), 0) == store_version), None)
+
+
 def block_letter(project: str, block_id: str, op: str, boundary_version: int, ts: str) -> dict[str, Any]:
     """The letter that adds (``op: add``, version 1) or bumps a block."""
     return {"kind": BLOCK_KIND, "ts": ts, "op": op, "project": project, "block_id": block_id,

@@ -9,9 +9,12 @@ those heads, ``?mission=<id>`` opens one chain).
 The gestures, importing a merge_wait mission's receipt candidate and archiving a
 landed or failed mission, are POST forms of the signed-in person's session
 (``Pages.signed_in``: no bearer token, the session's CSRF token, same origin)
-that confirm by the mission id typed into the form, as a terminal confirms. Only
-here does the handle get the ``human-view`` gesture: no REST route or MCP tool
-passes one, so no token an agent or operator holds reaches them.
+that confirm by the mission id typed into the form and carry the person's
+gesture passphrase, which the handle checks as it checks the terminal's
+(``ops.gestures.check``): the session alone, which the login link gives whoever
+holds it, is not enough. Only here does the handle get the ``human-view``
+gesture: no REST route or MCP tool passes one, so no token an agent or operator
+holds reaches them.
 """
 
 from __future__ import annotations
@@ -71,11 +74,12 @@ def endpoints(pages: Pages) -> tuple[Any, Any]:
                            {"mission_id": mission_id})
         remote.refuse_if_read_only(verb, v, pages.read_only)
         actor = person_actor(person)
+        secret = form.get("passphrase") or None
 
         def call(dc: Dovecote, x: Any) -> dict[str, Any]:
             if verb == "mission_archive":
-                return dc.mission_archive(x, gesture="human-view", actor=actor)
-            return dc.receipt_import(x, gesture="human-view", actor=actor)
+                return dc.mission_archive(x, gesture="human-view", passphrase=secret, actor=actor)
+            return dc.receipt_import(x, gesture="human-view", passphrase=secret, actor=actor)
 
         await pages.run(call, v)
         return RedirectResponse(f"/missions?mission={mission_id}", status_code=303)

@@ -5,10 +5,9 @@ A block's letters live in its project's box; the registry is derived from them
 guard: the registry is folded from what the guard read, the rule checked, then
 the letter appended (or nothing, with the refusal's keyword).
 
-``import_receipt`` is a human gesture (DESIGN 9): it needs ``gesture``, the
-origin a face vouches for (a person at a terminal who typed the mission id, or
-the Human View's signed-in session). No token an agent holds reaches a face
-that passes one.
+``import_receipt`` is a human gesture (DESIGN 9): its caller
+(``ops.missions.import_receipt``) has checked the person's gesture passphrase
+(``ops.gestures.check``) and passes the origin it vouched for.
 """
 
 from __future__ import annotations
@@ -25,18 +24,6 @@ from dovecote.letters import canonical_line, format_ts
 if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.derive.missions import Entry
-
-#: The origins that vouch for a human gesture; a new one is a code change with a test.
-GESTURE_ORIGINS = ("terminal", "human-view")
-
-
-def check_gesture(gesture: str | None, what: str) -> str:
-    """The gesture's origin; ``human_gesture_required`` unless a face vouched for a person."""
-    if gesture not in GESTURE_ORIGINS:
-        raise Refusal("human_gesture_required", f"{what} is a human gesture: a person at an interactive terminal "
-                      "who types the mission id, or the Human View's signed-in session; no agent or token")
-    return gesture
-
 
 def known_project(ctx: Context, name: str) -> str:
     p = ctx.roster.project(name)
@@ -106,15 +93,15 @@ def anchor_known(blocks: dict[str, Block], project: str, block_id: str) -> bool:
     return block_id in blocks or block_id == skeleton_id(project)
 
 
-def import_receipt(ctx: Context, head: Entry, project: str, gesture: str | None) -> dict[str, Any]:
+def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> dict[str, Any]:
     """Take the merge_wait head's receipt candidate into its block: the block's store version moves on.
 
-    Refused ``human_gesture_required`` (no gesture), ``invalid_phase`` (the head
-    is not merge_wait), ``incomplete_evidence`` (no candidate), ``unknown_block``
-    and ``stale_scope`` (the boundary moved since the candidate was earned).
-    Importing the same candidate again changes nothing (``deduped``).
+    ``via`` is the checked gesture's origin (the caller checked the passphrase).
+    Refused ``invalid_phase`` (the head is not merge_wait), ``incomplete_evidence``
+    (no candidate), ``unknown_block`` and ``stale_scope`` (the boundary moved
+    since the candidate was earned). Importing the same candidate again changes
+    nothing (``deduped``).
     """
-    via = check_gesture(gesture, "receipt import")
     if head.phase != IMPORT_FROM:
         raise Refusal("invalid_phase", f"mission {head.mission_id} is at {head.phase}: only a merge_wait head's "
                                        "receipt candidate is imported")

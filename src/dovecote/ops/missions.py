@@ -8,6 +8,16 @@ head's (``invalid_transition``). m1nd posted without a lock, so two concurrent
 posts could fork a chain; here the second one reads the first one's letter
 under the lock and is refused.
 
+The landed law has two halves. The letter's own (``derive.mission_letter``):
+landed carries ``receipt {imported: true, store_version >= 1}``. And the
+registry's, here: that claim holds only if the project's block registry records
+the person's import of this mission's candidate (the merge_wait head the letter
+follows) at that store version; otherwise ``landed_law``, nothing appended, on
+every face, since every face posts through ``post``.
+
+The two human gestures (``archive``, ``import_receipt``) are checked by
+``ops.gestures.check`` (the person's gesture passphrase) before anything is read.
+
 Where a mission lives: the box of the project the caller is bound to
 (``as_project``), else home. A reader looks for it in home and every project box.
 """
@@ -21,11 +31,11 @@ from dovecote.addresses import HOME, Address
 from dovecote.addresses import project as project_box
 from dovecote.derive import mission_letter as ml
 from dovecote.derive import missions as chains
-from dovecote.derive.blocks import skeleton_id
+from dovecote.derive.blocks import landing_import, skeleton_id
 from dovecote.derive.mission_letter import MissionLetter, Phase
 from dovecote.errors import Refusal
 from dovecote.letters import letter_id
-from dovecote.ops import blocks
+from dovecote.ops import blocks, gestures
 from dovecote.vocab import ENGINE_AGENT, looks_like_engine
 
 if TYPE_CHECKING:
@@ -44,6 +54,8 @@ def post(ctx: Context, data: Mapping[str, Any], as_project: str | None) -> dict[
         raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
     bound = blocks.known_project(ctx, as_project) if as_project is not None else None
     _guards(ctx, m, bound)
+    if m.phase == Phase.landed:
+        _landed_on_an_import(ctx, m, bound)
     return _append(ctx, project_box(bound) if bound else HOME, m, agent)
 
 
@@ -77,6 +89,24 @@ def _guards(ctx: Context, m: MissionLetter, bound: str | None) -> None:
                                          f"{c.scope.boundary_version} but the live block is at boundary_version "
                                          f"{live.boundary_version}: re-earn it against the live boundary",
                           expected=live.boundary_version, given=c.scope.boundary_version)
+
+
+def _landed_on_an_import(ctx: Context, m: MissionLetter, bound: str | None) -> None:
+    """``landed_law`` unless the block registry records the import this landed letter claims.
+
+    Read before the box's lock: imports only ever grow, so one found here is
+    there under the lock too, and the compare-and-swap then proves the letter
+    follows the very head whose candidate was imported.
+    """
+    claimed = m.receipt.store_version if m.receipt is not None else 0
+    p = ctx.roster.project(bound or m.brain_ref)
+    reg = blocks.registry(ctx, p.name) if p is not None else {}
+    if landing_import(reg.values(), m.mission_id, m.prev_letter_id, claimed) is None:
+        where = (f"project {p.name}'s block registry" if p is not None and ctx.store.reachable(project_box(p.name))
+                 else f"no reachable block registry (brain_ref {m.brain_ref!r})")
+        raise Refusal("landed_law", f"landed_law: {where} records no receipt import of mission {m.mission_id}'s "
+                                    f"candidate in {m.prev_letter_id} at store_version {claimed}: a person imports "
+                                    "it first (dovecote receipt import, or the Human View)")
 
 
 def _append(ctx: Context, where: Address, m: MissionLetter, agent: str) -> dict[str, Any]:
@@ -142,9 +172,9 @@ def show(ctx: Context, mission_id: str) -> dict[str, Any]:
     return {**mission.head_row(), "box": str(where), "chain": [e.row() for e in chain], "forks": mission.forks()}
 
 
-def archive(ctx: Context, mission_id: str, gesture: str | None) -> dict[str, Any]:
+def archive(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> dict[str, Any]:
     """Set a landed or failed mission aside: the next letter of its chain, phase archived (a human gesture)."""
-    blocks.check_gesture(gesture, "mission archive")
+    gestures.check(ctx, gesture, passphrase, "mission archive")
     where, _ = find(ctx, mission_id)
     with ctx.store.guarded(where) as g:
         head = chains.one(g.letters, mission_id).head
@@ -158,9 +188,9 @@ def archive(ctx: Context, mission_id: str, gesture: str | None) -> dict[str, Any
             "phase": m.phase, "box": str(where)}
 
 
-def import_receipt(ctx: Context, mission_id: str, gesture: str | None) -> dict[str, Any]:
+def import_receipt(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> dict[str, Any]:
     """``receipt import``: the mission's merge_wait candidate into its block (see ``ops.blocks.import_receipt``)."""
-    blocks.check_gesture(gesture, "receipt import")
+    via = gestures.check(ctx, gesture, passphrase, "receipt import")
     where, mission = find(ctx, mission_id)
     head: Entry | None = mission.head
     assert head is not None
@@ -168,7 +198,7 @@ def import_receipt(ctx: Context, mission_id: str, gesture: str | None) -> dict[s
     p = ctx.roster.project(project or str(head.mission.get("brain_ref")))
     if p is None:
         raise Refusal("unknown_block", f"mission {mission_id}'s brain_ref names no project, so it has no block")
-    return blocks.import_receipt(ctx, head, p.name, gesture)
+    return blocks.import_receipt(ctx, head, p.name, via)
 
 
 def _now(ctx: Context) -> str:
