@@ -38,7 +38,7 @@ from dovecote import remote, verbs
 from dovecote.api import Actor, Dovecote
 from dovecote.errors import Refusal
 from dovecote.http import inputs, rest
-from dovecote.http.session import COOKIE, Sessions
+from dovecote.http.session import COOKIE, Sessions, refuse_token
 
 Run = Callable[..., Awaitable[Any]]
 
@@ -157,9 +157,7 @@ class Pages:
 
         A bearer token is never a person: ``human_gesture_required``, as for no session.
         """
-        if "authorization" in request.headers:
-            raise Refusal("human_gesture_required", "a page's action is the signed-in person's; a bearer token is "
-                                                    "an agent's or an operator's (it moves items through the API)")
+        refuse_token(request, "a page's action")
         person = self.sessions.person(request)
         if person is None:
             raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
@@ -184,7 +182,8 @@ class Pages:
         return self._page(request, "search.html", **await self.run(search_view, p))
 
     async def login(self, request: Request) -> Response:
-        """Burn the one-time link, set the session cookie, and go to the overview."""
+        """Burn the one-time link, set the session cookie, and go to the overview (never for a bearer token)."""
+        refuse_token(request, "a login link")
         cookie, _person = self.sessions.redeem(request.path_params["token"])
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/",
