@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dovecote import verbs
-from dovecote.api import Actor, Dovecote, Principal
+from dovecote.api import Actor, Dovecote, Principal, Watch
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -204,6 +204,15 @@ def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]
 def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
     own(p, "wait", v.entity_id)
     return dc.wait(v).to_dict()
+
+
+def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:
+    """The event stream's place: an agent's narrowed to its own box (what it may ``inbox``), an operator's or a
+    local reader's every box. A resumed cursor names no other box for an agent: it replays its own alone."""
+    entity = reading_scope(p, None)
+    if entity is not None:
+        own(p, "inbox", entity)
+    return dc.watch(cursor, entity_id=entity)
 
 
 # -- case intelligence: reading the cases and filing a receipt are an agent's;
