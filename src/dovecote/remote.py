@@ -59,8 +59,8 @@ def refuse_if_read_only(name: str, v: verbs.Verb | None, read_only: bool) -> Non
 
 
 def actor_of(p: Principal) -> Actor:
-    """The actor of every write over a connection: the principal's entity."""
-    return Actor(agent=p.entity, entity=p.entity)
+    """The actor of every write over a connection: the principal's entity, with its role (a message's trust cap)."""
+    return Actor(agent=p.entity, entity=p.entity, role=p.role)
 
 
 def writer(p: Principal | None, verb: str) -> Principal:
