@@ -6,9 +6,10 @@ call), and every count on a page is a link to the letters behind it. Who may
 read what is the API's one rule too: a page reads an entity's mail through
 ``remote``'s calls with the request's principal, so an agent's bearer token
 sees its own box's items alone (another's inbox or item is ``forbidden``, a
-search and the overview's inboxes are narrowed to its own), and no token on
-loopback, an operator's token or the signed-in person's session read every box. The
-templates and the one small script ship in the package: no build step, no CDN.
+search and the overview's inboxes are narrowed to its own), while no token on
+loopback, an operator's token or the signed-in person's session reads every
+box. The templates and the one small script ship in the package: no build
+step, no CDN.
 ``static/live.js`` listens to ``/api/v1/events`` and, on each letter, fetches
 the page again and swaps its ``<main>``, so a new row appears without a reload.
 
