@@ -1,9 +1,9 @@
 """Who may read whose mail, as one table run against every face: REST, MCP, the Human View's pages, the events.
 
 The table is generated from the one rule, never written out by hand: each read of agent A's box on each face
-is a row naming the verb it is (``tokens.VERBS``), and what each principal gets is what the rule answers for that
-verb in A's box (``remote.own``, which asks ``tokens.authorize``; no token is the local reader, who reads every
-box). The principals: no token on loopback, agent A (the box's owner), agent B, an operator token, and the
+(and a move in it, over REST and MCP) is a row naming the verb it is (``tokens.VERBS``), and what each principal
+gets is what the rule answers for that verb in A's box (``remote.own``, which asks ``tokens.authorize``; no token
+is the local reader, who reads every box and writes nothing, ``remote.writer``). The principals: no token on loopback, agent A (the box's owner), agent B, an operator token, and the
 signed-in person's page session. A read that names A's box answers it or refuses with the rule's keyword; a
 read that names no box (a search of everything, the overview, the event stream) answers everyone, with A's
 items shown exactly when the rule lets the principal read A's box.
@@ -62,8 +62,9 @@ TOKENS = ("agent_a", "agent_b", "operator")
 
 
 @dataclass(frozen=True)
-class Read:
-    """One read of A's box on one face: a path (REST, page, events) or a tool's arguments (MCP).
+class Row:
+    """One read (or, ``writes``, a move) in A's box on one face: a path (REST, page, events) or a tool's
+    arguments (MCP).
 
     ``narrows``: the read names no box and answers everyone; A's mail is in the answer (``mark`` shows: the
     secret subject, or the item's id where the answer repeats the query) exactly when the rule lets the
@@ -75,35 +76,40 @@ class Read:
     target: str | dict[str, Any]
     narrows: bool = False
     mark: str = SECRET
+    writes: bool = False
 
 
-READS: tuple[Read, ...] = (
-    Read("rest", "inbox", "inbox", f"/api/v1/entities/{A}/inbox"),
-    Read("rest", "item", "show", f"/api/v1/entities/{A}/items/{REF}"),
-    Read("rest", "search", "search", f"/api/v1/search?query={SECRET}&entity_id={A}"),
-    Read("rest", "search_everything", "search", f"/api/v1/search?query={SECRET}", narrows=True, mark=REF),
-    Read("rest", "wait", "wait", f"/api/v1/entities/{A}/wait?timeout=0"),
-    Read("rest", "trackers", "trackers", f"/api/v1/trackers?entity_id={A}"),
-    Read("page", "entity", "inbox", f"/entities/{A}"),
-    Read("page", "item", "show", f"/entities/{A}/items/{REF}"),
-    Read("page", "search", "search", f"/search?q={SECRET}&entity={A}"),
-    Read("page", "search_everything", "search", f"/search?q={SECRET}", narrows=True, mark=REF),
-    Read("page", "overview", "inbox", "/", narrows=True, mark=f"/entities/{A}?show="),
-    Read("mcp", "inbox", "inbox", {"entity_id": A}),
-    Read("mcp", "show", "show", {"entity_id": A, "ref": REF}),
-    Read("mcp", "search", "search", {"query": SECRET, "entity_id": A}),
-    Read("mcp", "search_everything", "search", {"query": SECRET}, narrows=True, mark=REF),
-    Read("mcp", "wait", "wait", {"entity_id": A, "timeout": 0}),
-    Read("mcp", "trackers", "trackers", {"entity_id": A}),
-    Read("events", "replay", "inbox", "/api/v1/events", narrows=True, mark=f"entity:{A}"),
+ROWS: tuple[Row, ...] = (
+    Row("rest", "inbox", "inbox", f"/api/v1/entities/{A}/inbox"),
+    Row("rest", "item", "show", f"/api/v1/entities/{A}/items/{REF}"),
+    Row("rest", "search", "search", f"/api/v1/search?query={SECRET}&entity_id={A}"),
+    Row("rest", "search_everything", "search", f"/api/v1/search?query={SECRET}", narrows=True, mark=REF),
+    Row("rest", "wait", "wait", f"/api/v1/entities/{A}/wait?timeout=0"),
+    Row("rest", "trackers", "trackers", f"/api/v1/trackers?entity_id={A}"),
+    Row("rest", "move", "seen", f"/api/v1/entities/{A}/items/{REF}/seen", writes=True),
+    Row("page", "entity", "inbox", f"/entities/{A}"),
+    Row("page", "item", "show", f"/entities/{A}/items/{REF}"),
+    Row("page", "search", "search", f"/search?q={SECRET}&entity={A}"),
+    Row("page", "search_everything", "search", f"/search?q={SECRET}", narrows=True, mark=REF),
+    Row("page", "overview", "inbox", "/", narrows=True, mark=f"/entities/{A}?show="),
+    Row("mcp", "inbox", "inbox", {"entity_id": A}),
+    Row("mcp", "show", "show", {"entity_id": A, "ref": REF}),
+    Row("mcp", "search", "search", {"query": SECRET, "entity_id": A}),
+    Row("mcp", "search_everything", "search", {"query": SECRET}, narrows=True, mark=REF),
+    Row("mcp", "wait", "wait", {"entity_id": A, "timeout": 0}),
+    Row("mcp", "trackers", "trackers", {"entity_id": A}),
+    Row("mcp", "move", "seen", {"kind": "seen", "entity_id": A, "ref": REF}, writes=True),
+    Row("events", "replay", "inbox", "/api/v1/events", narrows=True, mark=f"entity:{A}"),
 )
 
 
-def expected(who: str, read: Read, *, off_loopback: bool = False) -> str:
+def expected(who: str, read: Row, *, off_loopback: bool = False) -> str:
     """What the rule promises ``who`` for ``read``: ``ok``/``shown``/``hidden``, or the refusal keyword."""
     if off_loopback and who == "none":
         return "unauthorized"  # open to the network, a request with neither token nor session is no one
     try:
+        if read.writes:
+            remote.writer(PRINCIPALS[who], read.verb)  # a write has a token's entity behind it
         remote.own(PRINCIPALS[who], read.verb, A)  # the rule: an agent reads its own box, the rest every box
     except Refusal as refused:
         return "hidden" if read.narrows else refused.reason
@@ -125,7 +131,7 @@ def home(tmp: Path) -> tuple[Dovecote, str]:
     return dc, ref
 
 
-def _judge(read: Read, want: str, r: httpx.Response, ref: str) -> str | None:
+def _judge(read: Row, want: str, r: httpx.Response, ref: str) -> str | None:
     """None if an HTTP answer is what the rule promised, else what went wrong."""
     status, text, mark = r.status_code, r.text, _filled(read.mark, ref)
     if want in ("ok", "shown", "hidden"):
@@ -141,15 +147,16 @@ def _judge(read: Read, want: str, r: httpx.Response, ref: str) -> str | None:
     return None
 
 
-def _pages_and_rest(get: Any, headers: dict[str, dict[str, str]], ref: str, off_loopback: bool) -> list[str]:
+def _pages_and_rest(client: Any, headers: dict[str, dict[str, str]], ref: str, off_loopback: bool) -> list[str]:
     """Every REST and page row for every principal: the mismatches."""
     wrong = []
-    for read in READS:
+    for read in ROWS:
         if read.face not in ("rest", "page"):
             continue
         for who, given in headers.items():
             want = expected(who, read, off_loopback=off_loopback)
-            problem = _judge(read, want, get(_filled(read.target, ref), headers=given), ref)
+            method = "POST" if read.writes else "GET"
+            problem = _judge(read, want, client.request(method, _filled(read.target, ref), headers=given), ref)
             if problem:
                 wrong.append(f"{read.face} {read.name} as {who} (want {want}): {problem}")
     return wrong
@@ -168,7 +175,7 @@ def test_rest_and_the_pages_follow_the_rule_in_process_off_loopback(tmp_path: Pa
         c.cookies.clear()
         headers = {"none": {}, **{w: {"Authorization": f"Bearer {t}"} for w, t in _bearers(dc).items()},
                    "session": cookie}
-        assert _pages_and_rest(c.get, headers, ref, off_loopback=True) == []
+        assert _pages_and_rest(c, headers, ref, off_loopback=True) == []
 
 
 def _replay(url: str, headers: dict[str, str], want: int) -> list[dict[str, Any]]:
@@ -188,7 +195,7 @@ def _replay(url: str, headers: dict[str, str], want: int) -> list[dict[str, Any]
 def _events(server: Server, dc: Dovecote, headers: dict[str, dict[str, str]]) -> list[str]:
     """The event stream row for every principal: A's box replayed exactly when the rule says it may be read."""
     held = {label: len(dc.context.store.read(where).letters) for label, where in feed.sources(dc.context)}
-    (read,) = [r for r in READS if r.face == "events"]
+    (read,) = [r for r in ROWS if r.face == "events"]
     wrong = []
     for who, given in headers.items():
         p = PRINCIPALS[who]
@@ -205,7 +212,7 @@ async def _mcp(url: str, bearers: dict[str, str], ref: str) -> list[str]:
     wrong = []
     for who in TOKENS:
         async with http_client(url + "/mcp", bearers[who]) as c:
-            for read in (r for r in READS if r.face == "mcp"):
+            for read in (r for r in ROWS if r.face == "mcp"):
                 want = expected(who, read)
                 name = read.name.removesuffix("_everything")
                 answer = await c.call_tool(name, _filled(read.target, ref))
@@ -221,13 +228,13 @@ async def _mcp(url: str, bearers: dict[str, str], ref: str) -> list[str]:
 
 
 def test_every_face_follows_the_rule_on_a_real_server(tmp_path: Path) -> None:
-    # the table: each read is a verb the rule decides, and each face reads each verb it serves
-    assert all(tokens.VERBS[r.verb] == "own" for r in READS)
-    by_face = {face: {r.verb for r in READS if r.face == face} for face in ("rest", "page", "mcp")}
-    assert by_face["rest"] == by_face["mcp"] == {"inbox", "show", "search", "wait", "trackers"}
+    # the table: each row is a verb the rule decides, and each face serves each verb it has
+    assert all(tokens.VERBS[r.verb] == "own" for r in ROWS)
+    by_face = {face: {r.verb for r in ROWS if r.face == face} for face in ("rest", "page", "mcp")}
+    assert by_face["rest"] == by_face["mcp"] == {"inbox", "show", "search", "wait", "trackers", "seen"}
     assert by_face["page"] == {"inbox", "show", "search"}  # the pages that show mail
-    assert {r.target.get("entity_id", A) for r in READS if isinstance(r.target, dict)} == {A}
-    assert {r.name for r in READS if r.face == "mcp"} - {"search_everything"} <= set(TOOLS)
+    assert {r.target.get("entity_id", A) for r in ROWS if isinstance(r.target, dict)} == {A}
+    assert {r.name for r in ROWS if r.face == "mcp"} - {"search_everything"} <= set(TOOLS)
     dc, ref = home(tmp_path)
     bearers = _bearers(dc)
     with serving(tmp_path, dc.layout.root) as server, httpx.Client(base_url=server.url, timeout=30) as h:
@@ -236,7 +243,7 @@ def test_every_face_follows_the_rule_on_a_real_server(tmp_path: Path) -> None:
         h.cookies.clear()
         headers = {"none": {}, **{w: {"Authorization": f"Bearer {t}"} for w, t in bearers.items()},
                    "session": cookie}
-        wrong = _pages_and_rest(h.get, headers, ref, off_loopback=False)
+        wrong = _pages_and_rest(h, headers, ref, off_loopback=False)
         wrong += _events(server, dc, headers)
         wrong += anyio.run(_mcp, server.url, bearers, ref)
     assert wrong == []
