@@ -1,12 +1,13 @@
 """Who may read whose mail, as one table run against every face: REST, MCP, the Human View's pages, the events.
 
-The table is generated from the one rule, never written out by hand: each read of agent A's box on each face
-(and a move in it, over REST and MCP) is a row naming the verb it is (``tokens.VERBS``), and what each principal
-gets is what the rule answers for that verb in A's box (``remote.own``, which asks ``tokens.authorize``; no token
-is the local reader, who reads every box and writes nothing, ``remote.writer``). The principals: no token on loopback, agent A (the box's owner), agent B, an operator token, and the
-signed-in person's page session. A read that names A's box answers it or refuses with the rule's keyword; a
-read that names no box (a search of everything, the overview, the event stream) answers everyone, with A's
-items shown exactly when the rule lets the principal read A's box.
+The table is generated from the one rule, never written out by hand: each read of agent A's box on each face (and
+a move in it, over REST and MCP) is a row naming the verb it is (``tokens.VERBS``), and what each principal gets
+is what the rule answers for that verb in A's box (``remote.own``, which asks ``tokens.authorize``; no token is
+the local reader, who reads every box and writes nothing, ``remote.writer``). The principals: no token on
+loopback, agent A (the box's owner), agent B, an operator token, and the signed-in person's page session. A read
+that names A's box answers it or refuses with the rule's keyword; a read that names no box (a search of
+everything, the overview, the event stream) answers everyone, with A's items shown exactly when the rule lets the
+principal read A's box.
 
 It runs in process on a server open to the network (``create_app(..., remote=True)``: no token is no one), and
 against a real ``dovecote serve`` over a socket (REST, the pages, MCP through the SDK's client, and the event
