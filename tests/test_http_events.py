@@ -14,14 +14,18 @@ import httpx2 as httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
+from dovecote import remote
+from dovecote.addresses import entity
+from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal
+from dovecote.http.app import create_app
 from dovecote.ops.feed import decode_cursor, encode_cursor
 from dovecote.verbs import Message, Move
 from helpers import DOVECOTE_BIN, cli_env, rep
 from mailhelpers import SENDER, send
-from serverhelpers import ENTITY, served_home, serving
+from serverhelpers import ENTITY, assert_error_shape, served_home, serving
 
 pytestmark = pytest.mark.files_only
 
@@ -93,6 +97,36 @@ def test_resuming_from_any_event_gives_exactly_the_letters_after_it(tmp_path_fac
     assert sorted(resumed) == sorted(letters[k + 1:])  # the same letters, none missed, none twice
     for box in {b for b, _ in resumed}:  # and each box's in ledger order (a resume reads box by box)
         assert [x for x in resumed if x[0] == box] == [x for x in letters[k + 1:] if x[0] == box]
+
+
+def test_a_cursor_past_a_boxs_end_or_past_2_to_the_53_is_refused_before_the_stream_opens(tmp_path: Path) -> None:
+    dc = served_home(tmp_path)
+    held = len(dc.context.store.read(entity(ENTITY)).letters)
+    forged = [encode_cursor(c) for c in ({f"entity:{ENTITY}": held + 1}, {"spool": 2**53 + 1}, {"home": 10**30})]
+    for cursor in forged:  # the handle first: a cursor it took would open a stream that never ends here
+        with pytest.raises(Refusal) as refused:
+            dc.watch(cursor)
+        assert refused.value.reason == "invalid_field"
+    with TestClient(create_app(dc)) as c:
+        for cursor in forged:
+            assert_error_shape(c.get("/api/v1/events", headers={"Last-Event-ID": cursor}), 400, "invalid_field")
+    assert dc.poll(dc.watch(dc.watch().cursor)) == []  # every box at its end: valid, and nothing new
+
+
+def test_an_agents_stream_carries_its_own_box_alone_whatever_cursor_it_resumes_from(tmp_path: Path) -> None:
+    dc = served_home(tmp_path)
+    operator = remote.watch(dc, Principal(SENDER, "operator"), None)
+    send(dc, "for the builder")
+    dc.send(Message(recipient=SENDER, sender=ENTITY, subject="for ops", body="b", current_tic=100))
+    dc.report([rep(repo="atlas", what="elsewhere")], actor="p")
+    everything = dc.poll(operator)
+    assert {e["box"] for e in everything} == {"spool", f"entity:{ENTITY}", f"entity:{SENDER}"}
+    builder = Principal(ENTITY, "agent")
+    for cursor in (encode_cursor({}), everything[0]["id"]):  # forged (from the start), and an operator's event id
+        events = dc.poll(remote.watch(dc, builder, cursor))
+        assert events and {e["box"] for e in events} == {f"entity:{ENTITY}"}
+        assert all(set(decode_cursor(e["id"])) == {f"entity:{ENTITY}"} for e in events)  # no other box's count
+    assert dc.poll(remote.watch(dc, Principal(SENDER, "agent"), encode_cursor({})))[-1]["box"] == f"entity:{SENDER}"
 
 
 def _read_events(url: str, want: int, headers: dict[str, str], got: list[dict[str, Any]],

@@ -145,6 +145,19 @@ def test_a_bearer_token_is_never_a_human_session(dc: Dovecote) -> None:
         assert c.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 401
 
 
+@pytest.mark.parametrize("remote", [False, True], ids=["loopback", "remote"])
+def test_a_request_with_a_bearer_token_neither_redeems_nor_burns_a_login_link(dc: Dovecote, remote: bool) -> None:
+    c, sessions = _app(dc, remote=remote)
+    link = sessions.issue("alice")
+    for role in ("agent", "operator"):
+        bearer = {"Authorization": f"Bearer {dc.token_issue(ENTITY, role).token}"}
+        r = c.get(f"/login/{link}", headers=bearer, follow_redirects=False)
+        assert r.status_code == 403 and "human_gesture_required" in r.text and "set-cookie" not in r.headers
+    assert sessions.links, "the link was burnt by a token's request"
+    r = TestClient(c.app).get(f"/login/{link}", follow_redirects=False)  # the person's browser, no token
+    assert r.status_code == 303 and r.headers["set-cookie"].startswith(f"{COOKIE}=")
+
+
 def test_an_unknown_login_link_is_refused(client: TestClient) -> None:
     r = client.get("/login/made-up")
     assert r.status_code == 403 and "invalid_login" in r.text

@@ -81,6 +81,16 @@ def test_the_page_reads_on_a_read_only_server_and_needs_a_session_on_a_remote_on
         assert c.get("/delivery").status_code == 401
 
 
+def test_an_agent_token_is_refused_the_page_as_it_is_the_status_route(dc: Dovecote) -> None:
+    agent = {"Authorization": f"Bearer {dc.token_issue('tariq').token}"}
+    operator = {"Authorization": f"Bearer {dc.token_issue('aya', 'operator').token}"}
+    with TestClient(create_app(dc, remote=True)) as c:
+        page = c.get("/delivery", headers=agent)
+        assert page.status_code == 403 and "forbidden" in page.text and rows(page.text) == []
+        assert c.get("/api/v1/status", headers=agent).status_code == 403
+        assert rows(c.get("/delivery", headers=operator).text)
+
+
 def test_the_page_filters_by_every_ack_state_and_escalated_only() -> None:
     from dovecote.http.pages_delivery import STATES
     from dovecote.vocab_delivery import AckState

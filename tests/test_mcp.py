@@ -203,6 +203,32 @@ async def test_an_agent_may_send_anywhere_but_move_and_read_only_its_own_box(dc:
         assert {str(x.uri) for x in listed.resources} == {f"inbox://{ENTITY}", f"inbox://{SENDER}"}
 
 
+async def test_every_tool_that_names_a_box_defaults_it_to_the_connections_own_entity(dc: Dovecote) -> None:
+    """show, wait, move and ack without ``entity_id`` act in the caller's own box (as inbox reads it), their
+    schemas say so, and naming another's box is still forbidden for an agent."""
+    mine = send(dc, "for the builder")
+    task = dc.send(verbs.Send(recipient=ENTITY, type="task", work_item_id="wi-9", subject="do it"), actor=SENDER)
+    delivery = task.to_dict()["deliveries"][0]["id"]
+    async with client(dc) as c:  # an agent bound to ENTITY, as `dovecote mcp --as ent_builder`
+        listed = {t.name: t.input_schema for t in (await c.list_tools()).tools}
+        for name in ("show", "wait", "move", "ack", "inbox"):
+            assert "entity_id" not in listed[name].get("required", []), name
+            assert "default" in listed[name]["properties"]["entity_id"]["description"], name
+        shown = await c.call_tool("show", {"ref": mine})
+        assert not shown.is_error and shown.structured_content is not None
+        assert shown.structured_content["entity"] == ENTITY
+        waited = await c.call_tool("wait", {"timeout": 0})
+        assert not waited.is_error and waited.structured_content["entity"] == ENTITY  # type: ignore[index]
+        moved = await c.call_tool("move", {"kind": "seen", "ref": mine})
+        assert not moved.is_error and moved.structured_content["to"] == "WAIT"  # type: ignore[index]
+        acked = await c.call_tool("ack", {"ref": delivery})
+        assert not acked.is_error and acked.structured_content["ack_state"] == "acked"  # type: ignore[index]
+        theirs = await c.call_tool("show", {"entity_id": SENDER, "ref": mine})
+        assert theirs.is_error and theirs.content[0].text.startswith("forbidden: ")
+    history = dc.show(verbs.Show(entity_id=ENTITY, ref=mine))["history"]
+    assert [h["kind"] for h in history if h["kind"] == "seen"] == ["seen"]
+
+
 async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: Dovecote) -> None:
     mid = send(dc, "x")
     before = ledgers(dc)

@@ -7,8 +7,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,11 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dovecote.api import Dovecote
 from helpers import DOVECOTE_BIN, cli_env, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send
-from mcphelpers import LEGACY
+from mcphelpers import LEGACY, http_client
 
 pytestmark = pytest.mark.anyio
 
@@ -91,15 +88,6 @@ def http_server(dc: Dovecote, tmp_path: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-
-
-@asynccontextmanager
-async def http_client(url: str, token: str, **kw: Any) -> AsyncIterator[Client]:
-    """The SDK's client over streamable HTTP with a bearer token (the HTTP client is ours to close)."""
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as h, Client(
-        streamable_http_client(url, http_client=h), **kw
-    ) as c:
-        yield c
 
 
 async def test_http_needs_a_token_and_binds_each_request_to_it(dc: Dovecote, http_server: str) -> None:

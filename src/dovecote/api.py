@@ -376,11 +376,12 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
     # -- the letter feed (live events; see ``ops.feed``) ------------------------------
 
-    def watch(self, cursor: str | None = None) -> Watch:
-        """A place in the feed: at ``cursor`` (a token an event carried), else at the end of every box now."""
+    def watch(self, cursor: str | None = None, *, entity_id: str | None = None) -> Watch:
+        """A place in the feed: at ``cursor`` (a token an event carried), else at the end of every box now;
+        ``entity_id`` narrows it to that entity's box alone (an agent's stream)."""
         from dovecote.ops import feed as feed_op
 
-        return feed_op.start(self.context, cursor)
+        return feed_op.start(self.context, cursor, entity_id)
 
     def poll(self, watch: Watch) -> list[dict[str, Any]]:
         """The letters appended to any box since ``watch``'s place, as events; advances ``watch``."""

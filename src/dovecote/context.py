@@ -42,13 +42,17 @@ class Actor(msgspec.Struct, frozen=True):
     """Who acts, as the face bound it. Each default below is the one rule for it.
 
     ``agent`` names the acting agent (a report's author, a transition's actor),
-    ``entity`` the entity it speaks for (the default inbox and sender), and
-    ``user`` the login behind it (a report's author when no agent is named).
+    ``entity`` the entity it speaks for (the default inbox and sender),
+    ``user`` the login behind it (a report's author when no agent is named), and
+    ``role`` the role of its token (``TokenRole``), which caps a message's trust level
+    (``tokens.cap_trust``). A server binds the token's role; with no token the actor is
+    the person at this machine, who acts as an operator.
     """
 
     agent: str | None = None
     entity: str | None = None
     user: str | None = None
+    role: str = "operator"
 
     def author(self) -> str:
         """The author of a field report: the agent, else the login, else ``unknown``."""

@@ -1,4 +1,5 @@
-"""What a remote caller may do: the one call of each verb for a principal, shared by MCP and REST.
+"""What a remote caller may do: the one call of each verb for a principal, shared by MCP, REST, the pages
+and the event stream.
 
 Law: a remote face (MCP tools, REST routes) decodes a verb, asks
 ``refuse_if_read_only`` (the one deny list, ``verbs.writes``), and makes the
@@ -6,11 +7,14 @@ verb's call from ``CALLS`` with the principal its request carries. Each call
 applies the one authorization rule first (``tokens.authorize`` through
 ``Dovecote.authorize``: an agent sends to anyone but reads and moves only its
 own box's items; an operator reads everything) and binds the principal's entity
-as the actor of every write, so the two faces cannot disagree on who may do
-what.
+as the actor of every write, so the faces cannot disagree on who may do
+what: the Human View's pages read an entity's mail through these calls with
+the request's principal (``may`` lists the inboxes a page may show), and the
+event stream's place is ``watch``'s (an agent's stream: its own box alone).
 
 ``principal`` is None only for a request with no token on a loopback server
-(the person at this machine reading with curl or the page): it reads
+(the person at this machine reading with curl or the page) or with the login
+link's session (the person at the screen): it reads
 everything and writes nothing (``unauthorized``): a write always has a token's
 entity behind it. A remote caller never names a file on the server
 (``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
@@ -32,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dovecote import verbs
-from dovecote.api import Actor, Dovecote, Principal
+from dovecote.api import Actor, Dovecote, Principal, Watch
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -59,8 +63,8 @@ def refuse_if_read_only(name: str, v: verbs.Verb | None, read_only: bool) -> Non
 
 
 def actor_of(p: Principal) -> Actor:
-    """The actor of every write over a connection: the principal's entity."""
-    return Actor(agent=p.entity, entity=p.entity)
+    """The actor of every write over a connection: the principal's entity, with its role (a message's trust cap)."""
+    return Actor(agent=p.entity, entity=p.entity, role=p.role)
 
 
 def writer(p: Principal | None, verb: str) -> Principal:
@@ -74,6 +78,15 @@ def own(p: Principal | None, verb: str, entity: str) -> None:
     """``verb`` in ``entity``'s box is the principal's to do (no principal: a local read, allowed)."""
     if p is not None:
         Dovecote.authorize(p, verb, entity)
+
+
+def may(p: Principal | None, verb: str, entity: str) -> bool:
+    """Whether ``own`` allows ``verb`` in ``entity``'s box (a page lists only the inboxes its reader may open)."""
+    try:
+        own(p, verb, entity)
+    except Refusal:
+        return False
+    return True
 
 
 def as_self(p: Principal, field: str, given: str | None) -> None:
@@ -204,6 +217,15 @@ def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]
 def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
     own(p, "wait", v.entity_id)
     return dc.wait(v).to_dict()
+
+
+def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:
+    """The event stream's place: an agent's narrowed to its own box (what it may ``inbox``), an operator's or a
+    local reader's every box. A resumed cursor names no other box for an agent: it replays its own alone."""
+    entity = reading_scope(p, None)
+    if entity is not None:
+        own(p, "inbox", entity)
+    return dc.watch(cursor, entity_id=entity)
 
 
 # -- case intelligence: reading the cases and filing a receipt are an agent's;

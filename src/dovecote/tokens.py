@@ -6,7 +6,9 @@ anyone act. Issuing and revoking are records appended to that file (a revoke
 never deletes), and ``fold`` turns the records into the current table. The
 rule (``authorize``) is a table a server calls before each verb: an agent may
 send to anyone but may move, and read the bodies of, only its own box's items;
-an operator may read everything. Nothing here touches a file or a clock.
+an operator may read everything. The same table caps how far a message's
+recipient may trust it by its sender's role (``cap_trust``): an agent cannot
+raise its own word to an operator's. Nothing here touches a file or a clock.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import msgspec
 
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
-from dovecote.vocab import MoveKind, TokenRole
+from dovecote.vocab import MoveKind, TokenRole, TrustLevel
 
 #: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
 PREFIX = "dct_"
@@ -42,6 +44,10 @@ VERBS: dict[str, str] = {
     "trackers": "own",
     "presence_beat": "own",
 }
+
+#: role -> the highest trust level a message its entity sends may claim. The person at this machine (the CLI,
+#: ``dovecote mcp`` with no token) acts as an operator.
+TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator}
 
 
 def new_token() -> str:
@@ -164,3 +170,16 @@ def authorize(principal: Principal, verb: str, target_entity: str) -> None:
     raise Refusal(
         "forbidden", f"{principal.entity} may {verb} only in its own box, not in {target_entity}'s",
     )
+
+
+def cap_trust(role: str, level: str) -> None:
+    """Allow a message of trust ``level`` from a sender of ``role``, or refuse ``forbidden`` above its cap.
+
+    ``TrustLevel`` lists the levels most trusted first; a level at or below the role's cap
+    (``TRUST_CAP``) passes. A role the table does not know is capped as an agent: never more.
+    """
+    order = list(TrustLevel)
+    cap = TRUST_CAP.get(role, TRUST_CAP["agent"])
+    if order.index(TrustLevel(level)) < order.index(cap):
+        raise Refusal("forbidden", f"trust_level {level} is above what a sender with the {role} role may claim "
+                                   f"(at most {cap})")

@@ -11,6 +11,11 @@ The stream polls the handle every ``interval`` seconds in a worker thread
 and never on the event loop; a comment line every ``keepalive`` seconds keeps
 proxies from closing a quiet stream. A cursor that is not one the feed wrote
 is refused before the stream opens (400, the error shape).
+
+Whose letters: the one authorization rule's (``remote.watch``): an agent
+token's stream carries its own box's events alone, and a cursor it resumes
+from replays that box alone; an operator token's, or a local reader's (no
+token on loopback, the signed-in person), every box's.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from dovecote import remote
 from dovecote.api import Dovecote, Watch
+from dovecote.http import rest
 
 PATH = "/events"
 #: Seconds between two polls of the boxes, and between two keep-alive comments.
@@ -44,10 +51,6 @@ def _cursor(request: Request) -> str | None:
     return given if given else None
 
 
-def _watch(dc: Dovecote, cursor: str | None) -> Watch:
-    return dc.watch(cursor)
-
-
 def _poll(dc: Dovecote, w: Watch) -> list[dict[str, Any]]:
     return dc.poll(w)
 
@@ -55,7 +58,8 @@ def _poll(dc: Dovecote, w: Watch) -> list[dict[str, Any]]:
 async def stream(request: Request, run: Run, *, interval: float = INTERVAL,
                  keepalive: float = KEEPALIVE) -> StreamingResponse:
     """The event stream of one client (see the module docstring)."""
-    watch = await run(_watch, _cursor(request))  # a bad cursor is refused here, before any byte is sent
+    # whose boxes (the one rule), and a bad cursor refused here, before any byte is sent
+    watch = await run(remote.watch, rest.principal(request), _cursor(request))
 
     async def frames() -> AsyncIterator[bytes]:
         yield b"retry: 1000\n: dovecote events; id is a cursor, resume with Last-Event-ID\n\n"

@@ -2,8 +2,14 @@
 
 Law: a page is the REST answer rendered, nothing more: each page makes its
 reads through the same handle calls the API routes make (in one worker-thread
-call), and every count on a page is a link to the letters behind it. The
-templates and the one small script ship in the package: no build step, no CDN.
+call), and every count on a page is a link to the letters behind it. Who may
+read what is the API's one rule too: a page reads an entity's mail through
+``remote``'s calls with the request's principal, so an agent's bearer token
+sees its own box's items alone (another's inbox or item is ``forbidden``, a
+search and the overview's inboxes are narrowed to its own), while no token on
+loopback, an operator's token or the signed-in person's session reads every
+box. The templates and the one small script ship in the package: no build
+step, no CDN.
 ``static/live.js`` listens to ``/api/v1/events`` and, on each letter, fetches
 the page again and swaps its ``<main>``, so a new row appears without a reload.
 
@@ -35,10 +41,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from dovecote import remote, verbs
-from dovecote.api import Actor, Dovecote
+from dovecote.api import Actor, Dovecote, Principal
 from dovecote.errors import Refusal
 from dovecote.http import inputs, rest
-from dovecote.http.session import COOKIE, Sessions
+from dovecote.http.session import COOKIE, Sessions, refuse_token
 
 Run = Callable[..., Awaitable[Any]]
 
@@ -97,29 +103,30 @@ def error_page(request: Request, body: dict[str, Any]) -> Response:
     return render(request, sessions, "error.html", status=body["status"], error=body)
 
 
-def overview(dc: Dovecote) -> dict[str, Any]:
-    """Everything the overview shows, read in one go."""
+def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
+    """Everything the overview shows, read in one go: the inboxes ``who`` may read (``remote.may``)."""
     swept = dc.sweep(verbs.Sweep(distribute=False, include_all=True)).to_dict()
     head = {k: v for k, v in swept.items() if k != "letters"}
     head["in_spool_only"] = sum(1 for row in swept["letters"] if row.get("box") is None)
-    inboxes = [{"id": e["id"], "role": e["role"], "counts": dc.inbox(verbs.Inbox(entity_id=e["id"]))["counts"]}
-               for e in dc.entities()]
+    inboxes = [{"id": e["id"], "role": e["role"],
+                "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e["id"]))["counts"]}
+               for e in dc.entities() if remote.may(who, "inbox", e["id"])]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
             "doctor": dc.doctor()["mailbox"]}
 
 
-def entity_view(dc: Dovecote, p: EntityParams) -> dict[str, Any]:
+def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
     direction, states = SHOW[p.show] if p.show else ("inbound", ())
-    inbox = dc.inbox(verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
-                                 include_terminal=p.show == "archive"))
+    inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
+                                              include_terminal=p.show == "archive"))
     rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
     if states:
         rows = [r for r in rows if r.get("state") in states]
     return {"inbox": inbox, "rows": rows, "direction": direction, "show": p.show}
 
 
-def search_view(dc: Dovecote, p: SearchPageParams) -> dict[str, Any]:
-    found = dc.search(verbs.Search(query=p.q, entity_id=p.entity)) if p.q else None
+def search_view(dc: Dovecote, who: Principal | None, p: SearchPageParams) -> dict[str, Any]:
+    found = remote.search(dc, who, verbs.Search(query=p.q, entity_id=p.entity)) if p.q else None
     return {"q": p.q, "entity": p.entity, "found": found, "entities": dc.entities()}
 
 
@@ -136,7 +143,7 @@ class Pages:
 
     async def overview(self, request: Request) -> Response:
         rest.parse(rest.NoParams, request)
-        return self._page(request, "overview.html", **await self.run(overview))
+        return self._page(request, "overview.html", **await self.run(overview, rest.principal(request)))
 
     async def triage(self, request: Request) -> Response:
         p = rest.parse(rest.SweepParams, request)
@@ -145,11 +152,12 @@ class Pages:
 
     async def entity(self, request: Request) -> Response:
         p = rest.parse(EntityParams, request)
-        return self._page(request, "entity.html", entity=p.entity_id, **await self.run(entity_view, p))
+        return self._page(request, "entity.html", entity=p.entity_id,
+                          **await self.run(entity_view, rest.principal(request), p))
 
     async def item(self, request: Request) -> Response:
         p = rest.parse(verbs.Show, request)
-        shown = await self.run(lambda dc, q: dc.show(q), p)
+        shown = await self.run(remote.show, rest.principal(request), p)
         return self._page(request, "item.html", entity=p.entity_id, shown=shown)
 
     async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
@@ -157,9 +165,7 @@ class Pages:
 
         A bearer token is never a person: ``human_gesture_required``, as for no session.
         """
-        if "authorization" in request.headers:
-            raise Refusal("human_gesture_required", "a page's action is the signed-in person's; a bearer token is "
-                                                    "an agent's or an operator's (it moves items through the API)")
+        refuse_token(request, "a page's action")
         person = self.sessions.person(request)
         if person is None:
             raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
@@ -181,10 +187,11 @@ class Pages:
 
     async def search(self, request: Request) -> Response:
         p = rest.parse(SearchPageParams, request)
-        return self._page(request, "search.html", **await self.run(search_view, p))
+        return self._page(request, "search.html", **await self.run(search_view, rest.principal(request), p))
 
     async def login(self, request: Request) -> Response:
-        """Burn the one-time link, set the session cookie, and go to the overview."""
+        """Burn the one-time link, set the session cookie, and go to the overview (never for a bearer token)."""
+        refuse_token(request, "a login link")
         cookie, _person = self.sessions.redeem(request.path_params["token"])
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/",

@@ -4,7 +4,8 @@ Law: a human gesture is made by a person, never by a token an agent holds
 (DESIGN 9). ``dovecote serve`` prints a login link; visiting it burns the
 link and sets an HttpOnly, SameSite=Strict session cookie, and only a request
 carrying that cookie (and no ``Authorization`` header: a bearer token is an
-agent's or an operator's, whatever it is) is a human session. Links live in
+agent's or an operator's, whatever it is) is a human session. A request with a
+bearer token neither redeems a link nor burns it (``refuse_token``). Links live in
 the server's memory as SHA-256 digests compared in constant time, so a leaked
 log line of its memory holds no usable secret.
 
@@ -129,6 +130,15 @@ class Sessions:
         want = self.csrf(request)
         if want is None or not hmac.compare_digest(want.encode(), given.encode("utf-8", "surrogatepass")):
             raise Refusal("csrf_failed", "the form did not carry this session's token; reload the page and try again")
+
+
+def refuse_token(request: Request, act: str) -> None:
+    """A person's act (redeeming a login link, a page's action) carries no ``Authorization`` header: a bearer
+    token is an agent's or an operator's, whatever it is, so ``human_gesture_required``, and nothing changes
+    (a link stays unburnt)."""
+    if "authorization" in request.headers:
+        raise Refusal("human_gesture_required", f"{act} is the person's; a bearer token is an agent's or an "
+                                                "operator's (it reads and moves items through the API)")
 
 
 def same_origin(request: Request) -> None:

@@ -174,11 +174,12 @@ class Face:
                                     structured_content=result)
 
     async def call(self, listed: Tool | Views, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One tool call: pick the view, decode, refuse a write on a read-only face, run on the handle off the
-        loop. A tool outside the principal's catalog is called all the same: ``remote`` refuses it."""
+        """One tool call: pick the view, default whose box to the caller's own, decode, refuse a write on a
+        read-only face, run on the handle off the loop. A tool outside the principal's catalog is called all the
+        same: ``remote`` refuses it."""
         tool, arguments = listed.pick(arguments)
         tool.refuse_omitted(arguments)
-        v = verbs.decode(tool.verb, arguments)
+        v = verbs.decode(tool.verb, tool.own_entity(principal, arguments))
         refuse_if_read_only(tool.name, v, self.read_only)
         limiter = self.waiters if tool.name == "wait" else self.workers
         result: dict[str, Any] = await self.run(tool.call, self.dc, principal, v, limiter=limiter)

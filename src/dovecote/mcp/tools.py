@@ -29,6 +29,11 @@ characters / 4, with room left for the mission tools) in two ways:
   another view is ``unknown_field``). Writes are never views: each writing verb
   is its own tool, so ``read_only`` and ``forbidden`` stay per verb.
 
+Whose box: a tool whose verb names one (``entity_id``: show, wait, move, ack;
+inbox already reads the caller's own) defaults it to the connection's own
+entity, and its schema says so; naming another's box stays ``remote``'s to
+allow or refuse.
+
 Which verbs are tools: the ones an agent uses on its own mail and reports, and
 the operator's delivery and case work. Roster edits, verify, view, the inbox-tree
 import, organize, draft, outbox and stale-check are operator work at a terminal
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from dovecote import remote, verbs
@@ -59,6 +65,11 @@ EVERYONE, OPERATORS, LOCAL = frozenset(ROLES), frozenset(ROLES[1:]), frozenset(R
 def role_of(p: Principal) -> str:
     """The catalog a principal sees."""
     return "local" if p.local else "operator" if p.role == "operator" else "agent"
+
+
+@cache
+def _requires_own(verb: type[verbs.Verb]) -> bool:
+    return OWN in schemas.inline(verbs.schema(verb)).get("required", ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +99,26 @@ class Tool:
 
     def input_schema(self, role: str = "local") -> dict[str, Any]:
         hidden = self.operator_fields if role == "agent" else ()
-        return schemas.inline(verbs.schema(self.verb), self.omitted() + hidden)
+        out = schemas.inline(verbs.schema(self.verb), self.omitted() + hidden)
+        if self.owns():  # not required: left out, it is the connection's own entity (``own_entity``)
+            out["required"] = [f for f in out["required"] if f != OWN]
+            if not out["required"]:
+                del out["required"]
+            field = out["properties"][OWN]
+            field["description"] = field.get("description", "").rstrip(".") + OWN_DEFAULT
+        return out
+
+    def owns(self) -> bool:
+        """Whether the verb must name whose box it touches (``OWN``): a tool defaults it to the caller's own."""
+        return _requires_own(self.verb)
+
+    def own_entity(self, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` with ``OWN`` the principal's entity when left out (an agent's own box, as ``inbox``
+        reads); a box named is still the one rule's to allow (``remote``: ``forbidden`` for an agent's
+        naming another's)."""
+        if self.owns() and arguments.get(OWN) is None:
+            return {**arguments, OWN: principal.entity}
+        return arguments
 
     def refuse_omitted(self, arguments: Mapping[str, Any]) -> None:
         """An argument this tool does not offer is ``unknown_field``, as any field not in its schema is; the
@@ -150,6 +180,10 @@ class Views:
                                        f", not {view!r}")
 
 
+#: The field naming whose box a call touches; a tool whose verb requires it takes it as optional and defaults it
+#: to the connection's own entity (``Tool.own_entity``), what its schema says (``OWN_DEFAULT``).
+OWN = "entity_id"
+OWN_DEFAULT = " (default: your own entity)."
 #: Verb fields no tool offers: the server's tic source is the clock of record (an agent does not set it).
 NOT_OFFERED = ("current_tic",)
 #: The receipt fields of ``report``: the ``receipt`` tool files receipts (one tool per job, a smaller catalog).

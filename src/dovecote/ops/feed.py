@@ -17,6 +17,13 @@ read the file once for the whole process, and skips the letters it counted.
 For entity mail each event also carries the item's state, read from the warm
 inbox fold after the poll: the state now, which is the state after that
 letter unless a later letter in the same poll moved it again.
+
+A watch may be narrowed to one entity's box (``only``: an agent's stream,
+which the one authorization rule keeps to its own box); it then watches that
+box alone, and its cursor keeps that box's count alone, whatever the cursor it
+resumed from named. A cursor is checked against the boxes before a watch
+starts from it: a count past a box's end (or past 2^53, the largest a JSON
+reader keeps exact) was never written by this feed, so it is ``invalid_field``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ if TYPE_CHECKING:
     from dovecote.store import Cursor, Where
 
 SPOOL = "spool"
+#: The largest count a cursor may hold: 2^53, past which a JavaScript reader of the event id loses digits.
+MAX_COUNT = 2**53
 #: A cursor token is short text; anything longer is not one this feed wrote.
 MAX_CURSOR = 64 * 1024
 
@@ -61,36 +70,52 @@ def decode_cursor(token: str) -> dict[str, int]:
         counts = _counts.decode(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (ValueError, binascii.Error, msgspec.DecodeError, msgspec.ValidationError) as e:
         raise Refusal("invalid_field", f"the event cursor {token[:40]!r} is not one this server wrote") from e
-    if any(v < 0 for v in counts.values()):
-        raise Refusal("invalid_field", "an event cursor holds no negative counts")
+    if any(v < 0 or v > MAX_COUNT for v in counts.values()):
+        raise Refusal("invalid_field", f"an event cursor holds counts from 0 to 2^53 ({MAX_COUNT})")
     return counts
 
 
 class Watch(msgspec.Struct):
-    """One reader's place in the feed: letters given per box, and where each box's last read stopped."""
+    """One reader's place in the feed: letters given per box, where each box's last read stopped, and the
+    entity whose box alone it watches (None: every box)."""
 
     counts: dict[str, int]
     cursors: dict[str, Cursor] = msgspec.field(default_factory=dict)
+    only: str | None = None
 
     @property
     def cursor(self) -> str:
         return encode_cursor(self.counts)
 
 
-def sources(ctx: Context) -> list[tuple[str, Where]]:
-    """Every box the feed watches, by label: the spool, home, each reachable project, each entity."""
-    boxes: list[Address] = [HOME, *(project(p.name) for p in ctx.roster.projects)]
+def sources(ctx: Context, only: str | None = None) -> list[tuple[str, Where]]:
+    """Every box the feed watches, by label: the spool, home, each reachable project, each entity; or
+    (``only``) that entity's box alone, if the roster has it."""
+    if only is not None:
+        boxes: list[Address] = [entity(e.id) for e in ctx.roster.entities if e.id == only]
+        return [(str(a), a) for a in boxes if ctx.store.reachable(a)]
+    boxes = [HOME, *(project(p.name) for p in ctx.roster.projects)]
     boxes += [entity(e.id) for e in ctx.roster.entities]
     out: list[tuple[str, Where]] = [(SPOOL, "spool")]
     return out + [(str(a), a) for a in boxes if ctx.store.reachable(a)]
 
 
-def start(ctx: Context, cursor: str | None) -> Watch:
-    """A watch at ``cursor`` (a token), or at the end of every box now (only later letters are new)."""
+def start(ctx: Context, cursor: str | None, only: str | None = None) -> Watch:
+    """A watch at ``cursor`` (a token), or at the end of every box now (only later letters are new); ``only``
+    narrows it to one entity's box. A count past its box's end is ``invalid_field`` (see the module docstring)."""
     if cursor is not None:
-        return Watch(decode_cursor(cursor))
-    w = Watch({})
-    for label, where in sources(ctx):
+        counts = decode_cursor(cursor)
+        watched = sources(ctx, only)
+        for label, where in watched:
+            held = len(ctx.store.read(where).letters)  # the warm reader's: the first poll reads it again for free
+            if counts.get(label, 0) > held:
+                raise Refusal("invalid_field", f"the event cursor counts {counts[label]} letters in {label}, "
+                                               f"which holds {held}: not a cursor this server wrote")
+        if only is not None:  # an agent's cursor carries its own box's count alone
+            counts = {label: counts[label] for label, _ in watched if label in counts}
+        return Watch(counts, only=only)
+    w = Watch({}, only=only)
+    for label, where in sources(ctx, only):
         read = ctx.store.read(where)
         w.counts[label], w.cursors[label] = len(read.letters), read.cursor
     return w
@@ -133,7 +158,7 @@ def poll(ctx: Context, w: Watch) -> list[dict[str, Any]]:
     ``agent``, ``ts``, and for entity mail ``item`` and ``state``.
     """
     events: list[dict[str, Any]] = []
-    for label, where in sources(ctx):
+    for label, where in sources(ctx, w.only):
         letters = _new(ctx, w, label, where)
         if not letters:
             continue

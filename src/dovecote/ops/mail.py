@@ -43,6 +43,7 @@ from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
 from dovecote.store import commits_together, ready
+from dovecote.tokens import cap_trust
 
 __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
@@ -110,7 +111,9 @@ def compose(ctx: Context, m: Message, *, kind: str = "message", sender: str | No
     box; the thread is inherited), or ``entity:<id>``: whom a response to this
     message must be sent to instead of the sender (``derive/responses.py``).
     ``sender`` is the sender when ``m`` names none (default: the actor's).
+    A trust level above the actor's role refuses ``forbidden`` (``tokens.cap_trust``), before anything is read.
     """
+    cap_trust(ctx.actor.role, m.trust_level)
     check_name(m.recipient, "recipient")
     who = check_name(m.sender or sender or ctx.actor.sender(), "sender")
     if ctx.roster.entity(m.recipient) is None:
