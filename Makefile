@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test stress lint bench clean screenshots
+.PHONY: run test stress lint bench bench-check clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,14 @@ screenshots: $(VENV)/.installed | $(CHROMIUM)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
+
+# The benchmark guard: the headline ratios of bench/ (cold sweeps, cold injection, warm inbox, durable append,
+# REST and MCP sends from 30 agents), each measured beside its reference in one run and held to its goal in
+# bench/thresholds.toml; a check fails only when two measurements in a row are more than 25% past its goal
+# (the machine is shared and noisy), and at once on one lost letter. Builds its data afresh every run (nothing
+# cached: CI is a clean checkout); a few minutes here. Bytecode as `make test`: the cold paths are new processes.
+bench-check: $(VENV)/.installed
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python bench/check.py
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache

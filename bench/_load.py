@@ -176,8 +176,10 @@ class Round:
 
 
 def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_target: int,
-            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, ...]) -> None:
-    """Print the medians over rounds, the loss check, the fds and the reference."""
+            raw: tuple[float, float], fd_start: int, fd_end: int, cpu: tuple[float, ...]) -> dict[str, float]:
+    """Print the medians over rounds, the loss check, the fds and the reference; return the headline figures
+    (``rate``: median sends/s, ``p95`` ms, ``acked``, ``lost``, ``errors``, ``raw_rate``: the reference's
+    sends/s, two fsynced appends one after another)."""
     rate = statistics.median(len(r.acked) / r.wall for r in rounds)
     p = {q: statistics.median(pct(r.lat, q) for r in rounds) for q in (50, 95, 99)}
     acked = [a for r in rounds for a in r.acked]
@@ -197,6 +199,8 @@ def summary(name: str, rounds: list[Round], home: Path, rate_target: int, p95_ta
     print(f"CPU per send (during the rounds): server {cpu[0] / sends * 1000:.2f} ms (every process of it){backends}, "
           f"clients {cpu[1] / sends * 1000:.2f} ms (the bench's process); "
           f"load average now {os.getloadavg()[0]:.1f}")
+    return {"rate": rate, "p95": p[95], "acked": len(acked), "lost": missing, "errors": errors,
+            "raw_rate": raw[1] / 2}
 
 
 @contextlib.contextmanager
@@ -246,8 +250,9 @@ def run(doc: str, name: str, argv: Callable[[int], list[str]], one: OneRound, ra
 
 
 def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Callable[[int], list[str]],
-              one: OneRound, rate_target: int, p95_target: int) -> None:
-    """Build a home on ``store``, serve it, run the rounds, report."""
+              one: OneRound, rate_target: int, p95_target: int) -> dict[str, float]:
+    """Build a home on ``store`` with ``args.clients`` agents, serve it (``args.workers`` processes), run
+    ``args.rounds`` rounds of ``args.sends`` sends a client, report; the figures of ``summary``."""
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
         home, names, tokens = agents_home(Path(tmp), args.clients, store)
         raw = raw_fsync_rate(Path(tmp))
@@ -275,5 +280,5 @@ def one_store(args: argparse.Namespace, store: str | None, title: str, argv: Cal
         finally:
             stop(server)
         raw_after = raw_fsync_rate(Path(tmp))
-        summary(title, rounds, home, rate_target, p95_target,
-                min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)
+        return summary(title, rounds, home, rate_target, p95_target,
+                       min(raw, raw_after, key=lambda x: x[0]), fd_start, fd_end, cpu)

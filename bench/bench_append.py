@@ -23,7 +23,7 @@ from pathlib import Path
 import dovecote
 from _common import fmt_s, med, settle, timed, verdict
 from dovecote.addresses import HOME, Address
-from dovecote.api import init
+from dovecote.api import Dovecote, init
 from dovecote.letters import canonical_line
 from dovecote.verbs import ProjectAdd
 
@@ -52,6 +52,25 @@ def bare_append(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def singles(dc: Dovecote, bare_path: Path, n: int) -> tuple[list[float], list[float]]:
+    """``n`` durable single appends to the home box through the warm handle ``dc``, each followed by a bare
+    one of the same line to ``bare_path`` (same directory, so both see the same disk): both lists of seconds."""
+    dc.store.append(HOME, [line(-1, "warm")])  # the handle is warm: its reader and the file exist
+    bare_append(bare_path, line(-1, "warm") + b"\n")
+    lib: list[float] = []
+    bare: list[float] = []
+    for k in range(n):
+        ln = line(k, "single")
+        t0 = time.perf_counter()
+        dc.store.append(HOME, [ln])
+        t1 = time.perf_counter()
+        bare_append(bare_path, ln + b"\n")
+        t2 = time.perf_counter()
+        lib.append(t1 - t0)
+        bare.append(t2 - t1)
+    return lib, bare
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--singles", type=int, default=300)
@@ -65,21 +84,7 @@ def main() -> None:
         dc = dovecote.open(home)
         for r in range(args.repeat):
             dc.add_project(ProjectAdd(name=f"batch{r}", root=str(root / "repos" / f"batch{r}")))
-        bare_path = root / "bare.jsonl"
-        dc.store.append(HOME, [line(-1, "warm")])  # the handle is warm: its reader and the file exist
-        bare_append(bare_path, line(-1, "warm") + b"\n")
-
-        lib: list[float] = []
-        bare: list[float] = []
-        for n in range(args.singles):
-            ln = line(n, "single")
-            t0 = time.perf_counter()
-            dc.store.append(HOME, [ln])
-            t1 = time.perf_counter()
-            bare_append(bare_path, ln + b"\n")
-            t2 = time.perf_counter()
-            lib.append(t1 - t0)
-            bare.append(t2 - t1)
+        lib, bare = singles(dc, root / "bare.jsonl", args.singles)
         lib_m, bare_m = med(lib), med(bare)
         ratio = lib_m / bare_m
         print(f"bench_append: {args.singles} single appends each, interleaved, same directory")

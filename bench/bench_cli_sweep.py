@@ -39,15 +39,16 @@ for p in sys.argv[1:]:
 """
 
 
-def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall time and peak RSS (KiB on Linux, from wait4) of one new process; stdout to /dev/null."""
+def run(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall time, peak RSS (KiB on Linux) and CPU time (user + system; both from wait4) of one new process;
+    stdout to /dev/null."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     t = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0, cmd
-    return t, float(usage.ru_maxrss)
+    return t, float(usage.ru_maxrss), usage.ru_utime + usage.ru_stime
 
 
 def sweep_cmd(home: Path) -> list[str]:
@@ -82,22 +83,32 @@ def measure(letters: int, boxes: int, repeat: int, root: Path) -> dict[str, floa
     snap: list[float] = []
     ref: list[float] = []
     rss: list[float] = []
+    cpu: dict[str, list[float]] = {"cold": [], "snap": [], "ref": []}  # a shared machine moves these far less
     ts = MONTH_SECONDS
     for _ in range(repeat):
         shutil.rmtree(cache, ignore_errors=True)
-        t, m = run(cmd)
+        t, m, c = run(cmd)
         cold.append(t)
         rss.append(m)
-        ref.append(run(parse)[0])
+        cpu["cold"].append(c)
+        t, _, c = run(parse)
+        ref.append(t)
+        cpu["ref"].append(c)
         ts = grow(corpus, maker, ts)  # +1,000 letters; the snapshots written by the cold run stay
-        snap.append(run(cmd)[0])
+        t, _, c = run(cmd)
+        snap.append(t)
+        cpu["snap"].append(c)
     c, s, r = med(cold), med(snap), med(ref)
     print(f"    cold CLI sweep, no cache              median {fmt_s(c):>10}   [{runs(cold)}]")
     print(f"    cold CLI sweep, snapshots, +{PER_ROUND:,}     median {fmt_s(s):>10}   [{runs(snap)}]")
     print(f"    new process: orjson parse, keeping    median {fmt_s(r):>10}   [{runs(ref)}]")
+    cc, cs, cr = med(cpu["cold"]), med(cpu["snap"]), med(cpu["ref"])
+    print(f"    CPU time (medians): no cache {fmt_s(cc)}, snapshots {fmt_s(cs)}, the parse {fmt_s(cr)}: "
+          f"{cc / cr:.2f}x and {cs / cr:.2f}x")
     kib = med(rss) / letters
     print(f"    peak RSS of the cold sweep: {med(rss) / 1024:.0f} MiB ({kib:.2f} KiB/letter)")
-    return {"cold": c, "snap": s, "ref": r, "kib": kib, "us": c / letters * 1e6}
+    return {"cold": c, "snap": s, "ref": r, "kib": kib, "us": c / letters * 1e6, "cold_cpu": cc, "snap_cpu": cs,
+            "ref_cpu": cr}
 
 
 def main() -> None:

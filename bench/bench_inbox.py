@@ -36,12 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
 from dovecote.addresses import entity
-from dovecote.api import init, open_home
+from dovecote.api import Dovecote, init, open_home
 from dovecote.envelope import build_message
 from dovecote.letters import canonical_line, letter_id
 from dovecote.verbs import EntityAdd, Inbox, Move
@@ -104,82 +105,118 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def child_env(home: Path) -> dict[str, str]:
+    """The children's environment: the home, and bytecode caching on (as an installed ``dovecote`` runs)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["DOVECOTE_HOME"] = str(home)
+    return env
+
+
+def injection_argv() -> list[str]:
+    python = sys.executable  # the venv interpreter itself, not a version-manager shim
+    return [python, str(Path(python).parent / "dovecote"), "inbox", "ent_b", "--format", "injection",
+            "--current-tic", "1000"]
+
+
+def warm(dc: Dovecote) -> tuple[float, list[float], list[float], list[float], list[str]]:
+    """The library's reads as JSON: the first (cold handle), 30 repeated, 30 each after one new letter (a
+    claim), those also in CPU time (this process's: a machine shared with other work moves it far less than
+    wall time); with the ids of the items still waiting (seconds, seconds, seconds, CPU seconds, ids)."""
+    t = time.perf_counter()
+    dc.inbox(Inbox(entity_id="ent_b", current_tic=1000))
+    first = time.perf_counter() - t
+    repeat = []
+    for _ in range(30):
+        t = time.perf_counter()
+        orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
+        repeat.append(time.perf_counter() - t)
+    waiting = [r["id"] for r in dc.inbox(Inbox(
+        entity_id="ent_b", current_tic=1000
+    ))["items"] if r["state"] == "WAIT"]
+    changed, changed_cpu = [], []
+    for item in waiting[:30]:
+        dc.move(Move(kind="claim", entity_id="ent_b", ref=item, current_tic=1000))
+        t, c = time.perf_counter(), time.process_time()
+        orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
+        changed.append(time.perf_counter() - t)
+        changed_cpu.append(time.process_time() - c)
+    return first, repeat, changed, changed_cpu, waiting[30:]
+
+
+def claims(dc: Dovecote, waiting: list[str]) -> Callable[[], None]:
+    """Appends one new letter a call (a claim of the next waiting item), as another agent would."""
+    left = iter(waiting)
+
+    def new_letter() -> None:
+        dc.move(Move(kind="claim", entity_id="ent_b", ref=next(left), current_tic=1000))
+
+    return new_letter
+
+
+def cold(home: Path, new_letter: Callable[[], None], rounds: int = ROUNDS,
+         uncached: bool = True) -> dict[str, tuple[list[float], list[float]]]:
+    """The cold CLI injection, each call a new process, interleaved with ``python -c pass`` so load on the
+    machine moves every column alike: (wall seconds, CPU seconds) by state, ``pass``, ``cached`` (its
+    rendering), ``after_new`` (right after ``new_letter``: the fold snapshot plus that letter) and, with
+    ``uncached``, ``uncached`` (``cache/`` deleted first: the whole ledger is read)."""
+    env = child_env(home)
+    argv = injection_argv()
+    out: dict[str, tuple[list[float], list[float]]] = {}
+
+    def timed(name: str, cmd: list[str], before: Callable[[], None] | None = None) -> None:
+        if before is not None:
+            before()
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+        wall = time.perf_counter() - t
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        walls, cpus = out.setdefault(name, ([], []))
+        walls.append(wall)
+        cpus.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+
+    def no_cache() -> None:
+        shutil.rmtree(home / "cache", ignore_errors=True)
+
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # the snapshot and the rendering
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # compiled bytecode in place
+    for _ in range(rounds):
+        timed("pass", [sys.executable, "-c", "pass"])
+        timed("cached", argv)
+        timed("after_new", argv, new_letter)
+        if uncached:
+            timed("uncached", argv, no_cache)
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # leave a snapshot again
+    return out
+
+
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dovecote-bench-inbox-"))
     try:
         home = build(tmp)
         dc = open_home(home)
-        t = time.perf_counter()
-        dc.inbox(Inbox(entity_id="ent_b", current_tic=1000))
-        cold_lib = time.perf_counter() - t
-        repeat = []
-        for _ in range(30):
-            t = time.perf_counter()
-            orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
-            repeat.append(time.perf_counter() - t)
-        waiting = [r["id"] for r in dc.inbox(Inbox(
-            entity_id="ent_b", current_tic=1000
-        ))["items"] if r["state"] == "WAIT"]
-        changed = []
-        for item in waiting[:30]:
-            dc.move(Move(kind="claim", entity_id="ent_b", ref=item, current_tic=1000))
-            t = time.perf_counter()
-            orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
-            changed.append(time.perf_counter() - t)
+        cold_lib, repeat, changed, changed_cpu, waiting = warm(dc)
         print("inbox, 10,000 messages + 30,000 transitions")
         print(f"  first read through the library (cold handle): {cold_lib * 1000:.0f} ms")
         print(f"  warm read as JSON, repeated:          median {median_ms(repeat):6.1f} ms (target <= 20)")
-        print(f"  warm read as JSON, after a new letter: median {median_ms(changed):6.1f} ms (target <= 20)")
+        print(f"  warm read as JSON, after a new letter: median {median_ms(changed):6.1f} ms (target <= 20); "
+              f"CPU {median_ms(changed_cpu):.1f} ms")
 
-        python = sys.executable  # the venv interpreter itself, not a version-manager shim
-        script = str(Path(sys.executable).parent / "dovecote")
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["DOVECOTE_HOME"] = str(home)
-        cpu: dict[int, list[float]] = {}  # id of a wall-time list -> the CPU times of the same calls
-
-        def timed(cmd: list[str], n: int, before: object = None, into: list[float] | None = None) -> list[float]:
-            out = []
-            for _ in range(n):
-                if callable(before):
-                    before()
-                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t = time.perf_counter()
-                subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-                out.append(time.perf_counter() - t)
-                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                if into is not None:
-                    cpu.setdefault(id(into), []).append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
-            return out
-
-        argv = [python, script, "inbox", "ent_b", "--format", "injection", "--current-tic", "1000"]
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # the snapshot and the rendering
-        cache_dir = home / "cache"
-        left = iter(waiting[30:])
-
-        def new_letter() -> None:
-            dc.move(Move(kind="claim", entity_id="ent_b", ref=next(left), current_tic=1000))
-
-        def no_cache() -> None:
-            shutil.rmtree(cache_dir, ignore_errors=True)
-
-        base, cached, after_new, uncached = [], [], [], []
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # compiled bytecode in place
-        for _ in range(ROUNDS):  # interleaved, so load on the machine moves every column alike
-            base += timed([python, "-c", "pass"], 1, into=base)
-            cached += timed(argv, 1, into=cached)
-            after_new += timed(argv, 1, before=new_letter, into=after_new)
-            uncached += timed(argv, 1, before=no_cache, into=uncached)
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # leave a snapshot again
-        b, bc = median_ms(base), median_ms(cpu[id(base)])
+        new_letter = claims(dc, waiting)
+        calls = cold(home, new_letter)
+        (base, base_cpu) = calls["pass"]
+        b, bc = median_ms(base), median_ms(base_cpu)
         print(f"  python -c pass: median {b:.1f} ms, CPU {bc:.1f} ms ({ROUNDS} rounds, interleaved)")
-        for name, xs in (("cached rendering", cached), ("right after a new letter (fold snapshot)", after_new),
-                         ("no cache at all (whole ledger)", uncached)):
-            m, mc = median_ms(xs), median_ms(cpu[id(xs)])
+        for key, name in (("cached", "cached rendering"), ("after_new", "right after a new letter (fold snapshot)"),
+                          ("uncached", "no cache at all (whole ledger)")):
+            m, mc = median_ms(calls[key][0]), median_ms(calls[key][1])
             print(f"  cold CLI injection, {name}: median {m:.1f} ms = {m / b:.1f}x (target <= 5x); "
                   f"CPU {mc:.1f} ms = {mc / bc:.1f}x")
         if shutil.which("valgrind") is None:
             print("  (valgrind is not installed: no instruction counts)")
             return
+        python, script = sys.executable, str(Path(sys.executable).parent / "dovecote")
+        env, argv = child_env(home), injection_argv()
         subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # a fresh snapshot and rendering
         hook = [python, script, "hook", "session-start", "--entity", "ent_b"]
         counts: dict[str, list[int]] = {}

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from _load import Round, run
-from bench_rest import Conn
+from bench_rest import Conn, serve_argv
 
 PROTOCOL = "2025-11-25"
 
@@ -128,13 +128,25 @@ async def one_round(port: int, tokens: dict[str, str], names: list[str], sends: 
     return res
 
 
+RATE_TARGET, P95_TARGET = 300, 100
+
+
+def mcp_round(port: int, tokens: dict[str, str], names: list[str], sends: int, no: int, pid: int) -> Round:
+    """One round of the light client: every agent calls ``send`` ``sends`` times to the next one, all at once."""
+    return anyio.run(one_round, port, tokens, names, sends, no, pid)
+
+
+def sdk_round(port: int, tokens: dict[str, str], names: list[str], sends: int, no: int, pid: int) -> Round:
+    """The same round with the SDK's own client."""
+    return anyio.run(one_round, port, tokens, names, sends, no, pid, True)
+
+
 def main() -> None:
     sdk = "--sdk" in sys.argv  # read here, not by run()'s parser (it takes the options every load bench shares)
     if sdk:
         sys.argv.remove("--sdk")
     name = "MCP (the SDK's client)" if sdk else "MCP"
-    run(__doc__ or "", name, lambda port: ["serve", "--port", str(port)],
-        lambda *a: anyio.run(one_round, *a, sdk), 300, 100)
+    run(__doc__ or "", name, serve_argv, sdk_round if sdk else mcp_round, RATE_TARGET, P95_TARGET)
 
 
 if __name__ == "__main__":

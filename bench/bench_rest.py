@@ -93,9 +93,20 @@ async def one_round(port: int, tokens: dict[str, str], names: list[str], sends: 
     return res
 
 
+RATE_TARGET, P95_TARGET = 1000, 50
+
+
+def serve_argv(port: int) -> list[str]:
+    return ["serve", "--port", str(port)]
+
+
+def rest_round(port: int, tokens: dict[str, str], names: list[str], sends: int, no: int, pid: int) -> Round:
+    """One round: every agent sends ``sends`` messages to the next one, all at once."""
+    return asyncio.run(one_round(port, tokens, names, sends, no, pid))
+
+
 def main() -> None:
-    run(__doc__ or "", "REST", lambda port: ["serve", "--port", str(port)],
-        lambda *a: asyncio.run(one_round(*a)), 1000, 50)
+    run(__doc__ or "", "REST", serve_argv, rest_round, RATE_TARGET, P95_TARGET)
 
 
 if __name__ == "__main__":

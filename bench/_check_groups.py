@@ -1,0 +1,112 @@
+"""The measurements behind ``make bench-check`` (``check.py``): one function a group of checks.
+
+Each calls the functions of the bench script that owns the measurement (no second implementation), builds
+its own data in a temporary directory, measures dovecote and its reference in the same run, and returns
+medians in the unit ``thresholds.toml`` gives each check. The sizes are chosen so the whole check, every
+group measured twice, stays within about ten minutes on the 2-core machine (``bench/README.md`` says which
+sizes and why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from check import Measured
+
+if TYPE_CHECKING:
+    from _load import OneRound
+
+#: Letters of the sweep corpus: the ratios at 300,000 are within 10% of 500,000's (3.79x / 0.85x against
+#: 3.57x / 0.77x in CPU time), while at 200,000 the CLI's fixed start-up inflates them (4.81x / 1.25x).
+SWEEP_LETTERS = 300_000
+SWEEP_ROUNDS = 3
+#: Rounds of cold injection calls, each interleaved with ``python -c pass`` (as ``bench_inbox.py``).
+INJECTION_ROUNDS = 7
+#: Single appends (each with its bare reference), as ``bench_append.py``.
+APPEND_SINGLES = 300
+#: The load benches: 30 agents x 100 sends, rounds of them, one ``serve`` (its default: one process).
+CLIENTS, SENDS, LOAD_ROUNDS, WORKERS = 30, 100, 3, 1
+
+Goals = dict[str, float]
+
+
+def sweep(goals: Goals) -> dict[str, Measured]:
+    """``bench_cli_sweep.py``: cold CLI sweeps, no cache and from snapshots after +1,000 letters, against a
+    new process parsing the same files with orjson and keeping the objects, in CPU time (seconds; wall time
+    printed): at load 10 the same run's wall ratios went 2.9-5.1x, the CPU ratios 3.7-3.9x."""
+    from bench_cli_sweep import measure
+
+    with tempfile.TemporaryDirectory(prefix="dovecote-check-sweep-") as d:
+        m = measure(SWEEP_LETTERS, 20, SWEEP_ROUNDS, Path(d))
+    return {"cold_sweep": Measured(m["ref_cpu"], m["cold_cpu"]),
+            "snapshot_sweep": Measured(m["ref_cpu"], m["snap_cpu"])}
+
+
+def inbox(goals: Goals) -> dict[str, Measured]:
+    """``bench_inbox.py``: the warm library read as JSON after a new letter, and the cold CLI injection right
+    after a new letter against ``python -c pass``, both in CPU time (milliseconds; wall time printed): a
+    single-threaded path whose wall time on a shared machine is mostly the wait for a core (measured at load
+    10: the injection's wall 450 ms against 85 ms of CPU)."""
+    from bench_inbox import build, claims, cold, median_ms, warm
+    from dovecote.api import open_home
+
+    with tempfile.TemporaryDirectory(prefix="dovecote-check-inbox-") as d:
+        home = build(Path(d))
+        dc = open_home(home)
+        _, repeat, changed, changed_cpu, waiting = warm(dc)
+        calls = cold(home, claims(dc, waiting), INJECTION_ROUNDS, uncached=False)
+    (base, base_cpu), (injected, injected_cpu) = calls["pass"], calls["after_new"]
+    print(f"  warm inbox as JSON after a new letter: {median_ms(changed):.1f} ms, CPU {median_ms(changed_cpu):.1f} ms"
+          f" (repeated: {median_ms(repeat):.1f} ms)\n  cold injection right after a new letter: "
+          f"{median_ms(injected):.1f} ms, CPU {median_ms(injected_cpu):.1f} ms; python -c pass {median_ms(base):.1f} "
+          f"ms, CPU {median_ms(base_cpu):.1f} ms", flush=True)
+    return {"warm_inbox": Measured(None, median_ms(changed_cpu)),
+            "cold_injection": Measured(median_ms(base_cpu), median_ms(injected_cpu))}
+
+
+def append(goals: Goals) -> dict[str, Measured]:
+    """``bench_append.py``: a warm handle's durable single append against a bare write + fsync (µs)."""
+    import dovecote
+    from bench_append import singles
+    from dovecote.api import init
+
+    with tempfile.TemporaryDirectory(prefix="dovecote-check-append-") as d:
+        home, _ = init(Path(d) / "home")
+        lib, bare = singles(dovecote.open(home), Path(d) / "bare.jsonl", APPEND_SINGLES)
+    lib_us, bare_us = statistics.median(lib) * 1e6, statistics.median(bare) * 1e6
+    print(f"  durable single append {lib_us:.0f} µs, bare write + fsync {bare_us:.0f} µs", flush=True)
+    return {"durable_append": Measured(bare_us, lib_us)}
+
+
+def load(face: str, one: OneRound, p95_target: int, goals: Goals) -> dict[str, Measured]:
+    """``_load.py`` with ``face``'s round: sends/s against the raw reference's, and how many acknowledged
+    sends are missing from their recipients' ledgers (against how many were acknowledged)."""
+    from _load import one_store
+    from bench_rest import serve_argv
+
+    args = argparse.Namespace(clients=CLIENTS, sends=SENDS, rounds=LOAD_ROUNDS, workers=WORKERS)
+    title = f"{face.upper()}, {CLIENTS} clients x {SENDS} sends, {WORKERS} server process(es)"
+    f = one_store(args, None, title, serve_argv, one, int(goals[f"{face}_sends"]), p95_target)
+    return {f"{face}_sends": Measured(f["raw_rate"], f["rate"]), f"{face}_lost": Measured(f["acked"], f["lost"])}
+
+
+def rest(goals: Goals) -> dict[str, Measured]:
+    from bench_rest import P95_TARGET, rest_round
+
+    return load("rest", rest_round, P95_TARGET, goals)
+
+
+def mcp(goals: Goals) -> dict[str, Measured]:
+    from bench_mcp import P95_TARGET, mcp_round
+
+    return load("mcp", mcp_round, P95_TARGET, goals)
+
+
+MEASURES: dict[str, Callable[[Goals], dict[str, Measured]]] = {
+    "append": append, "inbox": inbox, "rest": rest, "mcp": mcp, "sweep": sweep,
+}
