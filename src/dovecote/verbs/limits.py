@@ -31,13 +31,15 @@ TEXT = 2000
 COMMAND = 1024
 #: A path on this machine.
 PATH = 4096
-#: A body of text (a message body, what a report says): the largest request body a server face reads.
-BODY = 1 << 20
+#: A body of text (a message body, what a report says): the roster's default ``body_hard_limit``, which may set
+#: it lower (a body over ``body_inline_max`` goes to the artifact store). A server face's request is smaller still.
+BODY = 16 << 20
 #: The entries of a list (answers, constraints, artifacts, aliases) or the keys of an object.
 ITEMS = 1000
 
-#: The largest request body a server face (REST, MCP over HTTP) reads, in bytes: a body of text fits.
-MAX_BODY = BODY
+#: The largest request body a server face (REST, MCP over HTTP) reads, in bytes (a message with a long body fits;
+#: a file dump does not): the one request limit of both, so MCP stores nothing REST would refuse.
+MAX_BODY = 1 << 20
 #: The longest query string a server face reads, in bytes (the parameters of a GET are short fields).
 MAX_QUERY = 16384
 #: The deepest nesting of JSON an input may have: what a letter can still be written with (orjson's limit).
