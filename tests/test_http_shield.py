@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from dovecote.http.shield import Shield
@@ -145,9 +147,16 @@ def test_a_wrong_host_is_the_same_refusal_on_rest_as_on_mcp(served: Served) -> N
     assert_error_shape(served.request("GET", "/api/v1/boxes", host="evil.example"), 421, "wrong_host")
 
 
-def test_an_exception_that_escapes_the_app_is_internal_error_in_the_shape() -> None:
-    async def broken(scope: Any, receive: Any, send: Any) -> None:
-        raise RuntimeError("a bug")
+async def _broken(scope: Any, receive: Any, send: Any) -> None:
+    raise RuntimeError("a bug")
 
-    c = TestClient(Shield(broken), raise_server_exceptions=False)
+
+async def _bug(request: Any) -> Any:
+    raise RuntimeError("a bug")
+
+
+@pytest.mark.parametrize("app", [_broken, Starlette(routes=[Route("/mcp", _bug)])], ids=["bare", "starlette"])
+def test_an_exception_that_escapes_the_app_is_internal_error_in_the_shape(app: Any) -> None:
+    """A bare app's exception, and Starlette's own plain-text 500 (which it sends, then raises again)."""
+    c = TestClient(Shield(app), raise_server_exceptions=False)
     assert_error_shape(c.get("/mcp"), 500, "internal_error")

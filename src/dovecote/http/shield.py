@@ -98,14 +98,15 @@ class Shield:
                 started["held"].append(message.get("body", b""))
                 if not message.get("more_body", False):
                     await reply(send, foreign(started["status"], b"".join(started["held"])))
+                    started["answered"] = True
                 return
             await send(message)
 
         try:
             await self.app(scope, receive, guarded)
         except Exception as exc:
-            if "status" in started and "held" not in started:
-                raise  # the answer began: uvicorn closes the connection, as it would without the shield
+            if "status" in started and ("held" not in started or "answered" in started):
+                raise  # the answer began (or Starlette re-raises after its 500): uvicorn logs it, as without the shield
             await reply(send, body_of(exc))
 
     @staticmethod
