@@ -2,14 +2,16 @@
 and MCP are held to the same request limits (``http/shield.py``).
 
 Raw requests over a socket to one running server: what uvicorn refuses before the app runs (a request it cannot
-parse, a URL past what httptools reads), what the shield refuses (a query string or a body over the limits
-table, declared or chunked), what the MCP SDK answers in plain text (a wrong Host or Origin, a wrong content
-type, a path it has no route for), MCP's own 401, and a wrong Host on REST: each is the shape with its keyword,
-and nothing is written. An exception that escapes the app before it answers is ``internal_error`` (in process).
+parse, a URL past what httptools reads, a request head over ``MAX_HEAD``), what the shield refuses (a query string
+or a body over the limits table, declared or chunked), what the MCP SDK answers in plain text (a wrong Host or
+Origin, a wrong content type, a path it has no route for), MCP's own 401, and a wrong Host on REST: each is the
+shape with its keyword, and nothing is written. An exception that escapes the app before it answers is
+``internal_error`` (in process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import socket
@@ -24,7 +26,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from dovecote.http.shield import Shield
-from dovecote.verbs import MAX_BODY, MAX_QUERY
+from dovecote.verbs import MAX_BODY, MAX_HEAD, MAX_QUERY
 from helpers import snapshot
 from serverhelpers import ENTITY, SENDER, Server, assert_error_shape, served_home, serving
 
@@ -56,18 +58,24 @@ class Served:
     def raw(self, data: bytes, body: bytes = b"") -> Answer:
         """Send ``data`` (a request head), then ``body`` while the server still reads it; the answer."""
         host, port = self.server.url.split("//")[1].rsplit(":", 1)
+        pieces = [data[at:at + 65536] for at in range(0, len(data), 65536)]
+        pieces += [body[at:at + 65536] for at in range(0, len(body), 65536)]
+        wait = {len(pieces) - len(range(0, len(body), 65536))} if len(body) > MAX_BODY else set()
         with socket.create_connection((host, int(port)), timeout=20) as s:
-            s.sendall(data)
-            for at in range(0, len(body), 65536):  # stop sending once the server answers (it may refuse early)
-                if select.select([s], [], [], 1.0 if at == 0 and len(body) > MAX_BODY else 0.01)[0]:
+            for n, piece in enumerate(pieces):  # stop sending once the server answers (it may refuse early)
+                if select.select([s], [], [], 1.0 if n in wait else 0.01)[0]:
                     break
-                s.sendall(body[at:at + 65536])
+                try:
+                    s.sendall(piece)
+                except OSError:  # it answered and closed between the look and the send: its answer is read below
+                    break
             got = b""
-            while b"\r\n\r\n" not in got or len(got) < _length(got):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
+            with contextlib.suppress(ConnectionResetError):
+                while b"\r\n\r\n" not in got or len(got) < _length(got):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
         head, _, rest = got.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         headers = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
@@ -119,6 +127,13 @@ def test_a_request_uvicorn_cannot_parse_is_bad_request_in_the_shape(served: Serv
 def test_an_over_long_query_string_is_too_large_in_the_shape(served: Served, size: int) -> None:
     for path in ("/api/v1/boxes", "/mcp", "/"):
         assert_error_shape(served.request("GET", f"{path}?q={'a' * size}"), 413, "too_large")
+
+
+def test_an_over_long_request_head_is_too_large_in_the_shape(served: Served) -> None:
+    for size in (MAX_HEAD, 2_000_000):
+        big = served.request("GET", "/api/v1/doctor", extra=(f"X-Big: {'a' * size}",))
+        assert_error_shape(big, 413, "too_large")
+    assert served.request("GET", "/api/v1/doctor", extra=(f"X-Fits: {'a' * (MAX_HEAD // 2)}",)).status_code == 200
 
 
 def test_mcp_and_rest_refuse_a_body_over_the_one_limit_and_store_nothing(served: Served) -> None:

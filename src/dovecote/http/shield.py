@@ -15,10 +15,11 @@ outside every face, so no face keeps a copy:
   response began is ``internal_error``. The faces' own JSON answers pass as
   they are, so do the Human View's error pages (HTML in the same words) and the
   MCP protocol's own JSON-RPC errors, which an MCP client reads.
-- ``Protocol`` is uvicorn's httptools protocol with its one plain-text answer,
-  the 400 for a request it cannot parse before the app runs, given in the
-  shape: ``too_large`` for a request line longer than ``MAX_QUERY`` (httptools
-  cannot read a URL past 64 KiB), else ``bad_request``.
+- ``Protocol`` is uvicorn's httptools protocol, which answers before the app
+  runs: a request head (request line and headers) over ``MAX_HEAD`` bytes is
+  ``too_large`` (httptools itself takes a header of any size, and answers a
+  URL past 64 KiB as unparsable), and its one plain-text answer, the 400 for a
+  request it cannot parse, is ``bad_request`` in the shape.
 """
 
 from __future__ import annotations
@@ -157,13 +158,33 @@ def _replay(held: list[Message], receive: Receive) -> Receive:
 
 
 class Protocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol whose 400 (a request it cannot parse) is the one error shape."""
+    """uvicorn's httptools protocol: a request head over ``MAX_HEAD`` bytes is refused before httptools buffers
+    it (httptools takes a header of any size), and its 400 for a request it cannot parse is the one shape."""
+
+    #: Bytes of the request head read so far; None while its body is read (counting starts again after it).
+    head_read: int | None = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self.head_read is not None:
+            self.head_read += len(data)
+            if self.head_read > verbs.MAX_HEAD:
+                self.answer(Refusal("too_large", f"the request head is over {verbs.MAX_HEAD} bytes"))
+                return
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self.head_read = None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.head_read = 0
 
     def send_400_response(self, msg: str) -> None:
-        if len(getattr(self, "url", b"")) > verbs.MAX_QUERY:
-            refused = Refusal("too_large", f"the request line is over {verbs.MAX_QUERY} bytes")
-        else:
-            refused = Refusal("bad_request", msg)
+        self.answer(Refusal("bad_request", msg))
+
+    def answer(self, refused: Refusal) -> None:
+        """Answer ``refused`` in the shape and close the connection (the request cannot be read on)."""
         headers, data = encoded(refused.body())
         head = [f"HTTP/1.1 {refused.status} {HTTPStatus(refused.status).phrase}".encode()]
         head += [name + b": " + value for name, value in self.server_state.default_headers]

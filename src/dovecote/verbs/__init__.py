@@ -40,7 +40,7 @@ from dovecote.verbs.base import (
 )
 from dovecote.verbs.cases import Case, Cases, Claims, HookEvent, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.delivery import MAX_SECONDS, Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
-from dovecote.verbs.limits import MAX_BODY, MAX_DEPTH, MAX_QUERY
+from dovecote.verbs.limits import MAX_BODY, MAX_DEPTH, MAX_HEAD, MAX_QUERY
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -88,6 +88,7 @@ from dovecote.vocab import (
 __all__ = [
     "MAX_BODY",
     "MAX_DEPTH",
+    "MAX_HEAD",
     "MAX_INT",
     "MAX_QUERY",
     "MAX_SECONDS",

@@ -42,6 +42,8 @@ ITEMS = 1000
 MAX_BODY = 1 << 20
 #: The longest query string a server face reads, in bytes (the parameters of a GET are short fields).
 MAX_QUERY = 16384
+#: The longest request head (request line and headers) a server face reads, in bytes.
+MAX_HEAD = 65536
 #: The deepest nesting of JSON an input may have: what a letter can still be written with (orjson's limit).
 MAX_DEPTH = 254
 
