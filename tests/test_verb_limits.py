@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 from dovecote import verbs
 from dovecote.addresses import check_name
 from dovecote.api import Principal
+from dovecote.envelope import SUBJECT_MAX
 from dovecote.errors import Refusal
 from dovecote.http.app import create_app
 from dovecote.http.rest import SweepParams
@@ -82,9 +83,12 @@ def test_a_names_bound_is_the_tables_and_check_name_holds_it() -> None:
     assert e.value.reason == "invalid_name"
 
 
-def test_a_bodys_bound_is_the_rosters_default_hard_limit() -> None:
+def test_the_table_agrees_with_the_rules_that_hold_the_same_bound_further_in() -> None:
+    """A body's bound is the roster's default hard limit (which may lower it), a subject's the envelope's (which
+    also cuts an imported one when shown): one number each, however many rules hold it."""
     assert Limits().body_hard_limit == limits.BODY
     assert limits.MAX_BODY <= limits.BODY
+    assert SUBJECT_MAX == limits.SUBJECT
 
 
 def _over(t: Any) -> Any:
