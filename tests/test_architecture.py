@@ -31,7 +31,8 @@ MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dove
                             "dovecote.remote",
                             "dovecote.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
-                            "dovecote.http.headers"})  # the headers every answer of the server carries
+                            "dovecote.http.headers",  # the headers every answer of the server carries
+                            "dovecote.http.shield"})  # the request limits and error shape both servers keep
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that
@@ -39,7 +40,8 @@ CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.ht
 CLI_EXCEPTIONS = {
     "dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil", "dovecote.digests"}),
     # `serve` starts the HTTP face: the one command that stands a second face up.
-    "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session"}),
+    "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session",
+                                         "dovecote.http.shield"}),
 }
 #: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).

@@ -187,5 +187,5 @@ def test_a_server_open_to_the_network_needs_a_token_of_the_token_file(dc: Doveco
 
 def test_a_loopback_server_refuses_another_host(dc: Dovecote) -> None:
     c, _ = _app(dc, hosts=["127.0.0.1", "localhost"])
-    assert_error_shape(c.get("/api/v1/doctor", headers={"Host": "evil.example"}), 400, "invalid_field")
+    assert_error_shape(c.get("/api/v1/doctor", headers={"Host": "evil.example"}), 421, "wrong_host")
     assert c.get("/api/v1/doctor", headers={"Host": "127.0.0.1:8765"}).status_code == 200

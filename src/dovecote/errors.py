@@ -24,6 +24,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "already_acked": (409, "the delivery was already acked or rejected; the first ack stands"),
     "already_claimed": (409, "the item is already ACTIVE (claimed by someone)"),
     "ambiguous_name": (409, "the name matches more than one project; nothing is guessed"),
+    "bad_request": (400, "the HTTP request itself is malformed (its request line, headers or content type)"),
     "brain_mismatch": (409, "the mission letter's brain_ref is not the project the caller is bound to"),
     "csrf_failed": (403, "a page's form came without this session's CSRF token, or from another origin"),
     "disk_full": (507, "the disk (or quota) is full: the append was taken back whole; free space and retry"),
@@ -96,6 +97,10 @@ REASONS: dict[str, tuple[int, str]] = {
 REASONS["vnext_malformed"] = (
     422, "a file of the vNext directory cannot be read as what its place holds; nothing was imported",
 )
+# a server face: a request naming another server (after vnext_malformed: the table stays sorted)
+REASONS["wrong_host"] = (
+    421, "the Host (or Origin) header names another server: a loopback server answers loopback names",
+)
 
 
 class DovecoteError(Exception):
@@ -121,6 +126,10 @@ class Refusal(DovecoteError):
     def message(self) -> str:
         """One line for a human: what was refused, why, and that nothing was written."""
         return f"{self.reason}: {self.detail} (nothing was written)"
+
+    def body(self) -> dict[str, object]:
+        """The one JSON error shape of a server face: ``to_dict`` and the ``detail`` alone."""
+        return {**self.to_dict(), "detail": self.detail}
 
     def to_dict(self) -> dict[str, object]:
         """The one JSON error shape every face uses."""

@@ -107,6 +107,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
 
         from dovecote.http.app import create_app
         from dovecote.http.session import Sessions
+        from dovecote.http.shield import Protocol, Shield
         from dovecote.mcp.http import in_front_of
 
         dc = open_handle()
@@ -117,7 +118,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sessions = Sessions(burnt=burnt)
         hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
         web = create_app(dc, read_only=read_only, remote=remote, hosts=hosts, sessions=sessions)
-        app = in_front_of(web, dc, read_only=read_only, host=host, stateless=workers > 1)
+        # the shield outside both faces: one set of request limits, every error in the one JSON shape
+        app = Shield(in_front_of(web, dc, read_only=read_only, host=host, stateless=workers > 1))
         person = dc.context.actor.user or "operator"
         lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
         if read_only:
@@ -135,7 +137,7 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
         # no proxy-header rewriting: nothing here reads a client's address, and it is one middleware less a request
-        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
+        config = uvicorn.Config(app, http=Protocol, log_level="warning", access_log=False, timeout_graceful_shutdown=1,
                                 lifespan="on", proxy_headers=False, timeout_keep_alive=KEEP_ALIVE_SECONDS)
         try:
             if workers == 1:

@@ -83,7 +83,7 @@ class Guard:
         """The principal of the request's bearer token; None without one; refuses what it cannot admit."""
         if self.hosts is not None and host_name(scope, headers) not in self.hosts:
             given = headers.get(b"host", b"").decode("latin-1")
-            raise Refusal("invalid_field", f"the Host header {given!r} is not this server")
+            raise Refusal("wrong_host", f"the Host header {given!r} is not this server")
         given_token = headers.get(b"authorization")
         token = bearer(given_token.decode("latin-1") if given_token is not None else None)
         if token is not None:

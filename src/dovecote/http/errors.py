@@ -39,8 +39,8 @@ class ErrorBody(msgspec.Struct, omit_defaults=True):
 
 
 def refusal_body(r: Refusal) -> dict[str, Any]:
-    """The shape of a refusal: ``Refusal.to_dict()`` and its ``detail``."""
-    return {**r.to_dict(), "detail": r.detail}
+    """The shape of a refusal: ``Refusal.body()``, ``to_dict()`` and its ``detail``."""
+    return r.body()
 
 
 def failure_body(reason: str, detail: str, status: int) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from starlette.responses import Response
 from dovecote import verbs
 from dovecote.errors import Refusal
 
-#: The largest request body a route reads, in bytes (a message with a long body fits; a file dump does not).
-MAX_BODY = 1 << 20
+#: The largest request body a route reads, in bytes (a message with a long body fits; a file dump does not):
+#: the limits table's, the one MCP over HTTP is held to as well (``shield``).
+MAX_BODY = verbs.MAX_BODY
 
 
 def _explain(e: msgspec.ValidationError) -> Refusal:
@@ -32,6 +33,8 @@ def _explain(e: msgspec.ValidationError) -> Refusal:
         return Refusal("unknown_field", msg.replace("Object contains unknown field", "unknown parameter"))
     if msg.startswith("Object missing required field"):
         return Refusal("missing_field", msg.replace("Object missing required field", "missing parameter"))
+    if verbs.over_bound(e):
+        return Refusal("too_large", msg)
     return Refusal("invalid_field", msg)
 
 
@@ -71,10 +74,7 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
 async def parse_body(kind: type[verbs.Verb], request: Request) -> Any:
     """The JSON body as ``kind``, the path's fields put in (see the module docstring); no body is ``{}``."""
     raw = await read_body(request)
-    try:
-        data = msgspec.json.decode(raw) if raw.strip() else {}
-    except msgspec.DecodeError as e:
-        raise Refusal("invalid_json", f"the body is not JSON: {e}") from None
+    data = verbs.load_json(raw, "the body") if raw.strip() else {}
     if not isinstance(data, dict):
         raise Refusal("invalid_json", f"the body must be a JSON object of {kind.__name__}'s fields")
     for field, value in request.path_params.items():

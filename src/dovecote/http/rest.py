@@ -83,8 +83,10 @@ class SweepParams(Params):
 
     distribute: ClassVar[bool] = False  # what ``verbs.writes("sweep", ...)`` asks of a sweep's input
     fate: verbs.Fate | None = None
-    box: Annotated[str | None, msgspec.Meta(description=f"a box address, or {SPOOL} (letters in no box yet)")] = None
-    klass: Annotated[str | None, msgspec.Meta(description="a report class, e.g. bug")] = msgspec.field(
+    box: Annotated[
+        verbs.limits.Id | None, msgspec.Meta(description=f"a box address, or {SPOOL} (letters in no box yet)")
+    ] = None
+    klass: Annotated[verbs.limits.Id | None, msgspec.Meta(description="a report class, e.g. bug")] = msgspec.field(
         default=None, name="class")
     all: bool = False
 

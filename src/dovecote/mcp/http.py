@@ -5,7 +5,7 @@
 ``Authorization: Bearer <token>`` of each request through the handle (a revoked
 token stops working at once) and leaves the principal in the request's state,
 where the tool and resource handlers find it; a request without a valid token is
-answered 401 with the one error shape (``Refusal.to_dict``), before MCP sees it.
+answered 401 with the one error shape (``Refusal.body``), before MCP sees it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class BearerAuth:
             principal = self.face.dc.authenticate_cached(token) or await self.face.run(
                 self.face.dc.authenticate, token)  # a worker reads a changed token file
         except Refusal as r:
-            await _reply(send, r.status, r.to_dict())
+            await _reply(send, r.status, r.body())
             return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.inner(scope, receive, send)
@@ -128,5 +128,7 @@ def run(dc: Dovecote, *, host: str = "127.0.0.1", port: int = 8848, read_only: b
     """Serve the MCP face on ``host:port`` until interrupted (``dovecote mcp --http``)."""
     import uvicorn
 
-    uvicorn.run(app(dc, read_only=read_only, host=host), host=host, port=port, log_level="warning",
-                lifespan="on")
+    from dovecote.http.shield import Protocol, Shield
+
+    uvicorn.run(Shield(app(dc, read_only=read_only, host=host)), http=Protocol, host=host, port=port,
+                log_level="warning", lifespan="on")

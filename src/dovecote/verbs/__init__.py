@@ -5,8 +5,8 @@ derives from it (DESIGN 7): the CLI's options are checked against these fields
 (``tests/test_verb_drift.py``), MCP tool schemas and the OpenAPI come from
 ``schema``, and the handle (``api.Dovecote``) takes these types, so a library
 caller meets the same types, ranges and names as a remote one. Each field
-carries its one-line doc, its range and its enum in ``msgspec.Meta``, so the
-JSON schema carries them too.
+carries its one-line doc, its range, its enum and its bound (the one table in
+``limits``) in ``msgspec.Meta``, so the JSON schema carries them too.
 
 Two ways in, one set of checks:
 
@@ -34,10 +34,13 @@ from dovecote.verbs.base import (
     decode,
     decode_many,
     doc,
+    load_json,
+    over_bound,
     schema,
 )
 from dovecote.verbs.cases import Case, Cases, Claims, HookEvent, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.delivery import MAX_SECONDS, Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
+from dovecote.verbs.limits import MAX_BODY, MAX_DEPTH, MAX_HEAD, MAX_QUERY
 from dovecote.verbs.mail import (
     MAX_WAIT,
     MOVE_OPTIONS,
@@ -83,7 +86,11 @@ from dovecote.vocab import (
 )
 
 __all__ = [
+    "MAX_BODY",
+    "MAX_DEPTH",
+    "MAX_HEAD",
     "MAX_INT",
+    "MAX_QUERY",
     "MAX_SECONDS",
     "MAX_WAIT",
     "MOVE_OPTIONS",
@@ -162,6 +169,8 @@ __all__ = [
     "decode",
     "decode_many",
     "doc",
+    "load_json",
+    "over_bound",
     "schema",
     "writes",
 ]

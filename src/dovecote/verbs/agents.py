@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar
 from msgspec import Meta
 
 from dovecote.verbs.base import Name, Verb
+from dovecote.verbs.limits import ID, PathText
 from dovecote.vocab import HookAgent, TokenRole
 
 
@@ -34,7 +35,7 @@ class TokenRevoke(Verb, frozen=True):
     """Revoke a token by id (an appended record; the token stops working at once)."""
 
     token_id: Annotated[
-        str, Meta(min_length=1, max_length=64, description="The token's id, as `token list` shows it.")
+        str, Meta(min_length=1, max_length=ID, description="The token's id, as `token list` shows it.")
     ]
 
 
@@ -46,6 +47,6 @@ class HooksInstall(Verb, frozen=True):
     agent: Annotated[HookAgent, Meta(description="claude-code or codex.")]
     entity_id: Annotated[Name, Meta(description="The entity whose mail the agent is told of.")]
     project_dir: Annotated[
-        str, Meta(min_length=1, description="The project the agent runs in (default: here).")
+        PathText, Meta(min_length=1, description="The project the agent runs in (default: here).")
     ] = "."
     dry_run: Annotated[bool, Meta(description="Print the diff; write nothing.")] = False

@@ -25,6 +25,7 @@ from msgspec import Meta
 
 from dovecote.addresses import NAME_PATTERN, check_name
 from dovecote.errors import Refusal
+from dovecote.verbs.limits import ID, MAX_DEPTH, NAME
 from dovecote.vocab import Symptom
 
 MAX_INT = 2**53 - 1
@@ -38,13 +39,13 @@ Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
 #: A name that becomes a directory (checked by ``names.check_name``); the schema shows its pattern.
 #: The JSON-schema pattern of a name (a compact face may leave it out: the decoder refuses ``invalid_name``).
 NAME_SCHEMA_PATTERN = f"^{NAME_PATTERN}$"
-Name = Annotated[str, Meta(extra_json_schema={"pattern": NAME_SCHEMA_PATTERN, "maxLength": 128})]
+Name = Annotated[str, Meta(extra_json_schema={"pattern": NAME_SCHEMA_PATTERN, "maxLength": NAME})]
 #: A letter id (12 lowercase hex digits).
 LetterId = Annotated[str, Meta(pattern="^[0-9a-f]{12}$")]
 
 CurrentTic = Annotated[Count | None, Meta(description="The tic now (default: the roster's tic source).")]
 EntityId = Annotated[Name, Meta(description="The entity (its box is entity:ID).")]
-Ref = Annotated[str, Meta(min_length=1, max_length=256, description="The item id, or a unique prefix of it.")]
+Ref = Annotated[str, Meta(min_length=1, max_length=ID, description="The item id, or a unique prefix of it.")]
 
 
 class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, weakref=True):
@@ -67,17 +68,7 @@ class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
 
 
 def _bad_text(value: object, path: str) -> str | None:
-    """The path of the first string under ``value`` that is not UTF-8 (a lone surrogate), if any.
-
-    orjson refuses to encode a lone surrogate (in a key or a value), so a value it
-    encodes has none: the walk below, which names the path, runs only when it fails."""
-    if not path:
-        try:
-            orjson.dumps(value)
-        except (TypeError, ValueError):  # a surrogate, or a value orjson does not take: look closer
-            pass
-        else:
-            return None
+    """The path of the first string under ``value`` that is not UTF-8 (a lone surrogate), if any."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -99,6 +90,33 @@ def _bad_text(value: object, path: str) -> str | None:
     return None
 
 
+def _depth(value: object) -> int:
+    """How deep ``value`` nests (an object or a list is a level), counted without recursion (it may be deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_DEPTH:
+        v, d = stack.pop()
+        items = v.values() if isinstance(v, Mapping) else v if isinstance(v, (list, tuple)) else None
+        if items is not None:
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in items)
+    return deepest
+
+
+def _look_closer(verb: type[Verb], data: Mapping[str, Any]) -> None:
+    """Refuse what orjson would not write: nesting past ``MAX_DEPTH`` (``invalid_json``), a string that is not
+    UTF-8 (``invalid_field``, naming where it is). Anything else is left to the decoder's own checks."""
+    if _depth(data) > MAX_DEPTH:
+        raise Refusal("invalid_json", f"{_verb_name(verb)}: the input nests deeper than {MAX_DEPTH} levels")
+    bad = _bad_text(data, "")
+    if bad is not None:
+        raise Refusal("invalid_field", f"{_verb_name(verb)}: {bad} is not valid UTF-8 text")
+
+
+def over_bound(e: msgspec.ValidationError) -> bool:
+    """Whether msgspec refused a value for being over its bound in ``limits``: ``too_large`` on every face."""
+    return " of length <= " in str(e)
+
+
 def _refusal(e: msgspec.ValidationError, verb: type[Verb]) -> Refusal:
     """A msgspec error as the refusal a face shows: the keyword, and the field it is about."""
     text = str(e)
@@ -108,6 +126,8 @@ def _refusal(e: msgspec.ValidationError, verb: type[Verb]) -> Refusal:
         return Refusal("missing_field", f"{_verb_name(verb)}: {what.split('`')[1]} is required")
     if text.startswith("Object contains unknown field"):
         return Refusal("unknown_field", f"{_verb_name(verb)}: {what.split('`')[1]} is not a field of it")
+    if over_bound(e):  # over a bound of the limits table: one keyword for every size limit
+        return Refusal("too_large", f"{_verb_name(verb)}: {field}: {what}" if field else f"{_verb_name(verb)}: {what}")
     if field in _enums(verb):
         what += f" (one of: {', '.join(choices(verb, field))})"
         if _enums(verb)[field] is Symptom:  # the closed vocabulary has its own keyword: there is no "other"
@@ -124,15 +144,17 @@ def decode(verb: type[V], data: object) -> V:
     """``data`` (a plain mapping: what MCP and REST receive) as the typed input of ``verb``.
 
     Types are strict (no "1" for 1, no true for 1); ranges, enums and names are
-    checked. Raises ``Refusal``: ``invalid_json`` (not a mapping),
-    ``missing_field``, ``unknown_field``, ``invalid_field`` (wrong type, out of
-    range, not in the enum, not UTF-8), ``invalid_name``, ``invalid_address``.
+    checked. Raises ``Refusal``: ``invalid_json`` (not a mapping, or nested
+    deeper than ``limits.MAX_DEPTH``), ``missing_field``, ``unknown_field``,
+    ``invalid_field`` (wrong type, out of range, not in the enum, not UTF-8),
+    ``too_large`` (over its bound in ``limits``), ``invalid_name``, ``invalid_address``.
     """
     if not isinstance(data, Mapping):
         raise Refusal("invalid_json", f"{_verb_name(verb)} takes an object of fields, not {type(data).__name__}")
-    bad = _bad_text(data, "")
-    if bad is not None:
-        raise Refusal("invalid_field", f"{_verb_name(verb)}: {bad} is not valid UTF-8 text")
+    try:
+        orjson.dumps(data)  # what a letter is written with: a value it takes has no surrogate and is not too deep
+    except (TypeError, ValueError):  # a surrogate, too deep, or a value orjson does not take: look closer
+        _look_closer(verb, data)
     for name in verb.NOT_BLANK:
         given = data.get(name)
         if isinstance(given, str) and not given.strip():
@@ -155,6 +177,17 @@ def _forget(key: int, _: object) -> None:
 #: address is never taken for it).
 _DECODED: dict[int, weakref.ref[Verb]] = {}
 
+
+def load_json(raw: bytes, what: str) -> Any:
+    """``raw`` read as JSON for a verb's input (``what`` names it in a refusal): any failure of the reader is
+    ``invalid_json``, never the reader's own exception (JSON nested past the interpreter's stack is a
+    ``RecursionError``, which would otherwise reach a face as a bug)."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise Refusal("invalid_json", f"{what} is not JSON: {e}") from None
+    except RecursionError:
+        raise Refusal("invalid_json", f"{what} nests deeper than {MAX_DEPTH} levels") from None
 
 
 def decode_many(verb: type[V], items: Sequence[object], what: str) -> list[V]:

@@ -8,11 +8,12 @@ from typing import Annotated, Any, ClassVar, Literal
 from msgspec import Meta
 
 from dovecote.verbs.base import LetterId, Name, Verb
+from dovecote.verbs.limits import COMMAND, ID, ITEMS, NAME, TEXT
 from dovecote.vocab import Disposition, SentinelExpect
 
-FingerprintText = Annotated[str, Meta(min_length=1, max_length=256)]
-Short = Annotated[str, Meta(min_length=1, max_length=128)]
-Command = Annotated[str, Meta(min_length=1, max_length=1024)]
+FingerprintText = Annotated[str, Meta(min_length=1, max_length=ID)]
+Short = Annotated[str, Meta(min_length=1, max_length=NAME)]
+Command = Annotated[str, Meta(min_length=1, max_length=COMMAND)]
 #: A duration: a number and a unit (s, m, h, d), e.g. 90s, 15m, 1h, 2d.
 Duration = Annotated[str, Meta(pattern=r"^[1-9][0-9]{0,8}[smhd]$")]
 
@@ -20,7 +21,9 @@ Duration = Annotated[str, Meta(pattern=r"^[1-9][0-9]{0,8}[smhd]$")]
 class Receipt(Verb, frozen=True):
     """A triage receipt: it closes the letters it answers and names their case."""
 
-    answers: Annotated[list[LetterId], Meta(min_length=1, description="The letters the receipt answers (closes).")]
+    answers: Annotated[
+        list[LetterId], Meta(min_length=1, max_length=ITEMS, description="The letters the receipt answers (closes).")
+    ]
     disposition: Annotated[Disposition, Meta(description="The verdict: fixed, declined or moot.")]
     fingerprint: Annotated[
         FingerprintText | None,
@@ -39,7 +42,10 @@ class Receipt(Verb, frozen=True):
 class Cases(Verb, frozen=True):
     """Every case: witnesses, first and last seen, boxes, receipt, label, the one-line case receipt."""
 
-    box: Annotated[str | None, Meta(description="Only the cases with a witness or receipt in this box.")] = None
+    box: Annotated[
+        Annotated[str, Meta(max_length=ID)] | None,
+        Meta(description="Only the cases with a witness or receipt in this box."),
+    ] = None
 
 
 class Case(Verb, frozen=True):
@@ -69,7 +75,8 @@ class MonitorAdd(Verb, frozen=True):
 
     name: Annotated[Name, Meta(description="The monitor's name.")]
     expect: Annotated[
-        str, Meta(min_length=1, max_length=512, description="The letters that count: key=value pairs, comma-separated.")
+        str,
+        Meta(min_length=1, max_length=TEXT, description="The letters that count: key=value pairs, comma-separated."),
     ]
     every: Annotated[Duration, Meta(description="The period: a letter at least this often (90s, 15m, 1h, 2d).")]
     grace: Annotated[Duration | None, Meta(description="How long past the period it is late before down.")] = None
@@ -85,8 +92,8 @@ class HookEvent(Verb, frozen=True):
     session's letter when its last watched call failed (what ``dovecote hook post-tool|stop`` read on stdin)."""
 
     event: Annotated[Literal["post-tool", "stop"], Meta(description="The hook.")]
-    payload: Annotated[dict[str, Any], Meta(description="The JSON the hook got on stdin.")]
+    payload: Annotated[dict[str, Any], Meta(max_length=ITEMS, description="The JSON the hook got on stdin.")]
     watch: Annotated[
-        tuple[Annotated[str, Meta(min_length=1, max_length=128)], ...],
+        tuple[Annotated[str, Meta(min_length=1, max_length=NAME)], ...],
         Meta(max_length=32, description="Watched tool-name prefixes (default mcp__)."),
     ] = ()

@@ -20,6 +20,7 @@ from msgspec import Meta
 from dovecote.addresses import check_name
 from dovecote.errors import Refusal
 from dovecote.verbs.base import MAX_INT, Name, Verb
+from dovecote.verbs.limits import ID, ITEMS, PathText, Text
 from dovecote.verbs.mail import Message
 from dovecote.vocab_delivery import (
     MAX_POLICY_S,
@@ -38,7 +39,7 @@ from dovecote.vocab_delivery import (
 #: The longest span a delivery field takes (a century; see ``vocab_delivery.MAX_POLICY_S``).
 MAX_SECONDS = MAX_POLICY_S
 Seconds = Annotated[int, Meta(ge=1, le=MAX_SECONDS)]
-WorkId = Annotated[str, Meta(min_length=1, max_length=256)]
+WorkId = Annotated[str, Meta(min_length=1, max_length=ID)]
 Limit = Annotated[int, Meta(ge=1, le=MAX_INT, description="List at most N rows per list.")]
 ActiveMinutes = Annotated[
     int, Meta(ge=1, le=MAX_SECONDS // 60, description="An agent beat within N minutes is recently active.")
@@ -70,20 +71,23 @@ class Send(Message, frozen=True, kw_only=True):
     intent_class: Annotated[IntentClass, Meta(description="What the sender intends.")] = IntentClass.investigate
     risk: Annotated[Risk, Meta(description="How risky the work is.")] = Risk.low
     task_type: Annotated[TaskType, Meta(description="Task only: the kind of task.")] = TaskType.general
-    constraints: Annotated[tuple[str, ...], Meta(description="Task only: constraints.")] = ()
-    acceptance_criteria: Annotated[tuple[str, ...], Meta(description="Task only: acceptance criteria.")] = ()
+    constraints: Annotated[tuple[Text, ...], Meta(max_length=ITEMS, description="Task only: constraints.")] = ()
+    acceptance_criteria: Annotated[
+        tuple[Text, ...], Meta(max_length=ITEMS, description="Task only: acceptance criteria.")
+    ] = ()
     parent_id: Annotated[WorkId | None, Meta(description="Response only: the task envelope it answers.")] = None
     response_type: Annotated[ResponseType | None, Meta(description="Response only (default result).")] = None
     status: Annotated[WorkStatus | None, Meta(description="Response only (default completed).")] = None
     blocker_flag: Annotated[bool, Meta(description="Response only: the work is blocked.")] = False
-    blocker_reason: Annotated[str | None, Meta(description="Response only: why it is blocked.")] = None
-    next_action: Annotated[str | None, Meta(description="Response only: what happens next.")] = None
+    blocker_reason: Annotated[Text | None, Meta(description="Response only: why it is blocked.")] = None
+    next_action: Annotated[Text | None, Meta(description="Response only: what happens next.")] = None
     ack_required: Annotated[bool, Meta(description="Whether the recipient must ack.")] = True
     ack_timeout: Annotated[Seconds, Meta(description="Seconds until an ack is due.")] = 300
     max_repings: Annotated[int, Meta(ge=0, le=100, description="Repings before the timeout.")] = 2
     reping_interval: Annotated[Seconds, Meta(description="Seconds between repings.")] = 300
     escalation_target: Annotated[
-        str | None, Meta(description="Who a timeout escalates to (an entity, or none; default the sender).")
+        Annotated[str, Meta(max_length=ID)] | None,
+        Meta(description="Who a timeout escalates to (an entity, or none; default the sender)."),
     ] = None
 
     def __post_init__(self) -> None:
@@ -122,7 +126,7 @@ class Intake(Verb, frozen=True):
     """Deliver every envelope file in an intake folder's pending/, exactly once per recipient."""
 
     dir: Annotated[
-        Annotated[str, Meta(min_length=1)] | None,
+        Annotated[PathText, Meta(min_length=1)] | None,
         Meta(description="The intake folder holding pending/ (default: the home's intake/)."),
     ] = None
 
@@ -133,7 +137,8 @@ class Mailman(Verb, frozen=True):
     loop: Annotated[bool, Meta(description="Run again every interval until stopped (default: once).")] = False
     interval: Annotated[float, Meta(gt=0, le=3600, description="Seconds between passes with loop.")] = 5.0
     dir: Annotated[
-        Annotated[str, Meta(min_length=1)] | None, Meta(description="The intake folder (default: the home's intake/).")
+        Annotated[PathText, Meta(min_length=1)] | None,
+        Meta(description="The intake folder (default: the home's intake/)."),
     ] = None
     notify_mode: Annotated[
         NotifyMode | None, Meta(description="The notifier mode for this run (default: the roster's).")
@@ -146,9 +151,9 @@ class Ack(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
     entity_id: Annotated[Name, Meta(description="The recipient acking.")]
-    ref: Annotated[str, Meta(min_length=1, max_length=256, description="The delivery id (or prefix), or envelope id.")]
+    ref: Annotated[str, Meta(min_length=1, max_length=ID, description="The delivery id (or prefix), or envelope id.")]
     status: Annotated[AckStatus, Meta(description="accepted or rejected.")] = AckStatus.accepted
-    reason: Annotated[Annotated[str, Meta(max_length=2000)] | None, Meta(description="Why (for a rejection).")] = None
+    reason: Annotated[Text | None, Meta(description="Why (for a rejection).")] = None
 
 
 class Trackers(Verb, frozen=True):
@@ -169,7 +174,7 @@ class PresenceBeat(Verb, frozen=True):
 
     agent: Annotated[Name, Meta(description="The agent (an entity id).")]
     session: Annotated[
-        Annotated[str, Meta(min_length=1, max_length=256)] | None, Meta(description="The session key.")
+        Annotated[str, Meta(min_length=1, max_length=ID)] | None, Meta(description="The session key.")
     ] = None
 
 

@@ -10,6 +10,7 @@ from msgspec import Meta
 
 from dovecote.errors import Refusal
 from dovecote.verbs.base import MAX_INT, Count, CurrentTic, Name, Ref, Verb
+from dovecote.verbs.limits import ITEMS, SUBJECT, Body, Id, PathText, Text
 from dovecote.vocab import Category, Direction, MoveKind, Priority, TrustLevel
 
 
@@ -19,27 +20,29 @@ class Message(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"recipient": "recipient", "sender": "sender"}
 
     recipient: Annotated[Name, Meta(description="The recipient entity.")]
-    subject: Annotated[str, Meta(description="The subject line (at most 200 characters).")]
-    body: Annotated[str | None, Meta(description="The body text.")] = None
-    body_file: Annotated[str | None, Meta(description="Read the body from this file.")] = None
+    subject: Annotated[str, Meta(max_length=SUBJECT, description=f"The subject line (at most {SUBJECT} characters).")]
+    body: Annotated[Body | None, Meta(description="The body text.")] = None
+    body_file: Annotated[PathText | None, Meta(description="Read the body from this file.")] = None
     sender: Annotated[Name | None, Meta(description="The sender (default: the entity the actor speaks for).")] = None
     priority: Annotated[Priority, Meta(description="How urgent it is.")] = Priority.normal
     category: Annotated[Category, Meta(description="What kind of message it is.")] = Category.notification
     trust_level: Annotated[TrustLevel, Meta(description="How far the recipient may trust it.")] = TrustLevel.peer
-    thread_id: Annotated[str | None, Meta(description="The thread id (replies inherit it).")] = None
+    thread_id: Annotated[Id | None, Meta(description="The thread id (replies inherit it).")] = None
     reply_to: Annotated[
-        str | None, Meta(description="The item this answers, or entity:<id> to answer to.")
+        Id | None, Meta(description="The item this answers, or entity:<id> to answer to.")
     ] = None
     expires_at_tic: Annotated[Count | None, Meta(description="Expiry (flagged, never enforced).")] = None
     defer_until_tic: Annotated[Count | None, Meta(description="Arrives DEFERred until this tic.")] = None
     reminder_tic: Annotated[Count | None, Meta(description="Flag OVERDUE after this tic.")] = None
-    artifact_paths: Annotated[tuple[str, ...], Meta(description="Files to attach (paths on this machine).")] = ()
+    artifact_paths: Annotated[
+        tuple[PathText, ...], Meta(max_length=ITEMS, description="Files to attach (paths on this machine).")
+    ] = ()
     response_expected: Annotated[
         bool | None, Meta(description="Whether a response is expected (default: yes for query and directive).")
     ] = None
     current_tic: CurrentTic = None
     idempotency_key: Annotated[
-        str | None, Meta(description="A retry with the same key is the same message, never a second.")
+        Id | None, Meta(description="A retry with the same key is the same message, never a second.")
     ] = None
 
 
@@ -71,9 +74,9 @@ class Move(Verb, frozen=True):
     entity_id: Annotated[Name, Meta(description="Whose inbox.")]
     ref: Ref
     until_tic: Annotated[Count | None, Meta(description="Defer until this tic.")] = None
-    until: Annotated[str | None, Meta(description="Defer until this ISO-8601 time.")] = None
-    reason: Annotated[str | None, Meta(description="Why.")] = None
-    result_ref: Annotated[str | None, Meta(description="Where the result is.")] = None
+    until: Annotated[Id | None, Meta(description="Defer until this ISO-8601 time.")] = None
+    reason: Annotated[Text | None, Meta(description="Why.")] = None
+    result_ref: Annotated[PathText | None, Meta(description="Where the result is.")] = None
     current_tic: CurrentTic = None
 
     def __post_init__(self) -> None:
@@ -129,7 +132,8 @@ class ImportInboxTree(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
     path: Annotated[
-        str, Meta(min_length=1, description="One mailbox (with entity_id) or an agent-mailboxes root of ent_* folders.")
+        PathText,
+        Meta(min_length=1, description="One mailbox (with entity_id) or an agent-mailboxes root of ent_* folders."),
     ]
     entity_id: Annotated[Name | None, Meta(description="The entity the path is the mailbox of.")] = None
     current_tic: CurrentTic = None
@@ -149,7 +153,7 @@ class Wait(Verb, frozen=True):
         float, Meta(ge=0, le=MAX_WAIT, description=f"Give up after this many seconds (at most {MAX_WAIT}).")
     ] = MAX_WAIT
     after: Annotated[
-        Annotated[str, Meta(max_length=64)] | None,
+        Id | None,
         Meta(description="A cursor printed by wait or inbox (default: now)."),
     ] = None
 
@@ -164,7 +168,7 @@ class Search(Verb, frozen=True):
 
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
-    query: Annotated[str, Meta(min_length=1, description="Plain words; every one must occur.")]
+    query: Annotated[Text, Meta(min_length=1, description="Plain words; every one must occur.")]
     entity_id: Annotated[Name | None, Meta(description="Only this entity's inbox.")] = None
     include_terminal: Annotated[bool, Meta(description="Include DONE and NACK items.")] = False
     limit: Annotated[int, Meta(ge=1, le=MAX_INT, description="Show the newest N matches.")] = 50

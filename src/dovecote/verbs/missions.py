@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar
 from msgspec import Meta
 
 from dovecote.verbs.base import Name, Verb
+from dovecote.verbs.limits import ITEMS
 
 MissionId = Annotated[str, Meta(pattern="^msn_[0-9a-f]{12}$", description="The mission (msn_ and 12 hex digits).")]
 ProjectOpt = Annotated[Name | None, Meta(description="Only this project's.")]
@@ -49,7 +50,9 @@ class MissionPost(Verb, frozen=True):
 
     NAMES: ClassVar[Mapping[str, str]] = {"as_project": "project"}
 
-    letter: Annotated[dict[str, Any], Meta(description="The mission letter (dovecote-mission-v1 or m1nd's v0).")]
+    letter: Annotated[
+        dict[str, Any], Meta(max_length=ITEMS, description="The mission letter (dovecote-mission-v1 or m1nd's v0).")
+    ]
     as_project: Annotated[
         Name | None, Meta(description="The project the caller is bound to (its box; default: home).")
     ] = None

@@ -9,6 +9,7 @@ from msgspec import Meta
 
 from dovecote.addresses import parse_address
 from dovecote.verbs.base import LetterId, Verb
+from dovecote.verbs.limits import ITEMS, Body, Id, PathText
 from dovecote.vocab import Disposition, MisdeliveryKind, ReportClass, Symptom
 
 
@@ -17,28 +18,32 @@ class Report(Verb, frozen=True):
 
     NOT_BLANK: ClassVar[tuple[str, ...]] = ("tool", "class", "what")
 
-    tool: Annotated[str, Meta(description="What the report is about.")]
+    tool: Annotated[Id, Meta(description="What the report is about.")]
     klass: Annotated[ReportClass, Meta(description="The report's class; triage makes it a receipt.")] = (
         msgspec.field(name="class")
     )
-    what: Annotated[str, Meta(description="What happened.")]
-    repo: Annotated[str | None, Meta(description="The project (name or path).")] = None
-    brain: Annotated[str | None, Meta(description="The project; beats repo.")] = None
-    expected: Annotated[str | None, Meta(description="What was expected.")] = None
-    snippet: Annotated[str | None, Meta(description="Evidence.")] = None
+    what: Annotated[Body, Meta(description="What happened.")]
+    repo: Annotated[PathText | None, Meta(description="The project (name or path).")] = None
+    brain: Annotated[PathText | None, Meta(description="The project; beats repo.")] = None
+    expected: Annotated[Body | None, Meta(description="What was expected.")] = None
+    snippet: Annotated[Body | None, Meta(description="Evidence.")] = None
     symptom: Annotated[Symptom | None, Meta(description="A symptom from the closed vocabulary.")] = None
     misdelivery_kind: Annotated[
         MisdeliveryKind | None, Meta(description="Sub-kind of a memory_misdelivery (required for that class).")
     ] = None
-    answers: Annotated[list[LetterId] | None, Meta(description="Ids this letter answers (a receipt).")] = None
-    agent: Annotated[str | None, Meta(description="The author (default: the acting agent).")] = None
-    ts: Annotated[str | None, Meta(description="When it happened, ISO-8601 UTC (default: now).")] = None
-    kind: Annotated[str | None, Meta(description="The letter kind: absent or report.")] = None
+    answers: Annotated[
+        Annotated[list[LetterId], Meta(max_length=ITEMS)] | None,
+        Meta(description="Ids this letter answers (a receipt)."),
+    ] = None
+    agent: Annotated[Id | None, Meta(description="The author (default: the acting agent).")] = None
+    ts: Annotated[Id | None, Meta(description="When it happened, ISO-8601 UTC (default: now).")] = None
+    kind: Annotated[Id | None, Meta(description="The letter kind: absent or report.")] = None
     disposition: Annotated[Disposition | None, Meta(description="A receipt's verdict.")] = None
-    fingerprint: Annotated[str | None, Meta(description="A receipt's case: fp:<tool_family>/<symptom>.")] = None
-    case_id: Annotated[str | None, Meta(description="A receipt's case id.")] = None
+    fingerprint: Annotated[Id | None, Meta(description="A receipt's case: fp:<tool_family>/<symptom>.")] = None
+    case_id: Annotated[Id | None, Meta(description="A receipt's case id.")] = None
     sentinel: Annotated[
-        dict[str, str] | None, Meta(description="A fixed receipt's probe, e.g. {probe, expect}.")
+        Annotated[dict[Id, PathText], Meta(max_length=ITEMS)] | None,
+        Meta(description="A fixed receipt's probe, e.g. {probe, expect}."),
     ] = None
 
     def letter(self) -> dict[str, Any]:
@@ -63,7 +68,7 @@ class Sweep(Verb, frozen=True):
 class Box(Verb, frozen=True):
     """Read one box only (a box that does not exist reads zero)."""
 
-    address: Annotated[str, Meta(description="home, project:NAME or entity:ID.")]
+    address: Annotated[Id, Meta(description="home, project:NAME or entity:ID.")]
     include_all: IncludeAll = False
 
     def __post_init__(self) -> None:

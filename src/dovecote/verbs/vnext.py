@@ -7,13 +7,14 @@ from typing import Annotated
 from msgspec import Meta
 
 from dovecote.verbs.base import Verb
+from dovecote.verbs.limits import PathText
 
 
 class ImportVnext(Verb, frozen=True):
     """Read a vNext mailbox directory; with write, import its envelopes, acks and tracker history as letters."""
 
     path: Annotated[
-        str, Meta(min_length=1, description="The vNext mailbox root (intake/, agents/, haiku/tracking/, ledger/).")
+        PathText, Meta(min_length=1, description="The vNext mailbox root (intake/, agents/, haiku/tracking/, ledger/).")
     ]
     write: Annotated[
         bool, Meta(description="Append the letters (default: a dry run that reports what it would import).")
