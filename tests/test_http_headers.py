@@ -68,7 +68,7 @@ def test_every_kind_of_answer_carries_the_headers(dc: Dovecote) -> None:
     statuses = {name: r.status_code for name, r in answers.items()}
     assert statuses == {"page": 200, "item page": 200, "page not found": 404, "login refused": 403,
                         "login redirect": 303, "refused form": 403, "move redirect": 303,
-                        "another host's page": 400, "another host's json": 400, "json": 200,
+                        "another host's page": 421, "another host's json": 421, "json": 200,
                         "json refusal": 404, "openapi": 200, "script": 200, "styles": 200}
     for response in answers.values():
         assert_secured(response)
