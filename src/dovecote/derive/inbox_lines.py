@@ -18,7 +18,7 @@ from dovecote.textsafe import one_line, subject_line
 
 #: The priorities a Stop hook interrupts a busy agent for (and the block lists first).
 URGENT = ("high", "urgent")
-#: A row's flag the block calls out (``derive.inbox.FLAG_STALE``; a string here so this module stays a leaf).
+#: A row's flag the block calls out (``derive.inbox_state.FLAG_STALE``; a string here so this module stays a leaf).
 STALE = "STALE"
 
 #: A row's lines: (waiting urgent, active, stale); None where the row adds none.

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import fileops, folds
-from dovecote.derive.inbox import FLAG_EXPIRED, Clock, Item, item_row
+from dovecote.derive.inbox import Clock, Item, item_row
+from dovecote.derive.inbox_state import FLAG_EXPIRED
 from dovecote.derive.lifecycle import TERMINAL, effective
 from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir

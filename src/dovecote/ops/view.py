@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import folds
-from dovecote.derive.inbox import BUCKETS, Clock
+from dovecote.derive.inbox import Clock
+from dovecote.derive.inbox_state import BUCKETS
 from dovecote.derive.lifecycle import State
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
