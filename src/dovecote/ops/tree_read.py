@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
 from dovecote.derive.lifecycle import State
 from dovecote.envelope import Envelope
 from dovecote.foreign import drop_letter, foreign_letter
 from dovecote.letters import canonical_line, letter_id
-from dovecote.ops import artifacts
+from dovecote.ops import artifacts, warm_inbox
 from dovecote.ops.viewtree import STATE_PREFIX, disagreement, read_envelope, stamp_of, tree_state
 
 if TYPE_CHECKING:
@@ -114,13 +113,13 @@ def read_claim(
     if env is not None:
         marked, stamp = stamp_of(env)
         if marked is not None:
-            book = folds.book_for(ctx, entity_id)
+            book = warm_inbox.book_for(ctx, entity_id)
             if marked not in book.items:
                 res.refuse(rel, "unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
                 return None
             return FolderClaim(rel, "view", marked, None, None if state is stamp else state, lc)
         mid = Envelope(env).message_id
-        known = (folds.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
+        known = (warm_inbox.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
             return FolderClaim(rel, form, known, None, state, lc)
         obj = foreign_letter(env)
