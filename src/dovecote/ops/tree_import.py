@@ -31,6 +31,7 @@ that one entry, never as a folder of loose drops.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from dovecote.errors import Refusal
 from dovecote.ops import mail, warm_inbox
 from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for
 from dovecote.ops.tics import current_tic
-from dovecote.ops.tree_read import FolderClaim, read_claim, show
+from dovecote.ops.tree_read import Finding, FolderClaim, read_claim, show
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, is_reference_folder, listing, read_envelope, stamp_of
 
@@ -70,6 +71,11 @@ class Adoption:
 
     def note(self, path: str, reason: str, detail: str) -> None:
         self.notes.append({"path": path, "reason": reason, "detail": detail})
+
+    def record(self, found: Iterable[Finding]) -> None:
+        """What reading an entry found (``tree_read.read_claim``), each refusal and note in its list."""
+        for f in found:
+            (self.refuse if f.refused else self.note)(f.path, f.reason, f.detail)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,14 +181,8 @@ def _adopt_mailbox(ctx: Context, entity_id: str, mbox: Path, base: Path, tic: in
                     "detail": "REF_ folders hold grouped reference files; they are not inbox items",
                 })
                 continue
-            try:
-                c = read_claim(ctx, entity_id, folder, p, base, res, batch)
-            except Refusal as e:  # e.g. too_large: this entry only
-                res.refuse(show(p, base), e.reason, e.detail)
-                continue
-            except OSError as e:
-                res.refuse(show(p, base), "invalid_field", f"cannot read it: {e.strerror or e}")
-                continue
+            c, found = read_claim(ctx, entity_id, folder, p, base, batch)
+            res.record(found)
             if c is not None:
                 claims.append(c)
     for p in listing(mbox / OUTBOUND):
