@@ -30,8 +30,7 @@ import msgspec
 
 from dovecote.derive.inbox import Draft, InboxBook, SentRecord, pack_ids
 from dovecote.derive.inbox_item import Item, letter_of, link_tuple, pack_item, wrap
-from dovecote.derive.inbox_lines import Lines
-from dovecote.derive.inbox_state import Order, ViewState
+from dovecote.derive.inbox_state import Lines, Order, ViewState
 from dovecote.derive.lifecycle import Link
 from dovecote.envelope import Envelope
 from dovecote.roster import Limits

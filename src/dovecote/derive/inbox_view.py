@@ -24,8 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dovecote.derive.inbox import Clock, InboxBook, Item, item_row
-from dovecote.derive.inbox_lines import block, row_lines
-from dovecote.derive.inbox_state import BUCKETS, LOOSE, OUTBOUND, Order, ViewState, row_of
+from dovecote.derive.inbox_state import BUCKETS, LOOSE, OUTBOUND, Order, ViewState, block, row_lines, row_of
 from dovecote.derive.lifecycle import PRIORITY_RANK, TERMINAL, effective
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key, parse_time
