@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import entity
 from dovecote.errors import Refusal
+from dovecote.foldcache import entity_address
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.notify import mode_of, passive_line
 from dovecote.ops.trackbook import book, book_of
-from dovecote.ops.warm_inbox import entity_address
 from dovecote.vocab_delivery import ACK, AckState
 
 if TYPE_CHECKING:

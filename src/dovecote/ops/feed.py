@@ -31,8 +31,8 @@ from dovecote.addresses import HOME, Address, entity, project
 from dovecote.derive.inbox import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
+from dovecote.foldcache import book_for
 from dovecote.ops.tics import current_tic
-from dovecote.ops.warm_inbox import book_for
 from dovecote.vocab_delivery import DELIVERY_KINDS
 
 if TYPE_CHECKING:

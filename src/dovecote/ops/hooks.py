@@ -35,11 +35,11 @@ import orjson
 
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.errors import Refusal
+from dovecote.foldcache import entity_address
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.inbox import read_inbox, read_injection_items
 from dovecote.ops.inbox import told as told_to
 from dovecote.ops.injection import URGENT, inbox_injection, new_mail_block, stop_reason
-from dovecote.ops.warm_inbox import entity_address
 
 if TYPE_CHECKING:
     from dovecote.context import Context

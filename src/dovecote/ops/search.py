@@ -22,12 +22,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal, StoreError
+from dovecote.foldcache import entity_address
 from dovecote.ops import search_items
 from dovecote.ops.search_index import SearchIndex, Unusable, connect, ent_token, sync, unusable, yanked
 from dovecote.ops.search_open import held, moved, spoiled
 from dovecote.ops.search_texts import split_words
 from dovecote.ops.tics import current_tic
-from dovecote.ops.warm_inbox import entity_address
 
 if TYPE_CHECKING:
     from dovecote.context import Context

@@ -26,12 +26,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dovecote import foldcache
 from dovecote.addresses import HOME
 from dovecote.derive.inbox import Clock, InboxBook, item_row, past_stale
 from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
-from dovecote.ops import warm_inbox
 from dovecote.ops.tics import current_tic
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key
@@ -185,7 +185,7 @@ def stale_check(
     checked = 0
     for e in ctx.roster.entities:
         try:
-            with warm_inbox.inbox(ctx, e.id) as book:
+            with foldcache.inbox(ctx, e.id) as book:
                 rows = stale_rows(book, clock, limits)
         except StoreError:
             unreachable.append(f"entity:{e.id}")

@@ -18,10 +18,10 @@ from dovecote.derive.inbox import InboxBook, Item
 from dovecote.derive.lifecycle import check_due, check_rails, check_transition, effective
 from dovecote.derive.responses import response_to, responses
 from dovecote.errors import Refusal
+from dovecote.foldcache import entity_address, inbox
 from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.tics import current_tic
-from dovecote.ops.warm_inbox import entity_address, inbox
 from dovecote.timeutil import parse_time
 
 if TYPE_CHECKING:

@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dovecote import foldcache
 from dovecote.addresses import check_name
 from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective, steps_between
 from dovecote.errors import Refusal
-from dovecote.ops import mail, warm_inbox
+from dovecote.ops import mail
 from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for
 from dovecote.ops.tics import current_tic
 from dovecote.ops.tree_read import Finding, FolderClaim, read_claim, show
@@ -117,7 +118,7 @@ def _wanted(claim: FolderClaim, ledger: State, tic: int | None, res: Adoption) -
 
 def _adopt_item(ctx: Context, entity_id: str, claim: FolderClaim, tic: int | None, res: Adoption, new: bool) -> int:
     """Append the links that take the item from the ledger's state to the tree's; return how many."""
-    book = warm_inbox.book_for(ctx, entity_id)
+    book = foldcache.book_for(ctx, entity_id)
     r = book.replay_of(book.items[claim.item])
     ledger = effective(r, tic, ctx.now())
     want = _wanted(claim, ledger, tic, res)
@@ -187,13 +188,13 @@ def _adopt_mailbox(ctx: Context, entity_id: str, mbox: Path, base: Path, tic: in
                 claims.append(c)
     for p in listing(mbox / OUTBOUND):
         marked, _ = stamp_of(read_envelope(p))
-        if marked is None or marked not in warm_inbox.book_for(ctx, entity_id).drafts:
+        if marked is None or marked not in foldcache.book_for(ctx, entity_id).drafts:
             res.skipped.append({
                 "path": show(p, base), "reason": "outbound",
                 "detail": "drafts are not imported; write them with `dovecote draft`",
             })
     lines = [c.line for c in claims if c.line is not None]
-    appended = ctx.store.append(warm_inbox.entity_address(ctx, entity_id), lines) if lines else []
+    appended = ctx.store.append(foldcache.entity_address(ctx, entity_id), lines) if lines else []
     new_items = {lid for lid, new in appended if new}
     res.letters_added = len(new_items)
     # one item, several entries (a copy, a crashed move): the furthest state speaks for it
@@ -237,7 +238,7 @@ def import_inbox_tree(
         raise Refusal("invalid_field", f"{str(path)!r} is not a directory")
     tic, _ = current_tic(ctx, current)
     if entity_id is not None:
-        warm_inbox.entity_address(ctx, check_name(entity_id, "entity id"))
+        foldcache.entity_address(ctx, check_name(entity_id, "entity id"))
         mbox = root if _is_mailbox(root) else root / entity_id
         if not _is_mailbox(mbox) or mbox.is_symlink():
             raise Refusal("invalid_field", f"{str(path)!r} holds no mailbox folders ({', '.join(STATE_FOLDERS)})")

@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from dovecote import foldcache
 from dovecote.derive.lifecycle import State
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
 from dovecote.foreign import drop_letter, foreign_letter
 from dovecote.letters import canonical_line, letter_id
-from dovecote.ops import artifacts, warm_inbox
+from dovecote.ops import artifacts
 from dovecote.ops.viewtree import STATE_PREFIX, disagreement, read_envelope, stamp_of, tree_state
 
 if TYPE_CHECKING:
@@ -149,13 +150,13 @@ def _claim(
     if env is not None:
         marked, stamp = stamp_of(env)
         if marked is not None:
-            book = warm_inbox.book_for(ctx, entity_id)
+            book = foldcache.book_for(ctx, entity_id)
             if marked not in book.items:
                 refuse("unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
                 return None
             return FolderClaim(rel, "view", marked, None, None if state is stamp else state, lc)
         mid = Envelope(env).message_id
-        known = (warm_inbox.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
+        known = (foldcache.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
             return FolderClaim(rel, form, known, None, state, lc)
         obj = foreign_letter(env)
