@@ -81,7 +81,8 @@ class Registry:
     """Every warm fold of one handle (``Context.warm``); see the module docstring.
 
     It knows folds only by their ``Kind`` and reads boxes only through the ``Store`` it
-    is handed: which folds exist (an entity's inbox, its trackers...) is for their ops.
+    is handed: which folds exist is for the modules that keep them (an entity's inbox:
+    ``foldcache``; its trackers: ``ops.trackbook``).
     """
 
     def __init__(self) -> None:
