@@ -209,6 +209,64 @@ def test_the_mcp_face_imports_only_the_handle_the_verbs_and_its_own_modules() ->
     assert _breaking("mcp goes around the handle", outside) == []
 
 
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle of ``graph``: its strongly connected components of more than one module, each sorted
+    (Tarjan's algorithm, iterative: no recursion limit however deep the chains)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, nexts = work[-1]
+            nxt = next(nexts, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    """No module imports, however indirectly, one that imports it back: counting every import as
+    ``imports_of`` finds it (in a function, under ``TYPE_CHECKING``), so a cycle is not hidden by
+    making one of its imports lazy. An import of a package's name (``from dovecote import fileops``)
+    counts as one of the module it names, not of the package's ``__init__``."""
+    graph = {name: {imp for imp in imps if imp in MODULES and imp != name} for name, (_, imps) in MODULES.items()}
+    cycles = import_cycles(graph)
+    assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_names_each_cycle_once() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"g"}}
+    assert import_cycles(graph) == [["a", "b", "c"], ["e", "f"]]
+
+
 def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:
     bad = [f"{name}: {read}" for name, (path, _) in MODULES.items() if _under(name, "dovecote.ops")
            for read in ambient_reads(path.read_text())]

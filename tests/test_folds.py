@@ -166,11 +166,11 @@ def test_a_book_folded_from_nothing_is_replaced_by_its_snapshot_decoded(tmp_path
     """After the read that folded the box from nothing and wrote the snapshot, the handle keeps the
     snapshot's book (its rows packed until read, laid out together), and answers as before, as a cold
     handle does, and as a fold from nothing does after one more letter."""
-    from dovecote import folds
+    from dovecote import foldcache
     from dovecote.addresses import entity
 
     def book(dc: Dovecote) -> InboxBook:
-        return dc.context.warm.entry(entity(ENTITY)).folds[folds.INBOX].fold  # no read: the handle's own
+        return dc.context.warm.entry(entity(ENTITY)).folds[foldcache.INBOX].fold  # no read: the handle's own
 
     dc = filled(tmp_path)
     shutil.rmtree(dc.layout.cache / "folds")

@@ -22,7 +22,7 @@ from dovecote import inboxhandle, roster_edit, verbs
 from dovecote import roster as roster_mod
 from dovecote.addresses import Address
 from dovecote.context import Actor, Now, utc_now
-from dovecote.derive.inbox import FLAG_OVERDUE, FLAG_STALE
+from dovecote.derive.inbox_state import FLAG_OVERDUE, FLAG_STALE
 from dovecote.errors import Refusal
 from dovecote.handle_agents import AgentVerbs
 from dovecote.handle_cases import CaseVerbs

@@ -1,4 +1,13 @@
-"""Persisted folds: an entity box's ``InboxBook`` in ``cache/folds/<box>.msgpack``.
+"""The inbox fold of an entity box, kept warm and persisted: the ``InboxBook`` every inbox read
+and move asks (``inbox``), and its snapshot in ``cache/folds/<box>.msgpack``.
+
+One kind of warm fold (``INBOX``) in the handle's registry (``folds.Registry``,
+which knows folds only by their kind), as ``ops.trackbook`` keeps the trackers of
+the same box: fed the letters after its position, started from its snapshot
+when the handle has no fold of the box yet, and snapshotted again after a read
+that changed enough of it. The inbox fold and its codec are imported inside the
+functions that use them, so importing this module (a search resolves an
+entity's box with ``entity_address``) never loads them.
 
 A cold process loads the snapshot, asks the store for the letters after its
 ``Mark`` (``Store.tail``: the store checks the mark first, and a failed check
@@ -37,13 +46,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from dovecote import fileops
-from dovecote.derive import inbox_snapshot
-from dovecote.errors import StoreError
+from dovecote.addresses import Address, entity
+from dovecote.errors import Refusal, StoreError
+from dovecote.folds import Kind
 from dovecote.osutil import collector_paused
 from dovecote.store import Mark
 
@@ -53,6 +64,7 @@ if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.derive.inbox import InboxBook
     from dovecote.folds import Fed
+    from dovecote.store import Guard
 
 #: 2: the book keeps the box's cursor; 3: items packed inline, rows with their lines; 4: as msgpack bins;
 #: 5: tasks and responses are items; 6: the folded ids packed (``inbox.pack_ids``);
@@ -63,6 +75,43 @@ FOLDER = "folds"
 #: Letters folded past the snapshot's mark (or rows of its view placed again) before a read writes it again.
 REWRITE_AFTER = 256
 
+
+INBOX: Kind[InboxBook] = Kind("inbox")
+
+
+def entity_address(ctx: Context, entity_id: str) -> Address:
+    """The box of a registered entity; refuses an unknown one (``unknown_entity``)."""
+    addr = entity(entity_id)
+    if ctx.roster.entity(entity_id) is None:
+        raise Refusal("unknown_entity", f"no entity {entity_id!r} in the roster (dovecote entity add)")
+    return addr
+
+
+@contextlib.contextmanager
+def inbox(ctx: Context, entity_id: str, held: Guard | None = None) -> Iterator[InboxBook]:
+    """The entity's ``InboxBook``, up to date with its ledger (with what ``held``, the
+    box under its lock, read there), yielded under the box's fold lock.
+
+    A handle with no fold of the box yet starts from its snapshot in
+    ``cache/folds`` when one is usable, reading only the letters after its mark.
+    """
+    from dovecote.derive.inbox import InboxBook  # here: a context (and a search) never loads the inbox fold
+
+    addr = entity_address(ctx, entity_id)
+    with ctx.warm.fed(
+        ctx.store, addr, INBOX, lambda: InboxBook(entity_id), InboxBook.add, held, lambda: load_inbox(ctx, entity_id)
+    ) as rec:
+        yield rec.fold
+        after_read(ctx, entity_id, rec)
+
+
+def book_for(ctx: Context, entity_id: str, held: Guard | None = None) -> InboxBook:
+    """``inbox`` for a caller that reads the book once, alone (no other thread feeds this box meanwhile)."""
+    with inbox(ctx, entity_id, held) as b:
+        return b
+
+
+# -- the snapshot -------------------------------------------------------------------
 
 class Head(msgspec.Struct, array_like=True):
     version: int
@@ -86,6 +135,8 @@ def _view_key(book: InboxBook) -> str:
 
 
 def dumps(ctx: Context, book: InboxBook, mark: Mark) -> bytes:
+    from dovecote.derive import inbox_snapshot
+
     head = _encode(Head(VERSION, ctx.roster.signature, book.entity, mark, _view_key(book)))
     return len(head).to_bytes(4, "little") + head + inbox_snapshot.dumps(book)
 
@@ -97,6 +148,8 @@ def _split(data: bytes) -> tuple[Head, memoryview]:
 
 
 def _book(head: Head, body: memoryview) -> InboxBook:
+    from dovecote.derive import inbox_snapshot
+
     with collector_paused():  # tens of thousands of objects, none of them cyclic garbage
         book = inbox_snapshot.loads(body)
     book.saved_view = head.view_key

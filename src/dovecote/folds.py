@@ -33,14 +33,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import msgspec
 
-from dovecote.addresses import Address, entity
-from dovecote.errors import Refusal
-
 if TYPE_CHECKING:
-    from dovecote.context import Context
-    from dovecote.derive.inbox import InboxBook
+    from dovecote.addresses import Address
     from dovecote.letters import Letter
-    from dovecote.store import Cursor, Guard, Mark, Where
+    from dovecote.store import Cursor, Guard, Mark, Store, Where
 
 F = TypeVar("F")
 
@@ -82,7 +78,12 @@ Restore = Callable[[], "tuple[F, Mark] | None"]
 
 
 class Registry:
-    """Every warm fold of one handle (``Context.warm``); see the module docstring."""
+    """Every warm fold of one handle (``Context.warm``); see the module docstring.
+
+    It knows folds only by their ``Kind`` and reads boxes only through the ``Store`` it
+    is handed: which folds exist is for the modules that keep them (an entity's inbox:
+    ``foldcache``; its trackers: ``ops.trackbook``).
+    """
 
     def __init__(self) -> None:
         self._made = threading.Lock()
@@ -136,7 +137,7 @@ class Registry:
     @contextmanager
     def fed(
         self,
-        ctx: Context,
+        store: Store,
         where: Where,
         kind: Kind[F],
         make: Callable[[], F],
@@ -161,7 +162,7 @@ class Registry:
                 base, mark = restored if restored is not None else (None, None)
             else:
                 base, mark = None, None
-            new = _read(ctx, where, got, held, mark, restore is not None)
+            new = _read(store, where, got, held, mark, restore is not None)
             e.lock.acquire()
             now = e.folds.get(kind)
             if (now.position() if now is not None else None) == start:
@@ -187,7 +188,7 @@ class Registry:
 
 
 def _read(
-    ctx: Context, where: Where, got: Fed[Any] | None, held: Guard | None, mark: Mark | None, marks: bool
+    store: Store, where: Where, got: Fed[Any] | None, held: Guard | None, mark: Mark | None, marks: bool
 ) -> tuple[Sequence[Letter], Cursor | None, Mark | None, bool]:
     """What is new after the fold's position: (letters, cursor or None, mark or None, fresh).
 
@@ -197,61 +198,23 @@ def _read(
     if got is not None:
         mark = got.mark
     if marks:
-        t = held.tail(mark) if held is not None else ctx.store.tail(where, mark)
+        t = held.tail(mark) if held is not None else store.tail(where, mark)
         return t.letters, None, t.mark, t.fresh
     after = got.cursor if got is not None else None
-    r = held.read(after) if held is not None else ctx.store.read(where, after=after)
+    r = held.read(after) if held is not None else store.read(where, after=after)
     return r.letters, r.cursor, None, r.fresh and after is not None
 
 
-# -- the inbox fold of an entity box ------------------------------------------------
-
-INBOX: Kind[InboxBook] = Kind("inbox")
-
-
-def entity_address(ctx: Context, entity_id: str) -> Address:
-    """The box of a registered entity; refuses an unknown one (``unknown_entity``)."""
-    addr = entity(entity_id)
-    if ctx.roster.entity(entity_id) is None:
-        raise Refusal("unknown_entity", f"no entity {entity_id!r} in the roster (dovecote entity add)")
-    return addr
-
-
 @contextmanager
-def inbox(ctx: Context, entity_id: str, held: Guard | None = None) -> Iterator[InboxBook]:
-    """The entity's ``InboxBook``, up to date with its ledger (with what ``held``, the
-    box under its lock, read there), yielded under the box's fold lock.
-
-    A handle with no fold of the box yet starts from its snapshot in
-    ``cache/folds`` when one is usable, reading only the letters after its mark.
-    """
-    from dovecote import foldcache
-    from dovecote.derive.inbox import InboxBook  # here: a context (and a search) never loads the inbox fold
-
-    addr = entity_address(ctx, entity_id)
-    with ctx.warm.fed(
-        ctx, addr, INBOX, lambda: InboxBook(entity_id), InboxBook.add, held,
-        lambda: foldcache.load_inbox(ctx, entity_id),
-    ) as rec:
-        yield rec.fold
-        foldcache.after_read(ctx, entity_id, rec)
-
-
-@contextmanager
-def guarded_many(ctx: Context, addrs: list[Address]) -> Iterator[dict[Address, Guard]]:
+def guarded_many(store: Store, addrs: list[Address]) -> Iterator[dict[Address, Guard]]:
     """Hold several boxes under their store locks, always taken in address order
-    (so two writers over the same boxes never wait on each other). The fsyncs the
-    section's writes wait for come after every lock is released (``commit.deferred``)."""
+    (so two writers over the same boxes never wait on each other), before any
+    entry's lock (see the module docstring). The fsyncs the section's writes
+    wait for come after every lock is released (``commit.deferred``)."""
     from dovecote import commit
 
     held: dict[Address, Guard] = {}
     with commit.deferred(), ExitStack() as stack:
         for a in sorted(set(addrs), key=str):
-            held[a] = stack.enter_context(ctx.store.guarded(a))
+            held[a] = stack.enter_context(store.guarded(a))
         yield held
-
-
-def book_for(ctx: Context, entity_id: str, held: Guard | None = None) -> InboxBook:
-    """``inbox`` for a caller that reads the book once, alone (no other thread feeds this box meanwhile)."""
-    with inbox(ctx, entity_id, held) as b:
-        return b

@@ -25,12 +25,12 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from dovecote.derive.inbox_item import Item as Item  # re-exported: the fold's items are its own
-from dovecote.derive.inbox_lines import STALE
+from dovecote.derive.inbox_state import FLAG_EXPIRED, FLAG_EXPIRING, FLAG_OVERDUE, FLAG_STALE, ViewState
 from dovecote.derive.lifecycle import (
     LINK_KINDS,
     TERMINAL,
@@ -49,14 +49,6 @@ from dovecote.roster import Limits
 from dovecote.timeutil import parse_time
 from dovecote.vocab_delivery import DELIVERY_KINDS
 
-if TYPE_CHECKING:
-    from dovecote.derive.inbox_view import ViewState
-
-FLAG_STALE = STALE
-FLAG_OVERDUE = "OVERDUE REMINDER"
-FLAG_EXPIRING = "EXPIRING SOON"
-FLAG_EXPIRED = "EXPIRED"
-FLAGS = (FLAG_STALE, FLAG_OVERDUE, FLAG_EXPIRING, FLAG_EXPIRED)
 #: The kinds of letter the fold takes; every other letter in the box plays no part.
 FOLDED = frozenset({*DELIVERY_KINDS, "draft", "sent", SURFACED, *LINK_KINDS})
 
@@ -318,22 +310,3 @@ def item_row(book: InboxBook, item: Item, clock: Clock, limits: Limits) -> dict[
         "flags": flags,
         "conflicts": len(r.conflicts),
     }
-
-
-BUCKETS = {
-    State.WAIT: "inbound",
-    State.ACTIVE: "processing",
-    State.DEFER: "deferred",
-    State.DONE: "archive",
-    State.NACK: "archive",
-}
-#: The folder an entry of no lifecycle state lives in: outbound drafts, loose hand drops.
-OUTBOUND, LOOSE = "outbound", "loose"
-#: Every count the inbox reports, in the order it reports them: the open states' folders,
-#: drafts, the terminal states' folder, loose drops. Folder names come from ``BUCKETS`` alone.
-BUCKET_NAMES: tuple[str, ...] = (
-    *dict.fromkeys(BUCKETS[s] for s in State if s not in TERMINAL),
-    OUTBOUND,
-    *dict.fromkeys(BUCKETS[s] for s in State if s in TERMINAL),
-    LOOSE,
-)

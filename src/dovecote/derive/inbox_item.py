@@ -1,16 +1,21 @@
-"""One inbound item of an entity box: its message and its replayed lifecycle.
+"""One inbound item of an entity box: its message and its replayed lifecycle, and its codec.
 
 Pure. An item either holds its state (letter, links, replay) or, restored from
-a fold snapshot (``inbox_snapshot``), holds it packed until first used.
+a fold snapshot (``inbox_snapshot``), holds it packed until first used. The item
+owns how it is packed (``pack_item``) and unpacked (``unpack_item``): the
+snapshot of the whole book packs each item with these, and an item unpacks
+itself with them, so this module imports none of the book's.
 """
 
 from __future__ import annotations
+
+from operator import attrgetter
 
 import msgspec
 
 from dovecote.derive.lifecycle import Link, Replay, State, replay
 from dovecote.envelope import Envelope
-from dovecote.letters import Letter
+from dovecote.letters import Letter, decode_line
 
 
 def initial(defer_until_tic: int | None) -> tuple[State, int | None]:
@@ -42,8 +47,6 @@ class Item(msgspec.Struct, array_like=True):
     r_: Replay | None = None
 
     def _unpack(self) -> None:
-        from dovecote.derive.inbox_snapshot import unpack_item
-
         self.letter_, self.links_, self.r_ = unpack_item(self.packed)
         self.packed = UNPACKED
 
@@ -91,3 +94,53 @@ class Item(msgspec.Struct, array_like=True):
         return self.r
 
 
+# -- the codec: an item as msgpack, wrapped in a ``bin`` ---------------------------
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode_any = msgspec.msgpack.Decoder().decode
+_decode_bin = msgspec.msgpack.Decoder(bytes).decode
+#: A link as the tuple of its fields, in C (every field is a string, a number or None).
+link_tuple = attrgetter(*Link.__struct_fields__)
+
+
+def wrap(packed: bytes) -> msgspec.Raw:
+    """``packed`` as one msgpack ``bin``: a decoder skips it by its length."""
+    return msgspec.Raw(_encode(packed))
+
+
+def unwrap(data: msgspec.Raw) -> bytes:
+    """The bytes ``wrap`` wrapped."""
+    return _decode_bin(data)
+
+
+def letter_of(raw: bytes) -> Letter:
+    """The letter of a packed line; raises ``ValueError`` for bytes that are not a JSON object."""
+    letter = decode_line(raw)
+    if letter is None:
+        raise ValueError("a packed letter is not a JSON object")
+    return letter
+
+
+def pack_item(item: Item) -> msgspec.Raw:
+    """One item's letter, links and replay (links by id inside the replay)."""
+    if item.packed:
+        return item.packed
+    r = item.r
+    replay = None if r is None else [
+        str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
+        [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
+    ]
+    return wrap(_encode([item.letter.raw, [link_tuple(lk) for lk in item.links], replay]))
+
+
+def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
+    """Inverse of ``pack_item``."""
+    raw, links_t, rep = _decode_any(unwrap(data))
+    links = [Link(*t) for t in links_t]
+    if rep is None:
+        return letter_of(raw), links, None
+    by_id = {lk.id: lk for lk in links}
+    state, head, seen, entered_ts, entered_tic, due_tic, due_time, applied, conflicts = rep
+    r = Replay(State(state), head, seen, entered_ts, entered_tic, due_tic, due_time,
+               [by_id[i] for i in applied], [(by_id[i], why) for i, why in conflicts])
+    return letter_of(raw), links, r

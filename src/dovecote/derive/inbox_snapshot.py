@@ -5,7 +5,8 @@ restored from its bytes and fed the letters after them answers exactly what a
 book fed every letter answers (tests fold random letters both ways, split at
 random points). msgpack through msgspec, for speed:
 
-* each item is packed on its own (its letter's line, its links, its replay)
+* each item is packed on its own (its letter's line, its links, its replay:
+  ``inbox_item.pack_item``, the item's own codec)
   and wrapped in a msgpack ``bin``, unpacked only when a new letter or a
   question touches it, so restoring ten thousand items costs ten thousand
   short byte slices that the decoder steps over by their length (never
@@ -23,17 +24,15 @@ bytes that are not a snapshot; the caller ignores such a file.
 from __future__ import annotations
 
 from datetime import datetime
-from operator import attrgetter
 from typing import Any
 
 import msgspec
 
-from dovecote.derive.inbox import Draft, InboxBook, Item, SentRecord, pack_ids
-from dovecote.derive.inbox_lines import Lines
-from dovecote.derive.inbox_view import Order, ViewState
-from dovecote.derive.lifecycle import Link, Replay, State
+from dovecote.derive.inbox import Draft, InboxBook, SentRecord, pack_ids
+from dovecote.derive.inbox_item import Item, letter_of, link_tuple, pack_item, wrap
+from dovecote.derive.inbox_state import Lines, Order, ViewState
+from dovecote.derive.lifecycle import Link
 from dovecote.envelope import Envelope
-from dovecote.letters import Letter, decode_line
 from dovecote.roster import Limits
 
 #: 7: the view keeps each row's own moment to change and when a row was last placed, and the book
@@ -76,53 +75,8 @@ class Book(msgspec.Struct, array_like=True):
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode_book = msgspec.msgpack.Decoder(Book).decode
-_decode_any = msgspec.msgpack.Decoder().decode
-_decode_bin = msgspec.msgpack.Decoder(bytes).decode
 _decode_alias = msgspec.msgpack.Decoder(dict[str, str]).decode
-
-
-def wrap(packed: bytes) -> msgspec.Raw:
-    """``packed`` as one msgpack ``bin``: a decoder skips it by its length."""
-    return msgspec.Raw(_encode(packed))
-
-
-def unwrap(data: msgspec.Raw) -> bytes:
-    """The bytes ``wrap`` wrapped."""
-    return _decode_bin(data)
 _LIMITS = list(Limits.__struct_fields__)
-#: A link as the tuple of its fields, in C (every field is a string, a number or None).
-_link_tuple = attrgetter(*Link.__struct_fields__)
-
-
-def _letter(raw: bytes) -> Letter:
-    letter = decode_line(raw)
-    if letter is None:
-        raise ValueError("a packed letter is not a JSON object")
-    return letter
-
-
-def pack_item(item: Item) -> msgspec.Raw:
-    """One item's letter, links and replay (links by id inside the replay)."""
-    if item.packed:
-        return item.packed
-    r = item.r
-    replay = None if r is None else [
-        str(r.state), r.head, r.seen, r.entered_ts, r.entered_tic, r.due_tic, r.due_time,
-        [lk.id for lk in r.applied], [[lk.id, why] for lk, why in r.conflicts],
-    ]
-    return wrap(_encode([item.letter.raw, [_link_tuple(lk) for lk in item.links], replay]))
-
-
-def unpack_item(data: msgspec.Raw) -> tuple[Letter, list[Link], Replay | None]:
-    raw, links_t, rep = _decode_any(unwrap(data))
-    links = [Link(*t) for t in links_t]
-    if rep is None:
-        return _letter(raw), links, None
-    by_id = {lk.id: lk for lk in links}
-    state, head, seen, entered_ts, entered_tic, due_tic, due_time, applied, conflicts = rep
-    r = Replay(State(state), head, seen, entered_ts, entered_tic, due_tic, due_time,
-               [by_id[i] for i in applied], [(by_id[i], why) for i, why in conflicts])
-    return _letter(raw), links, r
 
 
 def _raw(row: dict[str, Any] | msgspec.Raw) -> msgspec.Raw:
@@ -148,7 +102,7 @@ def dumps(book: InboxBook) -> bytes:
         [d.letter.raw for d in book.drafts.values()],
         [(s.id, s.message, s.draft, s.to, s.reply_to, s.ts) for s in book.sent],
         book.replies,
-        {ref: [list(_link_tuple(lk)) for lk in links] for ref, links in book._orphans.items()},
+        {ref: [list(link_tuple(lk)) for lk in links] for ref, links in book._orphans.items()},
         {session: sorted(ids) for session, ids in book.told.items()},
         folded,
         odd,
@@ -168,7 +122,7 @@ def loads(data: bytes | memoryview) -> InboxBook:
     alias = snap.alias
     book.restore_alias(lambda: _decode_alias(alias))
     for raw in snap.drafts:
-        lt = _letter(raw)
+        lt = letter_of(raw)
         book.drafts[lt.id] = Draft(lt.id, lt, Envelope(lt.data()))
     book.sent = [SentRecord(*s) for s in snap.sent]
     for rec in book.sent:

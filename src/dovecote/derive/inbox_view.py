@@ -23,35 +23,11 @@ from bisect import insort
 from datetime import datetime, timedelta
 from typing import Any
 
-import msgspec
-
-from dovecote.derive.inbox import (
-    BUCKET_NAMES,
-    BUCKETS,
-    FLAGS,
-    LOOSE,
-    OUTBOUND,
-    Clock,
-    InboxBook,
-    Item,
-    item_row,
-)
-from dovecote.derive.inbox_lines import Lines, block, row_lines
+from dovecote.derive.inbox import Clock, InboxBook, Item, item_row
+from dovecote.derive.inbox_state import BUCKETS, LOOSE, OUTBOUND, Order, ViewState, block, row_lines, row_of
 from dovecote.derive.lifecycle import PRIORITY_RANK, TERMINAL, effective
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key, parse_time
-
-Order = tuple[int, float, datetime, str]
-#: A row as the view holds it: a dict, or its msgpack bytes until first read (restored from a snapshot).
-Held = dict[str, Any] | msgspec.Raw
-
-_decode_row = msgspec.msgpack.Decoder(dict[str, Any]).decode
-_decode_bin = msgspec.msgpack.Decoder(bytes).decode
-
-
-def row_of(held: Held) -> dict[str, Any]:
-    """The row itself (decoded, if it was held packed: a ``bin`` holding the row's msgpack)."""
-    return held if isinstance(held, dict) else _decode_row(_decode_bin(held))
 
 
 def _order(row: dict[str, Any]) -> Order:
@@ -84,32 +60,6 @@ def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None:
         return b
     return a if b is None or a <= b else b
-
-
-class ViewState(msgspec.Struct):
-    """The last view of a book, kept so the next read redoes only what changed.
-
-    ``since``: when it was built whole; ``placed``: the latest clock a row was placed at (a read
-    at an earlier clock builds it whole again: a row says what it says from then on);
-    ``rows``: each shown item's order, row (``Held``) and injection lines;
-    ``untils``: each shown row's own moment to change (``_row_until``; absent: none), whose
-    earliest is ``until`` or later (a row placed again may leave ``until`` early, never late);
-    ``ordered``: the shown ids in view order (None: to sort again);
-    ``replaced``: rows placed again for their own moment since the view was restored or saved
-    (``foldcache`` writes the snapshot again past a few hundred; not persisted).
-    """
-
-    key: tuple[Any, ...]
-    since: datetime
-    placed: datetime
-    until: datetime | None = None
-    buckets: dict[str, str] = msgspec.field(default_factory=dict)
-    rows: dict[str, tuple[Order, Held, Lines]] = msgspec.field(default_factory=dict)
-    counts: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
-    flags: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(FLAGS, 0))
-    ordered: list[str] | None = None
-    untils: dict[str, datetime] = msgspec.field(default_factory=dict)
-    replaced: int = 0
 
 
 def _place(vs: ViewState, book: InboxBook, item: Item, clock: Clock, limits: Limits) -> None:

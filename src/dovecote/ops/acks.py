@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.addresses import entity
 from dovecote.errors import Refusal
-from dovecote.folds import entity_address
+from dovecote.foldcache import entity_address
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.notify import mode_of, passive_line
 from dovecote.ops.trackbook import book, book_of

@@ -38,7 +38,7 @@ from dovecote.addresses import HOME, Address, entity, project
 from dovecote.derive.inbox import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
-from dovecote.folds import book_for
+from dovecote.foldcache import book_for
 from dovecote.ops.tics import current_tic
 from dovecote.vocab_delivery import DELIVERY_KINDS
 

@@ -35,7 +35,7 @@ import orjson
 
 from dovecote.derive.surfaced import surfaced_letter, surfaced_to
 from dovecote.errors import Refusal
-from dovecote.folds import entity_address
+from dovecote.foldcache import entity_address
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.inbox import read_inbox, read_injection_items
 from dovecote.ops.inbox import told as told_to

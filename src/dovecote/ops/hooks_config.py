@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote import ledger
 from dovecote.errors import Refusal, StoreError
-from dovecote.folds import entity_address
+from dovecote.foldcache import entity_address
 
 if TYPE_CHECKING:
     from dovecote.context import Context

@@ -117,7 +117,7 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
     appended = present = 0
     if write and plan.letters:
         boxes = sorted({entity(n) for n in plan.entities}, key=str)
-        with guarded_many(ctx, boxes) as held:
+        with guarded_many(ctx.store, boxes) as held:
             # again under the locks: the deliveries the boxes hold now (a compare-and-swap)
             plan = vnext_letters.plan(tree, _known(ctx, plan.entities, held))
             for addr in sorted({a for a, _ in plan.letters}, key=str):

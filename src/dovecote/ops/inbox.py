@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+from dovecote import foldcache
 from dovecote.derive.inbox import Clock
 from dovecote.derive.inbox_view import inbox_audit, inbox_block
 from dovecote.errors import Refusal
@@ -57,8 +57,8 @@ def dependencies(ctx: Context, entity_id: str) -> list[str]:
 def box_probe(ctx: Context, entity_id: str) -> Probe | None:
     """The store's outside check of the entity's box at the mark its warm fold was fed
     to (call right after the read); None when there is nothing such to check."""
-    addr = folds.entity_address(ctx, entity_id)
-    fed = ctx.warm.entry(addr).folds.get(folds.INBOX)
+    addr = foldcache.entity_address(ctx, entity_id)
+    fed = ctx.warm.entry(addr).folds.get(foldcache.INBOX)
     if fed is None or fed.mark is None:
         return None
     return ctx.store.probe(addr, fed.mark)
@@ -78,7 +78,7 @@ def read_inbox(
     who, clock, source = _asked(ctx, entity_id, current, now, direction)
     tic = clock.tic
     loose = len(loose_files(ctx, who))
-    with folds.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
+    with foldcache.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
         view, until = inbox_audit(book, clock, limits=ctx.roster.limits, loose=loose, include_terminal=include_terminal)
         cursor = cursor_of(book.count, book.last)  # after exactly the letters shown: `wait --after` skips none
     out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
@@ -111,7 +111,7 @@ def read_injection(
     """``inbox_injection`` of ``read_inbox``'s view, the same bytes, without building the view:
     the hook's cold path (the counts and each row's lines are kept in the fold, see ``inbox_view``)."""
     who, clock, _ = _asked(ctx, entity_id, current, now, direction)
-    with folds.inbox(ctx, who) as book:
+    with foldcache.inbox(ctx, who) as book:
         return inbox_block(book, clock, limits=ctx.roster.limits, include_terminal=include_terminal,
                            items=direction in ("inbound", "both"))
 
@@ -119,7 +119,7 @@ def read_injection(
 def told(ctx: Context, entity_id: str, session: str) -> set[str]:
     """The item ids hooks announced to ``session`` (``derive.surfaced``), from the entity's fold:
     no read of the whole box (``surfaced_to`` over its letters answers the same)."""
-    with folds.inbox(ctx, entity_id) as book:
+    with foldcache.inbox(ctx, entity_id) as book:
         return set(book.told.get(session, ()))
 
 
@@ -128,7 +128,7 @@ def read_injection_items(ctx: Context, entity_id: str) -> tuple[str, list[str]]:
     order (the ids of ``read_inbox``'s items): what a session-start hook prints and records,
     without building the view's rows."""
     who, clock, _ = _asked(ctx, entity_id, None, None, "inbound")
-    with folds.inbox(ctx, who) as book:
+    with foldcache.inbox(ctx, who) as book:
         text, _ = inbox_block(book, clock, limits=ctx.roster.limits)
         vs = book.view_state
         assert vs is not None and vs.ordered is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dovecote.derive.inbox_lines import URGENT, block, row_lines
+from dovecote.derive.inbox_state import URGENT, block, row_lines
 from dovecote.textsafe import one_line, plural, subject_line
 
 __all__ = ["URGENT", "inbox_injection", "item_line", "new_mail_block", "stop_reason"]
@@ -20,7 +20,7 @@ __all__ = ["URGENT", "inbox_injection", "item_line", "new_mail_block", "stop_rea
 
 def inbox_injection(view: dict[str, Any]) -> str:
     """The block a session-start hook injects: one header line, then what needs eyes
-    (each row's lines come from ``derive.inbox_lines``, which the cold path joins too)."""
+    (each row's lines come from ``derive.inbox_state``, which the cold path joins too)."""
     rows = view.get("items", [])
     return block(view["entity"], view["counts"], view["clock"]["tic"] is not None, [row_lines(i) for i in rows])
 

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from dovecote import folds
+from dovecote import foldcache
 from dovecote.addresses import Address, check_name, entity
 from dovecote.derive.inbox import Draft, InboxBook
 from dovecote.derive.responses import REDIRECT
 from dovecote.envelope import Envelope, build_message
 from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
-from dovecote.folds import entity_address, guarded_many
+from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
@@ -129,7 +129,7 @@ def compose(ctx: Context, m: Message, *, kind: str = "message", sender: str | No
     elif reply_to is not None:
         if ctx.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
-        replied = folds.book_for(ctx, who).resolve(reply_to)
+        replied = foldcache.book_for(ctx, who).resolve(reply_to)
         reply_to = replied.id
         thread_id = thread_id or replied.env.thread_id
     tic, _ = current_tic(ctx, m.current_tic)
@@ -229,7 +229,7 @@ def _record(ctx: Context, mid: str, msg: dict[str, Any], *, fresh: bool, draft: 
         return None
     try:
         with ctx.store.guarded(box) as led:
-            found = None if fresh and draft is None else _find_sent(folds.book_for(ctx, sender, led), mid, draft)
+            found = None if fresh and draft is None else _find_sent(foldcache.book_for(ctx, sender, led), mid, draft)
             if found is not None:
                 return found
             rid, _ = _append(led, _sent_record(mid, msg, format_ts(ctx.now()), draft), box)
@@ -255,7 +255,7 @@ def _deliver(ctx: Context, led: Guard, msg: dict[str, Any], key: str | None) -> 
     already: (id, appended, the message delivered)."""
     to = Envelope(msg).recipient or ""
     if key is not None:  # only a key can name a message already there
-        book = folds.book_for(ctx, to, led)
+        book = foldcache.book_for(ctx, to, led)
         known = book.alias.get(msg["message_id"])
         if known is not None:
             old = book.items[known].letter.data()
@@ -278,7 +278,7 @@ def send(ctx: Context, m: Message) -> Delivery:
     boxes = _boxes(ctx, sender, to)
     try:
         if together:  # the record commits with the delivery, or neither does: both boxes in one section
-            with guarded_many(ctx, boxes) as held:
+            with guarded_many(ctx.store, boxes) as held:
                 mid, appended, msg = _deliver(ctx, held[entity(to)], msg, key)
                 record = _record(ctx, mid, msg, fresh=appended)
         else:  # the sender's box is written after the delivery, in its own section: check now that it opens
@@ -301,11 +301,11 @@ def draft(ctx: Context, m: Message) -> Delivery:
     A key makes the draft idempotent too: a retry returns the draft it names.
     """
     sender = m.sender or ctx.actor.sender()
-    addr = entity_address(ctx, sender)
+    addr = foldcache.entity_address(ctx, sender)
     msg = compose(ctx, m, kind="draft", sender=sender)
     with ctx.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
-            for d in folds.book_for(ctx, sender, led).drafts.values():
+            for d in foldcache.book_for(ctx, sender, led).drafts.values():
                 if d.env.message_id == msg["message_id"]:
                     _same_request(msg["idempotency_key"], d.id, d.letter.data(), msg)
                     return Delivery.of(d.id, d.letter.data(), appended=False)
@@ -324,12 +324,12 @@ def _deliver_draft(
 ) -> tuple[str, dict[str, Any]] | None:
     """Deliver one draft under both locks (the caller writes the record after them);
     None if someone else did meanwhile."""
-    if d.id in folds.book_for(ctx, who, held[entity(who)]).delivered:
+    if d.id in foldcache.book_for(ctx, who, held[entity(who)]).delivered:
         return None
     msg = delivery_of(d.env.data)
     known = None
     if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
-        book = folds.book_for(ctx, to, held[entity(to)])
+        book = foldcache.book_for(ctx, to, held[entity(to)])
         known = book.alias.get(d.env.message_id)
         known = known if known is not None and book.items[known].env.sender == who else None
     if known is not None:
@@ -359,9 +359,9 @@ def outbox_send(ctx: Context, sender: str | None = None) -> list[dict[str, Any]]
     senders = [sender] if sender else [e.id for e in ctx.roster.entities]
     out: list[dict[str, Any]] = []
     for who in senders:
-        entity_address(ctx, who)
+        foldcache.entity_address(ctx, who)
         try:
-            with folds.inbox(ctx, who) as b:
+            with foldcache.inbox(ctx, who) as b:
                 pending = b.pending_drafts()
         except StoreError as e:
             raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
@@ -371,7 +371,7 @@ def outbox_send(ctx: Context, sender: str | None = None) -> list[dict[str, Any]]
                 out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
                 continue
             try:
-                with guarded_many(ctx, [entity(who), entity(to)]) as held:
+                with guarded_many(ctx.store, [entity(who), entity(to)]) as held:
                     done = _deliver_draft(ctx, who, to, d, held)
                 if done is not None:
                     _record(ctx, done[0], done[1], fresh=False, draft=d.id)

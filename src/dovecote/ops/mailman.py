@@ -150,7 +150,7 @@ def _appended(
     ends unwritten and is entered again holding that box too (the targets only grow, so it ends).
     Answers the escalation markers still to append (after this section, see ``_plan``) and the counts."""
     while True:
-        with guarded_many(ctx, [addr, *targets]) as held, book(ctx, entity_id, held[addr]) as b:
+        with guarded_many(ctx.store, [addr, *targets]) as held, book(ctx, entity_id, held[addr]) as b:
             steps = b.due_steps(now)  # again, under the lock: the compare-and-swap
             need = _targets(ctx, steps)
             if need <= targets:
@@ -179,7 +179,7 @@ def reconcile(ctx: Context, now: datetime, mode: str | None = None) -> Reconcile
                 continue
             markers, done = _appended(ctx, addr, e.id, _targets(ctx, due), now, mode)
             if markers:  # only once the messages are fsynced (the section above has ended): see _plan
-                with guarded_many(ctx, [addr]) as again:
+                with guarded_many(ctx.store, [addr]) as again:
                     again[addr].append(markers)
         except StoreError as err:
             total.errors.append({"box": str(addr), "error": str(err)})

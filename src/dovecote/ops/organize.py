@@ -32,8 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import fileops, folds
-from dovecote.derive.inbox import FLAG_EXPIRED, Clock, Item, item_row
+from dovecote import fileops, foldcache
+from dovecote.derive.inbox import Clock, Item, item_row
+from dovecote.derive.inbox_state import FLAG_EXPIRED
 from dovecote.derive.lifecycle import TERMINAL, effective
 from dovecote.errors import Refusal
 from dovecote.ledger import ensure_dir, fsync_dir
@@ -178,8 +179,8 @@ def organize(
     large_files, applied}``; paths are relative to the entity's folder view.
     Raises ``Refusal`` ``unknown_entity``.
     """
-    folds.entity_address(ctx, entity_id)
-    book = folds.book_for(ctx, entity_id)
+    foldcache.entity_address(ctx, entity_id)
+    book = foldcache.book_for(ctx, entity_id)
     tic, _ = current_tic(ctx, current)
     clock = Clock(tic, now or ctx.now())
     limits = ctx.roster.limits

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal, StoreError
-from dovecote.folds import entity_address
+from dovecote.foldcache import entity_address
 from dovecote.ops import search_items
 from dovecote.ops.search_index import SearchIndex, Unusable, connect, ent_token, sync, unusable, yanked
 from dovecote.ops.search_open import held, moved, spoiled

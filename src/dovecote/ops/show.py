@@ -2,7 +2,7 @@
 
 The inbox audit lists items; nothing else reads a message's body or tells
 why it is in its state. This read answers both from the same fold the inbox
-uses (``folds.inbox``), so the state it shows is the state every other read
+uses (``foldcache.inbox``), so the state it shows is the state every other read
 derives: the envelope as the sender wrote it, the body (from the artifact
 store when it was too large to inline), the letters of the same thread or
 reply chain, and every lifecycle link on the item with its ts and agent
@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+from dovecote import foldcache
 from dovecote.derive.inbox import Clock, InboxBook, Item, item_row
 from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
@@ -71,7 +71,7 @@ def _related(item: Item, other: Item) -> str | None:
 def show(ctx: Context, entity_id: str, ref: str, *, current: int | None = None,
          now: datetime | None = None) -> dict[str, Any]:
     """The whole of one inbound item; ``ref`` is an id, a foreign message id or a unique prefix."""
-    with folds.inbox(ctx, entity_id) as book:  # read under the box's fold lock
+    with foldcache.inbox(ctx, entity_id) as book:  # read under the box's fold lock
         return _show(ctx, book, entity_id, ref, current, now)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+from dovecote import foldcache
 from dovecote.addresses import HOME
 from dovecote.derive.inbox import Clock, InboxBook, item_row, past_stale
 from dovecote.derive.lifecycle import State, effective
@@ -185,7 +185,7 @@ def stale_check(
     checked = 0
     for e in ctx.roster.entities:
         try:
-            with folds.inbox(ctx, e.id) as book:
+            with foldcache.inbox(ctx, e.id) as book:
                 rows = stale_rows(book, clock, limits)
         except StoreError:
             unreachable.append(f"entity:{e.id}")

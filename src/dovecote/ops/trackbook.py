@@ -26,7 +26,7 @@ TRACKERS: Kind[TrackerBook] = Kind("trackers")
 @contextmanager
 def book(ctx: Context, entity_id: str, held: Guard | None = None) -> Iterator[TrackerBook]:
     """The entity's tracker fold, up to date with its ledger (or with ``held``), under the box's fold lock."""
-    with ctx.warm.fed(ctx, entity(entity_id), TRACKERS, lambda: TrackerBook(entity_id), TrackerBook.add,
+    with ctx.warm.fed(ctx.store, entity(entity_id), TRACKERS, lambda: TrackerBook(entity_id), TrackerBook.add,
                       held) as rec:
         yield rec.fold
 

@@ -18,7 +18,8 @@ from dovecote.derive.inbox import InboxBook, Item
 from dovecote.derive.lifecycle import check_due, check_rails, check_transition, effective
 from dovecote.derive.responses import response_to, responses
 from dovecote.errors import Refusal
-from dovecote.folds import entity_address, guarded_many, inbox
+from dovecote.foldcache import entity_address, inbox
+from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.tics import current_tic
 from dovecote.timeutil import parse_time
@@ -109,7 +110,7 @@ def transition(
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:
         raise Refusal("invalid_field", f"--until {due_time} is not in the future")
     others = _response_box(ctx, entity_id, ref) if rails and kind == "complete" else []
-    with guarded_many(ctx, [addr, *others]) as held, inbox(ctx, entity_id, held[addr]) as book:
+    with guarded_many(ctx.store, [addr, *others]) as held, inbox(ctx, entity_id, held[addr]) as book:
         led = held[addr]
         item = book.resolve(ref)
         r = book.replay_of(item)

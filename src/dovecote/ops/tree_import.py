@@ -31,18 +31,19 @@ that one entry, never as a folder of loose drops.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+from dovecote import foldcache
 from dovecote.addresses import check_name
 from dovecote.derive.lifecycle import ARCHIVING, PROGRESS, State, effective, steps_between
 from dovecote.errors import Refusal
 from dovecote.ops import mail
 from dovecote.ops.moves import ADOPTED, adopt_move, due_of, reason_for
 from dovecote.ops.tics import current_tic
-from dovecote.ops.tree_read import FolderClaim, read_claim, show
+from dovecote.ops.tree_read import Finding, FolderClaim, read_claim, show
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, is_reference_folder, listing, read_envelope, stamp_of
 
@@ -71,6 +72,11 @@ class Adoption:
 
     def note(self, path: str, reason: str, detail: str) -> None:
         self.notes.append({"path": path, "reason": reason, "detail": detail})
+
+    def record(self, found: Iterable[Finding]) -> None:
+        """What reading an entry found (``tree_read.read_claim``), each refusal and note in its list."""
+        for f in found:
+            (self.refuse if f.refused else self.note)(f.path, f.reason, f.detail)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,7 +118,7 @@ def _wanted(claim: FolderClaim, ledger: State, tic: int | None, res: Adoption) -
 
 def _adopt_item(ctx: Context, entity_id: str, claim: FolderClaim, tic: int | None, res: Adoption, new: bool) -> int:
     """Append the links that take the item from the ledger's state to the tree's; return how many."""
-    book = folds.book_for(ctx, entity_id)
+    book = foldcache.book_for(ctx, entity_id)
     r = book.replay_of(book.items[claim.item])
     ledger = effective(r, tic, ctx.now())
     want = _wanted(claim, ledger, tic, res)
@@ -176,25 +182,19 @@ def _adopt_mailbox(ctx: Context, entity_id: str, mbox: Path, base: Path, tic: in
                     "detail": "REF_ folders hold grouped reference files; they are not inbox items",
                 })
                 continue
-            try:
-                c = read_claim(ctx, entity_id, folder, p, base, res, batch)
-            except Refusal as e:  # e.g. too_large: this entry only
-                res.refuse(show(p, base), e.reason, e.detail)
-                continue
-            except OSError as e:
-                res.refuse(show(p, base), "invalid_field", f"cannot read it: {e.strerror or e}")
-                continue
+            c, found = read_claim(ctx, entity_id, folder, p, base, batch)
+            res.record(found)
             if c is not None:
                 claims.append(c)
     for p in listing(mbox / OUTBOUND):
         marked, _ = stamp_of(read_envelope(p))
-        if marked is None or marked not in folds.book_for(ctx, entity_id).drafts:
+        if marked is None or marked not in foldcache.book_for(ctx, entity_id).drafts:
             res.skipped.append({
                 "path": show(p, base), "reason": "outbound",
                 "detail": "drafts are not imported; write them with `dovecote draft`",
             })
     lines = [c.line for c in claims if c.line is not None]
-    appended = ctx.store.append(folds.entity_address(ctx, entity_id), lines) if lines else []
+    appended = ctx.store.append(foldcache.entity_address(ctx, entity_id), lines) if lines else []
     new_items = {lid for lid, new in appended if new}
     res.letters_added = len(new_items)
     # one item, several entries (a copy, a crashed move): the furthest state speaks for it
@@ -238,7 +238,7 @@ def import_inbox_tree(
         raise Refusal("invalid_field", f"{str(path)!r} is not a directory")
     tic, _ = current_tic(ctx, current)
     if entity_id is not None:
-        folds.entity_address(ctx, check_name(entity_id, "entity id"))
+        foldcache.entity_address(ctx, check_name(entity_id, "entity id"))
         mbox = root if _is_mailbox(root) else root / entity_id
         if not _is_mailbox(mbox) or mbox.is_symlink():
             raise Refusal("invalid_field", f"{str(path)!r} holds no mailbox folders ({', '.join(STATE_FOLDERS)})")

@@ -20,7 +20,8 @@ deferred/ and archive/ (sorted, dot-files skipped):
   and there is no time field. Moving or copying the drop yields the same id.
 
 Symbolic links are never followed. Nothing here writes a letter: it reads the
-tree (and stores artifact blobs, which are content-addressed).
+tree (and stores artifact blobs, which are content-addressed), and returns what
+it found to report (``Finding``) for the import to record in its own report.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
+import msgspec
+
+from dovecote import foldcache
 from dovecote.derive.lifecycle import State
 from dovecote.envelope import Envelope
+from dovecote.errors import Refusal
 from dovecote.foreign import drop_letter, foreign_letter
 from dovecote.letters import canonical_line, letter_id
 from dovecote.ops import artifacts
@@ -39,12 +43,21 @@ from dovecote.ops.viewtree import STATE_PREFIX, disagreement, read_envelope, sta
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.ops.tree_import import Adoption
+
 
 def show(path: Path, base: Path) -> str:
     """A path for the report, relative to the import root, safe to print as JSON."""
     rel = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """What reading one entry found to report: a refusal (the entry is not adopted) or a note."""
+
+    refused: bool
+    path: str
+    reason: str
+    detail: str
 
 
 @dataclass
@@ -76,22 +89,45 @@ def _folder_files(ctx: Context, folder: Path, skip: str | None = None) -> list[d
 
 
 def read_claim(
-    ctx: Context, entity_id: str, folder: str, p: Path, base: Path, res: Adoption, batch: dict[str, str]
-) -> FolderClaim | None:
-    """Read one entry: a claim on an item, or None (refused, reported in ``res``).
+    ctx: Context, entity_id: str, folder: str, p: Path, base: Path, batch: dict[str, str]
+) -> tuple[FolderClaim | None, list[Finding]]:
+    """Read one entry: a claim on an item, or None (refused), and what reading it found to report,
+    in the order found (the caller records them: reading touches no report of its own).
 
     ``batch`` maps the foreign ``message_id`` of letters this import is about
-    to append to their ids, so two entries of one message make one letter.
+    to append to their ids, so two entries of one message make one letter. An
+    entry that cannot be read (too large, an I/O error) is refused, this entry only.
     """
     rel = show(p, base)
+    found: list[Finding] = []
+    try:
+        claim = _claim(ctx, entity_id, folder, p, rel, batch, found)
+    except Refusal as e:  # e.g. too_large: this entry only
+        return None, [*found, Finding(True, rel, e.reason, e.detail)]
+    except OSError as e:
+        return None, [*found, Finding(True, rel, "invalid_field", f"cannot read it: {e.strerror or e}")]
+    return claim, found
+
+
+def _claim(
+    ctx: Context, entity_id: str, folder: str, p: Path, rel: str, batch: dict[str, str], found: list[Finding]
+) -> FolderClaim | None:
+    """``read_claim``'s reading, its findings added to ``found``."""
+
+    def refuse(reason: str, detail: str) -> None:
+        found.append(Finding(True, rel, reason, detail))
+
+    def note(reason: str, detail: str) -> None:
+        found.append(Finding(False, rel, reason, detail))
+
     if p.is_symlink():
-        res.refuse(rel, "invalid_field", "a symbolic link is never followed")
+        refuse("invalid_field", "a symbolic link is never followed")
         return None
     if not (p.is_file() or p.is_dir()):
-        res.refuse(rel, "invalid_field", "not a regular file or folder")
+        refuse("invalid_field", "not a regular file or folder")
         return None
     if p.is_dir() and not _no_links(p):
-        res.refuse(rel, "invalid_field", "the folder holds a symbolic link, which is never followed")
+        refuse("invalid_field", "the folder holds a symbolic link, which is never followed")
         return None
     env: dict[str, Any] | None = None
     form = "bare"
@@ -99,28 +135,28 @@ def read_claim(
         env = read_envelope(p)
         form = "dir" if env is not None else "bare"
         if env is None:
-            res.note(rel, "unreadable_json", "envelope.json is not a JSON object; adopted as a bare drop")
+            note("unreadable_json", "envelope.json is not a JSON object; adopted as a bare drop")
     elif p.is_file() and p.suffix == ".json":
         env = read_envelope(p)
         form = "flat" if env is not None else "bare"
         if env is None:
-            res.note(rel, "unreadable_json", "not a JSON object; adopted as a bare drop")
+            note("unreadable_json", "not a JSON object; adopted as a bare drop")
     state = tree_state(folder, p.name, env)
     why = disagreement(folder, p.name, env)
     if why is not None:
-        res.note(rel, "state_disagrees", why)
+        note("state_disagrees", why)
     lifecycle = env.get("lifecycle") if env else None
     lc = lifecycle if isinstance(lifecycle, dict) else {}
     if env is not None:
         marked, stamp = stamp_of(env)
         if marked is not None:
-            book = folds.book_for(ctx, entity_id)
+            book = foldcache.book_for(ctx, entity_id)
             if marked not in book.items:
-                res.refuse(rel, "unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
+                refuse("unknown_letter", f"a dovecote view envelope of {marked}, no item of {entity_id}")
                 return None
             return FolderClaim(rel, "view", marked, None, None if state is stamp else state, lc)
         mid = Envelope(env).message_id
-        known = (folds.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
+        known = (foldcache.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
             return FolderClaim(rel, form, known, None, state, lc)
         obj = foreign_letter(env)

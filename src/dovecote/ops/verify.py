@@ -122,11 +122,11 @@ def ledgers(ctx: Context) -> list[Where]:
 
 def search_words(ctx: Context, most: int = 5) -> list[str]:
     """A few words the search index must find, taken from the ledgers themselves."""
-    from dovecote import folds
+    from dovecote import foldcache
 
     words: set[str] = set()
     for e in ctx.roster.entities:
-        for item in folds.book_for(ctx, e.id).items.values():
+        for item in foldcache.book_for(ctx, e.id).items.values():
             words.update(w.lower() for w in item.env.subject.split() if w.isalnum() and len(w) >= 4)
     return sorted(words)[:most]
 

@@ -28,8 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote import folds
-from dovecote.derive.inbox import BUCKETS, Clock
+from dovecote import foldcache
+from dovecote.derive.inbox import Clock
+from dovecote.derive.inbox_state import BUCKETS
 from dovecote.derive.lifecycle import State
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
@@ -198,13 +199,13 @@ def _sync_entity(ctx: Context, entity_id: str, clock: Clock, rebuild: bool) -> E
     vdir = view_dir(ctx, entity_id)
     check_paths(ctx, vdir)
     limits = ctx.roster.limits
-    p = plan(folds.book_for(ctx, entity_id), clock, limits)
+    p = plan(foldcache.book_for(ctx, entity_id), clock, limits)
     out = EntityFolder(entity_id, str(vdir), p.counts)
     out.cleaned, held = clean_temps(vdir)
     for rel in held:
         out.keep(rel, "", "foreign_files", "a temp folder of a killed run holding files the view does not own")
     if _adopt_moves(ctx, entity_id, vdir, p, clock, out):
-        p = plan(folds.book_for(ctx, entity_id), clock, limits)
+        p = plan(foldcache.book_for(ctx, entity_id), clock, limits)
         out.counts = p.counts
     found: dict[str, list[tuple[str, Path]]] = {}
     for folder, name, path, iid in owned_entries(vdir):
@@ -259,7 +260,7 @@ def view(
     """
     who = [entity_id] if entity_id is not None else [e.id for e in ctx.roster.entities]
     for e in who:
-        folds.entity_address(ctx, e)
+        foldcache.entity_address(ctx, e)
         check_paths(ctx, view_dir(ctx, e))
     tic, source = current_tic(ctx, current)
     clock = Clock(tic, now or ctx.now())

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from dovecote.derive.inbox import BUCKETS, Clock, InboxBook, Item, item_row
+from dovecote.derive.inbox import Clock, InboxBook, Item, item_row
+from dovecote.derive.inbox_state import BUCKETS
 from dovecote.derive.lifecycle import TERMINAL, Replay, State, apply_link, effective
 from dovecote.envelope import Envelope
 from dovecote.ops.viewtree import INBOX_MD, INDEXES, MARKER, OUTBOUND, STATE_FOLDERS, dump_json

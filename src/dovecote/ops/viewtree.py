@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dovecote.derive.inbox import BUCKETS
-from dovecote.derive.inbox import OUTBOUND as OUTBOUND  # the drafts folder, part of the tree format
+from dovecote.derive.inbox_state import BUCKETS
+from dovecote.derive.inbox_state import OUTBOUND as OUTBOUND  # the drafts folder, part of the tree format
 from dovecote.derive.lifecycle import State
 from dovecote.letters import LETTER_ID_PATTERN, is_letter_id
 

@@ -23,7 +23,7 @@ import msgspec
 
 from dovecote.derive.inbox import Clock, item_row
 from dovecote.errors import Refusal
-from dovecote.folds import book_for, entity_address
+from dovecote.foldcache import book_for, entity_address
 from dovecote.letters import Letter, is_letter_id
 from dovecote.ops.tics import current_tic
 from dovecote.vocab_delivery import DELIVERY_KINDS

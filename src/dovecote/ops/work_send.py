@@ -103,7 +103,7 @@ def send(ctx: Context, v: Send) -> Sent:
     sent = Sent(fields["type"], sender, fields["envelope_id"], fields["work_item_id"],
                 fields.get("thread_id") or fields["work_item_id"], parent_id=fields.get("parent_id"),
                 parent_inferred=fields.get("parent_inferred"))
-    with guarded_many(ctx, [entity(r) for r in to]) as held:
+    with guarded_many(ctx.store, [entity(r) for r in to]) as held:
         for letter in letters:
             r = letter["to"]
             g = held[entity(r)]
