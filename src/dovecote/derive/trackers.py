@@ -43,12 +43,15 @@ from dovecote.vocab import ENGINE_AGENT
 from dovecote.vocab_delivery import (
     ACK,
     ACK_TIMEOUT,
+    ACK_TIMEOUT_S,
     ESCALATION,
     MAX_POLICY_S,
+    MAX_REPINGS,
     NO_ESCALATION,
     NOTIFY,
     NUDGE_CLAIM,
     REPING,
+    REPING_INTERVAL_S,
     WORK_KINDS,
     AckState,
     NotifyState,
@@ -194,8 +197,8 @@ def _row(letter: Letter, data: dict[str, Any]) -> _Row:
     target = policy.get("escalation_target")
     return _Row(
         letter, data, parse_time(letter.ts),
-        _int(policy.get("ack_timeout_s"), 300), _int(policy.get("reping_interval_s"), 300),
-        _int(policy.get("max_repings"), 2), target if isinstance(target, str) else None,
+        _int(policy.get("ack_timeout_s"), ACK_TIMEOUT_S), _int(policy.get("reping_interval_s"), REPING_INTERVAL_S),
+        _int(policy.get("max_repings"), MAX_REPINGS), target if isinstance(target, str) else None,
         required, AckState.pending if required else AckState.not_applicable,
         notify_on=tuple(a for a in NOTICES if policy.get(f"notify_on_{a}") is not False),
     )
