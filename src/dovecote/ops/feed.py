@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from dovecote.addresses import HOME, Address, entity, project
+from dovecote.addresses import HOME, SPOOL, Address, entity, project
 from dovecote.derive.inbox import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from dovecote.letters import Letter
     from dovecote.store import Cursor, Where
 
-SPOOL = "spool"
 #: A cursor token is short text; anything longer is not one this feed wrote.
 MAX_CURSOR = 64 * 1024
 
@@ -81,7 +80,7 @@ def sources(ctx: Context) -> list[tuple[str, Where]]:
     """Every box the feed watches, by label: the spool, home, each reachable project, each entity."""
     boxes: list[Address] = [HOME, *(project(p.name) for p in ctx.roster.projects)]
     boxes += [entity(e.id) for e in ctx.roster.entities]
-    out: list[tuple[str, Where]] = [(SPOOL, "spool")]
+    out: list[tuple[str, Where]] = [(SPOOL, SPOOL)]
     return out + [(str(a), a) for a in boxes if ctx.store.reachable(a)]
 
 
