@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from dovecote import verbs
+from dovecote.vocab import LetterKind, MoveKind, ReportClass
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "dovecote"
 Scan = Callable[[ast.Module, str], Iterator[int]]
@@ -206,3 +207,77 @@ def test_the_schema_scan_sees_a_second_field_list() -> None:
     source = ('STRING_FIELDS = ("ts", "agent", "kind", "repo", "brain", "tool", "class", "what", "expected",\n'
               '    "snippet", "symptom", "misdelivery_kind", "disposition", "fingerprint", "case_id", "commit")')
     assert list(report_field_list(ast.parse(source), "x.py"))
+
+
+# -- letter kinds and lifecycle moves: ``vocab.LetterKind`` ------------------------------------
+
+LETTER_KINDS = frozenset(k.value for k in LetterKind)
+REPORT_CLASSES = frozenset(c.value for c in ReportClass)
+#: The faces write documents (an OpenAPI link's example), not letters: the rule is the layers' below them.
+FACES = ("cli/", "http/", "mcp/")
+
+
+def _is_kind(e: ast.expr) -> bool:
+    name = e.attr if isinstance(e, ast.Attribute) else e.id if isinstance(e, ast.Name) else ""
+    return name == "kind" or name.endswith("_kind")
+
+
+def bare_kind(tree: ast.Module, rel: str) -> Iterator[int]:
+    """A letter kind written as a bare string: compared with a ``kind``, or put in a letter's ``kind``."""
+    if rel.startswith(FACES):
+        return
+    for n in ast.walk(tree):
+        found: list[ast.expr] = []
+        if isinstance(n, ast.Compare) and (_is_kind(n.left) or any(_is_kind(c) for c in n.comparators)):
+            for c in [n.left, *n.comparators]:
+                found += c.elts if isinstance(c, (ast.Tuple, ast.Set, ast.List)) else [c]
+        elif isinstance(n, ast.Dict):
+            found += [v for k, v in zip(n.keys, n.values, strict=True)
+                      if isinstance(k, ast.Constant) and k.value == "kind"]
+        elif isinstance(n, ast.keyword) and n.arg == "kind":
+            found.append(n.value)
+        if any(isinstance(e, ast.Constant) and e.value in LETTER_KINDS for e in found):
+            yield n.lineno
+
+
+def class_set(tree: ast.Module, rel: str) -> Iterator[int]:
+    """A set of report classes written out as strings (``frozenset({"win", "triage"})``)."""
+    if rel.startswith(FACES):
+        return
+    for n in ast.walk(tree):
+        if (isinstance(n, (ast.Tuple, ast.Set, ast.List)) and len(n.elts) >= 2
+                and all(isinstance(e, ast.Constant) and e.value in REPORT_CLASSES for e in n.elts)):
+            yield n.lineno
+
+
+def test_letter_kinds_are_spelled_only_in_the_vocabulary() -> None:
+    assert offenders(bare_kind, "vocab.py") == []
+
+
+def test_report_classes_are_spelled_only_in_the_vocabulary() -> None:
+    assert offenders(class_set, "vocab.py") == []
+
+
+@pytest.mark.parametrize(("scan", "source"), [
+    (bare_kind, 'if kind == "draft": pass'),
+    (bare_kind, 'ok = letter.kind != "message"'),
+    (bare_kind, 'ok = link.kind in ("claim", "defer")'),
+    (bare_kind, 'rec = {"ts": ts, "kind": "sent"}'),
+    (bare_kind, 'msg = compose(ctx, m, kind="draft")'),
+    (class_set, '_NOT_TROUBLE = frozenset({"win", "triage"})'),
+])
+def test_the_kind_scans_see_a_bare_spelling(scan: Scan, source: str) -> None:
+    assert list(scan(ast.parse(source), "ops/x.py"))
+
+
+def test_the_kind_scan_passes_a_kind_that_is_not_a_letters() -> None:
+    assert list(bare_kind(ast.parse('if kind == "token_issue": pass\nx = {"kind": "block"}'), "ops/x.py")) == []
+
+
+def test_the_lifecycle_table_is_keyed_by_the_vocabulary_and_move_kind_is_its_callers_part() -> None:
+    from dovecote.derive.lifecycle import TRANSITIONS
+
+    keys = {k for moves in TRANSITIONS.values() for k in moves}
+    assert all(type(k) is LetterKind for k in keys), keys
+    assert {m.value for m in MoveKind} == {k.value for k in keys} - {LetterKind.resurface.value}
+    assert TRANSITIONS[next(iter(TRANSITIONS))]["claim"]  # a letter's kind (plain text) finds its move

@@ -48,6 +48,7 @@ from dovecote.ids import ID_LENGTH
 from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
 from dovecote.timeutil import parse_time
+from dovecote.vocab import LetterKind
 from dovecote.vocab_delivery import DELIVERY_KINDS
 
 if TYPE_CHECKING:
@@ -170,9 +171,9 @@ class InboxBook:
                     self.touched.add(target.id)
                     continue  # the common case: the link extends the chain
                 dirty.add(target.id)
-            elif kind == "draft":
+            elif kind == LetterKind.draft:
                 self.drafts[letter.id] = Draft(letter.id, letter, Envelope(letter.data()))
-            elif kind == "sent":
+            elif kind == LetterKind.sent:
                 d = letter.data()
 
                 def s(k: str, d: dict[str, Any] = d) -> str | None:

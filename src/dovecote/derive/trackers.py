@@ -39,7 +39,7 @@ from typing import Any
 
 from dovecote.letters import Letter
 from dovecote.timeutil import format_ts, parse_time
-from dovecote.vocab import ENGINE_AGENT
+from dovecote.vocab import ENGINE_AGENT, LetterKind
 from dovecote.vocab_delivery import (
     ACK,
     ACK_TIMEOUT,
@@ -114,7 +114,7 @@ class Tracker:
     @property
     def is_completed_result(self) -> bool:
         """A completed result (DESIGN 3): it closes its parent task."""
-        return (self.kind == "response" and self.response_type == "result" and self.status == "completed"
+        return (self.kind == LetterKind.response and self.response_type == "result" and self.status == "completed"
                 and bool(self.parent_id))
 
     def to_dict(self) -> dict[str, Any]:
@@ -405,7 +405,7 @@ def close_tasks(trackers: Iterable[Tracker]) -> dict[str, Tracker]:
     result closes; the result's recipient owns the follow-up.
     """
     rows = list(trackers)
-    tasks = [t for t in rows if t.kind == "task"]
+    tasks = [t for t in rows if t.kind == LetterKind.task]
     by_env: dict[str, list[Tracker]] = {}
     by_work: dict[str, list[Tracker]] = {}
     for t in tasks:
