@@ -281,3 +281,44 @@ def test_the_lifecycle_table_is_keyed_by_the_vocabulary_and_move_kind_is_its_cal
     assert all(type(k) is LetterKind for k in keys), keys
     assert {m.value for m in MoveKind} == {k.value for k in keys} - {LetterKind.resurface.value}
     assert TRANSITIONS[next(iter(TRANSITIONS))]["claim"]  # a letter's kind (plain text) finds its move
+
+
+# -- a store's capabilities: ``store_capability.can`` ------------------------------------------
+
+STORE_CLASSES = frozenset({"FileStore", "PostgresStore", "MemoryStore"})
+
+
+def store_class_test(tree: ast.Module, rel: str) -> Iterator[int]:
+    """A use case that tests a store's class (``isinstance(ctx.store, FileStore)``) instead of asking
+    what it can do."""
+    if not rel.startswith("ops/"):
+        return
+    for n in _calls(tree):
+        if _name(n.func) == "isinstance" and len(n.args) == 2:
+            kinds = n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]]
+            if any(_name(k) in STORE_CLASSES for k in kinds):
+                yield n.lineno
+
+
+def test_ops_ask_a_store_what_it_can_do_not_what_class_it_is() -> None:
+    assert offenders(store_class_test, "store_capability.py") == []
+
+
+@pytest.mark.parametrize("source", [
+    "files = isinstance(ctx.store, FileStore)",
+    "if not isinstance(ctx.store, store_postgres.PostgresStore): pass",
+    "ok = isinstance(s, (MemoryStore, FileStore))",
+])
+def test_the_store_scan_sees_a_class_test(source: str) -> None:
+    assert list(store_class_test(ast.parse(source), "ops/x.py"))
+
+
+def test_each_backend_says_what_it_can_do() -> None:
+    from dovecote.store import FileStore
+    from dovecote.store_capability import Capability, can
+    from dovecote.store_memory import MemoryStore
+    from dovecote.store_postgres import PostgresStore
+
+    assert [c for c in Capability if can(FileStore, c)] == [c for c in Capability if c is not Capability.database_rows]
+    assert [c for c in Capability if can(PostgresStore, c)] == [Capability.database_rows]
+    assert [c for c in Capability if can(MemoryStore, c)] == []
