@@ -277,3 +277,52 @@ def test_one_bad_object_in_a_batch_writes_nothing(dc: Dovecote) -> None:
 def test_a_batch_refusal_on_a_fresh_home_creates_no_spool(dc: Dovecote) -> None:
     refused(dc, [rep("good"), rep(klass="nope")])
     assert not dc.layout.spool.exists()
+
+
+# -- one schema: the typed verb ``verbs.Report`` ----------------------------------------------
+
+
+def test_a_receipt_carrying_commit_is_a_field_report(dc: Dovecote) -> None:
+    """``receipt`` writes ``commit`` (from ``--ref``), so ``report`` takes a receipt carrying it."""
+    obj = rep("fixed", klass="triage", tool="triage", answers=[ID], disposition="fixed", commit="3f2a9c1")
+    [(i, appended)] = dc.report([obj])
+    assert appended and i == letter_id(canonical_line(obj))
+    assert orjson.loads(dc.layout.spool.read_bytes())["commit"] == "3f2a9c1"
+
+
+def test_commit_on_a_report_that_is_not_a_receipt_is_invalid_field(dc: Dovecote) -> None:
+    r = refused(dc, [rep(commit="3f2a9c1")])
+    assert r.reason == "invalid_field" and "receipt" in r.detail
+
+
+def test_a_receipts_own_line_filed_again_through_report_is_the_same_letter(dc: Dovecote) -> None:
+    from dovecote import verbs
+
+    dc.report([dict(VECTOR)])
+    minted = dc.receipt(verbs.Receipt(answers=[ID], disposition=verbs.Disposition.fixed, ref="3f2a9c1"))
+    assert minted["box"] == "spool"
+    [line] = [ln for ln in dc.layout.spool.read_bytes().splitlines() if letter_id(ln) == minted["id"]]
+    assert orjson.loads(line)["commit"] == "3f2a9c1"
+    assert dc.report([orjson.loads(line)]) == [(minted["id"], False)]
+
+
+def test_every_field_of_the_typed_verb_and_no_other_is_part_of_a_report() -> None:
+    """``check_report`` (what ``receipt`` calls) and the faces (which decode ``verbs.Report``) accept one set of
+    fields: a field the verb has is never ``unknown_field``, and one it lacks always is."""
+    import msgspec
+
+    from dovecote import verbs
+    from dovecote.ops.report import check_report
+
+    def reason(obj: dict[str, Any]) -> str | None:
+        try:
+            check_report(obj, agent="a", ts="2026-07-05T10:00:00Z", max_bytes=100_000)
+        except Refusal as e:
+            return e.reason
+        return None
+
+    names = [f.encode_name for f in msgspec.structs.fields(verbs.Report)]
+    assert "commit" in names
+    for name in names:
+        assert reason({**rep(klass="triage", answers=[ID]), name: "x"}) != "unknown_field", name
+    assert reason(rep(colour="blue")) == "unknown_field"

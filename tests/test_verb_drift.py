@@ -124,6 +124,7 @@ NOT_ON_CLI = {
     (verbs.Report, "disposition"): "a receipt's detail: given in JSON on stdin",
     (verbs.Report, "fingerprint"): "a receipt's detail: given in JSON on stdin",
     (verbs.Report, "case_id"): "a receipt's detail: given in JSON on stdin",
+    (verbs.Report, "commit"): "a receipt's detail: given in JSON on stdin",
     (verbs.Report, "sentinel"): "an object: given in JSON on stdin",
     (verbs.Move, "kind"): "the command's name is the kind",
     (verbs.Inbox, "entity_id"): "the first word of the [ENTITY] [status] argument",

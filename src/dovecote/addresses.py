@@ -10,7 +10,7 @@ Addresses: ``home``, ``project:<name>``, ``entity:<id>``.
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from dovecote.errors import Refusal
 
@@ -19,6 +19,9 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _NAME = re.compile(NAME_PATTERN)
 
 BoxKind = Literal["home", "project", "entity"]
+#: Where a field report waits before distribution gives it a box: the name that stands where a box
+#: address may (``store.Where``, the event feed's label, the triage page's filter).
+SPOOL: Final = "spool"
 
 
 def check_name(name: object, what: str = "name") -> str:

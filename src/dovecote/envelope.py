@@ -32,6 +32,7 @@ import msgspec
 
 from dovecote.digests import sha256
 from dovecote.errors import Refusal
+from dovecote.ids import line_id
 from dovecote.letters import text_or_none as _str
 from dovecote.vocab import CATEGORIES, PRIORITIES, RESPONSE_CATEGORIES, TRUST_LEVELS
 
@@ -197,7 +198,7 @@ def keyed_message_id(sender: str, recipient: str, key: str) -> str:
 
 def new_thread_id(message_id: str) -> str:
     """A message that starts a thread names it after itself (unique, like its id)."""
-    return f"thread_{sha256(message_id.encode()).hexdigest()[:12]}"
+    return f"thread_{line_id(message_id.encode())}"
 
 
 def build_message(

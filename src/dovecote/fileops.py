@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -215,20 +215,37 @@ def write_new(path: str | os.PathLike[str], data: bytes, mode: int = 0o644, *, s
         _active.close(fd)
 
 
-def replace_cache(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace a cache file whole, not fsynced (a crash that loses it costs one slow call, nothing
-    more): ``data`` written under a temp name beside it, then renamed over it, which replaces a
-    symlink at ``path`` and never writes through one."""
+def replace_file(
+    path: str | os.PathLike[str], data: bytes | Iterable[bytes], *, mode: int = 0o644, durable: bool = True
+) -> None:
+    """Replace a whole file atomically: the one way dovecote does it (readers see the old bytes or the new).
+
+    ``data`` (whole, or in pieces so a large cache is never held in memory) is written under a temp name
+    beside ``path``, then renamed over it, which replaces a symlink at ``path`` and never writes through
+    one. The file has ``mode`` (less the umask) from its first byte on, so a secret's file (0600) is never
+    readable by others, even briefly. ``durable``: the file and then its directory are fsynced (a cache a
+    crash may lose costs one slow call, so it passes False). The directory must exist.
+    """
     from dovecote.osutil import temp_name
 
     where = os.fspath(path)
     tmp = os.path.join(os.path.dirname(where), temp_name(os.path.basename(where)))
-    fd = _active.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    fd = _active.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
-        write_all(fd, data)
+        for piece in (data,) if isinstance(data, bytes) else data:
+            write_all(fd, piece)
+        if durable:
+            _active.fsync(fd)
     finally:
         _active.close(fd)
     _active.replace(tmp, where)
+    if durable:
+        fsync_dir(os.path.dirname(where) or ".")
+
+
+def replace_cache(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace a cache file whole, not fsynced (``replace_file`` with ``durable=False``)."""
+    replace_file(path, data, durable=False)
 
 
 def open_lock(path: str | os.PathLike[str], *, follow: bool = True) -> int:

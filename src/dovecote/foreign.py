@@ -16,6 +16,7 @@ from typing import Any
 from dovecote.envelope import DROP_SENDER, ENVELOPE_VERSION, Envelope
 from dovecote.letters import format_ts
 from dovecote.timeutil import parse_time
+from dovecote.vocab import LetterKind
 
 #: Lifecycle keys a tree rewrites on every move: they become links, never letter bytes.
 VOLATILE = ("state", "state_entered_at_tic", "nack_reason", "defer_reason", "completion_note")
@@ -58,7 +59,7 @@ def drop_letter(entity_id: str, base: str, is_dir: bool, files: list[dict[str, A
     m = _TIC.search(base)
     return {
         "agent": DROP_SENDER,
-        "kind": "message",
+        "kind": LetterKind.message.value,
         "envelope_version": ENVELOPE_VERSION,
         "sender": {"entity_id": DROP_SENDER, "actor_mode": "manual", "role_at_send_time": None},
         "recipient": {"entity_id": entity_id, "inbox_path": f"agent-mailboxes/{entity_id}/"},

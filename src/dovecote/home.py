@@ -19,7 +19,7 @@ from dovecote import fileops
 from dovecote.errors import Refusal, StoreError
 
 CONFIG = "config.toml"
-SPOOL = "spool.jsonl"
+SPOOL_FILE = "spool.jsonl"
 LEDGER = "letters.jsonl"
 IN_REPO_DIR = ".dovecote"
 
@@ -60,7 +60,7 @@ class Layout:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.config = root / CONFIG
-        self.spool = root / SPOOL
+        self.spool = root / SPOOL_FILE
         self.boxes = root / "boxes"
         self.views = root / "views"
         self.cache = root / "cache"

@@ -41,12 +41,11 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from dovecote import commit, fileops
-from dovecote.digests import blake2b, sha256
+from dovecote.digests import blake2b
 from dovecote.errors import DiskFull, StoreError
+from dovecote.ids import line_id
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
-from dovecote.osutil import collector_paused, lock, temp_name
-
-_sha256 = sha256
+from dovecote.osutil import collector_paused, lock
 
 #: How many bytes before a reader's offset it hashes to notice an in-place rewrite.
 WINDOW = 4096
@@ -94,20 +93,9 @@ def ensure_dir(path: Path) -> None:
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o666) -> None:
-    """Replace a whole (cache) file: tmp + fsync + rename + fsync dir. ``data`` may come
-    in pieces, so a large cache is never held in memory whole. The file gets ``mode`` (less the
-    umask) from its first byte on, so a secret's file (0600) is never readable by others, even briefly."""
+    """Replace a whole (cache) file durably, creating its folder: ``fileops.replace_file``, fsynced."""
     ensure_dir(path.parent)
-    tmp = path.with_name(temp_name(path.name))
-    fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-    try:
-        for piece in (data,) if isinstance(data, bytes) else data:
-            fileops.write_all(fd, piece)
-        fileops.fsync(fd)
-    finally:
-        fileops.close(fd)
-    fileops.replace(tmp, path)
-    fsync_dir(path.parent)
+    fileops.replace_file(path, data, mode=mode)
 
 
 def settled_size(path: Path) -> int:
@@ -282,7 +270,7 @@ class LedgerReader:
         with collector_paused():
             fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
             if fast is not None:
-                lids = ids if len(ids) == len(lines) else [_sha256(line).hexdigest()[:12] for line in lines]
+                lids = ids if len(ids) == len(lines) else list(map(line_id, lines))
                 for line, letter, lid in zip(lines, fast, lids, strict=True):
                     if lid in index:
                         self.duplicates += 1

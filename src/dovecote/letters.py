@@ -23,11 +23,9 @@ import msgspec
 import orjson
 from msgspec.structs import force_setattr
 
-from dovecote.digests import sha256
+from dovecote.ids import ID_LENGTH, line_id
 from dovecote.timeutil import format_ts as format_ts  # its home is timeutil; kept for importers
 from dovecote.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
-
-_sha256 = sha256
 
 
 def letter_id(line: bytes) -> str:
@@ -40,7 +38,7 @@ def letter_id(line: bytes) -> str:
         line = line[:-1]
     if line.endswith(b"\r"):
         line = line[:-1]
-    return _sha256(line).hexdigest()[:12]
+    return line_id(line)
 
 
 _ENDED = methodcaller("endswith", (b"\n", b"\r"))
@@ -51,8 +49,7 @@ def letter_ids(lines: Sequence[bytes]) -> list[str]:
     strip (one C-level scan finds out), each is hashed as it is."""
     if any(map(_ENDED, lines)):
         return [letter_id(line) for line in lines]
-    sha = _sha256
-    return [sha(line).hexdigest()[:12] for line in lines]
+    return list(map(line_id, lines))
 
 
 def text_or_none(value: object) -> str | None:
@@ -61,8 +58,6 @@ def text_or_none(value: object) -> str | None:
 
 
 _HEX = frozenset("0123456789abcdef")
-#: A letter id inside a longer name (folder entries such as ``WAIT_<id>``), as a regex.
-LETTER_ID_PATTERN = "[0-9a-f]{12}"
 
 
 def is_hex(text: str) -> bool:
@@ -72,7 +67,7 @@ def is_hex(text: str) -> bool:
 
 def is_letter_id(value: object) -> bool:
     """True for a 12-digit lowercase hex string."""
-    return isinstance(value, str) and len(value) == 12 and is_hex(value)
+    return isinstance(value, str) and len(value) == ID_LENGTH and is_hex(value)
 
 
 def _int_or_float(digits: str) -> int | float:
@@ -184,7 +179,7 @@ def decode_line(line: bytes) -> Letter | None:
         letter = _lenient(obj)
     except (msgspec.DecodeError, RecursionError):  # too deeply nested: a malformed line
         return None
-    force_setattr(letter, "id", _sha256(line).hexdigest()[:12])
+    force_setattr(letter, "id", line_id(line))
     force_setattr(letter, "raw", line)
     return letter
 

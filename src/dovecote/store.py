@@ -37,7 +37,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Literal, NamedTuple, Protocol
+from typing import ClassVar, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -48,6 +48,7 @@ from dovecote.home import IN_REPO_DIR, Layout
 from dovecote.ledger import Checkpoint, Defect, LedgerReader, LockedLedger
 from dovecote.letters import Letter
 from dovecote.roster import Roster
+from dovecote.store_capability import Capability
 
 Where = Address | Literal["spool"]
 
@@ -295,6 +296,10 @@ def files_of(store: Store) -> FileStore:
 
 class FileStore:
     """Ledgers as JSONL files under the home (or inside a project's repository)."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.bounded_reads, Capability.shared_reads, Capability.lasting_marks, Capability.box_folders,
+    })
 
     def __init__(self, layout: Layout, roster: Roster) -> None:
         self.layout = layout

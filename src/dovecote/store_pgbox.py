@@ -9,7 +9,6 @@ what is held, for the generation held, and several boxes in one round trip.
 from __future__ import annotations
 
 import functools
-import hashlib
 import threading
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import cast
 import psycopg
 from msgspec.structs import force_setattr
 
+from dovecote.ids import line_id
 from dovecote.ledger import Defect
 from dovecote.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.osutil import collector_paused
@@ -122,10 +122,9 @@ def decode(
     defects: list[Defect] = []
     others: list[str] = []
     if fast is not None:
-        sha = hashlib.sha256
         known: Sequence[str | None] = ids or [None] * len(lines)
         for (seq, _), line, letter, lid in zip(rows, lines, fast, known, strict=True):
-            force_setattr(letter, "id", lid or sha(line).hexdigest()[:12])
+            force_setattr(letter, "id", lid or line_id(line))
             force_setattr(letter, "raw", line)
             out.append((seq, letter))
         return out, defects, others

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import cast
+from typing import ClassVar, cast
 
 import psycopg
 from psycopg import pq
@@ -57,6 +57,7 @@ from dovecote.store import (
     keyed_location,
     reachable,
 )
+from dovecote.store_capability import Capability
 from dovecote.store_pgbox import ROWS, Box, Conn, decode, held, refresh
 from dovecote.store_pgnotify import Listener
 from dovecote.store_pgwrite import PostgresGuard, Session, Transaction
@@ -102,6 +103,8 @@ _INHERITED: list[tuple[ConnectionPool[Conn], list[Listener]]] = []
 
 class PostgresStore:
     """Ledgers as rows in PostgreSQL, addressed through a roster like the file store."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.database_rows})
 
     #: A thread's nested guarded sections are one transaction (``store.commits_together``).
     sections_commit_together = True

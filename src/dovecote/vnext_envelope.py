@@ -31,7 +31,7 @@ from typing import Any
 
 from dovecote.envelope import Envelope, uuid7
 from dovecote.foreign import foreign_letter, norm_ts
-from dovecote.vocab import PRIORITIES
+from dovecote.vocab import PRIORITIES, LetterKind
 from dovecote.vocab_delivery import (
     ACK_TIMEOUT_S,
     MAX_POLICY_S,
@@ -160,11 +160,11 @@ def work_letters(fields: Mapping[str, Any], recipients: list[str], *, broadcast:
         "trust_plane": fields["trust_plane"], "intent_class": fields["intent_class"], "risk": fields["risk"],
         "ack_policy": ack_policy(fields.get("ack_policy"), fields["from"]),
     }
-    own = TASK_FIELDS if kind == "task" else RESPONSE_FIELDS
+    own = TASK_FIELDS if kind == LetterKind.task else RESPONSE_FIELDS
     for k in (*own, *PASSTHROUGH, "parent_inferred", "envelope"):
         if fields.get(k) is not None:
             base[k] = fields[k]
-    if kind == "task":
+    if kind == LetterKind.task:
         base.setdefault("task_type", "general")
         base.setdefault("constraints", [])
         base.setdefault("acceptance_criteria", [])

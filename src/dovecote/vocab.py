@@ -29,10 +29,10 @@ class ReportClass(StrEnum):
 REPORT_CLASSES: tuple[str, ...] = tuple(c.value for c in ReportClass)
 
 #: The class that makes a letter a receipt (compared case-insensitively).
-RECEIPT_CLASS = "triage"
+RECEIPT_CLASS = ReportClass.triage.value
 
 #: The class counted as a memory misdelivery (compared exactly, as m1nd does).
-MISDELIVERY_CLASS = "memory_misdelivery"
+MISDELIVERY_CLASS = ReportClass.memory_misdelivery.value
 
 
 class MisdeliveryKind(StrEnum):
@@ -110,10 +110,33 @@ class Fate(StrEnum):
 #: Fates, in precedence order (highest first).
 FATES: tuple[str, ...] = tuple(f.value for f in Fate)
 
+
+class LetterKind(StrEnum):
+    """A letter's ``kind``, where a reader or a writer names one: each kind is spelled here only.
+
+    A reader compares ``letter.kind == LetterKind.draft``; a writer puts ``LetterKind.draft.value``
+    in the letter (the bytes are the same text). Absent means a field report."""
+
+    report = "report"
+    message = "message"
+    task = "task"
+    response = "response"
+    draft = "draft"
+    sent = "sent"
+    # the lifecycle moves (``derive/lifecycle.TRANSITIONS`` is keyed by these)
+    claim = "claim"
+    complete = "complete"
+    defer = "defer"
+    undefer = "undefer"
+    nack = "nack"
+    seen = "seen"
+    resurface = "resurface"
+
+
 #: ``kind`` values that still make a letter a field report: absent, ``report``,
 #: and the legacy m1nd lines whose ``kind`` carries a symptom or misdelivery sub-kind.
 REPORT_KINDS: frozenset[str | None] = frozenset(
-    {None, "report", *MISDELIVERY_KINDS, *SYMPTOMS}
+    {None, LetterKind.report.value, *MISDELIVERY_KINDS, *SYMPTOMS}
 )
 
 
@@ -165,14 +188,14 @@ DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
 
 
 class MoveKind(StrEnum):
-    """The lifecycle moves a caller may make (``resurface`` is time's, never a caller's)."""
+    """The lifecycle moves a caller may make: every move kind but ``resurface`` (time's, never a caller's)."""
 
-    claim = "claim"
-    complete = "complete"
-    defer = "defer"
-    undefer = "undefer"
-    nack = "nack"
-    seen = "seen"
+    claim = LetterKind.claim.value
+    complete = LetterKind.complete.value
+    defer = LetterKind.defer.value
+    undefer = LetterKind.undefer.value
+    nack = LetterKind.nack.value
+    seen = LetterKind.seen.value
 
 
 

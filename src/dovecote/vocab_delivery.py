@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from dovecote.vocab import LetterKind
+
 
 class SendType(StrEnum):
     """What ``send`` authors: a skill message, a vNext task or response, or the legacy alias."""
@@ -114,9 +116,9 @@ class NotifyState(StrEnum):
 MODE_OUTCOME: dict[str, str] = {"none": NotifyState.disabled, "discover-only": NotifyState.discovered_only}
 
 #: Letter kinds of work mail: delivered into a recipient's box like a message, read by the inbox too.
-WORK_KINDS: tuple[str, ...] = ("task", "response")
+WORK_KINDS: tuple[str, ...] = (LetterKind.task.value, LetterKind.response.value)
 #: Letter kinds that are deliveries an ack or a tracker can refer to.
-DELIVERY_KINDS: tuple[str, ...] = ("message", *WORK_KINDS)
+DELIVERY_KINDS: tuple[str, ...] = (LetterKind.message.value, *WORK_KINDS)
 
 #: Engine letters of the ack axis (``agent: dovecote:engine``, ``ref``: the delivery).
 REPING = "reping"

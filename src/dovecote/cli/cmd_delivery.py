@@ -17,7 +17,21 @@ from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, one_of, opened, repeated
 from dovecote.cli.output import show
 from dovecote.textsafe import one_line
-from dovecote.verbs import Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers, decode, doc
+from dovecote.verbs import (
+    ACK_TIMEOUT_S,
+    MAX_REPINGS,
+    REPING_INTERVAL_S,
+    Ack,
+    Intake,
+    Mailman,
+    Presence,
+    PresenceBeat,
+    Send,
+    Status,
+    Trackers,
+    decode,
+    doc,
+)
 
 presence_app = Typer(help="Agents recently active, or not (assistive; never delivery truth).",
                      invoke_without_command=True)
@@ -59,9 +73,11 @@ def send_options(
     ack_required: Annotated[
         bool, typer.Option("--ack-required/--no-ack-required", help=doc(Send, "ack_required"))
     ] = True,
-    ack_timeout: Annotated[int, typer.Option("--ack-timeout", help=doc(Send, "ack_timeout"))] = 300,
-    max_repings: Annotated[int, typer.Option("--max-repings", help=doc(Send, "max_repings"))] = 2,
-    reping_interval: Annotated[int, typer.Option("--reping-interval", help=doc(Send, "reping_interval"))] = 300,
+    ack_timeout: Annotated[int, typer.Option("--ack-timeout", help=doc(Send, "ack_timeout"))] = ACK_TIMEOUT_S,
+    max_repings: Annotated[int, typer.Option("--max-repings", help=doc(Send, "max_repings"))] = MAX_REPINGS,
+    reping_interval: Annotated[
+        int, typer.Option("--reping-interval", help=doc(Send, "reping_interval"))
+    ] = REPING_INTERVAL_S,
     escalation_target: Annotated[
         Optional[str], typer.Option("--escalation-target", help=doc(Send, "escalation_target"))
     ] = None,

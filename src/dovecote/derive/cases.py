@@ -30,7 +30,7 @@ from dovecote.derive.monitors import matches
 from dovecote.derive.symptoms import fingerprint, symptom_of, tool_family
 from dovecote.letters import Letter
 from dovecote.timeutil import instant_text
-from dovecote.vocab import ENGINE_AGENT, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
+from dovecote.vocab import ENGINE_AGENT, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS, ReportClass
 
 #: The kind of a monitor's definition letter (in home; see ``derive.monitors``).
 MONITOR = "monitor"
@@ -39,7 +39,7 @@ SENTINEL_GREEN = "sentinel_green"
 MONITOR_UP = "monitor_up"
 ENGINE_KINDS = frozenset({SENTINEL_GREEN, MONITOR_UP})
 #: Classes never counted kindless: a win is no trouble, a receipt is no witness.
-_NOT_TROUBLE = frozenset({"win", "triage"})
+_NOT_TROUBLE = frozenset({ReportClass.win.value, RECEIPT_CLASS})
 #: Classes known not to be the receipt class (the fate fold's shortcut, from the same vocabulary).
 _NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
 

@@ -44,9 +44,11 @@ from dovecote.derive.surfaced import KIND as SURFACED
 from dovecote.derive.surfaced import told_in
 from dovecote.envelope import Envelope
 from dovecote.errors import Refusal
+from dovecote.ids import ID_LENGTH
 from dovecote.letters import Letter, is_hex, is_letter_id, text_or_none
 from dovecote.roster import Limits
 from dovecote.timeutil import parse_time
+from dovecote.vocab import LetterKind
 from dovecote.vocab_delivery import DELIVERY_KINDS
 
 #: The kinds of letter the fold takes; every other letter in the box plays no part.
@@ -161,9 +163,9 @@ class InboxBook:
                     self.touched.add(target.id)
                     continue  # the common case: the link extends the chain
                 dirty.add(target.id)
-            elif kind == "draft":
+            elif kind == LetterKind.draft:
                 self.drafts[letter.id] = Draft(letter.id, letter, Envelope(letter.data()))
-            elif kind == "sent":
+            elif kind == LetterKind.sent:
                 d = letter.data()
 
                 def s(k: str, d: dict[str, Any] = d) -> str | None:
@@ -204,16 +206,12 @@ class InboxBook:
 
 
 
-#: The width of one letter id (DESIGN 1.2) in a packed id list.
-ID_WIDTH = 12
-
-
 def pack_ids(ids: Iterable[str], packed: bytes = b"") -> tuple[bytes, list[str]]:
     """``ids`` merged with ``packed`` as one sorted run of ASCII letter ids (no separators),
     and the ids that are not letter ids (kept apart; a store gives none such)."""
     odd = [i for i in ids if not is_letter_id(i)]
     run = {i.encode("ascii") for i in ids if is_letter_id(i)}
-    run.update(packed[i : i + ID_WIDTH] for i in range(0, len(packed), ID_WIDTH))
+    run.update(packed[i : i + ID_LENGTH] for i in range(0, len(packed), ID_LENGTH))
     return b"".join(sorted(run)), sorted(odd)
 
 
@@ -222,8 +220,8 @@ def in_packed(packed: bytes, lid: str) -> bool:
     if not is_letter_id(lid):
         return False
     key = lid.encode("ascii")
-    at = bisect_left(range(len(packed) // ID_WIDTH), key, key=lambda i: packed[i * ID_WIDTH : (i + 1) * ID_WIDTH])
-    return packed[at * ID_WIDTH : (at + 1) * ID_WIDTH] == key
+    at = bisect_left(range(len(packed) // ID_LENGTH), key, key=lambda i: packed[i * ID_LENGTH : (i + 1) * ID_LENGTH])
+    return packed[at * ID_LENGTH : (at + 1) * ID_LENGTH] == key
 
 
 class Clock(msgspec.Struct, frozen=True):

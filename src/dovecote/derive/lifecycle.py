@@ -46,7 +46,7 @@ import msgspec
 from dovecote.errors import Refusal
 from dovecote.letters import text_or_none
 from dovecote.timeutil import order_key, parse_time
-from dovecote.vocab import PRIORITIES
+from dovecote.vocab import PRIORITIES, LetterKind
 
 
 class State(StrEnum):
@@ -61,20 +61,23 @@ TERMINAL = frozenset({State.DONE, State.NACK})
 #: How far along the lifecycle a state is (two copies of one item: the further one speaks).
 PROGRESS: dict[State, int] = {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
 
-#: state -> link kind -> new state. A missing entry is an illegal transition.
+K = LetterKind
+#: state -> link kind -> new state. A missing entry is an illegal transition. Keyed by the one
+#: vocabulary of kinds (``vocab.LetterKind``; ``vocab.MoveKind`` is its caller's part); a StrEnum
+#: key is found by its text too, so a letter's ``kind`` (a plain str) looks it up as it is.
 TRANSITIONS: dict[State, dict[str, State]] = {
-    State.WAIT: {"claim": State.ACTIVE, "defer": State.DEFER, "nack": State.NACK, "seen": State.WAIT},
-    State.ACTIVE: {"complete": State.DONE, "defer": State.DEFER, "seen": State.ACTIVE},
-    State.DEFER: {"undefer": State.WAIT, "resurface": State.WAIT, "seen": State.DEFER},
+    State.WAIT: {K.claim: State.ACTIVE, K.defer: State.DEFER, K.nack: State.NACK, K.seen: State.WAIT},
+    State.ACTIVE: {K.complete: State.DONE, K.defer: State.DEFER, K.seen: State.ACTIVE},
+    State.DEFER: {K.undefer: State.WAIT, K.resurface: State.WAIT, K.seen: State.DEFER},
     State.DONE: {},
     State.NACK: {},
 }
 
-#: Every verb the table knows (a letter of any other kind is not a lifecycle link).
-LINK_KINDS = frozenset(kind for moves in TRANSITIONS.values() for kind in moves)
+#: Every verb the table knows (a letter of any other kind is not a lifecycle link), as plain text.
+LINK_KINDS = frozenset(str(kind) for moves in TRANSITIONS.values() for kind in moves)
 
 #: Verbs that archive an item, so the item must have been read first.
-ARCHIVING = frozenset({"complete", "nack"})
+ARCHIVING = frozenset({K.complete, K.nack})
 
 PRIORITY_RANK = {p: i for i, p in enumerate(PRIORITIES)}
 
@@ -160,7 +163,7 @@ def apply_link(r: Replay, link: Link) -> bool:
     new = next_state(when, link.kind)
     if new is None:
         return False
-    if link.kind == "seen":
+    if link.kind == K.seen:
         r.seen = True
     if when is not r.state:  # the defer had come due: WAIT began at the due
         r.entered_tic = r.due_tic if r.due_tic is not None else link.tic
@@ -168,7 +171,7 @@ def apply_link(r: Replay, link: Link) -> bool:
     if new is not when:
         r.entered_ts, r.entered_tic = link.ts, link.tic
     r.state = new
-    if link.kind == "defer":
+    if link.kind == K.defer:
         r.due_tic, r.due_time = link.until_tic, link.until
     elif new is not State.DEFER:
         r.due_tic = r.due_time = None
@@ -217,7 +220,7 @@ def check_transition(state: State, kind: str, item_id: str) -> State:
         raise Refusal("illegal_transition", f"{kind!r} is not a lifecycle verb")
     new = next_state(state, kind)
     if new is None:
-        if kind == "claim" and state is State.ACTIVE:
+        if kind == K.claim and state is State.ACTIVE:
             raise Refusal("already_claimed", f"item {item_id} is already ACTIVE")
         raise Refusal("illegal_transition", f"{kind} is not allowed from {state} (item {item_id})")
     return new
@@ -228,7 +231,7 @@ def check_due(kind: str, item_id: str, until_tic: int | None, until: str | None)
 
     The one rail that holds even for adopted history (``rails=False``).
     """
-    if kind == "defer" and until_tic is None and until is None:
+    if kind == K.defer and until_tic is None and until is None:
         raise Refusal("no_due", f"defer of {item_id} needs a due: --until-tic or --until (no dead ends)")
 
 
@@ -251,7 +254,7 @@ def check_rails(
     check_due(kind, item_id, until_tic, until)
     if kind in ARCHIVING and not seen:
         raise Refusal("not_seen", f"item {item_id} must be marked seen before it is archived by {kind}")
-    if kind == "complete" and response_required and not responded:
+    if kind == K.complete and response_required and not responded:
         raise Refusal(
             "response_required",
             f"item {item_id} expects a response sent to {response_to or 'its sender'} (a response, or a reply"
@@ -262,14 +265,14 @@ def check_rails(
 # -- moves between states: pure functions of the table ---------------------------------
 
 #: Verbs a move never means: ``seen`` changes no state, ``resurface`` is time's, not a person's.
-_NOT_MOVES = frozenset({"seen", "resurface"})
+_NOT_MOVES = frozenset({K.seen, K.resurface})
 
 
 def move_verb(src: State, dst: State) -> str | None:
     """The one verb that takes ``src`` to ``dst``, or None when no single verb does."""
     for kind, new in TRANSITIONS[src].items():
         if kind not in _NOT_MOVES and new is dst:
-            return kind
+            return str(kind)
     return None
 
 
@@ -289,8 +292,8 @@ def steps_between(src: State, dst: State) -> list[str] | None:
             if kind in _NOT_MOVES or new in seen:
                 continue
             if new is dst:
-                return [*path, kind]
+                return [*path, str(kind)]
             if new is not State.DEFER:
                 seen.add(new)
-                todo.append((new, [*path, kind]))
+                todo.append((new, [*path, str(kind)]))
     return None

@@ -29,13 +29,14 @@ import orjson
 from msgspec import Meta
 
 from dovecote.errors import Refusal
+from dovecote.ids import LETTER_ID_PATTERN, MISSION_ID_PATTERN
 from dovecote.letters import canonical_line
 
 SCHEMA_V1 = "dovecote-mission-v1"
 SCHEMA_M1ND = "m1nd-mission-letter-v0"
 SCHEMAS = (SCHEMA_V1, SCHEMA_M1ND)
 MISSION_KIND = "mission"
-MISSION_ID = re.compile(r"msn_[0-9a-f]{12}")
+MISSION_ID = re.compile(MISSION_ID_PATTERN)
 
 
 class Phase(StrEnum):
@@ -158,7 +159,7 @@ class MissionLetter(_Part, frozen=True, kw_only=True):
     schema: str
     mission_id: str
     mission_seq: U64
-    prev_letter_id: Annotated[str, Meta(pattern="^[0-9a-f]{12}$")] | None = None
+    prev_letter_id: Annotated[str, Meta(pattern=f"^{LETTER_ID_PATTERN}$")] | None = None
     block_id: Annotated[str, Meta(min_length=1)]
     brain_ref: Annotated[str, Meta(min_length=1)]
     seat: Seat

@@ -23,7 +23,7 @@ import msgspec
 
 from dovecote.errors import Refusal
 from dovecote.letters import Letter
-from dovecote.vocab import ENGINE_AGENT, SYMPTOMS
+from dovecote.vocab import ENGINE_AGENT, SYMPTOMS, ReportClass
 
 _SYMPTOMS = frozenset(SYMPTOMS)
 _FP = re.compile(r"fp:(?P<family>[^\s/][^/]*)/(?P<symptom>[a-z_]+)")
@@ -94,7 +94,7 @@ class Rule(msgspec.Struct, frozen=True):
         return _applies(_patterns(self), what)
 
 
-_PROBLEMS = frozenset({"honesty", "bug", "friction"})
+_PROBLEMS = frozenset({ReportClass.honesty, ReportClass.bug, ReportClass.friction})
 
 def _words(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(w) for w in words))
@@ -115,13 +115,13 @@ def _applies(p: Patterns, what: str) -> bool:
 #: The backfill rules, first match wins. Each has its own test and a row in the README.
 RULES: tuple[Rule, ...] = (
     Rule(
-        "empty_answer_over_data", frozenset({"honesty"}), "false_absence",
+        "empty_answer_over_data", frozenset({ReportClass.honesty}), "false_absence",
         ("empty", "no results", "0 results", "zero results", "nothing found", "found nothing",
          "returned nothing", "no matches", "none found"),
         ("exist", "non-empty", "nonempty", "present", "memory", "there are", "has data"),
     ),
     Rule(
-        "crash_trace", frozenset({"bug", "honesty"}), "crash",
+        "crash_trace", frozenset({ReportClass.bug, ReportClass.honesty}), "crash",
         ("traceback", "panicked", "segfault", "segmentation fault", "stack overflow", "crashed",
          "core dumped"),
     ),
@@ -130,7 +130,7 @@ RULES: tuple[Rule, ...] = (
         ("stale",), ("claim", "lock", "lease", "still active", "still marked"),
     ),
     Rule(
-        "overclaimed_verdict", frozenset({"honesty"}), "overclaimed_verdict",
+        "overclaimed_verdict", frozenset({ReportClass.honesty}), "overclaimed_verdict",
         ("claimed success", "reported success", "claimed it passed", "said it passed", "false positive",
          "verdict was wrong", "claimed done"),
     ),
@@ -148,7 +148,7 @@ RULES: tuple[Rule, ...] = (
          "wrote outside", "outside the project"),
     ),
     Rule(
-        "confusing_output", frozenset({"friction"}), "ux_confusion",
+        "confusing_output", frozenset({ReportClass.friction}), "ux_confusion",
         ("confusing", "unclear", "misleading", "hard to read", "could not tell"),
     ),
 )
@@ -192,7 +192,7 @@ def _text_of(letter: Letter) -> _Text:
 
 
 #: Classes a backfill rule can ever apply to: other letters are never decoded again.
-_RULE_CLASSES = frozenset({"memory_misdelivery"}).union(*(r.classes for r in RULES))
+_RULE_CLASSES = frozenset({ReportClass.memory_misdelivery}).union(*(r.classes for r in RULES))
 
 
 def symptom_rule(letter: Letter) -> tuple[str, str] | None:

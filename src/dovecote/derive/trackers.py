@@ -39,16 +39,19 @@ from typing import Any
 
 from dovecote.letters import Letter
 from dovecote.timeutil import format_ts, parse_time
-from dovecote.vocab import ENGINE_AGENT
+from dovecote.vocab import ENGINE_AGENT, LetterKind
 from dovecote.vocab_delivery import (
     ACK,
     ACK_TIMEOUT,
+    ACK_TIMEOUT_S,
     ESCALATION,
     MAX_POLICY_S,
+    MAX_REPINGS,
     NO_ESCALATION,
     NOTIFY,
     NUDGE_CLAIM,
     REPING,
+    REPING_INTERVAL_S,
     WORK_KINDS,
     AckState,
     NotifyState,
@@ -111,7 +114,7 @@ class Tracker:
     @property
     def is_completed_result(self) -> bool:
         """A completed result (DESIGN 3): it closes its parent task."""
-        return (self.kind == "response" and self.response_type == "result" and self.status == "completed"
+        return (self.kind == LetterKind.response and self.response_type == "result" and self.status == "completed"
                 and bool(self.parent_id))
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,8 +197,8 @@ def _row(letter: Letter, data: dict[str, Any]) -> _Row:
     target = policy.get("escalation_target")
     return _Row(
         letter, data, parse_time(letter.ts),
-        _int(policy.get("ack_timeout_s"), 300), _int(policy.get("reping_interval_s"), 300),
-        _int(policy.get("max_repings"), 2), target if isinstance(target, str) else None,
+        _int(policy.get("ack_timeout_s"), ACK_TIMEOUT_S), _int(policy.get("reping_interval_s"), REPING_INTERVAL_S),
+        _int(policy.get("max_repings"), MAX_REPINGS), target if isinstance(target, str) else None,
         required, AckState.pending if required else AckState.not_applicable,
         notify_on=tuple(a for a in NOTICES if policy.get(f"notify_on_{a}") is not False),
     )
@@ -402,7 +405,7 @@ def close_tasks(trackers: Iterable[Tracker]) -> dict[str, Tracker]:
     result closes; the result's recipient owns the follow-up.
     """
     rows = list(trackers)
-    tasks = [t for t in rows if t.kind == "task"]
+    tasks = [t for t in rows if t.kind == LetterKind.task]
     by_env: dict[str, list[Tracker]] = {}
     by_work: dict[str, list[Tracker]] = {}
     for t in tasks:

@@ -46,6 +46,7 @@ from dovecote import remote, verbs
 from dovecote.api import Dovecote, Principal
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
+from dovecote.verbs import SPOOL  # the ``box`` filter's name for letters in no box yet
 
 __all__ = ["ACCESS", "FATES", "PRINCIPAL", "ROUTES", "SPOOL", "Boxes", "ClaimsLabels", "ClaimsParams", "NoParams",
            "Params", "Route", "SweepParams", "boxes", "json_response", "parse", "principal", "routes", "sweep"]
@@ -72,10 +73,6 @@ class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class NoParams(Params):
     pass
-
-
-#: The ``box`` filter's name for letters only in the spool (not distributed yet, or pending: no box takes them).
-SPOOL = "spool"
 
 
 class SweepParams(Params):

@@ -30,7 +30,8 @@ from dovecote.errors import StoreError
 from dovecote.folds import Kind
 from dovecote.ledger import write_atomic
 from dovecote.letters import Letter
-from dovecote.store import FileStore, Mark
+from dovecote.store import Mark
+from dovecote.store_capability import Capability, can
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -129,7 +130,7 @@ def _load(ctx: Context, warm: Warm, persist: bool, trust_snapshot: bool = True) 
 def _shared(ctx: Context, where: Where) -> tuple[Sequence[Letter], Mark] | None:
     """A first read through the file store's own reader (the sweep's read of the same box,
     not a second parse), when its mark is exactly where that read stopped; else None."""
-    if not isinstance(ctx.store, FileStore):
+    if not can(ctx.store, Capability.shared_reads):
         return None
     read = ctx.store.read(where)
     mark = ctx.store.mark(where)

@@ -37,6 +37,7 @@ from dovecote.letters import Letter, format_ts
 from dovecote.ops import intake as intake_op
 from dovecote.ops.presence import presence
 from dovecote.ops.tracker_read import all_trackers, matches, row
+from dovecote.vocab import LetterKind
 from dovecote.vocab_delivery import AckState, DeliveryState, NotifyState
 
 if TYPE_CHECKING:
@@ -118,8 +119,8 @@ def status(
         "live_notify_state_counts": _counts([t.live_notify_state for t in rows], list(NotifyState)),
         "schema_drift_counts": dict(sorted(drift.items())),
         "work": {
-            "tasks": sum(1 for t in rows if t.kind == "task"),
-            "tasks_closed": sum(1 for t in rows if t.kind == "task" and t.delivery_id in closed),
+            "tasks": sum(1 for t in rows if t.kind == LetterKind.task),
+            "tasks_closed": sum(1 for t in rows if t.kind == LetterKind.task and t.delivery_id in closed),
             "completed_results": sum(1 for t in rows if t.is_completed_result),
         },
         "overdue_acks": [row(t, closed, now) for t in overdue[:limit]],

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from dovecote.addresses import HOME, Address, entity, project
+from dovecote.addresses import HOME, SPOOL, Address, entity, project
 from dovecote.derive.inbox import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from dovecote.letters import Letter
     from dovecote.store import Cursor, Where
 
-SPOOL = "spool"
 #: The largest count a cursor may hold: 2^53, past which a JavaScript reader of the event id loses digits.
 MAX_COUNT = 2**53
 #: A cursor token is short text; anything longer is not one this feed wrote.
@@ -96,7 +95,7 @@ def sources(ctx: Context, only: str | None = None) -> list[tuple[str, Where]]:
         return [(str(a), a) for a in boxes if ctx.store.reachable(a)]
     boxes = [HOME, *(project(p.name) for p in ctx.roster.projects)]
     boxes += [entity(e.id) for e in ctx.roster.entities]
-    out: list[tuple[str, Where]] = [(SPOOL, "spool")]
+    out: list[tuple[str, Where]] = [(SPOOL, SPOOL)]
     return out + [(str(a), a) for a in boxes if ctx.store.reachable(a)]
 
 

@@ -44,6 +44,7 @@ from dovecote.ops.tics import current_tic
 from dovecote.ops.transitions import Transition, transition
 from dovecote.store import commits_together, ready
 from dovecote.tokens import cap_trust
+from dovecote.vocab import LetterKind
 
 __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 
@@ -164,7 +165,7 @@ def _sent_record(msg_id: str, msg: dict[str, Any], ts: str, draft: str | None = 
     rec: dict[str, Any] = {
         "ts": ts,
         "agent": msg["agent"],
-        "kind": "sent",
+        "kind": LetterKind.sent.value,
         "message": msg_id,
         "to": Envelope(msg).recipient,
         "reply_to": Envelope(msg).reply_to,
@@ -302,7 +303,7 @@ def draft(ctx: Context, m: Message) -> Delivery:
     """
     sender = m.sender or ctx.actor.sender()
     addr = foldcache.entity_address(ctx, sender)
-    msg = compose(ctx, m, kind="draft", sender=sender)
+    msg = compose(ctx, m, kind=LetterKind.draft.value, sender=sender)
     with ctx.store.guarded(addr) as led:
         if msg.get("idempotency_key") is not None:
             for d in foldcache.book_for(ctx, sender, led).drafts.values():
@@ -316,7 +317,7 @@ def draft(ctx: Context, m: Message) -> Delivery:
 def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
     """The message a draft becomes: its own bytes, ``kind: message``; nothing
     taken from the clock at delivery, so every retry is the same line."""
-    return {**data, "kind": "message"}
+    return {**data, "kind": LetterKind.message.value}
 
 
 def _deliver_draft(

@@ -22,6 +22,7 @@ from dovecote.derive.lifecycle import State, move_verb, steps_between
 from dovecote.errors import Refusal
 from dovecote.letters import text_or_none
 from dovecote.ops import mail
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -54,5 +55,5 @@ def adopt_move(
         raise Refusal("illegal_transition", f"{ledger} -> {want} is not one move of the lifecycle (item {iid}){hint}")
     return mail.transition(
         ctx, entity_id, iid, kind, rails=True, extra=dict(ADOPTED), current=tic, actor=entity_id,
-        until_tic=due_of(lc) if kind == "defer" else None, reason=reason_for(kind, lc),
+        until_tic=due_of(lc) if kind == LetterKind.defer else None, reason=reason_for(kind, lc),
     )

@@ -1,8 +1,10 @@
 """``report``: validate field reports and append them to the spool.
 
-Every rule for what a field report may hold lives in ``check_report``; the CLI,
-MCP and HTTP faces all pass their input through it. A batch is all or nothing:
-one bad object refuses the whole batch and nothing is written.
+The field-report schema is one definition, the typed verb ``verbs.Report``:
+its fields, types and vocabularies decide what a report may hold, whichever
+face sent it and whether ``report`` or ``receipt`` wrote it. ``check_report``
+decodes through it and adds the rules that tie one field to another. A batch
+is all or nothing: one bad object refuses the whole batch and nothing is written.
 """
 
 from __future__ import annotations
@@ -12,27 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 from dovecote.derive.symptoms import check_fingerprint
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line, format_ts, is_letter_id
+from dovecote.letters import canonical_line, format_ts
 from dovecote.timeutil import parse_time
+from dovecote.verbs import Report, decode
 from dovecote.vocab import (
-    DISPOSITIONS,
     ENGINE_AGENT,
     MISDELIVERY_CLASS,
     MISDELIVERY_KINDS,
     RECEIPT_CLASS,
-    REPORT_CLASSES,
-    SYMPTOMS,
     looks_like_engine,
 )
 
 if TYPE_CHECKING:
     from dovecote.context import Context
 
-STRING_FIELDS = (
-    "ts", "agent", "kind", "repo", "brain", "tool", "class", "what", "expected",
-    "snippet", "symptom", "misdelivery_kind", "disposition", "fingerprint", "case_id", "commit",
-)
-REPORT_FIELDS = frozenset({*STRING_FIELDS, "answers", "sentinel"})
+#: Fields only a receipt (class triage) carries.
 RECEIPT_ONLY = ("disposition", "fingerprint", "case_id", "commit", "sentinel")
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
 
@@ -45,69 +41,56 @@ def check_ts(value: str, where: str = "ts") -> str:
     return value
 
 
-def _one_of(obj: dict[str, Any], key: str, allowed: tuple[str, ...]) -> None:
-    if key in obj and obj[key] not in allowed:
-        raise Refusal("invalid_field", f"{key} {obj[key]!r} is not one of {', '.join(allowed)}")
-
-
 def check_report(obj: object, *, agent: str, ts: str, max_bytes: int) -> bytes:
-    """Validate one field report; return its canonical line. Refuses, never repairs."""
+    """Validate one field report (a mapping, as JSON gives it); return its canonical line. Refuses, never repairs.
+
+    Raises ``Refusal``: what ``verbs.decode(Report, ...)`` raises (``invalid_json``, ``unknown_field``,
+    ``missing_field``, ``invalid_field``, ``unknown_symptom``), then ``missing_field``, ``reserved_agent``,
+    ``invalid_field``, ``unknown_symptom`` (a fingerprint's) and ``too_large`` for the rules below.
+    """
     if not isinstance(obj, dict):
         raise Refusal("invalid_json", "a field report must be a JSON object")
-    unknown = sorted(set(obj) - REPORT_FIELDS)
-    if unknown:
-        raise Refusal("unknown_field", f"not part of a field report: {', '.join(unknown)}")
-    obj = {k: v for k, v in obj.items() if v is not None}
-    obj.setdefault("ts", ts)
-    obj.setdefault("agent", agent)
-    for k in STRING_FIELDS:
-        if k in obj:
-            v = obj[k]
-            if not isinstance(v, str):
-                raise Refusal("invalid_field", f"{k} must be a string, not {type(v).__name__}")
-            if "\x00" in v:
-                raise Refusal("invalid_field", f"{k} contains a NUL byte")
-    for k in ("tool", "class", "what", "agent"):
-        if not obj.get(k, "").strip():
-            raise Refusal("missing_field", f"{k} is required and cannot be blank")
-    if looks_like_engine(obj["agent"]):
+    letter = decode(Report, {k: v for k, v in obj.items() if v is not None}).letter()
+    letter.setdefault("ts", ts)
+    letter.setdefault("agent", agent)
+    for k, v in letter.items():
+        if isinstance(v, str) and "\x00" in v:
+            raise Refusal("invalid_field", f"{k} contains a NUL byte")
+    if not letter["agent"].strip():
+        raise Refusal("missing_field", "agent is required and cannot be blank")
+    if looks_like_engine(letter["agent"]):
         raise Refusal("reserved_agent", f"{ENGINE_AGENT} is reserved for letters dovecote mints")
-    check_ts(obj["ts"])
-    _one_of(obj, "class", REPORT_CLASSES)
-    _one_of(obj, "kind", ("report",))
-    if "symptom" in obj and obj["symptom"] not in SYMPTOMS:
-        raise Refusal("unknown_symptom", f"symptom {obj['symptom']!r} is not one of {', '.join(SYMPTOMS)}")
-    if obj["class"] == MISDELIVERY_CLASS:
-        if "misdelivery_kind" not in obj:
-            kinds = ", ".join(MISDELIVERY_KINDS)
-            raise Refusal("missing_field", f"a {MISDELIVERY_CLASS} report needs misdelivery_kind ({kinds})")
-        _one_of(obj, "misdelivery_kind", MISDELIVERY_KINDS)
-    elif "misdelivery_kind" in obj:
-        raise Refusal("invalid_field", f"misdelivery_kind belongs only to class {MISDELIVERY_CLASS}")
-    if obj["class"] != RECEIPT_CLASS:
-        for k in RECEIPT_ONLY:
-            if k in obj:
-                raise Refusal("invalid_field", f"{k} belongs only to a receipt (class {RECEIPT_CLASS})")
-    _one_of(obj, "disposition", DISPOSITIONS)
-    if "fingerprint" in obj:
-        check_fingerprint(obj["fingerprint"])
-    if "sentinel" in obj and obj.get("disposition") != "fixed":
-        raise Refusal("invalid_field", "only a receipt with disposition fixed carries a sentinel (CASE-INV-4)")
-    if "sentinel" in obj:
-        s = obj["sentinel"]
-        if not (isinstance(s, dict) and s and all(isinstance(k, str) and isinstance(v, str) for k, v in s.items())):
-            raise Refusal("invalid_field", "sentinel must be an object of strings, e.g. {probe, expect}")
-    if "answers" in obj:
-        answers = obj["answers"]
-        if not isinstance(answers, list) or not answers:
-            raise Refusal("invalid_field", "answers must be a non-empty list of letter ids")
-        bad = [a for a in answers if not is_letter_id(a)]
-        if bad:
-            raise Refusal("invalid_field", f"answers holds {bad[0]!r}, not a 12-digit lowercase hex id")
-    line = canonical_line(obj)
+    check_ts(letter["ts"])
+    if letter.get("kind", "report") != "report":
+        raise Refusal("invalid_field", f"kind {letter['kind']!r} is not one of report")
+    _check_classes(letter)
+    line = canonical_line(letter)
     if len(line) > max_bytes:
         raise Refusal("too_large", f"the report is {len(line)} bytes; the limit is {max_bytes}")
     return line
+
+
+def _check_classes(letter: dict[str, Any]) -> None:
+    """The fields one class needs and the fields only a receipt (or a fixed one) may carry."""
+    if letter["class"] == MISDELIVERY_CLASS:
+        if "misdelivery_kind" not in letter:
+            kinds = ", ".join(MISDELIVERY_KINDS)
+            raise Refusal("missing_field", f"a {MISDELIVERY_CLASS} report needs misdelivery_kind ({kinds})")
+    elif "misdelivery_kind" in letter:
+        raise Refusal("invalid_field", f"misdelivery_kind belongs only to class {MISDELIVERY_CLASS}")
+    if letter["class"] != RECEIPT_CLASS:
+        for k in RECEIPT_ONLY:
+            if k in letter:
+                raise Refusal("invalid_field", f"{k} belongs only to a receipt (class {RECEIPT_CLASS})")
+    if "fingerprint" in letter:
+        check_fingerprint(letter["fingerprint"])
+    if "sentinel" in letter:
+        if letter.get("disposition") != "fixed":
+            raise Refusal("invalid_field", "only a receipt with disposition fixed carries a sentinel (CASE-INV-4)")
+        if not letter["sentinel"]:
+            raise Refusal("invalid_field", "sentinel must be an object of strings, e.g. {probe, expect}")
+    if "answers" in letter and not letter["answers"]:
+        raise Refusal("invalid_field", "answers must be a non-empty list of letter ids")
 
 
 def report(ctx: Context, objs: list[Any]) -> list[tuple[str, bool]]:

@@ -71,6 +71,7 @@ from dovecote.ops.search_texts import (
 from dovecote.osutil import collector_paused
 from dovecote.store import Mark, Tail
 from dovecote.timeutil import order_ms
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -266,7 +267,7 @@ def _index_messages(
     ent = ent_token(n)
     docs: list[Doc] = []
     for letter in letters:
-        if letter.kind != "message" or letter.id in known:
+        if letter.kind != LetterKind.message or letter.id in known:
             continue
         m = read_message(letter)
         subject, body, attach = message_texts(ctx, m)

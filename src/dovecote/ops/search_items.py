@@ -30,6 +30,7 @@ import msgspec
 from dovecote.derive.inbox_item import initial
 from dovecote.derive.lifecycle import TERMINAL, Link, Replay, State, effective, replay
 from dovecote.letters import Letter
+from dovecote.vocab import LetterKind
 
 ITEMS_DDL = """
 CREATE TABLE IF NOT EXISTS items(
@@ -170,7 +171,7 @@ class Batch:
         returns the ids of the messages already indexed (a replayed tail skips them)."""
         message_ids: list[str] = []
         for letter in letters:
-            if letter.kind == "message":
+            if letter.kind == LetterKind.message:
                 message_ids.append(letter.id)
             elif letter.kind in link_kinds:
                 ref, row = link_row(letter)

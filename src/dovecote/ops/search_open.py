@@ -33,7 +33,7 @@ from dovecote import fileops
 from dovecote.errors import StoreError
 from dovecote.ops.search_index import INDEX_FILE, WARM_KEY, SearchIndex, busy, connect, discard, unusable
 from dovecote.osutil import lock
-from dovecote.store import FileStore
+from dovecote.store_capability import Capability, can
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -62,7 +62,7 @@ def _opened_ino(path: Path | None) -> int | None:
 
 def index_path(ctx: Context) -> Path | None:
     """Where the index of ``ctx``'s home lives; None (in memory) for a store whose marks die with it."""
-    if not isinstance(ctx.store, FileStore):
+    if not can(ctx.store, Capability.lasting_marks):
         return None
     return ctx.layout.cache_dir() / INDEX_FILE  # never a cache/ that is a link out of the home
 

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from dovecote.addresses import Address, parse_address
 from dovecote.context import Context
 from dovecote.errors import Refusal
-from dovecote.store import FileStore, Store, Where
+from dovecote.store import Store, Where
+from dovecote.store_capability import Capability, can
+
+if TYPE_CHECKING:
+    from dovecote.store_postgres import PostgresStore
 
 #: Lines per append: one transaction (or fsync) each, so a killed copy keeps all but the last chunk.
 CHUNK = 5000
@@ -75,13 +80,11 @@ def ledgers(ctx: Context, stores: Iterable[Store]) -> list[Where]:
 
 def held(ctx: Context, store: Store) -> list[Where]:
     """The entity boxes a store holds, by name (a project's box needs the roster to be found)."""
-    if isinstance(store, FileStore):
+    if can(store, Capability.box_folders):
         base = ctx.layout.boxes / "entity"
         names = sorted(p.parent.name for p in base.glob("*/letters.jsonl")) if base.is_dir() else []
     else:
-        from dovecote.store_postgres import PostgresStore
-
-        names = store.entity_names() if isinstance(store, PostgresStore) else []
+        names = cast("PostgresStore", store).entity_names() if can(store, Capability.database_rows) else []
     out: list[Where] = []
     for name in names:
         try:

@@ -24,7 +24,7 @@ from dovecote.ops import sweepcache
 from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.sweeprows import BATCH, Row, indented_chunks, make_rows, open_dicts, owners, whats
 from dovecote.osutil import collector_paused as _collector_paused  # a sweep makes a million objects, frees none
-from dovecote.store import FileStore
+from dovecote.store_capability import Capability, can
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -242,7 +242,7 @@ def _sweep(
     receipt = distribute(ctx) if do_distribute else None
     overlay = _cases(ctx, do_distribute, persisted)  # escalates now; the overlay is read when shown
     sources, unreachable = _sources(ctx)
-    files = isinstance(ctx.store, FileStore)
+    files = can(ctx.store, Capability.lasting_marks)
     if persisted and files and not include_all and SWEEP not in ctx.warm:
         resumed = _resume(ctx, sources, progress)
         if resumed is not None:

@@ -16,6 +16,7 @@ from dovecote.derive.trackers import Tracker, close_tasks
 from dovecote.errors import StoreError
 from dovecote.letters import format_ts
 from dovecote.ops.trackbook import book
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -40,7 +41,7 @@ def all_trackers(ctx: Context, only: str | None = None) -> tuple[list[Tracker], 
 def row(t: Tracker, closed: dict[str, Tracker], now: datetime | None = None) -> dict[str, Any]:
     """A tracker as a face shows it, with the task's closure and (given ``now``) whether its ack is overdue."""
     out = t.to_dict()
-    if t.kind == "task":
+    if t.kind == LetterKind.task:
         by = closed.get(t.delivery_id)
         out["task_state"] = "closed" if by is not None else "open"
         out["closed_by"] = by.delivery_id if by is not None else None

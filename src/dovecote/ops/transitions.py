@@ -23,6 +23,7 @@ from dovecote.folds import guarded_many
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.tics import current_tic
 from dovecote.timeutil import parse_time
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -109,7 +110,7 @@ def transition(
         raise Refusal("invalid_field", f"--until-tic {until_tic} is not after the current tic {tic}")
     if rails and due_time is not None and (parse_time(due_time) or now) <= now:
         raise Refusal("invalid_field", f"--until {due_time} is not in the future")
-    others = _response_box(ctx, entity_id, ref) if rails and kind == "complete" else []
+    others = _response_box(ctx, entity_id, ref) if rails and kind == LetterKind.complete else []
     with guarded_many(ctx.store, [addr, *others]) as held, inbox(ctx, entity_id, held[addr]) as book:
         led = held[addr]
         item = book.resolve(ref)
@@ -122,7 +123,7 @@ def transition(
                 item.id,
                 seen=r.seen,
                 response_required=item.env.response_expected,
-                responded=kind == "complete" and responded(ctx, book, item, held),
+                responded=kind == LetterKind.complete and responded(ctx, book, item, held),
                 response_to=response_to(item.env),
                 until_tic=until_tic,
                 until=due_time,

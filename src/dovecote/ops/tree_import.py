@@ -46,6 +46,7 @@ from dovecote.ops.tics import current_tic
 from dovecote.ops.tree_read import Finding, FolderClaim, read_claim, show
 from dovecote.ops.viewfs import view_lock
 from dovecote.ops.viewtree import OUTBOUND, STATE_FOLDERS, is_reference_folder, listing, read_envelope, stamp_of
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -143,7 +144,7 @@ def _adopt_item(ctx: Context, entity_id: str, claim: FolderClaim, tic: int | Non
         try:
             mail.transition(
                 ctx, entity_id, claim.item, kind, rails=False, extra=dict(ADOPTED), current=tic, actor=entity_id,
-                until_tic=due if kind == "defer" else None, reason=reason_for(kind, claim.lifecycle),
+                until_tic=due if kind == LetterKind.defer else None, reason=reason_for(kind, claim.lifecycle),
             )
         except Refusal as e:  # someone moved the item meanwhile: the CAS said no
             res.refuse(claim.rel, e.reason, e.detail)

@@ -34,17 +34,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from dovecote import fileops
 from dovecote.addresses import Address
-from dovecote.store import FileStore, Store
+from dovecote.store import Store
+from dovecote.store_capability import Capability, can
 
 if TYPE_CHECKING:
     from dovecote.context import Context
-    from dovecote.store import Where
+    from dovecote.store import FileStore, Where
 
 
 @dataclass
@@ -151,8 +152,8 @@ def _first_difference(a: bytes, b: bytes) -> int:
 def bounded(store: Store, bounds: dict[Any, int]) -> Iterator[None]:
     """Reads of ``store`` stop at ``bounds`` (files only: a database's reads are not bounded, so a
     letter sent while verify runs on PostgreSQL can be a difference; verify a quiet home)."""
-    if isinstance(store, FileStore):
-        with store.bounded(bounds):
+    if can(store, Capability.bounded_reads):
+        with cast("FileStore", store).bounded(bounds):
             yield
     else:
         yield
@@ -165,7 +166,8 @@ def verify(ctx: Context) -> VerifyResult:
     if ctx.layout.cache.is_symlink():  # a link is no cache of ours (reads refuse it): drop the link, never its target
         fileops.unlink(ctx.layout.cache)
         deleted.append(str(ctx.layout.cache))
-    bounds = ctx.store.snapshot(ledgers(ctx)) if isinstance(ctx.store, FileStore) else {}
+    bounded_reads = can(ctx.store, Capability.bounded_reads)
+    bounds = cast("FileStore", ctx.store).snapshot(ledgers(ctx)) if bounded_reads else {}
     with bounded(ctx.store, bounds):
         # the hook's blocks first, while no read has replaced the snapshot's view (and its rows' lines)
         before = {**injections(ctx, now), **answers(ctx, now), **view_digests(ctx, now, rebuild=False)}
@@ -192,7 +194,7 @@ def verify(ctx: Context) -> VerifyResult:
                 "first_difference_at": _first_difference(a, b),
             })
     checked = sorted(after)
-    if not isinstance(ctx.store, FileStore):  # what a database holds true beyond the reads (loads its driver)
+    if can(ctx.store, Capability.database_rows):  # what a database holds true beyond the reads (loads its driver)
         from dovecote.ops.verify_pg import database_checks
 
         more_checked, more_differ = database_checks(ctx)

@@ -12,9 +12,10 @@ database (which may have grown since: only what is missing is a difference).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dovecote.letters import letter_id
+from dovecote.store_capability import Capability, can
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -27,11 +28,9 @@ NAMED = 20
 def database_checks(ctx: Context) -> tuple[list[str], list[dict[str, Any]]]:
     """(what was checked, what differs) beyond the reads, for a home on PostgreSQL; nothing for
     any other store (the memory store holds no rows to check)."""
-    from dovecote.store_postgres import PostgresStore
-
-    if not isinstance(ctx.store, PostgresStore):
+    if not can(ctx.store, Capability.database_rows):
         return [], []
-    count, bad = rows_checked(ctx.store)
+    count, bad = rows_checked(cast("PostgresStore", ctx.store))
     return [f"rows ({count}): ids, sequences"], bad + files_compared(ctx)
 
 

@@ -29,7 +29,8 @@ import orjson
 from dovecote.derive.inbox_state import BUCKETS
 from dovecote.derive.inbox_state import OUTBOUND as OUTBOUND  # the drafts folder, part of the tree format
 from dovecote.derive.lifecycle import State
-from dovecote.letters import LETTER_ID_PATTERN, is_letter_id
+from dovecote.ids import LETTER_ID_PATTERN
+from dovecote.letters import is_letter_id
 
 if TYPE_CHECKING:
     from dovecote.context import Context

@@ -33,6 +33,7 @@ from dovecote.ops.notify import mode_of, passive_line
 from dovecote.ops.trackbook import book, book_of
 from dovecote.verbs.mail import Message
 from dovecote.vnext_envelope import new_envelope_id, normalize_alias, trust_violation, work_letters
+from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -164,5 +165,5 @@ def _check_parent(ctx: Context, sender: str, parent_id: str) -> None:
         return  # an unregistered sender has no box to hold the task; nothing to check against
     b = book_of(ctx, sender)
     lid = b.by_envelope.get(parent_id)
-    if lid is None or b.rows[lid].letter.kind != "task":
+    if lid is None or b.rows[lid].letter.kind != LetterKind.task:
         raise Refusal("unknown_parent", f"parent_id {parent_id!r} names no task delivered to {sender}")

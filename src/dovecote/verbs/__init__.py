@@ -24,6 +24,7 @@ package imports msgspec and the leaf modules only: the CLI's start-up path loads
 
 from __future__ import annotations
 
+from dovecote.addresses import SPOOL
 from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
     MAX_INT,
@@ -84,17 +85,22 @@ from dovecote.vocab import (
     TokenRole,
     TrustLevel,
 )
+from dovecote.vocab_delivery import ACK_TIMEOUT_S, MAX_REPINGS, REPING_INTERVAL_S
 
 __all__ = [
+    "ACK_TIMEOUT_S",
     "MAX_BODY",
     "MAX_DEPTH",
     "MAX_HEAD",
     "MAX_INT",
     "MAX_QUERY",
+    "MAX_REPINGS",
     "MAX_SECONDS",
     "MAX_WAIT",
     "MOVE_OPTIONS",
     "NAME_SCHEMA_PATTERN",
+    "REPING_INTERVAL_S",
+    "SPOOL",
     "VERBS",
     "WRITES",
     "WRITES_WHEN",

@@ -25,6 +25,7 @@ from msgspec import Meta
 
 from dovecote.addresses import NAME_PATTERN, check_name
 from dovecote.errors import Refusal
+from dovecote.ids import LETTER_ID_PATTERN
 from dovecote.verbs.limits import ID, MAX_DEPTH, NAME
 from dovecote.vocab import Symptom
 
@@ -41,7 +42,7 @@ Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
 NAME_SCHEMA_PATTERN = f"^{NAME_PATTERN}$"
 Name = Annotated[str, Meta(extra_json_schema={"pattern": NAME_SCHEMA_PATTERN, "maxLength": NAME})]
 #: A letter id (12 lowercase hex digits).
-LetterId = Annotated[str, Meta(pattern="^[0-9a-f]{12}$")]
+LetterId = Annotated[str, Meta(pattern=f"^{LETTER_ID_PATTERN}$")]
 
 CurrentTic = Annotated[Count | None, Meta(description="The tic now (default: the roster's tic source).")]
 EntityId = Annotated[Name, Meta(description="The entity (its box is entity:ID).")]

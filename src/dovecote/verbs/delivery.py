@@ -23,8 +23,11 @@ from dovecote.verbs.base import MAX_INT, Name, Verb
 from dovecote.verbs.limits import ID, ITEMS, PathText, Text
 from dovecote.verbs.mail import Message
 from dovecote.vocab_delivery import (
+    ACK_TIMEOUT_S,
     MAX_POLICY_S,
+    MAX_REPINGS,
     NO_ESCALATION,
+    REPING_INTERVAL_S,
     AckStatus,
     IntentClass,
     NotifyMode,
@@ -82,9 +85,9 @@ class Send(Message, frozen=True, kw_only=True):
     blocker_reason: Annotated[Text | None, Meta(description="Response only: why it is blocked.")] = None
     next_action: Annotated[Text | None, Meta(description="Response only: what happens next.")] = None
     ack_required: Annotated[bool, Meta(description="Whether the recipient must ack.")] = True
-    ack_timeout: Annotated[Seconds, Meta(description="Seconds until an ack is due.")] = 300
-    max_repings: Annotated[int, Meta(ge=0, le=100, description="Repings before the timeout.")] = 2
-    reping_interval: Annotated[Seconds, Meta(description="Seconds between repings.")] = 300
+    ack_timeout: Annotated[Seconds, Meta(description="Seconds until an ack is due.")] = ACK_TIMEOUT_S
+    max_repings: Annotated[int, Meta(ge=0, le=100, description="Repings before the timeout.")] = MAX_REPINGS
+    reping_interval: Annotated[Seconds, Meta(description="Seconds between repings.")] = REPING_INTERVAL_S
     escalation_target: Annotated[
         Annotated[str, Meta(max_length=ID)] | None,
         Meta(description="Who a timeout escalates to (an entity, or none; default the sender)."),

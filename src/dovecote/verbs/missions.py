@@ -12,10 +12,11 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
+from dovecote.ids import MISSION_ID_PATTERN
 from dovecote.verbs.base import Name, Verb
 from dovecote.verbs.limits import ITEMS
 
-MissionId = Annotated[str, Meta(pattern="^msn_[0-9a-f]{12}$", description="The mission (msn_ and 12 hex digits).")]
+MissionId = Annotated[str, Meta(pattern=f"^{MISSION_ID_PATTERN}$", description="The mission (msn_ and 12 hex digits).")]
 ProjectOpt = Annotated[Name | None, Meta(description="Only this project's.")]
 
 

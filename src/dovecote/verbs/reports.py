@@ -14,7 +14,8 @@ from dovecote.vocab import Disposition, MisdeliveryKind, ReportClass, Symptom
 
 
 class Report(Verb, frozen=True):
-    """One field report for the spool (the rules for its content are ``ops.report.check_report``)."""
+    """One field report for the spool: the field-report schema, the one definition of what a report
+    (or a receipt) may hold. The rules that tie one field to another are ``ops.report.check_report``'s."""
 
     NOT_BLANK: ClassVar[tuple[str, ...]] = ("tool", "class", "what")
 
@@ -41,6 +42,7 @@ class Report(Verb, frozen=True):
     disposition: Annotated[Disposition | None, Meta(description="A receipt's verdict.")] = None
     fingerprint: Annotated[Id | None, Meta(description="A receipt's case: fp:<tool_family>/<symptom>.")] = None
     case_id: Annotated[Id | None, Meta(description="A receipt's case id.")] = None
+    commit: Annotated[Id | None, Meta(description="A receipt's fix: the commit or ref it landed in.")] = None
     sentinel: Annotated[
         Annotated[dict[Id, PathText], Meta(max_length=ITEMS)] | None,
         Meta(description="A fixed receipt's probe, e.g. {probe, expect}."),
