@@ -37,6 +37,9 @@ JUSTIFIED: dict[tuple[str, str], str] = {
     # `serve --workers` shares burnt login links through a private folder in /tmp, outside every home;
     # it is removed through fileops when the server stops
     ("dovecote.cli.cmd_serve", "tempfile.mkdtemp"): "a private folder outside the home, for one server's life",
+    # a gesture asks whether this process has a controlling terminal to type the passphrase at: it opens
+    # /dev/tty read-write (as getpass will) and closes it at once, writing nothing
+    ("dovecote.cli.cmd_gestures", "os.open for writing"): "the controlling terminal, opened to see that one exists",
 }
 
 
