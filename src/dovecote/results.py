@@ -1,0 +1,39 @@
+"""The one way a handle's answer becomes JSON data, for every face.
+
+Law: the CLI's ``--json``, REST bodies and MCP's ``structuredContent`` are the same
+encoding of the same typed value, so they cannot disagree. A result is a frozen
+``msgspec.Struct`` (``Result``, or an older value with its own ``to_dict``), or a
+list of them; ``builtins`` turns it into the plain data (dicts, lists, strings,
+numbers) that ``orjson`` or ``msgspec.json`` writes, keys in the order the fields
+are declared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = ["Result", "builtins"]
+
+
+class Result(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Base of a handle's typed answer: its JSON is its fields in declared order.
+
+    ``omit_defaults``: a field whose value is its default (``msgspec.UNSET`` for a key
+    the answer leaves out) is not written, so an optional key stays absent as before.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        """This answer as plain data (what ``builtins`` gives)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+def builtins(value: Any) -> Any:
+    """The plain data of a handle's answer: a value's ``to_dict()``, a list's items one by one, else itself."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [builtins(v) for v in value]
+    return value
