@@ -205,7 +205,7 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
         "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
     }
     for e in dc.entities():
-        out[f"inbox {e['id']}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e["id"], current_tic=107), now=NOW))
+        out[f"inbox {e.id}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW))
     return out
 
 

@@ -35,7 +35,16 @@ from dovecote.ops import report as report_op
 from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.feed import Watch
 from dovecote.ops.injection import inbox_injection
-from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
+from dovecote.ops.roster_use import (
+    EntityRow,
+    ProjectRow,
+    Use,
+    entity_rows,
+    entity_use,
+    project_rows,
+    project_use,
+    refuse_if_used,
+)
 from dovecote.osutil import file_stamp
 from dovecote.routing import RosterIndex
 from dovecote.store import CALLS_AT_ONCE, Store
@@ -51,7 +60,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.work_send import Sent
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Principal", "Use", "Watch", "inbox_injection", "init",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "EntityRow", "Principal", "ProjectRow", "Use", "Watch",
+    "inbox_injection", "init",
     "merge_ledgers",
     "open_home",
 ]
@@ -177,12 +187,12 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return found[0]
 
     @fields(verbs.ProjectList)
-    def projects(self, v: verbs.ProjectList | None = None, /) -> list[dict[str, Any]]:
+    def projects(self, v: verbs.ProjectList | None = None, /) -> list[ProjectRow]:
         """The roster's projects, with where each box is and whether it is reachable here."""
         return project_rows(self.store, self.roster)
 
     @fields(verbs.EntityList)
-    def entities(self, v: verbs.EntityList | None = None, /) -> list[dict[str, Any]]:
+    def entities(self, v: verbs.EntityList | None = None, /) -> list[EntityRow]:
         """The roster's entities (id and role)."""
         return entity_rows(self.roster)
 

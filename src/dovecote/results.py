@@ -17,11 +17,12 @@ import msgspec
 __all__ = ["Result", "builtins"]
 
 
-class Result(msgspec.Struct, frozen=True, omit_defaults=True):
+class Result(msgspec.Struct, frozen=True):
     """Base of a handle's typed answer: its JSON is its fields in declared order.
 
-    ``omit_defaults``: a field whose value is its default (``msgspec.UNSET`` for a key
-    the answer leaves out) is not written, so an optional key stays absent as before.
+    A key an answer sometimes leaves out is a field typed ``T | UnsetType`` with the
+    default ``msgspec.UNSET``: msgspec never writes an unset field, so the key stays
+    absent; every other field is always written (a None as null).
     """
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from dovecote import remote, verbs
-from dovecote.api import Dovecote, Principal
+from dovecote.api import Dovecote, EntityRow, Principal, ProjectRow
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 
@@ -118,7 +118,7 @@ def box_summary(dc: Dovecote, address: str) -> dict[str, Any]:
 
 def boxes(dc: Dovecote, _: Any) -> dict[str, Any]:
     """Every box the roster names: home, each project, each entity."""
-    names = [str(a) for a in dc.report_boxes()] + [f"entity:{e['id']}" for e in dc.entities()]
+    names = [str(a) for a in dc.report_boxes()] + [f"entity:{e.id}" for e in dc.entities()]
     return {"boxes": [box_summary(dc, n) for n in names]}
 
 
@@ -236,9 +236,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes/{address}", "box", "One box read alone", "box", verbs.Box, dict[str, Any], "own",
           _remote("box")),
     Route("GET", "/projects", "projects", "The roster's projects and where their boxes are", "project_list",
-          verbs.ProjectList, list[dict[str, Any]], "open", _read(lambda dc, v: dc.projects(v))),
+          verbs.ProjectList, list[ProjectRow], "open", _read(lambda dc, v: dc.projects(v))),
     Route("GET", "/entities", "entities", "The roster's entities", "entity_list", verbs.EntityList,
-          list[dict[str, Any]], "open", _read(lambda dc, v: dc.entities(v))),
+          list[EntityRow], "open", _read(lambda dc, v: dc.entities(v))),
     Route("GET", ENTITY + "/inbox", "inbox", "The audit of one entity's inbox", "inbox", verbs.Inbox,
           dict[str, Any], "own", _remote("inbox")),
     Route("GET", ITEM, "item", "One inbound item whole: envelope, body, thread, history", "show", verbs.Show,

@@ -196,7 +196,7 @@ class Face:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         p = self._who_or_mcp_error(ctx)
-        entities = [p.entity] if p.role != "operator" else [e["id"] for e in self.dc.entities()]
+        entities = [p.entity] if p.role != "operator" else [e.id for e in self.dc.entities()]
         return types.ListResourcesResult(resources=[
             types.Resource(name=f"inbox {e}", uri=f"inbox://{e}", mime_type="application/json") for e in entities
         ])
