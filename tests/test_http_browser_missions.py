@@ -69,14 +69,14 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
         with page.expect_navigation():
             row.locator('button[data-gesture="receipt-import"]').click()
         expect(page.locator("main")).to_contain_text("human_gesture_required")
-        assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
+        assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 0
         settled(page, f"{server.url}/missions")
         row.locator('input[name="confirm"]').fill(MID)
         row.locator('input[name="passphrase"]').fill(PASSPHRASE)
         with page.expect_navigation():
             row.locator('button[data-gesture="receipt-import"]').click()
         expect(page.locator("#blocks")).to_contain_text("sb_alpha")
-        assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+        assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
         ids.append(agent_posts("landed", 5, ids[-1]))
         settled(page, f"{server.url}/missions?mission={MID}")
         expect(page.locator("#landing")).to_contain_text("0")

@@ -101,7 +101,7 @@ def test_the_gestures_through_the_session_with_a_typed_confirmation_and_the_pass
     r = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": MID, "passphrase": PASSPHRASE},
                headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/missions?mission={MID}"
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
     post(dc, for_phase("landed", 5, ids[-1], brain_ref="atlas"))
     page = c.get(f"/missions?mission={MID}").text
     assert 'data-gesture="archive"' in page

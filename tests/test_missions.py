@@ -61,12 +61,12 @@ def _box(name: str) -> Any:
 
 def test_blocks_are_letters_and_the_registry_is_derived(dc: Dovecote) -> None:
     again = dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="repo-a"))
-    assert again["appended"] is False and again["boundary_version"] == 1
+    assert again.appended is False and again.boundary_version == 1
     bumped = dc.block_bump(verbs.BlockBump(block_id="sb_alpha"))
-    assert bumped["boundary_version"] == 2 and bumped["store_version"] == 0
+    assert bumped.boundary_version == 2 and bumped.store_version == 0
     listed = dc.blocks(verbs.Blocks(project="repo-a"))
-    assert [(b["block_id"], b["boundary_version"]) for b in listed["blocks"]] == [("sb_alpha", 2)]
-    assert listed["skeletons"] == {"repo-a": "skeleton:repo-a"}
+    assert [(b.block_id, b.boundary_version) for b in listed.blocks] == [("sb_alpha", 2)]
+    assert listed.skeletons == {"repo-a": "skeleton:repo-a"}
     assert refused(dc.block_bump, verbs.BlockBump(block_id="sb_none")).reason == "unknown_block"
     assert refused(dc.block_add, verbs.BlockAdd(block_id="b", project="nope")).reason == "unknown_project"
 
@@ -128,7 +128,7 @@ def test_the_full_flow_with_the_gestures(dc: Dovecote) -> None:
     got = dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")
     assert got["store_version"] == 1 and got["candidate_letter_id"] == ids[-1] and got["deduped"] is False
     assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["deduped"] is True
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
     landed = post(dc, for_phase("landed", 5, ids[-1]))
     arch = verbs.MissionArchive(mission_id=MID)
     assert refused(dc.mission_archive, arch).reason == "human_gesture_required"
@@ -213,7 +213,7 @@ def test_import_refusals(dc: Dovecote) -> None:
     dc.block_bump(verbs.BlockBump(block_id="sb_alpha", project="repo-a"))
     r = refused(dc.receipt_import, imp, gesture="terminal", passphrase=PASSPHRASE)
     assert r.reason == "stale_scope" and r.extra == {"expected": 2, "given": 1}
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 0
     assert refused(dc.mission, verbs.Mission(mission_id="msn_ffffffffffff")).reason == "unknown_mission"
     assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), gesture="terminal",
                    passphrase=PASSPHRASE).reason == "invalid_transition"

@@ -56,15 +56,41 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
+    from dovecote.ops.blocks import BlockChange, BlockListing
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "EntityRow", "Principal", "ProjectRow", "Use", "Watch",
-    "inbox_injection", "init",
+    "FLAG_OVERDUE",
+    "FLAG_STALE",
+    "Actor",
+    "BlockChange",
+    "BlockListing",
+    "Dovecote",
+    "EntityRow",
+    "Principal",
+    "ProjectRow",
+    "Use",
+    "Watch",
+    "inbox_injection",
+    "init",
     "merge_ledgers",
     "open_home",
 ]
+
+#: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
+#: builds each: imported on first use, so a hook's cold start loads none of their modules.
+RESULTS = {"BlockChange": "dovecote.ops.blocks", "BlockListing": "dovecote.ops.blocks"}
+
+
+def __getattr__(name: str) -> Any:
+    """A typed answer of ``RESULTS``, imported when a face first names it."""
+    if name in RESULTS:
+        import importlib
+
+        return getattr(importlib.import_module(RESULTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     """A dovecote home: roster, store, and the use cases over them.

@@ -12,11 +12,14 @@ one. ``gesture_key_set`` sets that passphrase (``dovecote gesture-key set``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.blocks import BlockChange, BlockListing
 
 
 class MissionVerbs(HandleCore):
@@ -24,7 +27,7 @@ class MissionVerbs(HandleCore):
 
     @fields(verbs.BlockAdd)
     def block_add(self, v: verbs.BlockAdd, /, *, actor: ActorArg = None, now: datetime | None = None
-                  ) -> dict[str, Any]:
+                  ) -> BlockChange:
         """Add a block to a project (adding it again changes nothing)."""
         from dovecote.ops import blocks
 
@@ -33,7 +36,7 @@ class MissionVerbs(HandleCore):
 
     @fields(verbs.BlockBump)
     def block_bump(self, v: verbs.BlockBump, /, *, actor: ActorArg = None, now: datetime | None = None
-                   ) -> dict[str, Any]:
+                   ) -> BlockChange:
         """Move a block's boundary one version on."""
         from dovecote.ops import blocks
 
@@ -41,7 +44,7 @@ class MissionVerbs(HandleCore):
         return blocks.bump(self._ctx(now=now, actor=actor), v.block_id, v.project)
 
     @fields(verbs.Blocks)
-    def blocks(self, v: verbs.Blocks | None = None, /) -> dict[str, Any]:
+    def blocks(self, v: verbs.Blocks | None = None, /) -> BlockListing:
         """Every block (or one project's) and each project's skeleton id."""
         from dovecote.ops import blocks
 

@@ -33,10 +33,13 @@ as it reads everything.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.api import Actor, Dovecote, Principal, Watch
+
+if TYPE_CHECKING:
+    from dovecote.api import BlockChange, BlockListing
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -348,15 +351,15 @@ def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> dict[str, An
     return dc.mission(v)
 
 
-def blocks(dc: Dovecote, p: Principal | None, v: verbs.Blocks) -> dict[str, Any]:
+def blocks(dc: Dovecote, p: Principal | None, v: verbs.Blocks) -> BlockListing:
     return dc.blocks(v)
 
 
-def block_add(dc: Dovecote, p: Principal | None, v: verbs.BlockAdd) -> dict[str, Any]:
+def block_add(dc: Dovecote, p: Principal | None, v: verbs.BlockAdd) -> BlockChange:
     return dc.block_add(v, actor=actor_of(operator(p, "add a block")))
 
 
-def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> dict[str, Any]:
+def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> BlockChange:
     return dc.block_bump(v, actor=actor_of(operator(p, "bump a block")))
 
 

@@ -43,7 +43,7 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from dovecote import remote, verbs
-from dovecote.api import Dovecote, EntityRow, Principal, ProjectRow
+from dovecote.api import BlockChange, BlockListing, Dovecote, EntityRow, Principal, ProjectRow
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 
@@ -221,11 +221,11 @@ MISSIONS: tuple[Route, ...] = (
     Route("POST", "/missions", "mission_post", "Post the next letter of a mission (compare-and-swap on its head)",
           "mission_post", verbs.MissionPost, dict[str, Any], "token", _remote("mission_post"), status=201),
     Route("GET", "/blocks", "blocks", "Every block with its versions, and each project's skeleton id", "blocks",
-          verbs.Blocks, dict[str, Any], "open", _remote("blocks")),
-    Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, dict[str, Any],
+          verbs.Blocks, BlockListing, "open", _remote("blocks")),
+    Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, BlockChange,
           "operator", _remote("block_add"), status=201),
     Route("POST", "/blocks/{block_id}/bumps", "block_bump", "Move a block's boundary one version on", "block_bump",
-          verbs.BlockBump, dict[str, Any], "operator", _remote("block_bump"), status=201),
+          verbs.BlockBump, BlockChange, "operator", _remote("block_bump"), status=201),
 )
 
 ROUTES: tuple[Route, ...] = (

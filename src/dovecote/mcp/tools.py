@@ -55,7 +55,7 @@ from dovecote.remote import refuse_if_read_only
 
 __all__ = ["ROLES", "TOOLS", "Tool", "Views", "catalog", "refuse_if_read_only", "role_of"]
 
-Call = Callable[[Dovecote, Principal, Any], dict[str, Any]]
+Call = Callable[[Dovecote, Principal, Any], Any]
 
 #: The catalogs, each a superset of the one before: an agent's, an operator's, the local operator's.
 ROLES = ("agent", "operator", "local")
