@@ -15,6 +15,7 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
+from dovecote.results import builtins
 from helpers import snapshot
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home
@@ -25,7 +26,7 @@ ORIGIN = {"Origin": "http://testserver"}
 
 
 def post(dc: Dovecote, data: dict[str, Any]) -> str:
-    return str(dc.mission_post(verbs.MissionPost(letter=data, as_project="atlas"), actor="runner-1")["letter_id"])
+    return dc.mission_post(verbs.MissionPost(letter=data, as_project="atlas"), actor="runner-1").letter_id
 
 
 def walk(dc: Dovecote, phases: list[str]) -> list[str]:
@@ -111,7 +112,7 @@ def test_the_gestures_through_the_session_with_a_typed_confirmation_and_the_pass
     r = c.post(f"/missions/{MID}/archive", data={"csrf": csrf_of(page), "confirm": MID, "passphrase": PASSPHRASE},
                headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303
-    chain = dc.mission(verbs.Mission(mission_id=MID))["chain"]
+    chain = builtins(dc.mission(verbs.Mission(mission_id=MID)))["chain"]
     assert chain[-1]["phase"] == "archived" and chain[-1]["agent"] == "human.alice"
 
 

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
     from dovecote.ops.blocks import BlockChange, BlockListing
+    from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
 
@@ -67,7 +68,7 @@ __all__ = [
     "BlockChange",
     "BlockListing",
     "Dovecote",
-    "EntityRow",
+    "EntityRow", "MissionArchived", "MissionChain", "MissionListing", "MissionPosted",
     "Principal",
     "ProjectRow",
     "Use",
@@ -80,7 +81,11 @@ __all__ = [
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
 #: builds each: imported on first use, so a hook's cold start loads none of their modules.
-RESULTS = {"BlockChange": "dovecote.ops.blocks", "BlockListing": "dovecote.ops.blocks"}
+RESULTS = {
+    "BlockChange": "dovecote.ops.blocks", "BlockListing": "dovecote.ops.blocks",
+    "MissionArchived": "dovecote.ops.missions", "MissionChain": "dovecote.ops.missions",
+    "MissionListing": "dovecote.ops.missions", "MissionPosted": "dovecote.ops.missions",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -20,6 +20,7 @@ from dovecote.verbs import checked
 
 if TYPE_CHECKING:
     from dovecote.ops.blocks import BlockChange, BlockListing
+    from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
 
 
 class MissionVerbs(HandleCore):
@@ -51,7 +52,7 @@ class MissionVerbs(HandleCore):
         return blocks.listing(self.context, checked(v or verbs.Blocks()).project)
 
     @fields(verbs.MissionPost)
-    def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> dict[str, Any]:
+    def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> MissionPosted:
         """Post the next letter of a mission (validated, guarded, compare-and-swap on the head)."""
         from dovecote.ops import missions
 
@@ -59,7 +60,7 @@ class MissionVerbs(HandleCore):
         return missions.post(self._ctx(actor=actor), v.letter, v.as_project)
 
     @fields(verbs.Missions)
-    def missions(self, v: verbs.Missions | None = None, /) -> dict[str, Any]:
+    def missions(self, v: verbs.Missions | None = None, /) -> MissionListing:
         """One head per mission, the counts by phase and the landing count."""
         from dovecote.ops import missions
 
@@ -73,7 +74,7 @@ class MissionVerbs(HandleCore):
         return gestures_by_phase()
 
     @fields(verbs.Mission)
-    def mission(self, v: verbs.Mission, /) -> dict[str, Any]:
+    def mission(self, v: verbs.Mission, /) -> MissionChain:
         """One mission's whole chain (``unknown_mission`` when no reachable box has it)."""
         from dovecote.ops import missions
 
@@ -82,7 +83,7 @@ class MissionVerbs(HandleCore):
     @fields(verbs.MissionArchive)
     def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None,
                         passphrase: str | None = None, actor: ActorArg = None,
-                        now: datetime | None = None) -> dict[str, Any]:
+                        now: datetime | None = None) -> MissionArchived:
         """Archive a landed or failed mission: a human gesture (see the module docstring)."""
         from dovecote.ops import missions
 

@@ -39,7 +39,7 @@ from dovecote import verbs
 from dovecote.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
-    from dovecote.api import BlockChange, BlockListing
+    from dovecote.api import BlockChange, BlockListing, MissionChain, MissionListing, MissionPosted
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -339,15 +339,15 @@ def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dic
 # no token reaches them (the Human View's session does, ``http.pages_missions``).
 
 
-def mission_post(dc: Dovecote, p: Principal | None, v: verbs.MissionPost) -> dict[str, Any]:
+def mission_post(dc: Dovecote, p: Principal | None, v: verbs.MissionPost) -> MissionPosted:
     return dc.mission_post(v, actor=actor_of(writer(p, "mission_post")))
 
 
-def missions(dc: Dovecote, p: Principal | None, v: verbs.Missions) -> dict[str, Any]:
+def missions(dc: Dovecote, p: Principal | None, v: verbs.Missions) -> MissionListing:
     return dc.missions(v)
 
 
-def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> dict[str, Any]:
+def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> MissionChain:
     return dc.mission(v)
 
 

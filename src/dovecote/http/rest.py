@@ -43,7 +43,17 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from dovecote import remote, verbs
-from dovecote.api import BlockChange, BlockListing, Dovecote, EntityRow, Principal, ProjectRow
+from dovecote.api import (
+    BlockChange,
+    BlockListing,
+    Dovecote,
+    EntityRow,
+    MissionChain,
+    MissionListing,
+    MissionPosted,
+    Principal,
+    ProjectRow,
+)
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 
@@ -215,11 +225,11 @@ DELIVERY: tuple[Route, ...] = (
 #: route here: they are the Human View's, through the signed-in person's session (``pages_missions``).
 MISSIONS: tuple[Route, ...] = (
     Route("GET", "/missions", "missions", "One head per mission, counts by phase, the landing count", "missions",
-          verbs.Missions, dict[str, Any], "open", _remote("missions")),
+          verbs.Missions, MissionListing, "open", _remote("missions")),
     Route("GET", "/missions/{mission_id}", "mission", "One mission's whole chain, root to head", "mission",
-          verbs.Mission, dict[str, Any], "open", _remote("mission")),
+          verbs.Mission, MissionChain, "open", _remote("mission")),
     Route("POST", "/missions", "mission_post", "Post the next letter of a mission (compare-and-swap on its head)",
-          "mission_post", verbs.MissionPost, dict[str, Any], "token", _remote("mission_post"), status=201),
+          "mission_post", verbs.MissionPost, MissionPosted, "token", _remote("mission_post"), status=201),
     Route("GET", "/blocks", "blocks", "Every block with its versions, and each project's skeleton id", "blocks",
           verbs.Blocks, BlockListing, "open", _remote("blocks")),
     Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, BlockChange,
