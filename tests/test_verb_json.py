@@ -73,14 +73,19 @@ def _reads(dc: Dovecote) -> dict[str, Callable[[], Any]]:
     return reads
 
 
-def _record(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Build the demo under ``tmp`` on the fixed clock, and answer every read's JSON as the CLI's ``--json``
-    prints it (the demo's mail is sent at the clock's time with numbered message ids: its letter ids hash both)."""
+def demo_home(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Dovecote:
+    """The demo home built under ``tmp / "demo"`` on the fixed clock, opened on it (the demo's mail is sent at
+    the clock's time with numbered message ids: its letter ids hash both, so they are the same every run)."""
     ids = itertools.count(1)
     monkeypatch.setattr(envelope, "new_message_id", lambda: f"msg_demo_{next(ids)}")
     monkeypatch.setattr(demo, "open_home", lambda home, actor=None: open_home(home, actor=actor, clock=lambda: NOW))
     home = demo.build_demo(tmp / "demo", actor=Actor(entity="ent_builder"))
-    dc = open_home(home, clock=lambda: NOW)
+    return open_home(home, clock=lambda: NOW)
+
+
+def _record(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every read's JSON on the demo home, as the CLI's ``--json`` prints it."""
+    dc = demo_home(tmp, monkeypatch)
     out: dict[str, str] = {}
     for name, read in _reads(dc).items():
         text = orjson.dumps(builtins(read()), option=orjson.OPT_INDENT_2).decode()
