@@ -33,6 +33,7 @@ from _common import build, fmt_s, med, runs, settle, timed, verdict
 from dovecote.api import init
 from dovecote.derive.cases import CaseBook
 from dovecote.letters import canonical_line
+from dovecote.results import builtins
 from dovecote.verbs import Sweep
 
 TARGET = 1.5
@@ -61,7 +62,7 @@ def sweep_once(home: Path) -> tuple[Any, int]:
 
 
 def cases_once(home: Path) -> tuple[Any, int]:
-    out = dovecote.open(home).cases()
+    out = builtins(dovecote.open(home).cases())
     return out, out["count"]
 
 

@@ -111,7 +111,7 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
     posted = builtins(dc.mission_post(verbs.MissionPost(
         letter=_fill(EXAMPLES["mission_post"][2], {NEW_MISSION: MISSION_ID})["letter"]), actor=SENDER))
-    return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report,
+    return dc, {REF: ref, CASE: builtins(dc.cases())["cases"][0]["fingerprint"], REPORT: report,
                 TASK: task.to_dict()["deliveries"][0]["id"], MISSION: posted["mission_id"]}
 
 

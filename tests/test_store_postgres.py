@@ -23,6 +23,7 @@ from dovecote.api import Dovecote
 from dovecote.cli.demo import build_demo
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, letter_id
+from dovecote.results import builtins
 from dovecote.store import FileStore
 from dovecote.store_postgres import PostgresStore, release
 from dovecote.store_url import shown
@@ -201,7 +202,7 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
     out = {
         "sweep": orjson.dumps(dc.sweep(Sweep(distribute=False)).to_dict()),
         "trackers": orjson.dumps(dc.trackers(Trackers(), now=NOW)),
-        "cases": orjson.dumps(dc.cases(Cases())),
+        "cases": orjson.dumps(builtins(dc.cases(Cases()))),
         "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
     }
     for e in dc.entities():

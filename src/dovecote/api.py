@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
     from dovecote.ops.blocks import BlockChange, BlockListing
+    from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
@@ -67,10 +68,18 @@ __all__ = [
     "Actor",
     "BlockChange",
     "BlockListing",
+    "Case",
+    "Cases",
+    "Claims",
     "Dovecote",
-    "EntityRow", "MissionArchived", "MissionChain", "MissionListing", "MissionPosted",
+    "EntityRow",
+    "MissionArchived",
+    "MissionChain",
+    "MissionListing",
+    "MissionPosted",
     "Principal",
     "ProjectRow",
+    "ReceiptFiled",
     "Use",
     "Watch",
     "inbox_injection",
@@ -85,6 +94,8 @@ RESULTS = {
     "BlockChange": "dovecote.ops.blocks", "BlockListing": "dovecote.ops.blocks",
     "MissionArchived": "dovecote.ops.missions", "MissionChain": "dovecote.ops.missions",
     "MissionListing": "dovecote.ops.missions", "MissionPosted": "dovecote.ops.missions",
+    "Case": "dovecote.ops.cases", "Cases": "dovecote.ops.cases", "Claims": "dovecote.ops.cases",
+    "ReceiptFiled": "dovecote.ops.cases",
 }
 
 

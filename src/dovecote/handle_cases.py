@@ -7,25 +7,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
 
 
 class CaseVerbs(HandleCore):
     """The handle's case-intelligence verbs (see ``ops.cases``)."""
 
     @fields(verbs.Receipt)
-    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
+    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> ReceiptFiled:
         """File a triage receipt into the case's box; it closes what it answers."""
         from dovecote.ops import cases as cases_op
 
         return cases_op.receipt(self._ctx(now=now, actor=actor), checked(v))
 
     @fields(verbs.Cases)
-    def cases(self, v: verbs.Cases | None = None, /) -> dict[str, Any]:
+    def cases(self, v: verbs.Cases | None = None, /) -> Cases:
         """Every case, with recurrence and kindless counts."""
         from dovecote.ops import cases as cases_op
 
@@ -33,7 +36,7 @@ class CaseVerbs(HandleCore):
         return cases_op.cases(self.context, v.box)
 
     @fields(verbs.Case)
-    def case(self, v: verbs.Case, /) -> dict[str, Any]:
+    def case(self, v: verbs.Case, /) -> Case:
         """One case, by fingerprint or case id (``unknown_case`` otherwise)."""
         from dovecote.ops import cases as cases_op
 
@@ -48,7 +51,7 @@ class CaseVerbs(HandleCore):
         return sentinels_op.sentinels(self.context, v.timeout)
 
     @fields(verbs.Claims)
-    def claims(self, v: verbs.Claims | None = None, /) -> dict[str, Any]:
+    def claims(self, v: verbs.Claims | None = None, /) -> Claims:
         """Claim vs measure, counts only (``write_labels`` appends field-labels.jsonl rows)."""
         from dovecote.ops import cases as cases_op
 

@@ -39,7 +39,17 @@ from dovecote import verbs
 from dovecote.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
-    from dovecote.api import BlockChange, BlockListing, MissionChain, MissionListing, MissionPosted
+    from dovecote.api import (
+        BlockChange,
+        BlockListing,
+        Case,
+        Cases,
+        Claims,
+        MissionChain,
+        MissionListing,
+        MissionPosted,
+        ReceiptFiled,
+    )
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -235,7 +245,7 @@ def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:
 # running sentinels (commands on this machine), monitors and claims are operator work.
 
 
-def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> dict[str, Any]:
+def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> Cases:
     return dc.cases(v)
 
 
@@ -247,7 +257,7 @@ def operator(p: Principal | None, verb: str) -> Principal:
     return w
 
 
-def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> dict[str, Any]:
+def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> Case:
     return dc.case(v)
 
 
@@ -256,7 +266,7 @@ def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> dict[str
     return dc.sentinels(v)
 
 
-def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> dict[str, Any]:
+def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> Claims:
     """Counts are anyone's; appending them to field-labels.jsonl is an operator's."""
     if v.write_labels:
         operator(p, "claims --write-labels")
@@ -272,7 +282,7 @@ def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> dict[str, 
     return dc.monitors(v)
 
 
-def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, Any]:
+def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> ReceiptFiled:
     w = writer(p, "receipt")
     if v.sentinel_probe is not None and w.role != "operator":  # a probe is a command this machine will run
         raise Refusal("forbidden", f"{w.entity} may not set a sentinel probe (an operator's, at a terminal)")

@@ -46,6 +46,9 @@ from dovecote import remote, verbs
 from dovecote.api import (
     BlockChange,
     BlockListing,
+    Case,
+    Cases,
+    Claims,
     Dovecote,
     EntityRow,
     MissionChain,
@@ -53,6 +56,7 @@ from dovecote.api import (
     MissionPosted,
     Principal,
     ProjectRow,
+    ReceiptFiled,
 )
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
@@ -274,15 +278,15 @@ ROUTES: tuple[Route, ...] = (
     # -- case intelligence: reading cases, claims and monitors is anyone's, a receipt an agent's
     # (without a sentinel probe, as on MCP); probes, monitors and labels are operator work.
     Route("GET", "/cases", "cases", "Every case, with recurrence and kindless counts", "cases", verbs.Cases,
-          dict[str, Any], "open", _remote("cases")),
+          Cases, "open", _remote("cases")),
     Route("GET", "/cases/{fingerprint:path}", "case", "One case whole, by fingerprint or case id", "case",
-          verbs.Case, dict[str, Any], "open", _remote("case")),
+          verbs.Case, Case, "open", _remote("case")),
     Route("POST", "/receipts", "receipt", "File a triage receipt: it closes the letters it answers", "receipt",
-          verbs.Receipt, dict[str, Any], "token", _remote("receipt"), status=201),
+          verbs.Receipt, ReceiptFiled, "token", _remote("receipt"), status=201),
     Route("GET", "/claims", "claims", "Claim vs measure per fingerprint (counts only)", "claims", ClaimsParams,
-          dict[str, Any], "open", _claims),
+          Claims, "open", _claims),
     Route("POST", "/claims/labels", "claims_labels", "Append the resolved claims to field-labels.jsonl",
-          "claims", ClaimsLabels, dict[str, Any], "operator", _claims),
+          "claims", ClaimsLabels, Claims, "operator", _claims),
     Route("POST", "/sentinels", "sentinels", "Run every fixed receipt's probe; a red one mints a regression",
           "sentinels", verbs.Sentinels, dict[str, Any], "operator", _remote("sentinels")),
     Route("GET", "/monitors", "monitors", "Every monitor and its state", "monitors", verbs.Monitors,

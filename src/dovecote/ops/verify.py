@@ -40,6 +40,7 @@ import orjson
 
 from dovecote import fileops
 from dovecote.addresses import Address
+from dovecote.results import builtins
 from dovecote.store import FileStore, Store
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
         "doctor": orjson.dumps(doctor.doctor(ctx, now)),
-        "cases": orjson.dumps(cases.cases(ctx)),  # a case is derived, its cache no authority
-        "claims": orjson.dumps(cases.claims(ctx)),
+        "cases": orjson.dumps(builtins(cases.cases(ctx))),  # a case is derived, its cache no authority
+        "claims": orjson.dumps(builtins(cases.claims(ctx))),
     }
     for addr in [*ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]:
         out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())
