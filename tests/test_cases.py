@@ -246,7 +246,7 @@ def test_monitor_states_and_one_down_letter_per_streak(tmp_path: Path) -> None:
                    now=T0)
 
     def state(at: datetime) -> str:
-        return str(dc.monitors(now=at)["monitors"][0]["state"])
+        return str(builtins(dc.monitors(now=at))["monitors"][0]["state"])
 
     assert state(T0) == "new"
     dc.report([rep("done", tool="backup", klass="win", ts="2026-07-05T10:05:00Z")])

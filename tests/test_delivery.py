@@ -14,6 +14,7 @@ import pytest
 
 from deliveryhelpers import T0, box_letters, delivery_home, drop, envelope, intake_files, kinds, nudging_home
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from dovecote.verbs import Ack, Inbox, Intake, Mailman, Send, Status, Trackers
 from helpers import run_cli, snapshot
 
@@ -455,7 +456,7 @@ def test_presence_says_recently_active_or_no_recent_session_never_online(tmp_pat
     assert rows["kimi"]["status"] == "no_recent_session"
     text = run_cli(tmp_path, "presence", "list", home=home).stdout.decode()
     assert "tariq: recently active" in text and "online" not in text
-    old = dc.presence(now=T0 + timedelta(days=3650))
+    old = builtins(dc.presence(now=T0 + timedelta(days=3650)))
     assert all(a["status"] == "no_recent_session" for a in old["agents"])
     assert not any(p.name == "presence.jsonl" for p in (home / "boxes").rglob("*"))  # apart from every box
 

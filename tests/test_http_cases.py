@@ -81,7 +81,7 @@ def test_sentinels_monitors_and_labels_are_an_operators(tmp_path: Path) -> None:
         for path, body in (("/sentinels", {}), ("/monitors", monitor), ("/claims/labels", {})):
             assert_error_shape(client.post("/api/v1" + path, json=body, headers=agent), 403, "forbidden")
             assert_error_shape(client.post("/api/v1" + path, json=body), 401, "unauthorized")
-        assert builtins(dc.cases())["cases"][0]["regressions"] == [] and dc.monitors()["count"] == 0
+        assert builtins(dc.cases())["cases"][0]["regressions"] == [] and builtins(dc.monitors())["count"] == 0
         assert not labels.exists()
         ran = client.post("/api/v1/sentinels", json={"timeout": 10}, headers=operator).json()
         assert (ran["guarded"], ran["red"]) == (1, 1) and len(ran["minted"]) == 1

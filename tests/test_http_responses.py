@@ -48,9 +48,8 @@ SKIP = {"wait", "intake", "mailman", "sentinels"}
 
 #: The routes whose answer the OpenAPI still gives as any JSON object: their handle calls answer a value whose
 #: JSON its own ``to_dict`` writes (not its fields), or plain data. Each typed result takes its route off.
-OPEN = {"ack", "box", "distribute", "doctor", "draft", "hook_event", "inbox", "intake", "item", "mailman",
-        "monitor_add", "monitors", "move", "outbox_send", "presence", "presence_beat", "report", "search", "send",
-        "send_all", "sentinels", "status", "sweep", "trackers", "wait"}
+OPEN = {"ack", "box", "distribute", "doctor", "draft", "inbox", "intake", "item", "mailman", "move", "outbox_send",
+        "report", "search", "send", "send_all", "sentinels", "status", "sweep", "trackers", "wait"}
 
 
 def test_the_answers_are_typed_in_the_openapi() -> None:

@@ -56,9 +56,12 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
+    from dovecote.ops.abandonment import HookRelayed
     from dovecote.ops.blocks import BlockChange, BlockListing
     from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
+    from dovecote.ops.monitors import MonitorAdded, Monitors
+    from dovecote.ops.presence import Beat, Presence
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
 
@@ -66,6 +69,7 @@ __all__ = [
     "FLAG_OVERDUE",
     "FLAG_STALE",
     "Actor",
+    "Beat",
     "BlockChange",
     "BlockListing",
     "Case",
@@ -73,10 +77,14 @@ __all__ = [
     "Claims",
     "Dovecote",
     "EntityRow",
+    "HookRelayed",
     "MissionArchived",
     "MissionChain",
     "MissionListing",
     "MissionPosted",
+    "MonitorAdded",
+    "Monitors",
+    "Presence",
     "Principal",
     "ProjectRow",
     "ReceiptFiled",
@@ -96,6 +104,8 @@ RESULTS = {
     "MissionListing": "dovecote.ops.missions", "MissionPosted": "dovecote.ops.missions",
     "Case": "dovecote.ops.cases", "Cases": "dovecote.ops.cases", "Claims": "dovecote.ops.cases",
     "ReceiptFiled": "dovecote.ops.cases",
+    "MonitorAdded": "dovecote.ops.monitors", "Monitors": "dovecote.ops.monitors",
+    "Beat": "dovecote.ops.presence", "Presence": "dovecote.ops.presence", "HookRelayed": "dovecote.ops.abandonment",
 }
 
 

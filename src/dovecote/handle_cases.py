@@ -14,7 +14,9 @@ from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
+    from dovecote.ops.abandonment import HookRelayed
     from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
+    from dovecote.ops.monitors import MonitorAdded, Monitors
 
 
 class CaseVerbs(HandleCore):
@@ -60,14 +62,14 @@ class CaseVerbs(HandleCore):
 
     @fields(verbs.MonitorAdd)
     def monitor_add(self, v: verbs.MonitorAdd, /, *, actor: ActorArg = None, now: datetime | None = None
-                    ) -> dict[str, Any]:
+                    ) -> MonitorAdded:
         """Add (or redefine) a dead-man's switch monitor."""
         from dovecote.ops import monitors as monitors_op
 
         return monitors_op.add(self._ctx(now=now, actor=actor), checked(v))
 
     @fields(verbs.Monitors)
-    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> Monitors:
         """Every monitor and its state (new, up, late, down, paused)."""
         from dovecote.ops import monitors as monitors_op
 
@@ -81,12 +83,14 @@ class CaseVerbs(HandleCore):
         return abandonment.record(self._ctx(now=now), payload, watch)
 
     @fields(verbs.HookEvent)
-    def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> HookRelayed:
         """A relayed hook event (``HookEvent``): what ``hook post-tool`` or ``hook stop``'s abandonment half does."""
+        from dovecote.ops.abandonment import HookRelayed
+
         v = checked(v)
         if v.event == "post-tool":
-            return {"event": v.event, "watched": self.hook_post_tool(v.payload, v.watch, now=now), "letter": None}
-        return {"event": v.event, "watched": None, "letter": self.hook_stop_abandonment(v.payload, now=now)}
+            return HookRelayed(v.event, self.hook_post_tool(v.payload, v.watch, now=now), None)
+        return HookRelayed(v.event, None, self.hook_stop_abandonment(v.payload, now=now))
 
     def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
         """``hook stop``'s abandonment half: the id of the session's letter when its last watched call

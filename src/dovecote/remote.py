@@ -40,14 +40,19 @@ from dovecote.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
     from dovecote.api import (
+        Beat,
         BlockChange,
         BlockListing,
         Case,
         Cases,
         Claims,
+        HookRelayed,
         MissionChain,
         MissionListing,
         MissionPosted,
+        MonitorAdded,
+        Monitors,
+        Presence,
         ReceiptFiled,
     )
 from dovecote.errors import Refusal
@@ -273,12 +278,12 @@ def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> Claims:
     return dc.claims(v)
 
 
-def monitor_add(dc: Dovecote, p: Principal | None, v: verbs.MonitorAdd) -> dict[str, Any]:
+def monitor_add(dc: Dovecote, p: Principal | None, v: verbs.MonitorAdd) -> MonitorAdded:
     w = operator(p, "monitor_add")
     return dc.monitor_add(v, actor=actor_of(w))
 
 
-def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> dict[str, Any]:
+def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> Monitors:
     return dc.monitors(v)
 
 
@@ -304,16 +309,16 @@ def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> dict[str, Any]
     return dc.status(v)
 
 
-def presence(dc: Dovecote, p: Principal | None, v: verbs.Presence) -> dict[str, Any]:
+def presence(dc: Dovecote, p: Principal | None, v: verbs.Presence) -> Presence:
     return dc.presence(v)
 
 
-def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> dict[str, Any]:
+def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> Beat:
     operator(p, "record a presence beat")
     return dc.presence_beat(v)
 
 
-def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> dict[str, Any]:
+def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> HookRelayed:
     """An agent's hook relayed by an operator (as presence beats are): the assistive session ledger is theirs."""
     operator(p, "relay an agent's hook event")
     return dc.hook_event(v)
