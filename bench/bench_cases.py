@@ -95,7 +95,7 @@ def main() -> None:
         dovecote.open(warm_home).sweep(Sweep(distribute=False)).letter_ids()
         dovecote.open(warm_home).cases()
         cache = corpus.home / "cache"
-        t = {k: [] for k in ("sweep none", "cases none", "sweep snap", "cases snap", "fold")}
+        t: dict[str, list[float]] = {k: [] for k in ("sweep none", "cases none", "sweep snap", "cases snap", "fold")}
         found = 0
         for _ in range(args.repeat):
             for name, fn in (("sweep", sweep_once), ("cases", cases_once)):

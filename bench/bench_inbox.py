@@ -162,7 +162,10 @@ def main() -> None:
         def no_cache() -> None:
             shutil.rmtree(cache_dir, ignore_errors=True)
 
-        base, cached, after_new, uncached = [], [], [], []
+        base: list[float] = []
+        cached: list[float] = []
+        after_new: list[float] = []
+        uncached: list[float] = []
         subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)  # compiled bytecode in place
         for _ in range(ROUNDS):  # interleaved, so load on the machine moves every column alike
             base += timed([python, "-c", "pass"], 1, into=base)

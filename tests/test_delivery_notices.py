@@ -77,7 +77,7 @@ def test_agent_turn_nudge_runs_each_notice_once_naming_the_sender(tmp_path: Path
     lines = marker.read_text().splitlines()
     to_sender = [line for line in lines if line.startswith("kimi|")]
     assert len(to_sender) == 2 and sum("rejected task" in x for x in to_sender) == 1
-    assert sum("No ack from tariq" in x and other.envelope_id in x for x in to_sender) == 1
+    assert sum("No ack from tariq" in x and str(other.envelope_id) in x for x in to_sender) == 1
     assert sorted(line.split("|")[0] for line in lines) == ["kimi", "kimi", "tariq", "tariq"]  # + the deliveries
     assert _tracker(dc, s.envelope_id)["ack_notice"] == "nudge_sent"
     assert _tracker(dc, other.envelope_id)["timeout_notice"] == "nudge_sent"

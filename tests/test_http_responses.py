@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 from starlette.testclient import TestClient
 
