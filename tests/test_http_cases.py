@@ -111,7 +111,7 @@ def test_the_cases_page_links_every_count_to_the_letters_it_counts(tmp_path: Pat
     ids = trilogy(dc)
     dc.receipt(verbs.Receipt(answers=ids[:2], disposition=verbs.Disposition.fixed, ref="abc123",
                              sentinel_probe="false", sentinel_expect=verbs.SentinelExpect.exit0))
-    minted = dc.sentinels()["minted"]
+    minted = builtins(dc.sentinels())["minted"]
     dc.monitor_add(verbs.MonitorAdd(name="nightly", expect="tool=north", every="1d"))
     case = builtins(dc.case(verbs.Case(fingerprint=FP)))
     with TestClient(create_app(dc)) as client:

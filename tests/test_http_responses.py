@@ -43,13 +43,13 @@ BODIES: dict[str, dict[str, Any]] = {
 #: The query of a read that needs one.
 QUERIES = {"search": "?query=seek&include_terminal=true"}
 #: Routes left out: the long poll waits out its timeout, and the server's files are refused on this face.
-SKIP = {"wait", "intake", "mailman", "sentinels"}
+SKIP = {"wait", "intake", "mailman"}
 
 
 #: The routes whose answer the OpenAPI still gives as any JSON object: their handle calls answer a value whose
 #: JSON its own ``to_dict`` writes (not its fields), or plain data. Each typed result takes its route off.
 OPEN = {"ack", "box", "distribute", "doctor", "draft", "inbox", "intake", "item", "mailman", "move", "outbox_send",
-        "report", "search", "send", "send_all", "sentinels", "status", "sweep", "trackers", "wait"}
+        "report", "search", "send", "send_all", "status", "sweep", "trackers", "wait"}
 
 
 def test_the_answers_are_typed_in_the_openapi() -> None:

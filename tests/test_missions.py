@@ -126,9 +126,9 @@ def test_the_full_flow_with_the_gestures(dc: Dovecote) -> None:
     assert refused(dc.receipt_import, imp, gesture="agent", passphrase=PASSPHRASE
                    ).reason == "human_gesture_required"
     assert box_bytes(dc, _box("repo-a")) == before
-    got = dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")
+    got = builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me"))
     assert got["store_version"] == 1 and got["candidate_letter_id"] == ids[-1] and got["deduped"] is False
-    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["deduped"] is True
+    assert builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE))["deduped"] is True
     assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
     landed = post(dc, for_phase("landed", 5, ids[-1]))
     arch = verbs.MissionArchive(mission_id=MID)
@@ -163,7 +163,7 @@ def test_landed_stands_only_on_an_import_the_block_registry_records(dc: Dovecote
     for seq, phase in enumerate(["executing", "gate", "merge_wait"], 5):
         ids.append(post(dc, for_phase(phase, seq, ids[-1]))["letter_id"])
     assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"
-    dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")  # store version 2 now
+    builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me"))  # store version 2 now
     assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"  # it claims 1
     got = post(dc, for_phase("landed", 8, ids[-1], receipt={"imported": True, "store_version": 2}))
     assert got["phase"] == "landed" and got["mission_seq"] == 8
@@ -202,7 +202,7 @@ def test_a_gesture_needs_the_persons_passphrase(dc: Dovecote) -> None:
         assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), **kw
                        ).reason == "human_gesture_required", kw
     assert box_bytes(dc, _box("repo-a")) == before
-    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["candidate_letter_id"] == ids[-1]
+    assert builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE))["candidate_letter_id"] == ids[-1]
 
 
 def test_import_refusals(dc: Dovecote) -> None:

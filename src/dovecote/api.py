@@ -57,11 +57,13 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
     from dovecote.ops.abandonment import HookRelayed
-    from dovecote.ops.blocks import BlockChange, BlockListing
+    from dovecote.ops.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
+    from dovecote.ops.gestures import KeySet
     from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.monitors import MonitorAdded, Monitors
     from dovecote.ops.presence import Beat, Presence
+    from dovecote.ops.sentinels import Sentinels
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
 
@@ -78,6 +80,7 @@ __all__ = [
     "Dovecote",
     "EntityRow",
     "HookRelayed",
+    "KeySet",
     "MissionArchived",
     "MissionChain",
     "MissionListing",
@@ -88,6 +91,8 @@ __all__ = [
     "Principal",
     "ProjectRow",
     "ReceiptFiled",
+    "ReceiptImported",
+    "Sentinels",
     "Use",
     "Watch",
     "inbox_injection",
@@ -105,6 +110,8 @@ RESULTS = {
     "Case": "dovecote.ops.cases", "Cases": "dovecote.ops.cases", "Claims": "dovecote.ops.cases",
     "ReceiptFiled": "dovecote.ops.cases",
     "MonitorAdded": "dovecote.ops.monitors", "Monitors": "dovecote.ops.monitors",
+    "Sentinels": "dovecote.ops.sentinels", "KeySet": "dovecote.ops.gestures",
+    "ReceiptImported": "dovecote.ops.blocks",
     "Beat": "dovecote.ops.presence", "Presence": "dovecote.ops.presence", "HookRelayed": "dovecote.ops.abandonment",
 }
 

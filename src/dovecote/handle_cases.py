@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from dovecote.ops.abandonment import HookRelayed
     from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.monitors import MonitorAdded, Monitors
+    from dovecote.ops.sentinels import Sentinels
 
 
 class CaseVerbs(HandleCore):
@@ -45,7 +46,7 @@ class CaseVerbs(HandleCore):
         return cases_op.case(self.context, checked(v).fingerprint)
 
     @fields(verbs.Sentinels)
-    def sentinels(self, v: verbs.Sentinels | None = None, /) -> dict[str, Any]:
+    def sentinels(self, v: verbs.Sentinels | None = None, /) -> Sentinels:
         """Run every fixed receipt's probe; counts guarded, green, red."""
         from dovecote.ops import sentinels as sentinels_op
 

@@ -12,14 +12,15 @@ one. ``gesture_key_set`` sets that passphrase (``dovecote gesture-key set``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dovecote import verbs
 from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
-    from dovecote.ops.blocks import BlockChange, BlockListing
+    from dovecote.ops.blocks import BlockChange, BlockListing, ReceiptImported
+    from dovecote.ops.gestures import KeySet
     from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
 
 
@@ -93,7 +94,7 @@ class MissionVerbs(HandleCore):
     @fields(verbs.ReceiptImport)
     def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None,
                        passphrase: str | None = None, actor: ActorArg = None,
-                       now: datetime | None = None) -> dict[str, Any]:
+                       now: datetime | None = None) -> ReceiptImported:
         """Import a merge_wait mission's receipt candidate into its block: a human gesture."""
         from dovecote.ops import missions
 
@@ -101,7 +102,7 @@ class MissionVerbs(HandleCore):
         return missions.import_receipt(self._ctx(now=now, actor=actor), v.mission_id, gesture, passphrase)
 
     def gesture_key_set(self, new: str, /, *, old: str | None = None, now: datetime | None = None
-                        ) -> dict[str, Any]:
+                        ) -> KeySet:
         """Set the person's gesture passphrase (changing one needs ``old``); ``{path, changed}``."""
         from dovecote.ops import gestures
 

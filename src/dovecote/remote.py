@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Monitors,
         Presence,
         ReceiptFiled,
+        Sentinels,
     )
 from dovecote.errors import Refusal
 
@@ -266,7 +267,7 @@ def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> Case:
     return dc.case(v)
 
 
-def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> dict[str, Any]:
+def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> Sentinels:
     operator(p, "sentinels")
     return dc.sentinels(v)
 

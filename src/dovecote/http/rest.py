@@ -62,6 +62,7 @@ from dovecote.api import (
     Principal,
     ProjectRow,
     ReceiptFiled,
+    Sentinels,
 )
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
@@ -293,7 +294,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/claims/labels", "claims_labels", "Append the resolved claims to field-labels.jsonl",
           "claims", ClaimsLabels, Claims, "operator", _claims),
     Route("POST", "/sentinels", "sentinels", "Run every fixed receipt's probe; a red one mints a regression",
-          "sentinels", verbs.Sentinels, dict[str, Any], "operator", _remote("sentinels")),
+          "sentinels", verbs.Sentinels, Sentinels, "operator", _remote("sentinels")),
     Route("GET", "/monitors", "monitors", "Every monitor and its state", "monitors", verbs.Monitors,
           Monitors, "open", _remote("monitors")),
     Route("POST", "/monitors", "monitor_add", "Add (or redefine) a dead-man's switch monitor", "monitor_add",

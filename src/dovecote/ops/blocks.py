@@ -55,6 +55,19 @@ class BlockChange(BlockRow, frozen=True):
                    letter_id, appended)
 
 
+class ReceiptImported(Result, frozen=True):
+    """A mission's receipt candidate imported into its block (``deduped``: it was imported already)."""
+
+    letter_id: str | None
+    mission_id: str | None
+    candidate_letter_id: str | None
+    project: str | None
+    block_id: str | None
+    boundary_version: int | None
+    store_version: int | None
+    deduped: bool
+
+
 class BlockListing(Result, frozen=True):
     """Every block (of one project, or of all), each project's skeleton id, and the boxes out of reach."""
 
@@ -131,7 +144,7 @@ def anchor_known(blocks: dict[str, Block], project: str, block_id: str) -> bool:
     return block_id in blocks or block_id == skeleton_id(project)
 
 
-def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> dict[str, Any]:
+def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> ReceiptImported:
     """Take the merge_wait head's receipt candidate into its block: the block's store version moves on.
 
     ``via`` is the checked gesture's origin (the caller checked the passphrase).
@@ -169,7 +182,7 @@ def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> dict[st
     return _import_row({**obj, "letter_id": lid}, deduped=False)
 
 
-def _import_row(d: dict[str, Any], *, deduped: bool) -> dict[str, Any]:
+def _import_row(d: dict[str, Any], *, deduped: bool) -> ReceiptImported:
     keys = ("letter_id", "mission_id", "candidate_letter_id", "project", "block_id", "boundary_version",
             "store_version")
-    return {**{k: d.get(k) for k in keys}, "deduped": deduped}
+    return ReceiptImported(**{k: d.get(k) for k in keys}, deduped=deduped)

@@ -257,7 +257,8 @@ def archive(ctx: Context, mission_id: str, gesture: str | None, passphrase: str 
     return MissionArchived(lid, mission_id, m.mission_seq, False, m.phase, str(where))
 
 
-def import_receipt(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> dict[str, Any]:
+def import_receipt(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None
+                   ) -> blocks.ReceiptImported:
     """``receipt import``: the mission's merge_wait candidate into its block (see ``ops.blocks.import_receipt``)."""
     via = gestures.check(ctx, gesture, passphrase, "receipt import")
     where, mission = find(ctx, mission_id)
