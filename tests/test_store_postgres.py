@@ -44,8 +44,8 @@ def line(**obj: object) -> bytes:
 
 def test_migrate_is_idempotent_and_records_each_version() -> None:
     with schema(migrated=False) as u:
-        first = api.migrate_store(u)
-        again = api.migrate_store(u)
+        first = builtins(api.migrate_store(u))
+        again = builtins(api.migrate_store(u))
         assert (first["before"], first["applied"]) == (None, [v for v, _ in store_pgschema.MIGRATIONS])
         assert (again["before"], again["applied"]) == (store_pgschema.VERSION, [])
         with psycopg.connect(u) as conn:
@@ -64,7 +64,7 @@ def test_an_unmigrated_database_is_refused_naming_the_command() -> None:
 def test_a_schema_newer_than_this_dovecote_is_refused_and_not_migrated(url: str) -> None:
     with psycopg.connect(url) as conn:
         conn.execute("INSERT INTO dovecote_schema_version (version) VALUES (%s)", (store_pgschema.VERSION + 1,))
-    for attempt in (lambda: PostgresStore(url), lambda: api.migrate_store(url)):
+    for attempt in (lambda: PostgresStore(url), lambda: builtins(api.migrate_store(url))):
         with pytest.raises(Refusal) as e:
             attempt()
         assert e.value.reason == "schema_too_new"
@@ -79,7 +79,7 @@ def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkey
     with schema(migrated=False) as u:
         monkeypatch.setattr(store_pgschema, "MIGRATIONS", store_pgschema.MIGRATIONS[:1])
         monkeypatch.setattr(store_pgschema, "VERSION", 1)
-        assert api.migrate_store(u)["applied"] == [1]
+        assert builtins(api.migrate_store(u))["applied"] == [1]
         monkeypatch.undo()
         with psycopg.connect(u) as conn:  # the rows as a version-1 dovecote wrote them
             conn.execute("INSERT INTO dovecote_boxes (box) VALUES ('entity:ent_a')")
@@ -90,7 +90,7 @@ def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkey
             assert conn.execute(collation).fetchone() == (None,)
         with pytest.raises(Refusal, match="dovecote db migrate"):
             PostgresStore(u)
-        assert api.migrate_store(u)["applied"] == [2, 3]
+        assert builtins(api.migrate_store(u))["applied"] == [2, 3]
         with psycopg.connect(u) as conn:
             assert conn.execute(letters).fetchall() == before, "every row as it was"
             assert conn.execute(table).fetchone() == file, "the table was not rewritten"

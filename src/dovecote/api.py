@@ -46,6 +46,7 @@ from dovecote.ops.roster_use import (
     refuse_if_used,
 )
 from dovecote.osutil import file_stamp
+from dovecote.results import Result
 from dovecote.routing import RosterIndex
 from dovecote.store import CALLS_AT_ONCE, Store
 from dovecote.tokens import Principal
@@ -68,37 +69,10 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.work_send import Sent
 
 __all__ = [
-    "FLAG_OVERDUE",
-    "FLAG_STALE",
-    "Actor",
-    "Beat",
-    "BlockChange",
-    "BlockListing",
-    "Case",
-    "Cases",
-    "Claims",
-    "Dovecote",
-    "EntityRow",
-    "HookRelayed",
-    "KeySet",
-    "MissionArchived",
-    "MissionChain",
-    "MissionListing",
-    "MissionPosted",
-    "MonitorAdded",
-    "Monitors",
-    "Presence",
-    "Principal",
-    "ProjectRow",
-    "ReceiptFiled",
-    "ReceiptImported",
-    "Sentinels",
-    "Use",
-    "Watch",
-    "inbox_injection",
-    "init",
-    "merge_ledgers",
-    "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
+    "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
+    "MissionPosted", "MonitorAdded", "Monitors", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
+    "ReceiptImported", "Sentinels", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -536,7 +510,17 @@ def _require_url(url: str, option: str) -> None:
         raise Refusal("invalid_field", f"{option} takes a postgresql:// URL; nothing was read or written")
 
 
-def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+class Migrated(Result, frozen=True):
+    """A database brought to this dovecote's schema: the store (shown without a password), the version it was
+    at (None: no dovecote schema yet), the migrations applied now, and the version it is at."""
+
+    store: str
+    before: int | None
+    applied: list[int]
+    version: int
+
+
+def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> Migrated:
     """Bring the database at ``url`` (default: the home's ``store`` setting) to this dovecote's
     schema (``dovecote db migrate``; idempotent). The home's store is not opened: it would refuse."""
     from dovecote import store_pgschema
@@ -552,7 +536,7 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
     _require_url(url, "--url")
     with connect(url) as conn:
         before, applied = store_pgschema.migrate(conn)
-    return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
+    return Migrated(shown(url), before, applied, store_pgschema.VERSION)
 
 
 def _migrate_for_init(url: str) -> None:
