@@ -63,16 +63,19 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.gestures import KeySet
     from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.monitors import MonitorAdded, Monitors
+    from dovecote.ops.organize import Organized
     from dovecote.ops.presence import Beat, Presence
     from dovecote.ops.sentinels import Sentinels
+    from dovecote.ops.stale import StaleCheck
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.work_send import Sent
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
     "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
-    "MissionPosted", "MonitorAdded", "Monitors", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
+    "ReceiptImported", "Sentinels", "StaleCheck", "Use", "Watch", "inbox_injection", "init", "merge_ledgers",
+    "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -84,7 +87,8 @@ RESULTS = {
     "Case": "dovecote.ops.cases", "Cases": "dovecote.ops.cases", "Claims": "dovecote.ops.cases",
     "ReceiptFiled": "dovecote.ops.cases",
     "MonitorAdded": "dovecote.ops.monitors", "Monitors": "dovecote.ops.monitors",
-    "Sentinels": "dovecote.ops.sentinels", "KeySet": "dovecote.ops.gestures",
+    "Sentinels": "dovecote.ops.sentinels", "StaleCheck": "dovecote.ops.stale",
+    "Organized": "dovecote.ops.organize", "KeySet": "dovecote.ops.gestures",
     "ReceiptImported": "dovecote.ops.blocks",
     "Beat": "dovecote.ops.presence", "Presence": "dovecote.ops.presence", "HookRelayed": "dovecote.ops.abandonment",
 }
@@ -444,7 +448,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return searchhandle.search(self.context, v, now=now)
 
     @fields(verbs.StaleCheck)
-    def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> StaleCheck:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
         from dovecote.ops import stale as stale_op
 
@@ -452,7 +456,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return stale_op.stale_check(self.context, current=v.current_tic, emit=v.emit_signals, now=now)
 
     @fields(verbs.Organize)
-    def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> Organized:
         """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
         from dovecote.ops import organize as organize_op
 
