@@ -18,7 +18,6 @@ from dovecote.derive.cases import CaseBook, CaseState
 from dovecote.derive.claims import claims, labels
 from dovecote.derive.symptoms import fingerprint_of
 from dovecote.letters import Letter, make_letter
-from dovecote.results import builtins
 from dovecote.timeutil import instant_text
 from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 
@@ -111,7 +110,7 @@ def project(book: CaseBook) -> dict[str, Any]:
                for fp, r in claims(book)["by_fingerprint"].items()}
     return {
         "cases": [(c["fingerprint"], c["witness_ids"], c["label"], (c["receipt"] or {}).get("id"), c["boxes"])
-                  for c in builtins(book.cases())],
+                  for c in book.cases()],
         "recurrence": book.recurrence(), "kindless": book.kindless, "claims": counted,
     }
 
@@ -149,5 +148,5 @@ def test_the_state_round_trips_through_its_snapshot(pairs: list[tuple[str | None
     for b, lt in pairs:
         book.feed(b, [lt])
     again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
-    assert builtins(again.cases()) == builtins(book.cases()) and again.state() == book.state()
+    assert again.cases() == book.cases() and again.state() == book.state()
     assert claims(again) == claims(book) and labels(again) == labels(book)

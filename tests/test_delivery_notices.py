@@ -12,6 +12,7 @@ import pytest
 
 from deliveryhelpers import T0, delivery_home, drop, envelope, kinds, nudging_home
 from dovecote.api import Dovecote
+from dovecote.results import builtins
 from dovecote.verbs import Ack, Mailman, Send
 
 pytestmark = pytest.mark.files_only
@@ -21,7 +22,7 @@ QUICK = {"ack_required": True, "ack_timeout_s": 60, "max_repings": 0, "reping_in
 
 
 def _tracker(dc: Dovecote, envelope_id: str) -> dict[str, Any]:
-    (t,) = [t for t in dc.trackers(now=T0)["trackers"] if t["envelope_id"] == envelope_id]
+    (t,) = [t for t in builtins(dc.trackers(now=T0))["trackers"] if t["envelope_id"] == envelope_id]
     return t
 
 

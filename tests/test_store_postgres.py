@@ -201,7 +201,7 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
     """What a user reads, as bytes: sweep, every inbox, trackers, cases, a search."""
     out = {
         "sweep": orjson.dumps(dc.sweep(Sweep(distribute=False)).to_dict()),
-        "trackers": orjson.dumps(dc.trackers(Trackers(), now=NOW)),
+        "trackers": orjson.dumps(builtins(dc.trackers(Trackers(), now=NOW))),
         "cases": orjson.dumps(builtins(dc.cases(Cases()))),
         "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
     }

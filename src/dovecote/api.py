@@ -68,14 +68,15 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.sentinels import Sentinels
     from dovecote.ops.stale import StaleCheck
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
+    from dovecote.ops.tracker_read import Trackers
     from dovecote.ops.work_send import Sent
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
     "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
     "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "StaleCheck", "Use", "Watch", "inbox_injection", "init", "merge_ledgers",
-    "open_home",
+    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "inbox_injection", "init",
+    "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -88,7 +89,7 @@ RESULTS = {
     "ReceiptFiled": "dovecote.ops.cases",
     "MonitorAdded": "dovecote.ops.monitors", "Monitors": "dovecote.ops.monitors",
     "Sentinels": "dovecote.ops.sentinels", "StaleCheck": "dovecote.ops.stale",
-    "Organized": "dovecote.ops.organize", "KeySet": "dovecote.ops.gestures",
+    "Organized": "dovecote.ops.organize", "Trackers": "dovecote.ops.tracker_read", "KeySet": "dovecote.ops.gestures",
     "ReceiptImported": "dovecote.ops.blocks",
     "Beat": "dovecote.ops.presence", "Presence": "dovecote.ops.presence", "HookRelayed": "dovecote.ops.abandonment",
 }

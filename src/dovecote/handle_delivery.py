@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from dovecote.ops.intake import IntakeRun
     from dovecote.ops.mailman import Pass
     from dovecote.ops.presence import Beat, Presence
+    from dovecote.ops.tracker_read import Trackers
     from dovecote.roster import Roster
 
 
@@ -34,7 +35,7 @@ class DeliveryVerbs(HandleCore):
         return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
 
     @fields(verbs.Trackers)
-    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> Trackers:
         """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
         from dovecote.ops import tracker_read
 

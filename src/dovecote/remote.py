@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         Presence,
         ReceiptFiled,
         Sentinels,
+        Trackers,
     )
 from dovecote.errors import Refusal
 
@@ -182,7 +183,7 @@ def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
     return dc.ack(v, actor=actor_of(w)).to_dict()
 
 
-def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> dict[str, Any]:
+def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
     """An agent's trackers are the deliveries to it; an operator or a local reader may read any, or all."""
     entity = reading_scope(p, v.entity_id)
     if entity is not None:

@@ -63,6 +63,7 @@ from dovecote.api import (
     ProjectRow,
     ReceiptFiled,
     Sentinels,
+    Trackers,
 )
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
@@ -218,7 +219,7 @@ DELIVERY: tuple[Route, ...] = (
     Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
           dict[str, Any], "recipient", _remote("ack"), status=201),
     Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
-          "trackers", verbs.Trackers, dict[str, Any], "own", _remote("trackers")),
+          "trackers", verbs.Trackers, Trackers, "own", _remote("trackers")),
     Route("GET", "/status", "status", "The delivery view: intake, tracker counts, overdue acks, escalations",
           "status", verbs.Status, dict[str, Any], "operator_read", _remote("status")),
     Route("GET", "/presence", "presence", "Each agent recently active or not (never online)", "presence",

@@ -82,7 +82,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
     # the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
-    out["trackers --all"] = orjson.dumps(tracker_read.trackers(ctx, None, None, None, 2**31, now))
+    out["trackers --all"] = orjson.dumps(builtins(tracker_read.trackers(ctx, None, None, None, 2**31, now)))
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
