@@ -33,6 +33,7 @@ from _common import build, fmt_s, med, runs, settle, timed, verdict
 from dovecote.api import init
 from dovecote.derive.cases import CaseBook
 from dovecote.letters import canonical_line
+from dovecote.results import builtins
 from dovecote.verbs import Sweep
 
 TARGET = 1.5
@@ -61,7 +62,7 @@ def sweep_once(home: Path) -> tuple[Any, int]:
 
 
 def cases_once(home: Path) -> tuple[Any, int]:
-    out = dovecote.open(home).cases()
+    out = builtins(dovecote.open(home).cases())
     return out, out["count"]
 
 
@@ -94,7 +95,7 @@ def main() -> None:
         dovecote.open(warm_home).sweep(Sweep(distribute=False)).letter_ids()
         dovecote.open(warm_home).cases()
         cache = corpus.home / "cache"
-        t = {k: [] for k in ("sweep none", "cases none", "sweep snap", "cases snap", "fold")}
+        t: dict[str, list[float]] = {k: [] for k in ("sweep none", "cases none", "sweep snap", "cases snap", "fold")}
         found = 0
         for _ in range(args.repeat):
             for name, fn in (("sweep", sweep_once), ("cases", cases_once)):

@@ -24,6 +24,7 @@ from dovecote import verbs
 from dovecote.addresses import project
 from dovecote.api import init, open_home
 from dovecote.letters import canonical_line
+from dovecote.results import builtins
 from missionhelpers import for_phase
 
 PHASES = ["judging", "executing", "gate", "review", "executing"]  # then gate, review, executing... (a loop)
@@ -55,7 +56,7 @@ def main() -> None:
             letter = {**for_phase(phase, seq, prev), "mission_id": "msn_ffffffffffff",
                       "updated_at": f"2026-07-09T{seq // 3600:02d}:{seq // 60 % 60:02d}:{seq % 60:02d}Z"}
             t0, c0 = time.perf_counter(), time.process_time()
-            got = dc.mission_post(verbs.MissionPost(letter=letter, as_project="repo-a"), actor="runner")
+            got = builtins(dc.mission_post(verbs.MissionPost(letter=letter, as_project="repo-a"), actor="runner"))
             wall.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
             prev = got["letter_id"]
@@ -63,7 +64,7 @@ def main() -> None:
             t0 = time.perf_counter()
             dc.store.append(project("ref"), [line])
             ref.append(time.perf_counter() - t0)
-        head = dc.missions(verbs.Missions(project="repo-a"))
+        head = builtins(dc.missions(verbs.Missions(project="repo-a")))
         assert any(m["mission_seq"] == a.posts for m in head["missions"])
     ms = 1000
     p50, r50 = statistics.median(wall), statistics.median(ref)

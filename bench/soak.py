@@ -274,7 +274,7 @@ class Servers:
 
 async def drive(names: list[str], servers: Servers, seconds: float, calls: int | None, pause: float,
                 every: float, seed: int) -> tuple[Tally, list[Sample], float]:
-    tally, samples = Tally(), []
+    tally, samples = Tally(), list[Sample]()
     budget = Budget(seconds, calls)
     agents = [Agent(n, [o for o in names if o != n]) for n in names]
     loops = []

@@ -83,7 +83,7 @@ def serving(tmp: Path, home: Path, *args: str) -> Iterator[Server]:
         while not any(x.startswith("Ctrl-C") for x in lines):
             left = deadline - time.monotonic()
             if left <= 0 or proc.poll() is not None:
-                raise AssertionError(f"serve did not start: {lines} {proc.stderr.read() if proc.stderr else ''}")
+                raise AssertionError(f"serve did not start: {lines} {proc.stderr.read() if proc.stderr else ''!r}")
             ready, _, _ = select.select([fd], [], [], left)
             if ready:
                 chunk = os.read(fd, 65536)

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from dovecote.results import builtins
 from dovecote.verbs import EntityAdd
 from dovecote.vocab import ENGINE_AGENT
 from helpers import cli_env, new_home, run_cli
@@ -87,7 +88,7 @@ def test_the_abandonment_letter_is_a_witness_of_a_case(tmp_path: Path) -> None:
     for s in ("s1", "s2"):
         hook(tmp_path, home, "post-tool", call("mcp__north__seek (v2)", failed=True, session=s))
         hook(tmp_path, home, "stop", stop(s))
-    assert dc.cases()["recurrence"] == {"fp:mcp__north__seek/crash": 2}
+    assert builtins(dc.cases())["recurrence"] == {"fp:mcp__north__seek/crash": 2}
 
 
 def test_hooks_install_wires_post_tool_and_stop_in_one_configuration(tmp_path: Path) -> None:

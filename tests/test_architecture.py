@@ -22,12 +22,14 @@ PACKAGE = SRC / "dovecote"
 CLI_MAY_IMPORT = frozenset(
     {"dovecote", "dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.errors",
      "dovecote.textsafe", "dovecote._version", "dovecote.verbs",
+     "dovecote.results",  # the one encoding of a handle's typed answer (a leaf, as errors)
      # the one file-operations module (a leaf): the few files a face writes itself (the hook log, the
      # output cache, a login link burnt) go through it like every other write
      "dovecote.fileops"}
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
+                            "dovecote.results",  # the one encoding of a handle's typed answer
                             "dovecote.remote",
                             "dovecote.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share

@@ -16,6 +16,7 @@ import pytest
 from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from dovecote.vocab import ENGINE_AGENT
 from helpers import DOVECOTE_BIN, cli_env, cli_json, new_home, rep, run_cli, snapshot
 
@@ -122,7 +123,7 @@ def test_answering_a_case_with_every_witness_answered_labels_it(tmp_path: Path) 
     dc = new_home(tmp_path)
     ids = file_trilogy(tmp_path, dc, 2)
     dc.receipt(verbs.Receipt(answers=ids, disposition=verbs.Disposition.declined, case_id="trilogy"))
-    c = dc.case(verbs.Case(fingerprint="trilogy"))  # the case id is an alias
+    c = builtins(dc.case(verbs.Case(fingerprint="trilogy")))  # the case id is an alias
     assert c["label"] == "answered" and c["case_id"] == "trilogy" and c["unanswered"] == []
     assert c["line"] == f"case {FP} — 2 witnesses · declined"
 
@@ -150,7 +151,7 @@ def test_a_red_sentinel_mints_one_letter_with_two_runners_at_once(tmp_path: Path
         outs = [p.communicate(timeout=60) for p in procs]
         assert all(p.returncode == 0 for p in procs), outs
     assert len(engine(dc, "sentinel_streak")) == 1
-    assert dc.case(verbs.Case(fingerprint=FP))["sentinel"]["state"] == "red"
+    assert builtins(dc.case(verbs.Case(fingerprint=FP)))["sentinel"]["state"] == "red"
 
 
 def test_sentinel_expectations_and_a_probe_that_cannot_run(tmp_path: Path) -> None:
@@ -191,7 +192,7 @@ def test_claims_count_with_denominators_and_labels_are_appended_once(tmp_path: P
     dc.report([rep("seek crashed with a traceback", tool="seek", klass="honesty")])
     dc.receipt(verbs.Receipt(answers=ids[:2], disposition=verbs.Disposition.fixed))
     dc.receipt(verbs.Receipt(answers=ids[2:], disposition=verbs.Disposition.declined))
-    c = dc.claims()
+    c = builtins(dc.claims())
     assert c["by_fingerprint"][FP] == {"claims": 3, "claimed_right": 2, "claimed_wrong": 1, "unresolved": 0}
     assert c["by_fingerprint"]["fp:seek/crash"]["unresolved"] == 1
     assert c["totals"] == {"claims": 4, "claimed_right": 2, "claimed_wrong": 1, "unresolved": 1}
@@ -245,7 +246,7 @@ def test_monitor_states_and_one_down_letter_per_streak(tmp_path: Path) -> None:
                    now=T0)
 
     def state(at: datetime) -> str:
-        return str(dc.monitors(now=at)["monitors"][0]["state"])
+        return str(builtins(dc.monitors(now=at))["monitors"][0]["state"])
 
     assert state(T0) == "new"
     dc.report([rep("done", tool="backup", klass="win", ts="2026-07-05T10:05:00Z")])
@@ -258,7 +259,7 @@ def test_monitor_states_and_one_down_letter_per_streak(tmp_path: Path) -> None:
         dc2.sweep()
     downs = engine(dc, "monitor_streak")
     assert len(downs) == 1 and downs[0]["symptom"] == "silent_drop" and downs[0]["ts"] == "2026-07-05T11:35:00Z"
-    assert dc2.cases()["recurrence"] == {"fp:monitor:nightly/silent_drop": 1}, "a missing signal becomes a case"
+    assert dc2.cases().recurrence == {"fp:monitor:nightly/silent_drop": 1}, "a missing signal becomes a case"
     dc.report([rep("done", tool="backup", klass="win", ts="2026-07-05T13:30:00Z")])
     up = T0 + timedelta(hours=4)
     Dovecote(dc.layout.root, clock=lambda: up).sweep()
@@ -287,10 +288,10 @@ def test_cases_by_box_and_a_receipt_for_a_project_goes_to_its_box(tmp_path: Path
     dc.report([rep("empty answer over data that exists", tool="north", klass="honesty", repo="atlas",
                    ts=f"2026-07-05T10:00:0{n}Z") for n in range(2)])
     dc.sweep()
-    assert [c["boxes"] for c in dc.cases(verbs.Cases(box="project:atlas"))["cases"]] == [["project:atlas"]]
-    assert dc.cases(verbs.Cases(box="home"))["cases"] == []
-    ids = dc.cases()["cases"][0]["witness_ids"]
-    assert dc.receipt(verbs.Receipt(answers=ids, disposition=verbs.Disposition.moot))["box"] == "project:atlas"
+    assert [c["boxes"] for c in builtins(dc.cases(verbs.Cases(box="project:atlas")))["cases"]] == [["project:atlas"]]
+    assert builtins(dc.cases(verbs.Cases(box="home")))["cases"] == []
+    ids = builtins(dc.cases())["cases"][0]["witness_ids"]
+    assert dc.receipt(verbs.Receipt(answers=ids, disposition=verbs.Disposition.moot)).box == "project:atlas"
     assert engine(dc, "escalation") == [], "the escalation went to the case's box, not home"
 
 

@@ -77,10 +77,10 @@ def reference(pairs: list[tuple[str | None, Letter]]) -> dict[str, Any]:
         elif not lt.is_receipt and lt.klass != "win" and lt.agent != ENGINE_AGENT:
             kindless += 1
     naming: dict[str, Letter] = {}
-    for r in sorted(receipts, key=lambda r: key[r.id]):
-        fp = r.data().get("fingerprint")
+    for rc in sorted(receipts, key=lambda x: key[x.id]):
+        fp = rc.data().get("fingerprint")
         if isinstance(fp, str):
-            naming[fp] = r
+            naming[fp] = rc
     cases = []
     for fp in sorted(set(groups) | set(naming)):
         ws, r = groups.get(fp, []), naming.get(fp)

@@ -9,6 +9,7 @@ from mcp import Client
 
 from dovecote.api import Dovecote, Principal
 from dovecote.mcp.server import build
+from dovecote.results import builtins
 from mailhelpers import ENTITY, mail_home
 from mcphelpers import trilogy
 
@@ -36,7 +37,7 @@ async def test_cases_and_a_receipt_over_mcp(tmp_path: Path) -> None:
         assert probe.is_error and probe.content[0].text.startswith("forbidden:")  # a probe is an operator's
         bad = await c.call_tool("receipt", {"answers": ids, "disposition": "fixed", "fingerprint": "fp:north/x"})
         assert bad.is_error and bad.content[0].text.startswith("unknown_symptom:")
-    case = dc.cases()["cases"][0]
+    case = builtins(dc.cases())["cases"][0]
     assert case["label"] == "answered" and case["receipt"]["ref"] == "abc123"
     from dovecote.addresses import parse_address
 

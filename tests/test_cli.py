@@ -21,6 +21,7 @@ import dovecote
 from dovecote.api import open_home
 from dovecote.cli.app import app
 from dovecote.letters import canonical_line
+from dovecote.results import builtins
 from dovecote.verbs import Box, Sweep
 from helpers import (
     BAD_CLI_NAMES,
@@ -104,7 +105,7 @@ def test_project_add_and_list(tmp_path: Path) -> None:
     r = run_cli(tmp_path, "project", "add", "ghost", "--root", str(tmp_path / "gone"), "--box-in-repo", home=home)
     assert r.returncode == 0 and b"added project ghost" in r.stdout
     rows = cli_json(tmp_path, "project", "list", "--json", home=home)
-    assert rows == open_home(home).projects()
+    assert rows == builtins(open_home(home).projects())
     assert [(x["name"], x["reachable"]) for x in rows] == [("repo-a", True), ("ghost", False)]
     assert rows[1]["box"] == str(tmp_path / "gone" / ".dovecote" / "letters.jsonl")
     assert rows[0]["box"] == str(home / "boxes" / "project" / "repo-a" / "letters.jsonl")

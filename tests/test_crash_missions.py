@@ -20,6 +20,7 @@ from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, converging
 from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from helpers import add_project, new_home
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, for_phase, keyed
 
@@ -40,13 +41,13 @@ def _ok(tree: Path) -> bool:
 def _post(dc: Dovecote, seq: int, ids: list[str]) -> None:
     letter = for_phase(PHASES[seq - 1], seq, ids[-1] if ids else None)
     try:
-        ids.append(dc.mission_post(verbs.MissionPost(letter=letter, as_project="repo-a"),
-                                   actor=VECTOR_AGENT)["letter_id"])
+        ids.append(builtins(dc.mission_post(verbs.MissionPost(letter=letter, as_project="repo-a"),
+                                   actor=VECTOR_AGENT))["letter_id"])
     except Refusal as e:  # the retry of a post that landed: the head has moved on to it
         if e.reason == "disk_full":
             raise  # the injected fault itself: the sweep counts the refusal
         assert e.reason == "stale_head", e
-        ids.append(dc.mission(verbs.Mission(mission_id=VECTOR["mission_id"]))["head_letter_id"])
+        ids.append(builtins(dc.mission(verbs.Mission(mission_id=VECTOR["mission_id"])))["head_letter_id"])
 
 
 def _base(tmp: Path, posted: int) -> tuple[Path, Path]:

@@ -14,6 +14,7 @@ import pytest
 
 from deliveryhelpers import T0, box_letters, delivery_home, drop, envelope, intake_files, kinds, nudging_home
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from dovecote.verbs import Ack, Inbox, Intake, Mailman, Send, Status, Trackers
 from helpers import run_cli, snapshot
 
@@ -27,7 +28,7 @@ def task(dc, **kw):  # type: ignore[no-untyped-def]
 
 
 def one_tracker(dc, **filters):  # type: ignore[no-untyped-def]
-    got = dc.trackers(Trackers(**filters), now=T0)["trackers"]
+    got = builtins(dc.trackers(Trackers(**filters), now=T0))["trackers"]
     assert len(got) == 1, got
     return got[0]
 
@@ -73,7 +74,7 @@ def test_b13_13_a_completed_result_closes_its_parent_and_the_result_recipient_ow
     t = task(dc)
     dc.send(Send(type="response", recipient="aya", sender="tariq", subject="done", work_item_id="wi-7",
                  parent_id=t.envelope_id, ack_required=False), now=T0 + timedelta(minutes=1))
-    rows = {r["kind"]: r for r in dc.trackers(now=T0)["trackers"]}
+    rows = {r["kind"]: r for r in builtins(dc.trackers(now=T0))["trackers"]}
     assert rows["task"]["task_state"] == "closed" and rows["task"]["followup_owner"] == "aya"
     assert rows["task"]["closed_by"] == rows["response"]["delivery_id"]
     assert rows["response"]["followup_owner"] == "aya"
@@ -86,7 +87,7 @@ def test_a_blocker_does_not_close_the_task(tmp_path: Path) -> None:
     dc.send(Send(type="response", recipient="aya", sender="tariq", subject="stuck", work_item_id="wi-7",
                  parent_id=t.envelope_id, response_type="blocker", status="awaiting_input", blocker_flag=True,
                  blocker_reason="no access"), now=T0)
-    rows = {r["kind"]: r for r in dc.trackers(now=T0)["trackers"]}
+    rows = {r["kind"]: r for r in builtins(dc.trackers(now=T0))["trackers"]}
     assert rows["task"]["task_state"] == "open"
 
 
@@ -105,7 +106,7 @@ def test_work_complete_is_normalized_at_authoring_and_the_inferred_parent_is_rec
     r = run_cli(tmp_path, "send", "--type", "work_complete", "--recipient", "aya", "--sender", "tariq",
                 "--subject", "done again", "--work-item-id", "wi-7", home=dc.layout.root)
     assert r.returncode == 0 and b"inferred from work_item_id" in r.stdout
-    rows = {r["kind"]: r for r in dc.trackers(now=T0)["trackers"]}
+    rows = {r["kind"]: r for r in builtins(dc.trackers(now=T0))["trackers"]}
     assert rows["task"]["task_state"] == "closed"  # the work-item parent closes the task of that work item
 
 
@@ -177,7 +178,7 @@ def test_b13_5_a_crash_before_the_move_is_healed_without_a_second_delivery(tmp_p
     run = dc.intake(Intake(), now=T0 + timedelta(minutes=1))
     assert (run.processed, run.letters_appended, run.letters_present) == (1, 0, 1)
     assert len(kinds(dc, "tariq", "task")) == 1
-    assert len(dc.trackers(now=T0)["trackers"]) == 1  # notes B13.7: never a second tracker
+    assert len(builtins(dc.trackers(now=T0))["trackers"]) == 1  # notes B13.7: never a second tracker
 
 
 def test_the_skill_envelope_is_accepted_on_intake(tmp_path: Path) -> None:
@@ -338,7 +339,7 @@ def test_b13_2_the_recorded_notify_state_follows_the_mode(tmp_path: Path, mode: 
     drop(dc, envelope())
     dc.mailman(Mailman(), now=T0)
     task(dc)
-    assert {t["live_notify_state"] for t in dc.trackers(now=T0)["trackers"]} == {state}
+    assert {t["live_notify_state"] for t in builtins(dc.trackers(now=T0))["trackers"]} == {state}
     (n, _) = kinds(dc, "tariq", "notify")
     assert n["mode"] == mode and n["delivery_truth"] is False
 
@@ -349,7 +350,7 @@ def test_b13_2_agent_turn_nudge_records_sent_or_failed_once(tmp_path: Path) -> N
     task(dc, recipient="kimi")
     dc.mailman(Mailman(), now=T0)
     dc.mailman(Mailman(), now=T0 + timedelta(seconds=1))  # a second pass never nudges again
-    assert {t["live_notify_state"] for t in dc.trackers(now=T0)["trackers"]} == {"nudge_sent"}
+    assert {t["live_notify_state"] for t in builtins(dc.trackers(now=T0))["trackers"]} == {"nudge_sent"}
     assert sorted(line.split("|")[0] for line in marker.read_text().splitlines()) == ["kimi", "tariq"]
 
 
@@ -455,7 +456,7 @@ def test_presence_says_recently_active_or_no_recent_session_never_online(tmp_pat
     assert rows["kimi"]["status"] == "no_recent_session"
     text = run_cli(tmp_path, "presence", "list", home=home).stdout.decode()
     assert "tariq: recently active" in text and "online" not in text
-    old = dc.presence(now=T0 + timedelta(days=3650))
+    old = builtins(dc.presence(now=T0 + timedelta(days=3650)))
     assert all(a["status"] == "no_recent_session" for a in old["agents"])
     assert not any(p.name == "presence.jsonl" for p in (home / "boxes").rglob("*"))  # apart from every box
 

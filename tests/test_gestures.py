@@ -11,6 +11,7 @@ import pytest
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.ops import gestures
+from dovecote.results import builtins
 from helpers import new_home
 from missionhelpers import PASSPHRASE
 
@@ -31,7 +32,8 @@ def refusal(dc: Dovecote, passphrase: str | None, gesture: str | None = "termina
 def test_the_key_is_a_slow_salted_hash_in_a_0600_file_of_the_home(dc: Dovecote, tmp_path: Path) -> None:
     assert not dc.gesture_key_is_set()
     assert "gesture-key set" in refusal(dc, PASSPHRASE)
-    assert dc.gesture_key_set(PASSPHRASE) == {"path": str(dc.layout.root / "gesture-key.json"), "changed": False}
+    assert builtins(dc.gesture_key_set(PASSPHRASE)) == {"path": str(dc.layout.root / "gesture-key.json"),
+                                                        "changed": False}
     key = dc.layout.root / "gesture-key.json"
     assert (key.stat().st_mode & 0o777) == 0o600 and dc.gesture_key_is_set()
     rec = orjson.loads(key.read_bytes())
@@ -61,7 +63,7 @@ def test_changing_the_key_needs_the_current_one(dc: Dovecote, monkeypatch: pytes
     with pytest.raises(Refusal) as e:
         dc.gesture_key_set("", old=PASSPHRASE)
     assert e.value.reason == "missing_field" and key.read_bytes() == first
-    assert dc.gesture_key_set("a second long one", old=PASSPHRASE)["changed"] is True
+    assert builtins(dc.gesture_key_set("a second long one", old=PASSPHRASE))["changed"] is True
     assert "not the gesture passphrase" in refusal(dc, PASSPHRASE)
     assert gestures.check(dc.context, "terminal", "a second long one", "mission archive") == "terminal"
 

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from dovecote import verbs
-from dovecote.api import Dovecote
+from dovecote.api import Dovecote, EntityRow
 from dovecote.errors import Refusal
 from dovecote.verbs import EntityAdd, Inbox, Message
 from dovecote.verbs.arguments import order
@@ -88,7 +88,7 @@ def dc(tmp_path: Path) -> Dovecote:
 
 def test_the_natural_calls_build_the_same_verb_as_a_verb_instance(dc: Dovecote) -> None:
     dc.add_entity("ent_c", "a third")  # EntityAdd's fields in order: entity_id, role
-    assert dc.entities()[2] == {"id": "ent_c", "role": "a third"}
+    assert dc.entities()[2] == EntityRow(id="ent_c", role="a third")
     sent = dc.send(recipient="ent_b", subject="hi", sender="ent_a", body="one")
     positional = dc.send("ent_b", "hello", "two", sender="ent_a")  # Send's fields in Message's order
     assert sent.to == positional.to == "ent_b" and sent.sender == "ent_a"

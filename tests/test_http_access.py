@@ -24,6 +24,7 @@ from dovecote.http import rest
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS, Views
+from dovecote.results import builtins
 from dovecote.verbs import Inbox
 from dovecote.vocab_delivery import SendType
 from helpers import rep
@@ -108,9 +109,9 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
                    actor=SENDER)
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
-    posted = dc.mission_post(verbs.MissionPost(letter=_fill(EXAMPLES["mission_post"][2], {NEW_MISSION: MISSION_ID})[
-        "letter"]), actor=SENDER)
-    return dc, {REF: ref, CASE: dc.cases()["cases"][0]["fingerprint"], REPORT: report,
+    posted = builtins(dc.mission_post(verbs.MissionPost(
+        letter=_fill(EXAMPLES["mission_post"][2], {NEW_MISSION: MISSION_ID})["letter"]), actor=SENDER))
+    return dc, {REF: ref, CASE: builtins(dc.cases())["cases"][0]["fingerprint"], REPORT: report,
                 TASK: task.to_dict()["deliveries"][0]["id"], MISSION: posted["mission_id"]}
 
 

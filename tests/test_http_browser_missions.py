@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dovecote import verbs
+from dovecote.results import builtins
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home, serving
 from test_http_browser import browser  # noqa: F401 (the fixture)
@@ -69,14 +70,14 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
         with page.expect_navigation():
             row.locator('button[data-gesture="receipt-import"]').click()
         expect(page.locator("main")).to_contain_text("human_gesture_required")
-        assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
+        assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 0
         settled(page, f"{server.url}/missions")
         row.locator('input[name="confirm"]').fill(MID)
         row.locator('input[name="passphrase"]').fill(PASSPHRASE)
         with page.expect_navigation():
             row.locator('button[data-gesture="receipt-import"]').click()
         expect(page.locator("#blocks")).to_contain_text("sb_alpha")
-        assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+        assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
         ids.append(agent_posts("landed", 5, ids[-1]))
         settled(page, f"{server.url}/missions?mission={MID}")
         expect(page.locator("#landing")).to_contain_text("0")
@@ -91,6 +92,6 @@ def test_the_full_flow_with_both_gestures_on_the_page(browser: Any, tmp_path: Pa
         shots.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shots / "missions.png"), full_page=True)
         page.close()
-    chain_rows = dc.mission(verbs.Mission(mission_id=MID))["chain"]
+    chain_rows = builtins(dc.mission(verbs.Mission(mission_id=MID)))["chain"]
     assert [e["phase"] for e in chain_rows] == ["judging", "executing", "gate", "merge_wait", "landed", "archived"]
     assert chain_rows[-1]["agent"] == "human.alice" and chain_rows[3]["agent"] == SENDER

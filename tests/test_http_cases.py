@@ -15,6 +15,7 @@ from dovecote import verbs
 from dovecote.addresses import parse_address
 from dovecote.api import Dovecote
 from dovecote.http.app import create_app
+from dovecote.results import builtins
 from helpers import rep
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
@@ -39,7 +40,7 @@ def test_a_case_by_its_fingerprint_in_the_path_and_an_unknown_one(tmp_path: Path
     ids = trilogy(dc)
     with TestClient(create_app(dc)) as client:
         listed = client.get("/api/v1/cases").json()
-        assert listed["recurrence"] == {FP: 3} and listed["kindless"] == dc.cases()["kindless"]
+        assert listed["recurrence"] == {FP: 3} and listed["kindless"] == builtins(dc.cases())["kindless"]
         case = client.get(f"/api/v1/cases/{FP}")
         assert case.status_code == 200 and sorted(case.json()["witness_ids"]) == sorted(ids)
         assert client.get("/api/v1/cases/" + FP.replace("/", "%2F")).json()["fingerprint"] == FP
@@ -53,11 +54,11 @@ def test_an_agent_files_a_receipt_but_never_a_probe(tmp_path: Path) -> None:
     with TestClient(create_app(dc)) as client:
         probe = {"answers": ids, "disposition": "fixed", "sentinel_probe": "true", "sentinel_expect": "exit0"}
         assert_error_shape(client.post("/api/v1/receipts", json=probe, headers=agent), 403, "forbidden")
-        assert dc.cases()["cases"][0]["receipt"] is None, "a refusal stores nothing"
+        assert builtins(dc.cases())["cases"][0]["receipt"] is None, "a refusal stores nothing"
         filed = client.post("/api/v1/receipts", json={"answers": ids, "disposition": "fixed", "ref": "abc123"},
                             headers=agent)
         assert filed.status_code == 201 and filed.json()["fingerprint"] == FP
-        case = dc.cases()["cases"][0]
+        case = builtins(dc.cases())["cases"][0]
         assert case["label"] == "answered" and case["receipt"]["ref"] == "abc123" and case["sentinel"] is None
         operator = bearer(dc, SENDER, "operator")
         by_operator = client.post("/api/v1/receipts", json=probe, headers=operator)
@@ -75,12 +76,12 @@ def test_sentinels_monitors_and_labels_are_an_operators(tmp_path: Path) -> None:
                              sentinel_expect=verbs.SentinelExpect.exit0))
     agent, operator = bearer(dc, ENTITY), bearer(dc, SENDER, "operator")
     monitor = {"name": "nightly", "expect": "tool=north", "every": "1d"}
-    labels = Path(dc.claims()["labels_path"])
+    labels = Path(builtins(dc.claims())["labels_path"])
     with TestClient(create_app(dc)) as client:
         for path, body in (("/sentinels", {}), ("/monitors", monitor), ("/claims/labels", {})):
             assert_error_shape(client.post("/api/v1" + path, json=body, headers=agent), 403, "forbidden")
             assert_error_shape(client.post("/api/v1" + path, json=body), 401, "unauthorized")
-        assert dc.cases()["cases"][0]["regressions"] == [] and dc.monitors()["count"] == 0
+        assert builtins(dc.cases())["cases"][0]["regressions"] == [] and builtins(dc.monitors())["count"] == 0
         assert not labels.exists()
         ran = client.post("/api/v1/sentinels", json={"timeout": 10}, headers=operator).json()
         assert (ran["guarded"], ran["red"]) == (1, 1) and len(ran["minted"]) == 1
@@ -110,9 +111,9 @@ def test_the_cases_page_links_every_count_to_the_letters_it_counts(tmp_path: Pat
     ids = trilogy(dc)
     dc.receipt(verbs.Receipt(answers=ids[:2], disposition=verbs.Disposition.fixed, ref="abc123",
                              sentinel_probe="false", sentinel_expect=verbs.SentinelExpect.exit0))
-    minted = dc.sentinels()["minted"]
+    minted = builtins(dc.sentinels())["minted"]
     dc.monitor_add(verbs.MonitorAdd(name="nightly", expect="tool=north", every="1d"))
-    case = dc.case(verbs.Case(fingerprint=FP))
+    case = builtins(dc.case(verbs.Case(fingerprint=FP)))
     with TestClient(create_app(dc)) as client:
         page = client.get("/cases")
         assert page.status_code == 200
@@ -130,6 +131,6 @@ def test_the_cases_page_links_every_count_to_the_letters_it_counts(tmp_path: Pat
         cards = {href.replace("&amp;", "&"): n for href, n in
                  re.findall(r'<a class="n" href="([^"]+)">(\d+)</a>', html.split('id="cases"', 1)[0])}
         kindless_ids = _letter_ids(client, "/cases?show=kindless#letters")
-        assert cards["/cases?show=kindless#letters"] == str(dc.cases()["kindless"]) == str(len(kindless_ids))
-        assert not set(kindless_ids) & {w for c in dc.cases()["cases"] for w in c["witness_ids"]}
+        assert cards["/cases?show=kindless#letters"] == str(builtins(dc.cases())["kindless"]) == str(len(kindless_ids))
+        assert not set(kindless_ids) & {w for c in builtins(dc.cases())["cases"] for w in c["witness_ids"]}
         assert client.get("/cases", params={"case": "fp:north/nothing_like_it"}).status_code == 404

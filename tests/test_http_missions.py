@@ -15,6 +15,7 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
+from dovecote.results import builtins
 from helpers import snapshot
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home
@@ -25,7 +26,7 @@ ORIGIN = {"Origin": "http://testserver"}
 
 
 def post(dc: Dovecote, data: dict[str, Any]) -> str:
-    return str(dc.mission_post(verbs.MissionPost(letter=data, as_project="atlas"), actor="runner-1")["letter_id"])
+    return dc.mission_post(verbs.MissionPost(letter=data, as_project="atlas"), actor="runner-1").letter_id
 
 
 def walk(dc: Dovecote, phases: list[str]) -> list[str]:
@@ -101,7 +102,7 @@ def test_the_gestures_through_the_session_with_a_typed_confirmation_and_the_pass
     r = c.post(f"/missions/{MID}/receipt-import", data={"csrf": token, "confirm": MID, "passphrase": PASSPHRASE},
                headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/missions?mission={MID}"
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
     post(dc, for_phase("landed", 5, ids[-1], brain_ref="atlas"))
     page = c.get(f"/missions?mission={MID}").text
     assert 'data-gesture="archive"' in page
@@ -111,7 +112,7 @@ def test_the_gestures_through_the_session_with_a_typed_confirmation_and_the_pass
     r = c.post(f"/missions/{MID}/archive", data={"csrf": csrf_of(page), "confirm": MID, "passphrase": PASSPHRASE},
                headers=ORIGIN, follow_redirects=False)
     assert r.status_code == 303
-    chain = dc.mission(verbs.Mission(mission_id=MID))["chain"]
+    chain = builtins(dc.mission(verbs.Mission(mission_id=MID)))["chain"]
     assert chain[-1]["phase"] == "archived" and chain[-1]["agent"] == "human.alice"
 
 

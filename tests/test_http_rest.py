@@ -14,6 +14,7 @@ from dovecote.api import Dovecote
 from dovecote.errors import StoreError
 from dovecote.http import openapi, rest
 from dovecote.http.app import create_app
+from dovecote.results import builtins
 from dovecote.verbs import Box, EntityAdd, Inbox, Message, Search, Sweep
 from serverhelpers import ENTITY, assert_error_shape, served_home
 
@@ -27,7 +28,7 @@ def dc(tmp_path: Path) -> Dovecote:
 
 def same(data: Any) -> Any:
     """``data`` as it travels as JSON."""
-    return orjson.loads(orjson.dumps(data))
+    return orjson.loads(orjson.dumps(builtins(data)))
 
 
 def test_boxes_counts_every_box_the_roster_names(client: TestClient, dc: Dovecote) -> None:

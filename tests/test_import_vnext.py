@@ -13,6 +13,7 @@ from dovecote import verbs
 from dovecote.addresses import entity
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from dovecote.verbs import EntityAdd, ImportVnext
 from dovecote.verbs import Trackers as TrackersVerb
 from helpers import new_home, run_cli, snapshot
@@ -183,7 +184,7 @@ def test_after_the_import_dovecotes_trackers_count_as_the_dry_run(tmp_path: Path
     dc.import_vnext(ImportVnext(path=str(root), write=True))
     assert vnext_counts_of(dc) == {k: dry["tracker_counts"][k] for k in STATE_COUNTS}
     assert dry["envelopes"]["without_envelope_file"] == 3  # the legacy trackers' envelopes are long gone
-    late = [t for t in dc.trackers(TrackersVerb(limit=1000))["trackers"] if t["ack_late"]]
+    late = [t for t in builtins(dc.trackers(TrackersVerb(limit=1000)))["trackers"] if t["ack_late"]]
     assert len(late) == 2 and all(t["timed_out_ts"] and t["ack_state"] == "acked" for t in late)
 
 
@@ -227,7 +228,7 @@ def test_a_span_past_a_century_is_clamped_on_import_and_every_read_still_answers
     os.replace(root / "intake" / "pending" / name, root / "intake" / "processed" / name)
     dc = home_with_agents(tmp_path)
     dc.import_vnext(ImportVnext(path=str(root), write=True))
-    (t,) = [t for t in dc.trackers(now=T0)["trackers"] if t["envelope_id"] == env["envelope_id"]]
+    (t,) = [t for t in builtins(dc.trackers(now=T0))["trackers"] if t["envelope_id"] == env["envelope_id"]]
     assert t["ack_state"] == "pending" and t["ack_due_ts"] is not None and t["ack_due_ts"] > "2120"
     (letter,) = [x for x in dc.store.read(entity("tariq")).letters if x.data().get("envelope_id") == env["envelope_id"]
                  and x.kind == "task"]

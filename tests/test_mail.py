@@ -172,7 +172,8 @@ def test_a_refused_transition_appends_nothing(tmp_path: Path) -> None:
     dc = home(tmp_path)
     q = send(dc)
     before = ledger_bytes(dc, "ent_b")
-    for verb, kw in (("complete", {}), ("nack", {}), ("defer", {}), ("undefer", {})):
+    moves: tuple[tuple[str, dict[str, Any]], ...] = (("complete", {}), ("nack", {}), ("defer", {}), ("undefer", {}))
+    for verb, kw in moves:
         with pytest.raises(Refusal):
             dc.move(Move(kind=verb, entity_id="ent_b", ref=q, **kw))
     with pytest.raises(Refusal, match="unknown_letter"):

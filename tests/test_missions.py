@@ -11,6 +11,7 @@ import pytest
 from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.results import builtins
 from helpers import add_project, box_bytes, new_home, rep
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, VECTOR_ID, candidate, for_phase, keyed, letter
 
@@ -28,7 +29,7 @@ def dc(tmp_path: Path) -> Dovecote:
 
 def post(dc: Dovecote, data: dict[str, Any], project: str | None = "repo-a", agent: str = VECTOR_AGENT
          ) -> dict[str, Any]:
-    return dc.mission_post(verbs.MissionPost(letter=data, as_project=project), actor=agent)
+    return builtins(dc.mission_post(verbs.MissionPost(letter=data, as_project=project), actor=agent))
 
 
 def refused(fn: Any, *args: Any, **kw: Any) -> Refusal:
@@ -61,12 +62,12 @@ def _box(name: str) -> Any:
 
 def test_blocks_are_letters_and_the_registry_is_derived(dc: Dovecote) -> None:
     again = dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="repo-a"))
-    assert again["appended"] is False and again["boundary_version"] == 1
+    assert again.appended is False and again.boundary_version == 1
     bumped = dc.block_bump(verbs.BlockBump(block_id="sb_alpha"))
-    assert bumped["boundary_version"] == 2 and bumped["store_version"] == 0
+    assert bumped.boundary_version == 2 and bumped.store_version == 0
     listed = dc.blocks(verbs.Blocks(project="repo-a"))
-    assert [(b["block_id"], b["boundary_version"]) for b in listed["blocks"]] == [("sb_alpha", 2)]
-    assert listed["skeletons"] == {"repo-a": "skeleton:repo-a"}
+    assert [(b.block_id, b.boundary_version) for b in listed.blocks] == [("sb_alpha", 2)]
+    assert listed.skeletons == {"repo-a": "skeleton:repo-a"}
     assert refused(dc.block_bump, verbs.BlockBump(block_id="sb_none")).reason == "unknown_block"
     assert refused(dc.block_add, verbs.BlockAdd(block_id="b", project="nope")).reason == "unknown_project"
 
@@ -113,7 +114,7 @@ def test_a_chain_must_start_at_judging(dc: Dovecote) -> None:
 def test_the_full_flow_with_the_gestures(dc: Dovecote) -> None:
     keyed(dc)
     ids = walk(dc, ["judging", "executing", "gate", "merge_wait"])
-    listed = dc.missions(verbs.Missions())
+    listed = builtins(dc.missions(verbs.Missions()))
     assert listed["landing"] == 1 and listed["count"] == 1 and listed["by_phase"]["merge_wait"] == 1
     (head,) = listed["missions"]
     assert head["head_letter_id"] == ids[-1] and head["superseded_count"] == 3 and head["box"] == "project:repo-a"
@@ -125,16 +126,16 @@ def test_the_full_flow_with_the_gestures(dc: Dovecote) -> None:
     assert refused(dc.receipt_import, imp, gesture="agent", passphrase=PASSPHRASE
                    ).reason == "human_gesture_required"
     assert box_bytes(dc, _box("repo-a")) == before
-    got = dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")
+    got = builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me"))
     assert got["store_version"] == 1 and got["candidate_letter_id"] == ids[-1] and got["deduped"] is False
-    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["deduped"] is True
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 1
+    assert builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE))["deduped"] is True
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 1
     landed = post(dc, for_phase("landed", 5, ids[-1]))
     arch = verbs.MissionArchive(mission_id=MID)
     assert refused(dc.mission_archive, arch).reason == "human_gesture_required"
-    done = dc.mission_archive(arch, gesture="human-view", passphrase=PASSPHRASE, actor="human.me")
+    done = builtins(dc.mission_archive(arch, gesture="human-view", passphrase=PASSPHRASE, actor="human.me"))
     assert done["phase"] == "archived" and done["mission_seq"] == 6
-    shown = dc.mission(verbs.Mission(mission_id=MID))
+    shown = builtins(dc.mission(verbs.Mission(mission_id=MID)))
     assert [e["phase"] for e in shown["chain"]] == ["judging", "executing", "gate", "merge_wait", "landed",
                                                    "archived"]
     assert shown["chain"][4]["letter_id"] == landed["letter_id"] and shown["chain"][5]["agent"] == "human.me"
@@ -162,7 +163,7 @@ def test_landed_stands_only_on_an_import_the_block_registry_records(dc: Dovecote
     for seq, phase in enumerate(["executing", "gate", "merge_wait"], 5):
         ids.append(post(dc, for_phase(phase, seq, ids[-1]))["letter_id"])
     assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"
-    dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me")  # store version 2 now
+    builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE, actor="human.me"))  # store version 2 now
     assert refused(post, dc, for_phase("landed", 8, ids[-1])).reason == "landed_law"  # it claims 1
     got = post(dc, for_phase("landed", 8, ids[-1], receipt={"imported": True, "store_version": 2}))
     assert got["phase"] == "landed" and got["mission_seq"] == 8
@@ -201,7 +202,7 @@ def test_a_gesture_needs_the_persons_passphrase(dc: Dovecote) -> None:
         assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), **kw
                        ).reason == "human_gesture_required", kw
     assert box_bytes(dc, _box("repo-a")) == before
-    assert dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE)["candidate_letter_id"] == ids[-1]
+    assert builtins(dc.receipt_import(imp, gesture="terminal", passphrase=PASSPHRASE))["candidate_letter_id"] == ids[-1]
 
 
 def test_import_refusals(dc: Dovecote) -> None:
@@ -213,7 +214,7 @@ def test_import_refusals(dc: Dovecote) -> None:
     dc.block_bump(verbs.BlockBump(block_id="sb_alpha", project="repo-a"))
     r = refused(dc.receipt_import, imp, gesture="terminal", passphrase=PASSPHRASE)
     assert r.reason == "stale_scope" and r.extra == {"expected": 2, "given": 1}
-    assert dc.blocks(verbs.Blocks())["blocks"][0]["store_version"] == 0
+    assert dc.blocks(verbs.Blocks()).blocks[0].store_version == 0
     assert refused(dc.mission, verbs.Mission(mission_id="msn_ffffffffffff")).reason == "unknown_mission"
     assert refused(dc.mission_archive, verbs.MissionArchive(mission_id=MID), gesture="terminal",
                    passphrase=PASSPHRASE).reason == "invalid_transition"
@@ -228,8 +229,8 @@ def test_mission_letters_are_never_field_reports_nor_open(dc: Dovecote) -> None:
     assert s["total"] == 1 and s["open"] == 1 and len(s["letters"]) == 1
     box = dc.box(verbs.Box(address="project:repo-a", include_all=True)).to_dict()
     assert box["total"] == 1 and box["open"] == 1
-    assert dc.missions(verbs.Missions(project="repo-a"))["count"] == 1
-    assert dc.missions(verbs.Missions())["count"] == 2
+    assert builtins(dc.missions(verbs.Missions(project="repo-a")))["count"] == 1
+    assert builtins(dc.missions(verbs.Missions()))["count"] == 2
 
 
 def test_no_token_reaches_a_human_gesture() -> None:
@@ -249,5 +250,5 @@ def test_m1nd_lines_already_in_a_box_are_read_as_they_are(dc: Dovecote, tmp_path
 
     line = line_of(validate(VECTOR), VECTOR_AGENT)
     dc.store.append(_box("repo-a"), [line])
-    assert dc.mission(verbs.Mission(mission_id=MID))["head_letter_id"] == VECTOR_ID
+    assert builtins(dc.mission(verbs.Mission(mission_id=MID)))["head_letter_id"] == VECTOR_ID
     assert post(dc, letter(2, VECTOR_ID, "executing"))["mission_seq"] == 2

@@ -14,6 +14,7 @@ from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.ops import organize as organize_mod
 from dovecote.ops.inbox import view_dir
+from dovecote.results import builtins
 from dovecote.verbs import Inbox, Message, Organize
 from helpers import run_cli, snapshot
 from searchhelpers import finish, mail_home, put_message, tree
@@ -56,7 +57,7 @@ def contents(root: Path) -> Counter[bytes]:
 def test_the_report_shape_and_loose_files_by_category(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     drop(dc)
-    out = dc.organize(Organize(entity_id="ent_a"))
+    out = builtins(dc.organize(Organize(entity_id="ent_a")))
     assert list(out) == RESULT_KEYS
     assert out["entity"] == "ent_a" and out["view"] == str(view_dir(dc, "ent_a")) and out["applied"] == []
     got = {f["path"]: (f["kind"], f["category"]) for f in out["loose"]}
@@ -102,7 +103,7 @@ def test_apply_groups_and_never_deletes_or_touches_the_ledger(tmp_path: Path) ->
     files_before = contents(view)
     ledgers_before = snapshot(dc.layout.boxes)
     link_target = (d / "link.txt").readlink()
-    out = dc.organize(Organize(entity_id="ent_a", apply=True))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert sorted((a["from"], a["to"]) for a in out["applied"]) == [
         ("inbound/Scan.PNG", "inbound/REF_images/Scan.PNG"),
         ("inbound/blob.bin", "inbound/REF_other/blob.bin"),
@@ -129,7 +130,7 @@ def test_apply_twice_moves_nothing_more_and_the_inbox_sees_no_loose_files(tmp_pa
     dc.organize(Organize(entity_id="ent_a", apply=True))
     view = view_dir(dc, "ent_a")
     settled = tree(view)
-    again = dc.organize(Organize(entity_id="ent_a", apply=True))
+    again = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert again["loose"] == [] and again["applied"] == []
     assert tree(view) == settled
     assert dc.inbox(Inbox(entity_id="ent_a"))["counts"]["loose"] == 0
@@ -147,7 +148,7 @@ def test_a_name_clash_gets_a_numeric_suffix_and_overwrites_nothing(tmp_path: Pat
     (d / "REF_other" / "bundle" / "old.txt").write_text("old bundle\n")
     (d / "bundle").mkdir()
     (d / "bundle" / "new.txt").write_text("new bundle\n")
-    out = dc.organize(Organize(entity_id="ent_a", apply=True))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert sorted((a["from"], a["to"]) for a in out["applied"]) == [
         ("inbound/bundle", "inbound/REF_other/bundle-2"),
         ("inbound/notes.md", "inbound/REF_docs/notes-3.md"),
@@ -166,7 +167,7 @@ def test_an_empty_folder_of_the_same_name_is_not_replaced(tmp_path: Path) -> Non
     (d / "REF_other" / "bundle").mkdir(parents=True)
     (d / "bundle").mkdir()
     (d / "bundle" / "f").write_text("f")
-    out = dc.organize(Organize(entity_id="ent_a", apply=True))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert out["applied"] == [{"from": "inbound/bundle", "to": "inbound/REF_other/bundle-2"}]
     assert (d / "REF_other" / "bundle").is_dir() and list((d / "REF_other" / "bundle").iterdir()) == []
 
@@ -177,7 +178,7 @@ def test_a_relative_link_is_reported_but_left_in_place(tmp_path: Path) -> None:
     (d / "REF_docs").mkdir()
     (d / "REF_docs" / "kept.md").write_text("kept\n")
     (d / "rel.md").symlink_to("REF_docs/kept.md")
-    out = dc.organize(Organize(entity_id="ent_a", apply=True))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert [f["path"] for f in out["loose"]] == ["inbound/rel.md"]
     assert out["loose"][0]["proposed"].startswith("left in place")
     assert out["applied"] == [] and (d / "rel.md").read_text() == "kept\n"
@@ -185,7 +186,7 @@ def test_a_relative_link_is_reported_but_left_in_place(tmp_path: Path) -> None:
 
 def test_no_view_means_nothing_to_report_or_move(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    out = dc.organize(Organize(entity_id="ent_a", apply=True))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert out["loose"] == [] and out["applied"] == [] and not view_dir(dc, "ent_a").exists()
 
 
@@ -198,14 +199,14 @@ def test_expired_items_at_the_current_tic(tmp_path: Path) -> None:
         recipient="ent_a", sender="ent_b", subject="expired but done", expires_at_tic=5, current_tic=1
     )).id
     finish(dc, "ent_a", closed, current=2)
-    out = dc.organize(Organize(entity_id="ent_a", current_tic=10))
+    out = builtins(dc.organize(Organize(entity_id="ent_a", current_tic=10)))
     assert out["tic"] == 10
     assert [(e["id"], e["subject"], e["state"], e["expires_at_tic"]) for e in out["expired"]] == [
         (gone, "expired", "WAIT", 5)
     ]
     assert "nothing is moved" in out["expired"][0]["proposed"]
-    assert dc.organize(Organize(entity_id="ent_a", current_tic=5))["expired"] == []  # at its tic, not past it
-    assert dc.organize(Organize(entity_id="ent_a"))["expired"] == []  # no tic: nothing can be past its tic
+    assert builtins(dc.organize(Organize(entity_id="ent_a", current_tic=5)))["expired"] == []  # at its tic, not past it
+    assert builtins(dc.organize(Organize(entity_id="ent_a")))["expired"] == []  # no tic: nothing can be past its tic
 
 
 def test_duplicate_threads_among_open_items(tmp_path: Path) -> None:
@@ -217,7 +218,7 @@ def test_duplicate_threads_among_open_items(tmp_path: Path) -> None:
     finish(dc, "ent_a", second)
     put_message(dc, "ent_a", "twin a", thread_id="thread_twins", ts="2026-07-01T00:00:00Z")
     put_message(dc, "ent_a", "twin b", thread_id="thread_twins", ts="2026-07-02T00:00:00Z")
-    out = dc.organize(Organize(entity_id="ent_a"))
+    out = builtins(dc.organize(Organize(entity_id="ent_a")))
     assert [(t["thread_id"], t["count"], t["subjects"]) for t in out["duplicate_threads"]] == [
         ("thread_plan", 2, ["plan v1", "plan v3"]),
         ("thread_twins", 2, ["twin a", "twin b"]),
@@ -250,7 +251,7 @@ def test_large_loose_files_and_large_artifacts_of_open_items(tmp_path: Path) -> 
         recipient="ent_a", sender="ent_b", subject="big but done", artifact_paths=[str(p) for p in [big]]
     )).id
     finish(dc, "ent_a", done_item)
-    out = dc.organize(Organize(entity_id="ent_a"))
+    out = builtins(dc.organize(Organize(entity_id="ent_a")))
     large = [(x["where"], x.get("path") or x["name"], x["size"]) for x in out["large_files"]]
     assert large == [
         ("loose", "inbound/huge.iso", 10 * MIB + 1),

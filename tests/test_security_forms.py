@@ -20,6 +20,7 @@ from dovecote import verbs
 from dovecote.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
+from dovecote.results import builtins
 from dovecote.verbs import Inbox
 from helpers import snapshot
 from missionhelpers import VECTOR, for_phase
@@ -48,8 +49,8 @@ def _home(tmp: Path) -> tuple[Dovecote, str]:
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))
     prev = None
     for seq, phase in enumerate(["judging", "failed"], 1):  # a failed mission: archive is its gesture
-        prev = dc.mission_post(verbs.MissionPost(letter=for_phase(phase, seq, prev, brain_ref="atlas"),
-                                                 as_project="atlas"), actor="runner-1")["letter_id"]
+        prev = builtins(dc.mission_post(verbs.MissionPost(letter=for_phase(phase, seq, prev, brain_ref="atlas"),
+                                                 as_project="atlas"), actor="runner-1"))["letter_id"]
     ref = next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if not i["seen"])
     return dc, ref
 

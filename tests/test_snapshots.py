@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from dovecote.api import Dovecote
+from dovecote.results import builtins
 from dovecote.verbs import Box, ImportInboxTree, Inbox, Move, Organize, Search, Show, StaleCheck, Sweep, View
 from helpers import add_project, lid, rep
 from mailhelpers import ENTITY, cgg_tree, mail_home, send
@@ -87,8 +88,8 @@ CALLS: dict[str, Callable[[Dovecote], Any]] = {
         entity_id=ENTITY, current_tic=104, direction="both", include_terminal=True
     ), now=NOW),
     "search": lambda dc: dc.search(Search(query="zebra", include_terminal=True), now=NOW),
-    "stale_check": lambda dc: dc.stale_check(StaleCheck(current_tic=104), now=NOW),
-    "organize": lambda dc: dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW),
+    "stale_check": lambda dc: builtins(dc.stale_check(StaleCheck(current_tic=104), now=NOW)),
+    "organize": lambda dc: builtins(dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW)),
     "show": lambda dc: dc.show(
         Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104))["items"]),
              current_tic=104)

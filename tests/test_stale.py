@@ -16,6 +16,7 @@ from dovecote.addresses import HOME, entity
 from dovecote.api import Dovecote
 from dovecote.letters import canonical_line
 from dovecote.ops.stale import SIGNAL_KIND, signal_letter
+from dovecote.results import builtins
 from dovecote.verbs import Box, Inbox, Message, Move, StaleCheck, Sweep
 from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 from helpers import ledger_lines, rep, rewrite_roster, run_cli, snapshot
@@ -61,7 +62,7 @@ def tic_home(tmp: Path) -> tuple[Dovecote, dict[str, str]]:
 
 def test_counts_at_a_given_tic_match_the_hand_computed_ones(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(StaleCheck(current_tic=20), now=NOW)
+    out = builtins(dc.stale_check(StaleCheck(current_tic=20), now=NOW))
     assert list(out) == RESULT_KEYS
     assert out["tic"] == 20 and out["clock_source"] == "flag"
     assert out["entities_checked"] == 3 and out["entities_with_debt"] == 1
@@ -82,7 +83,7 @@ def test_counts_at_a_given_tic_match_the_hand_computed_ones(tmp_path: Path) -> N
 
 def test_the_same_items_at_a_later_tic(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(StaleCheck(current_tic=26), now=NOW)
+    out = builtins(dc.stale_check(StaleCheck(current_tic=26), now=NOW))
     # at 26: m1 16, m5 14, m3 13, m8 12, then m4 11, m9 11, m2 10 and b1 7 join; m6 is still deferred
     (a, b) = out["details"]
     assert a["entity"] == "ent_a" and a["count"] == 7
@@ -97,16 +98,16 @@ def test_the_same_items_at_a_later_tic(tmp_path: Path) -> None:
 def test_the_threshold_comes_from_the_roster(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
     dc = rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, stale_tics=7))
-    (d,) = dc.stale_check(StaleCheck(current_tic=20), now=NOW)["details"]
+    (d,) = builtins(dc.stale_check(StaleCheck(current_tic=20), now=NOW))["details"]
     assert d["ids"] == [m["m1"], m["m5"]] and d["by_state"] == {"WAIT": 2, "ACTIVE": 0}
 
 
 def test_a_defer_past_its_due_reads_as_wait_and_a_pending_one_never_stales(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    (d,) = dc.stale_check(StaleCheck(current_tic=1000), now=NOW)["details"][:1]
+    (d,) = builtins(dc.stale_check(StaleCheck(current_tic=1000), now=NOW))["details"][:1]
     assert m["m6"] in d["ids"]  # due 50 passed long ago: WAIT since 50
     assert m["m7"] not in d["ids"]  # DONE
-    undue = dc.stale_check(StaleCheck(current_tic=49), now=NOW)["details"][0]
+    undue = builtins(dc.stale_check(StaleCheck(current_tic=49), now=NOW))["details"][0]
     assert m["m6"] not in undue["ids"]
 
 
@@ -117,7 +118,7 @@ def test_the_tic_from_the_roster_tic_source(tmp_path: Path) -> None:
     (tics / "2026-07-04.jsonl").write_text('{"type": "tic", "tic": 90}\n')
     (tics / "2026-07-05.jsonl").write_text('{"type": "tic", "tic": 19}\n{"type": "tic", "tic": 20}\n')
     dc = rewrite_roster(dc, tic_source=str(tics))
-    out = dc.stale_check(now=NOW)
+    out = builtins(dc.stale_check(now=NOW))
     assert out["tic"] == 20 and out["clock_source"] == "roster" and out["total_stale"] == 4
 
 
@@ -148,7 +149,7 @@ def hours_home(tmp: Path) -> tuple[Dovecote, dict[str, str]]:
 
 def test_hours_mode_when_no_tic_is_known(tmp_path: Path) -> None:
     dc, h = hours_home(tmp_path)
-    out = dc.stale_check(now=NOW)
+    out = builtins(dc.stale_check(now=NOW))
     assert out["tic"] is None and out["clock_source"] == "none"
     (d,) = out["details"]
     assert d["count"] == 3 and d["by_state"] == {"WAIT": 2, "ACTIVE": 1}
@@ -159,14 +160,14 @@ def test_hours_mode_when_no_tic_is_known(tmp_path: Path) -> None:
 def test_hours_threshold_from_the_roster(tmp_path: Path) -> None:
     dc, h = hours_home(tmp_path)
     dc = rewrite_roster(dc, limits=msgspec.structs.replace(dc.roster.limits, stale_hours=25))
-    (d,) = dc.stale_check(now=NOW)["details"]
+    (d,) = builtins(dc.stale_check(now=NOW))["details"]
     assert d["ids"] == [h["h1"], h["h4"]]
 
 
 def test_an_item_without_a_tic_falls_back_to_hours_when_a_tic_is_known(tmp_path: Path) -> None:
     dc, h = hours_home(tmp_path)
     tic_item = dc.send(Message(recipient="ent_a", sender="ent_x", subject="counted in tics", current_tic=1)).id
-    out = dc.stale_check(StaleCheck(current_tic=10), now=NOW)
+    out = builtins(dc.stale_check(StaleCheck(current_tic=10), now=NOW))
     (d,) = out["details"]
     assert d["ids"] == [tic_item, h["h1"], h["h4"], h["h3"]]  # tic-aged first, then hour-aged
     assert d["oldest"] == {"id": tic_item, "subject": "counted in tics", "state": "WAIT", "in_state_tics": 9}
@@ -175,7 +176,7 @@ def test_an_item_without_a_tic_falls_back_to_hours_when_a_tic_is_known(tmp_path:
 def test_ids_are_capped_at_50_and_say_so(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, "ent_a")
     made = [put_message(dc, "ent_a", f"n{n}", ts=f"2026-07-01T{n // 60:02d}:{n % 60:02d}:00Z") for n in range(55)]
-    (d,) = dc.stale_check(now=NOW)["details"]
+    (d,) = builtins(dc.stale_check(now=NOW))["details"]
     assert d["count"] == 55 and len(d["ids"]) == 50 and d["truncated"] is True
     assert d["ids"] == made[:50]  # oldest first
 
@@ -186,7 +187,7 @@ def test_an_unreadable_box_is_named_not_counted_as_clean(tmp_path: Path) -> None
     assert path is not None
     path.mkdir(parents=True)  # a folder where the ledger file should be
     fresh = Dovecote(dc.layout.root)
-    out = fresh.stale_check(StaleCheck(current_tic=20), now=NOW)
+    out = builtins(fresh.stale_check(StaleCheck(current_tic=20), now=NOW))
     assert out["unreachable"] == ["entity:ent_c"] and out["entities_checked"] == 2
 
 
@@ -208,7 +209,7 @@ def test_without_the_flag_nothing_is_written(tmp_path: Path) -> None:
 
 def test_a_signal_letter_per_entity_with_debt(tmp_path: Path) -> None:
     dc, m = tic_home(tmp_path)
-    out = dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=NOW)
+    out = builtins(dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=NOW))
     assert out["signals_emitted"] == 2
     sigs = signals(dc)
     assert [s["entity"] for s in sigs] == ["ent_a", "ent_b"]
@@ -223,22 +224,22 @@ def test_a_signal_letter_per_entity_with_debt(tmp_path: Path) -> None:
 
 def test_two_runs_on_one_day_emit_once_even_with_other_counts(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
-    first = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW)
+    first = builtins(dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW))
     assert first["signals_emitted"] == 1
     dc.send(Message(recipient="ent_a", sender="ent_x", subject="one more", current_tic=1))  # the count changes
     later = NOW + timedelta(hours=11)
-    second = Dovecote(dc.layout.root).stale_check(StaleCheck(current_tic=20, emit_signals=True), now=later)
+    second = builtins(Dovecote(dc.layout.root).stale_check(StaleCheck(current_tic=20, emit_signals=True), now=later))
     assert second["details"][0]["count"] == 5 and second["signals_emitted"] == 0
     assert second["details"][0]["signal"] == {"id": first["details"][0]["signal"]["id"], "emitted": False}
     assert len(signals(dc)) == 1
-    tomorrow = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW + timedelta(days=1))
+    tomorrow = builtins(dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW + timedelta(days=1)))
     assert tomorrow["signals_emitted"] == 1
     assert [s["day"] for s in signals(dc)] == ["2026-07-05", "2026-07-06"]
 
 
 def test_an_exact_replay_dedups_by_content(tmp_path: Path) -> None:
     dc, _ = tic_home(tmp_path)
-    out = dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW)
+    out = builtins(dc.stale_check(StaleCheck(current_tic=20, emit_signals=True), now=NOW))
     line = canonical_line(signal_letter(out["details"][0], "2026-07-05", "2026-07-05T12:00:00Z"))
     ((lid, appended),) = dc.store.append(HOME, [line])
     assert not appended and lid == out["details"][0]["signal"]["id"]
@@ -266,7 +267,7 @@ def test_concurrent_runs_in_two_processes_emit_once(tmp_path: Path) -> None:
         "from dovecote.verbs import StaleCheck\n"
         "dc.stale_check(StaleCheck(current_tic=26), now=now)\n"  # fold before the race
         "while not os.path.exists(sys.argv[2]): time.sleep(0.001)\n"
-        "print(dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=now)['signals_emitted'])\n"
+        "print(dc.stale_check(StaleCheck(current_tic=26, emit_signals=True), now=now).signals_emitted)\n"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(dc.layout.root), str(go), str(n)], stdout=subprocess.PIPE)
@@ -343,5 +344,5 @@ def test_stale_check_and_the_inbox_flag_agree_to_the_second(tmp_path: Path) -> N
     for delta, stale in ((timedelta(hours=24), False), (timedelta(hours=24, seconds=1), True)):
         now = created + delta
         flagged = "STALE" in dc.inbox(Inbox(entity_id="ent_a"), now=now)["items"][0]["flags"]
-        listed = [i for d in dc.stale_check(now=now)["details"] for i in d["ids"]]
+        listed = [i for d in builtins(dc.stale_check(now=now))["details"] for i in d["ids"]]
         assert flagged is stale and (item in listed) is stale, delta

@@ -23,6 +23,7 @@ from dovecote.api import Dovecote
 from dovecote.cli.demo import build_demo
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, letter_id
+from dovecote.results import builtins
 from dovecote.store import FileStore
 from dovecote.store_postgres import PostgresStore, release
 from dovecote.store_url import shown
@@ -43,8 +44,8 @@ def line(**obj: object) -> bytes:
 
 def test_migrate_is_idempotent_and_records_each_version() -> None:
     with schema(migrated=False) as u:
-        first = api.migrate_store(u)
-        again = api.migrate_store(u)
+        first = builtins(api.migrate_store(u))
+        again = builtins(api.migrate_store(u))
         assert (first["before"], first["applied"]) == (None, [v for v, _ in store_pgschema.MIGRATIONS])
         assert (again["before"], again["applied"]) == (store_pgschema.VERSION, [])
         with psycopg.connect(u) as conn:
@@ -63,7 +64,7 @@ def test_an_unmigrated_database_is_refused_naming_the_command() -> None:
 def test_a_schema_newer_than_this_dovecote_is_refused_and_not_migrated(url: str) -> None:
     with psycopg.connect(url) as conn:
         conn.execute("INSERT INTO dovecote_schema_version (version) VALUES (%s)", (store_pgschema.VERSION + 1,))
-    for attempt in (lambda: PostgresStore(url), lambda: api.migrate_store(url)):
+    for attempt in (lambda: PostgresStore(url), lambda: builtins(api.migrate_store(url))):
         with pytest.raises(Refusal) as e:
             attempt()
         assert e.value.reason == "schema_too_new"
@@ -78,7 +79,7 @@ def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkey
     with schema(migrated=False) as u:
         monkeypatch.setattr(store_pgschema, "MIGRATIONS", store_pgschema.MIGRATIONS[:1])
         monkeypatch.setattr(store_pgschema, "VERSION", 1)
-        assert api.migrate_store(u)["applied"] == [1]
+        assert builtins(api.migrate_store(u))["applied"] == [1]
         monkeypatch.undo()
         with psycopg.connect(u) as conn:  # the rows as a version-1 dovecote wrote them
             conn.execute("INSERT INTO dovecote_boxes (box) VALUES ('entity:ent_a')")
@@ -89,7 +90,7 @@ def test_a_version_1_database_migrates_to_byte_wise_ids_keeping_every_row(monkey
             assert conn.execute(collation).fetchone() == (None,)
         with pytest.raises(Refusal, match="dovecote db migrate"):
             PostgresStore(u)
-        assert api.migrate_store(u)["applied"] == [2, 3]
+        assert builtins(api.migrate_store(u))["applied"] == [2, 3]
         with psycopg.connect(u) as conn:
             assert conn.execute(letters).fetchall() == before, "every row as it was"
             assert conn.execute(table).fetchone() == file, "the table was not rewritten"
@@ -200,12 +201,12 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
     """What a user reads, as bytes: sweep, every inbox, trackers, cases, a search."""
     out = {
         "sweep": orjson.dumps(dc.sweep(Sweep(distribute=False)).to_dict()),
-        "trackers": orjson.dumps(dc.trackers(Trackers(), now=NOW)),
-        "cases": orjson.dumps(dc.cases(Cases())),
+        "trackers": orjson.dumps(builtins(dc.trackers(Trackers(), now=NOW))),
+        "cases": orjson.dumps(builtins(dc.cases(Cases()))),
         "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
     }
     for e in dc.entities():
-        out[f"inbox {e['id']}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e["id"], current_tic=107), now=NOW))
+        out[f"inbox {e.id}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW))
     return out
 
 

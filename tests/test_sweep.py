@@ -11,6 +11,7 @@ from dovecote.addresses import HOME, Address
 from dovecote.api import Dovecote
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line
+from dovecote.results import builtins
 from dovecote.verbs import Box, EntityAdd, Move, StaleCheck, Sweep
 from helpers import add_project, lid, new_home, open_home, rep, run_cli
 
@@ -353,7 +354,7 @@ def test_box_counts_every_letter_it_holds_by_kind(tmp_path: Path) -> None:
     send(dc, "second", current_tic=1)
     dc.move(Move(kind="seen", entity_id="ent_builder", ref=first, current_tic=2))
     dc.move(Move(kind="claim", entity_id="ent_builder", ref=first, current_tic=2))
-    assert dc.stale_check(StaleCheck(current_tic=500, emit_signals=True))["signals_emitted"] == 1
+    assert builtins(dc.stale_check(StaleCheck(current_tic=500, emit_signals=True)))["signals_emitted"] == 1
     dc.report([rep("a report", repo="all")])
     dc.distribute()
     for handle in (dc, open_home(dc.layout.root)):

@@ -23,6 +23,7 @@ from dovecote import verbs, vocab
 from dovecote.derive.lifecycle import LINK_KINDS
 from dovecote.errors import REASONS, Refusal
 from dovecote.ops.search import DEFAULT_LIMIT
+from dovecote.results import builtins
 from helpers import new_home, snapshot
 
 MAX = verbs.MAX_INT
@@ -280,7 +281,7 @@ def test_library_callers_are_range_checked_and_nothing_is_written(tmp_path: Path
         lambda: dc.move(verbs.Move(kind="defer", entity_id="ent_b", ref=item, until_tic=-1)),
         lambda: dc.move(verbs.Move(kind="claim", entity_id="ent_b", ref=item, current_tic=MAX + 1)),
         lambda: dc.inbox(verbs.Inbox(entity_id="ent_b", direction="up")),
-        lambda: dc.stale_check(verbs.StaleCheck(current_tic=-5, emit_signals=True)),
+        lambda: builtins(dc.stale_check(verbs.StaleCheck(current_tic=-5, emit_signals=True))),
         lambda: dc.report([{"tool": "t", "class": "bug", "what": "w", "when": "now"}]),
         lambda: dc.add_project(verbs.ProjectAdd(name="p", root="/srv/p", aliases=("a\nb",))),
         lambda: dc.send(verbs.Message(sender="ent_a", recipient="ent_b\x1b[2J", subject="s")),

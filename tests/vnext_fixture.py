@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dovecote.api import Dovecote
+from dovecote.results import builtins
 from dovecote.verbs import EntityAdd
 from dovecote.verbs import Trackers as TrackersVerb
 from helpers import new_home
@@ -264,7 +265,7 @@ STATE_COUNTS = ("total", "pending_ack", "acked", "rejected", "timed_out", "escal
 def vnext_counts_of(dc: Dovecote) -> dict[str, int]:
     """dovecote's own trackers fold, counted the way the vNext status view counts: over the deliveries that
     need an ack (vNext writes a tracker for those only)."""
-    rows = [t for t in dc.trackers(TrackersVerb(limit=10**6))["trackers"] if t["ack_required"]]
+    rows = [t for t in builtins(dc.trackers(TrackersVerb(limit=10**6)))["trackers"] if t["ack_required"]]
     by_state = Counter(t["ack_state"] for t in rows)
     return {"total": len(rows), "pending_ack": by_state["pending"], "acked": by_state["acked"],
             "rejected": by_state["rejected"], "timed_out": by_state["timed_out"],

@@ -35,8 +35,18 @@ from dovecote.ops import report as report_op
 from dovecote.ops.distribute import Distribution, distribute
 from dovecote.ops.feed import Watch
 from dovecote.ops.injection import inbox_injection
-from dovecote.ops.roster_use import Use, entity_rows, entity_use, project_rows, project_use, refuse_if_used
+from dovecote.ops.roster_use import (
+    EntityRow,
+    ProjectRow,
+    Use,
+    entity_rows,
+    entity_use,
+    project_rows,
+    project_use,
+    refuse_if_used,
+)
 from dovecote.osutil import file_stamp
+from dovecote.results import Result
 from dovecote.routing import RosterIndex
 from dovecote.store import CALLS_AT_ONCE, Store
 from dovecote.tokens import Principal
@@ -47,14 +57,52 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops import tree_import as tree_import_op
     from dovecote.ops import verify as verify_op
     from dovecote.ops import view as view_op
+    from dovecote.ops.abandonment import HookRelayed
+    from dovecote.ops.blocks import BlockChange, BlockListing, ReceiptImported
+    from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
+    from dovecote.ops.gestures import KeySet
+    from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
+    from dovecote.ops.monitors import MonitorAdded, Monitors
+    from dovecote.ops.organize import Organized
+    from dovecote.ops.presence import Beat, Presence
+    from dovecote.ops.sentinels import Sentinels
+    from dovecote.ops.stale import StaleCheck
     from dovecote.ops.sweep import BoxContents, Progress, SweepResult
+    from dovecote.ops.tracker_read import Trackers
     from dovecote.ops.work_send import Sent
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Dovecote", "Principal", "Use", "Watch", "inbox_injection", "init",
-    "merge_ledgers",
-    "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
+    "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
+    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
+    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "inbox_injection", "init",
+    "merge_ledgers", "open_home",
 ]
+
+#: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
+#: builds each: imported on first use, so a hook's cold start loads none of their modules.
+RESULTS = {
+    "BlockChange": "dovecote.ops.blocks", "BlockListing": "dovecote.ops.blocks",
+    "MissionArchived": "dovecote.ops.missions", "MissionChain": "dovecote.ops.missions",
+    "MissionListing": "dovecote.ops.missions", "MissionPosted": "dovecote.ops.missions",
+    "Case": "dovecote.ops.cases", "Cases": "dovecote.ops.cases", "Claims": "dovecote.ops.cases",
+    "ReceiptFiled": "dovecote.ops.cases",
+    "MonitorAdded": "dovecote.ops.monitors", "Monitors": "dovecote.ops.monitors",
+    "Sentinels": "dovecote.ops.sentinels", "StaleCheck": "dovecote.ops.stale",
+    "Organized": "dovecote.ops.organize", "Trackers": "dovecote.ops.tracker_read", "KeySet": "dovecote.ops.gestures",
+    "ReceiptImported": "dovecote.ops.blocks",
+    "Beat": "dovecote.ops.presence", "Presence": "dovecote.ops.presence", "HookRelayed": "dovecote.ops.abandonment",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A typed answer of ``RESULTS``, imported when a face first names it."""
+    if name in RESULTS:
+        import importlib
+
+        return getattr(importlib.import_module(RESULTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     """A dovecote home: roster, store, and the use cases over them.
@@ -177,12 +225,12 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return found[0]
 
     @fields(verbs.ProjectList)
-    def projects(self, v: verbs.ProjectList | None = None, /) -> list[dict[str, Any]]:
+    def projects(self, v: verbs.ProjectList | None = None, /) -> list[ProjectRow]:
         """The roster's projects, with where each box is and whether it is reachable here."""
         return project_rows(self.store, self.roster)
 
     @fields(verbs.EntityList)
-    def entities(self, v: verbs.EntityList | None = None, /) -> list[dict[str, Any]]:
+    def entities(self, v: verbs.EntityList | None = None, /) -> list[EntityRow]:
         """The roster's entities (id and role)."""
         return entity_rows(self.roster)
 
@@ -401,7 +449,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return searchhandle.search(self.context, v, now=now)
 
     @fields(verbs.StaleCheck)
-    def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def stale_check(self, v: verbs.StaleCheck | None = None, /, *, now: datetime | None = None) -> StaleCheck:
         """Attention debt across every entity, and the day's signals (see ``ops.stale``)."""
         from dovecote.ops import stale as stale_op
 
@@ -409,7 +457,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return stale_op.stale_check(self.context, current=v.current_tic, emit=v.emit_signals, now=now)
 
     @fields(verbs.Organize)
-    def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def organize(self, v: verbs.Organize, /, *, now: datetime | None = None) -> Organized:
         """Hygiene report for one inbox; ``apply`` only groups loose files (see ``ops.organize``)."""
         from dovecote.ops import organize as organize_op
 
@@ -467,7 +515,17 @@ def _require_url(url: str, option: str) -> None:
         raise Refusal("invalid_field", f"{option} takes a postgresql:// URL; nothing was read or written")
 
 
-def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+class Migrated(Result, frozen=True):
+    """A database brought to this dovecote's schema: the store (shown without a password), the version it was
+    at (None: no dovecote schema yet), the migrations applied now, and the version it is at."""
+
+    store: str
+    before: int | None
+    applied: list[int]
+    version: int
+
+
+def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> Migrated:
     """Bring the database at ``url`` (default: the home's ``store`` setting) to this dovecote's
     schema (``dovecote db migrate``; idempotent). The home's store is not opened: it would refuse."""
     from dovecote import store_pgschema
@@ -483,7 +541,7 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
     _require_url(url, "--url")
     with connect(url) as conn:
         before, applied = store_pgschema.migrate(conn)
-    return {"store": shown(url), "before": before, "applied": applied, "version": store_pgschema.VERSION}
+    return Migrated(shown(url), before, applied, store_pgschema.VERSION)
 
 
 def _migrate_for_init(url: str) -> None:

@@ -7,25 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.abandonment import HookRelayed
+    from dovecote.ops.cases import Case, Cases, Claims, ReceiptFiled
+    from dovecote.ops.monitors import MonitorAdded, Monitors
+    from dovecote.ops.sentinels import Sentinels
 
 
 class CaseVerbs(HandleCore):
     """The handle's case-intelligence verbs (see ``ops.cases``)."""
 
     @fields(verbs.Receipt)
-    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> dict[str, Any]:
+    def receipt(self, v: verbs.Receipt, /, *, actor: ActorArg = None, now: datetime | None = None) -> ReceiptFiled:
         """File a triage receipt into the case's box; it closes what it answers."""
         from dovecote.ops import cases as cases_op
 
         return cases_op.receipt(self._ctx(now=now, actor=actor), checked(v))
 
     @fields(verbs.Cases)
-    def cases(self, v: verbs.Cases | None = None, /) -> dict[str, Any]:
+    def cases(self, v: verbs.Cases | None = None, /) -> Cases:
         """Every case, with recurrence and kindless counts."""
         from dovecote.ops import cases as cases_op
 
@@ -33,14 +39,14 @@ class CaseVerbs(HandleCore):
         return cases_op.cases(self.context, v.box)
 
     @fields(verbs.Case)
-    def case(self, v: verbs.Case, /) -> dict[str, Any]:
+    def case(self, v: verbs.Case, /) -> Case:
         """One case, by fingerprint or case id (``unknown_case`` otherwise)."""
         from dovecote.ops import cases as cases_op
 
         return cases_op.case(self.context, checked(v).fingerprint)
 
     @fields(verbs.Sentinels)
-    def sentinels(self, v: verbs.Sentinels | None = None, /) -> dict[str, Any]:
+    def sentinels(self, v: verbs.Sentinels | None = None, /) -> Sentinels:
         """Run every fixed receipt's probe; counts guarded, green, red."""
         from dovecote.ops import sentinels as sentinels_op
 
@@ -48,7 +54,7 @@ class CaseVerbs(HandleCore):
         return sentinels_op.sentinels(self.context, v.timeout)
 
     @fields(verbs.Claims)
-    def claims(self, v: verbs.Claims | None = None, /) -> dict[str, Any]:
+    def claims(self, v: verbs.Claims | None = None, /) -> Claims:
         """Claim vs measure, counts only (``write_labels`` appends field-labels.jsonl rows)."""
         from dovecote.ops import cases as cases_op
 
@@ -57,14 +63,14 @@ class CaseVerbs(HandleCore):
 
     @fields(verbs.MonitorAdd)
     def monitor_add(self, v: verbs.MonitorAdd, /, *, actor: ActorArg = None, now: datetime | None = None
-                    ) -> dict[str, Any]:
+                    ) -> MonitorAdded:
         """Add (or redefine) a dead-man's switch monitor."""
         from dovecote.ops import monitors as monitors_op
 
         return monitors_op.add(self._ctx(now=now, actor=actor), checked(v))
 
     @fields(verbs.Monitors)
-    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def monitors(self, v: verbs.Monitors | None = None, /, *, now: datetime | None = None) -> Monitors:
         """Every monitor and its state (new, up, late, down, paused)."""
         from dovecote.ops import monitors as monitors_op
 
@@ -78,12 +84,14 @@ class CaseVerbs(HandleCore):
         return abandonment.record(self._ctx(now=now), payload, watch)
 
     @fields(verbs.HookEvent)
-    def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def hook_event(self, v: verbs.HookEvent, /, *, now: datetime | None = None) -> HookRelayed:
         """A relayed hook event (``HookEvent``): what ``hook post-tool`` or ``hook stop``'s abandonment half does."""
+        from dovecote.ops.abandonment import HookRelayed
+
         v = checked(v)
         if v.event == "post-tool":
-            return {"event": v.event, "watched": self.hook_post_tool(v.payload, v.watch, now=now), "letter": None}
-        return {"event": v.event, "watched": None, "letter": self.hook_stop_abandonment(v.payload, now=now)}
+            return HookRelayed(v.event, self.hook_post_tool(v.payload, v.watch, now=now), None)
+        return HookRelayed(v.event, None, self.hook_stop_abandonment(v.payload, now=now))
 
     def hook_stop_abandonment(self, payload: dict[str, Any], *, now: datetime | None = None) -> str | None:
         """``hook stop``'s abandonment half: the id of the session's letter when its last watched call

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from dovecote.ops.acks import Acked
     from dovecote.ops.intake import IntakeRun
     from dovecote.ops.mailman import Pass
+    from dovecote.ops.presence import Beat, Presence
+    from dovecote.ops.tracker_read import Trackers
     from dovecote.roster import Roster
 
 
@@ -33,7 +35,7 @@ class DeliveryVerbs(HandleCore):
         return acks.ack(self._ctx(now=now, actor=actor), v.entity_id, v.ref, v.status.value, v.reason)
 
     @fields(verbs.Trackers)
-    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def trackers(self, v: verbs.Trackers | None = None, /, *, now: datetime | None = None) -> Trackers:
         """The v3 tracker of every (envelope, recipient) (see ``ops.tracker_read``)."""
         from dovecote.ops import tracker_read
 
@@ -42,7 +44,7 @@ class DeliveryVerbs(HandleCore):
         return tracker_read.trackers(ctx, v.entity_id, v.work_item_id, v.thread_id, v.limit, ctx.now())
 
     @fields(verbs.PresenceBeat)
-    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def presence_beat(self, v: verbs.PresenceBeat, /, *, now: datetime | None = None) -> Beat:
         """Record one heartbeat in the presence ledger (assistive, see ``ops.presence``)."""
         from dovecote.ops import presence as presence_op
 
@@ -50,7 +52,7 @@ class DeliveryVerbs(HandleCore):
         return presence_op.beat(self._ctx(now=now), v.agent, v.session)
 
     @fields(verbs.Presence)
-    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def presence(self, v: verbs.Presence | None = None, /, *, now: datetime | None = None) -> Presence:
         """Each agent recently active or not (never "online"); reads only."""
         from dovecote.ops import presence as presence_op
 

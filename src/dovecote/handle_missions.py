@@ -12,11 +12,16 @@ one. ``gesture_key_set`` sets that passphrase (``dovecote gesture-key set``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dovecote import verbs
 from dovecote.handle_core import ActorArg, HandleCore, fields
 from dovecote.verbs import checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.blocks import BlockChange, BlockListing, ReceiptImported
+    from dovecote.ops.gestures import KeySet
+    from dovecote.ops.missions import MissionArchived, MissionChain, MissionListing, MissionPosted
 
 
 class MissionVerbs(HandleCore):
@@ -24,7 +29,7 @@ class MissionVerbs(HandleCore):
 
     @fields(verbs.BlockAdd)
     def block_add(self, v: verbs.BlockAdd, /, *, actor: ActorArg = None, now: datetime | None = None
-                  ) -> dict[str, Any]:
+                  ) -> BlockChange:
         """Add a block to a project (adding it again changes nothing)."""
         from dovecote.ops import blocks
 
@@ -33,7 +38,7 @@ class MissionVerbs(HandleCore):
 
     @fields(verbs.BlockBump)
     def block_bump(self, v: verbs.BlockBump, /, *, actor: ActorArg = None, now: datetime | None = None
-                   ) -> dict[str, Any]:
+                   ) -> BlockChange:
         """Move a block's boundary one version on."""
         from dovecote.ops import blocks
 
@@ -41,14 +46,14 @@ class MissionVerbs(HandleCore):
         return blocks.bump(self._ctx(now=now, actor=actor), v.block_id, v.project)
 
     @fields(verbs.Blocks)
-    def blocks(self, v: verbs.Blocks | None = None, /) -> dict[str, Any]:
+    def blocks(self, v: verbs.Blocks | None = None, /) -> BlockListing:
         """Every block (or one project's) and each project's skeleton id."""
         from dovecote.ops import blocks
 
         return blocks.listing(self.context, checked(v or verbs.Blocks()).project)
 
     @fields(verbs.MissionPost)
-    def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> dict[str, Any]:
+    def mission_post(self, v: verbs.MissionPost, /, *, actor: ActorArg = None) -> MissionPosted:
         """Post the next letter of a mission (validated, guarded, compare-and-swap on the head)."""
         from dovecote.ops import missions
 
@@ -56,7 +61,7 @@ class MissionVerbs(HandleCore):
         return missions.post(self._ctx(actor=actor), v.letter, v.as_project)
 
     @fields(verbs.Missions)
-    def missions(self, v: verbs.Missions | None = None, /) -> dict[str, Any]:
+    def missions(self, v: verbs.Missions | None = None, /) -> MissionListing:
         """One head per mission, the counts by phase and the landing count."""
         from dovecote.ops import missions
 
@@ -70,7 +75,7 @@ class MissionVerbs(HandleCore):
         return gestures_by_phase()
 
     @fields(verbs.Mission)
-    def mission(self, v: verbs.Mission, /) -> dict[str, Any]:
+    def mission(self, v: verbs.Mission, /) -> MissionChain:
         """One mission's whole chain (``unknown_mission`` when no reachable box has it)."""
         from dovecote.ops import missions
 
@@ -79,7 +84,7 @@ class MissionVerbs(HandleCore):
     @fields(verbs.MissionArchive)
     def mission_archive(self, v: verbs.MissionArchive, /, *, gesture: str | None = None,
                         passphrase: str | None = None, actor: ActorArg = None,
-                        now: datetime | None = None) -> dict[str, Any]:
+                        now: datetime | None = None) -> MissionArchived:
         """Archive a landed or failed mission: a human gesture (see the module docstring)."""
         from dovecote.ops import missions
 
@@ -89,7 +94,7 @@ class MissionVerbs(HandleCore):
     @fields(verbs.ReceiptImport)
     def receipt_import(self, v: verbs.ReceiptImport, /, *, gesture: str | None = None,
                        passphrase: str | None = None, actor: ActorArg = None,
-                       now: datetime | None = None) -> dict[str, Any]:
+                       now: datetime | None = None) -> ReceiptImported:
         """Import a merge_wait mission's receipt candidate into its block: a human gesture."""
         from dovecote.ops import missions
 
@@ -97,7 +102,7 @@ class MissionVerbs(HandleCore):
         return missions.import_receipt(self._ctx(now=now, actor=actor), v.mission_id, gesture, passphrase)
 
     def gesture_key_set(self, new: str, /, *, old: str | None = None, now: datetime | None = None
-                        ) -> dict[str, Any]:
+                        ) -> KeySet:
         """Set the person's gesture passphrase (changing one needs ``old``); ``{path, changed}``."""
         from dovecote.ops import gestures
 

@@ -33,10 +33,30 @@ as it reads everything.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
 from dovecote.api import Actor, Dovecote, Principal, Watch
+
+if TYPE_CHECKING:
+    from dovecote.api import (
+        Beat,
+        BlockChange,
+        BlockListing,
+        Case,
+        Cases,
+        Claims,
+        HookRelayed,
+        MissionChain,
+        MissionListing,
+        MissionPosted,
+        MonitorAdded,
+        Monitors,
+        Presence,
+        ReceiptFiled,
+        Sentinels,
+        Trackers,
+    )
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -163,7 +183,7 @@ def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
     return dc.ack(v, actor=actor_of(w)).to_dict()
 
 
-def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> dict[str, Any]:
+def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
     """An agent's trackers are the deliveries to it; an operator or a local reader may read any, or all."""
     entity = reading_scope(p, v.entity_id)
     if entity is not None:
@@ -232,7 +252,7 @@ def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:
 # running sentinels (commands on this machine), monitors and claims are operator work.
 
 
-def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> dict[str, Any]:
+def cases(dc: Dovecote, p: Principal | None, v: verbs.Cases) -> Cases:
     return dc.cases(v)
 
 
@@ -244,32 +264,32 @@ def operator(p: Principal | None, verb: str) -> Principal:
     return w
 
 
-def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> dict[str, Any]:
+def case(dc: Dovecote, p: Principal | None, v: verbs.Case) -> Case:
     return dc.case(v)
 
 
-def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> dict[str, Any]:
+def sentinels(dc: Dovecote, p: Principal | None, v: verbs.Sentinels) -> Sentinels:
     operator(p, "sentinels")
     return dc.sentinels(v)
 
 
-def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> dict[str, Any]:
+def claims(dc: Dovecote, p: Principal | None, v: verbs.Claims) -> Claims:
     """Counts are anyone's; appending them to field-labels.jsonl is an operator's."""
     if v.write_labels:
         operator(p, "claims --write-labels")
     return dc.claims(v)
 
 
-def monitor_add(dc: Dovecote, p: Principal | None, v: verbs.MonitorAdd) -> dict[str, Any]:
+def monitor_add(dc: Dovecote, p: Principal | None, v: verbs.MonitorAdd) -> MonitorAdded:
     w = operator(p, "monitor_add")
     return dc.monitor_add(v, actor=actor_of(w))
 
 
-def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> dict[str, Any]:
+def monitors(dc: Dovecote, p: Principal | None, v: verbs.Monitors) -> Monitors:
     return dc.monitors(v)
 
 
-def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> dict[str, Any]:
+def receipt(dc: Dovecote, p: Principal | None, v: verbs.Receipt) -> ReceiptFiled:
     w = writer(p, "receipt")
     if v.sentinel_probe is not None and w.role != "operator":  # a probe is a command this machine will run
         raise Refusal("forbidden", f"{w.entity} may not set a sentinel probe (an operator's, at a terminal)")
@@ -291,16 +311,16 @@ def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> dict[str, Any]
     return dc.status(v)
 
 
-def presence(dc: Dovecote, p: Principal | None, v: verbs.Presence) -> dict[str, Any]:
+def presence(dc: Dovecote, p: Principal | None, v: verbs.Presence) -> Presence:
     return dc.presence(v)
 
 
-def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> dict[str, Any]:
+def presence_beat(dc: Dovecote, p: Principal | None, v: verbs.PresenceBeat) -> Beat:
     operator(p, "record a presence beat")
     return dc.presence_beat(v)
 
 
-def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> dict[str, Any]:
+def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> HookRelayed:
     """An agent's hook relayed by an operator (as presence beats are): the assistive session ledger is theirs."""
     operator(p, "relay an agent's hook event")
     return dc.hook_event(v)
@@ -336,27 +356,27 @@ def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dic
 # no token reaches them (the Human View's session does, ``http.pages_missions``).
 
 
-def mission_post(dc: Dovecote, p: Principal | None, v: verbs.MissionPost) -> dict[str, Any]:
+def mission_post(dc: Dovecote, p: Principal | None, v: verbs.MissionPost) -> MissionPosted:
     return dc.mission_post(v, actor=actor_of(writer(p, "mission_post")))
 
 
-def missions(dc: Dovecote, p: Principal | None, v: verbs.Missions) -> dict[str, Any]:
+def missions(dc: Dovecote, p: Principal | None, v: verbs.Missions) -> MissionListing:
     return dc.missions(v)
 
 
-def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> dict[str, Any]:
+def mission(dc: Dovecote, p: Principal | None, v: verbs.Mission) -> MissionChain:
     return dc.mission(v)
 
 
-def blocks(dc: Dovecote, p: Principal | None, v: verbs.Blocks) -> dict[str, Any]:
+def blocks(dc: Dovecote, p: Principal | None, v: verbs.Blocks) -> BlockListing:
     return dc.blocks(v)
 
 
-def block_add(dc: Dovecote, p: Principal | None, v: verbs.BlockAdd) -> dict[str, Any]:
+def block_add(dc: Dovecote, p: Principal | None, v: verbs.BlockAdd) -> BlockChange:
     return dc.block_add(v, actor=actor_of(operator(p, "add a block")))
 
 
-def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> dict[str, Any]:
+def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> BlockChange:
     return dc.block_bump(v, actor=actor_of(operator(p, "bump a block")))
 
 

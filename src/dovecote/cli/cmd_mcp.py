@@ -28,7 +28,7 @@ def principal_for(dc: Dovecote, entity: Optional[str], token: Optional[str]) -> 
             raise Refusal("forbidden", f"the token is bound to {p.entity}, not {entity}")
         return p
     if entity is not None:
-        if not any(e["id"] == entity for e in dc.entities()):
+        if not any(e.id == entity for e in dc.entities()):
             raise Refusal("unknown_entity", f"{entity!r} is not a registered entity (dovecote entity add)")
         return Principal(entity, "agent")
     return Principal(bound_actor().sender(), "operator", local=True)

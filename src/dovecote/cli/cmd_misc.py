@@ -73,7 +73,7 @@ def demo_cmd(
     first = inbox["items"][0]["id"] if inbox["items"] else "ID"
     c.print("\n" + look_around(home, first, invocation()), markup=False)
     program = os.path.realpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else sys.argv[0]
-    c.print("\n" + mcp_config(home.resolve(), [e["id"] for e in dc.entities()], program), markup=False, soft_wrap=True)
+    c.print("\n" + mcp_config(home.resolve(), [e.id for e in dc.entities()], program), markup=False, soft_wrap=True)
 
 
 def register_init(app: Typer) -> None:

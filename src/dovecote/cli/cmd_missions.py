@@ -144,7 +144,7 @@ def _chain_text(d: dict[str, Any]) -> str:
     return "\n".join([f"{d['mission_id']} in {d['box']}: {d['phase']} at seq {d['mission_seq']}", *rows]) + "\n"
 
 
-def _gesture(verb: str, mission_id: str, what: str, v: Any) -> dict[str, Any]:
+def _gesture(verb: str, mission_id: str, what: str, v: Any) -> object:
     """Make the gesture ``verb`` with the passphrase the person types; they act as ``human.$USER``."""
     dc = opened()
     secret = passphrase_for(what, mission_id, dc.gesture_key_is_set())

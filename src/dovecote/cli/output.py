@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from dovecote.results import builtins
 from dovecote.textsafe import one_line
 
 EXIT_FAIL, EXIT_REFUSED = 1, 2
@@ -26,11 +27,11 @@ def emit_json(value: Any) -> None:
 def show(result: Any, *, json: bool, text: Callable[[Any], str | None]) -> None:
     """The one way a command prints its answer: JSON with ``--json``, else its rendering for people.
 
-    ``result`` is a library answer (a dict, a list, or a value with ``to_dict()``);
+    ``result`` is a library answer (a typed result or a list of them; ``results.builtins`` is its data);
     ``text`` gets the same plain data and either prints it (Rich) or returns the
     text to write. So the summary can only show what the JSON carries.
     """
-    value = result.to_dict() if hasattr(result, "to_dict") else result
+    value = builtins(result)
     if json:
         emit_json(value)
         return

@@ -108,9 +108,9 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
     swept = dc.sweep(verbs.Sweep(distribute=False, include_all=True)).to_dict()
     head = {k: v for k, v in swept.items() if k != "letters"}
     head["in_spool_only"] = sum(1 for row in swept["letters"] if row.get("box") is None)
-    inboxes = [{"id": e["id"], "role": e["role"],
-                "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e["id"]))["counts"]}
-               for e in dc.entities() if remote.may(who, "inbox", e["id"])]
+    inboxes = [{"id": e.id, "role": e.role,
+                "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id))["counts"]}
+               for e in dc.entities() if remote.may(who, "inbox", e.id)]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
             "doctor": dc.doctor()["mailbox"]}
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from dovecote import verbs
-from dovecote.api import Dovecote
+from dovecote.api import Case, Dovecote
 from dovecote.http import rest
 from dovecote.http.pages import Pages, render
 
@@ -36,9 +36,9 @@ class CasesPageParams(rest.Params):
     show: Literal["witnesses", "unanswered", "answered", "regressions", "kindless"] | None = None
 
 
-def kindless(rows: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def kindless(rows: list[dict[str, Any]], cases: list[Case]) -> list[dict[str, Any]]:
     """The reports in no case (see the module docstring)."""
-    in_case = {lid for c in cases for lid in c["witness_ids"]}
+    in_case = {lid for c in cases for lid in c.witness_ids}
     return [r for r in rows if r["id"] not in in_case and r.get("class") not in NOT_TROUBLE
             and r.get("agent") != ENGINE_AGENT]
 
@@ -51,9 +51,9 @@ def cases_view(dc: Dovecote, p: CasesPageParams) -> dict[str, Any]:
     letters: list[dict[str, Any]] | None = None
     chosen = dc.case(verbs.Case(fingerprint=p.case)) if p.case else None  # unknown_case: the error page
     if p.show == "kindless":
-        letters = kindless(rows, found["cases"])
+        letters = kindless(rows, found.cases)
     elif p.show is not None and chosen is not None:
-        ids = chosen[LISTS[p.show]]
+        ids: list[str] = getattr(chosen, LISTS[p.show])
         by_id = {r["id"]: r for r in rows}
         letters = [by_id.get(i, {"id": i, "box": None, "fate": None, "what": "(not in a reachable box)"})
                    for i in ids]

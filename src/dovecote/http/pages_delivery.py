@@ -45,7 +45,7 @@ def _in_state(t: dict[str, Any], state: str | None) -> bool:
 def delivery_view(dc: Dovecote, who: Principal | None, p: DeliveryParams) -> dict[str, Any]:
     """Everything the page shows, read in one go: the status view and every tracker, newest first."""
     status = remote.status(dc, who, verbs.Status(limit=ROWS))
-    every = remote.trackers(dc, who, verbs.Trackers(limit=verbs.MAX_INT))["trackers"]
+    every = remote.trackers(dc, who, verbs.Trackers(limit=verbs.MAX_INT)).trackers
     counts = {s: sum(1 for t in every if _in_state(t, s)) for s in STATES}
     rows = [t for t in reversed(every) if _in_state(t, p.state)]
     return {"view": status, "counts": counts, "total": len(every), "rows": rows[:ROWS], "matching": len(rows),

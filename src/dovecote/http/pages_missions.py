@@ -45,10 +45,10 @@ class MissionsPageParams(rest.Params):
 def missions_view(dc: Dovecote, p: MissionsPageParams) -> dict[str, Any]:
     """The heads (narrowed to one phase if asked), the blocks, and the chain of the mission asked for."""
     found = dc.missions(verbs.Missions())
-    phases = list(found["by_phase"])
+    phases = list(found.by_phase)
     if p.phase is not None and p.phase not in phases:
         raise Refusal("invalid_field", f"phase: {p.phase!r} is not a phase (one of: {', '.join(phases)})")
-    heads = [h for h in found["missions"] if p.phase is None or h["phase"] == p.phase]
+    heads = [h for h in found.missions if p.phase is None or h.phase == p.phase]
     chosen = dc.mission(verbs.Mission(mission_id=p.mission)) if p.mission else None  # unknown_mission: error page
     return {"found": found, "heads": heads, "chosen": chosen, "phase": p.phase, "phases": phases,
             "blocks": dc.blocks(verbs.Blocks()), "offers": OFFERS}
@@ -76,7 +76,7 @@ def endpoints(pages: Pages) -> tuple[Any, Any]:
         actor = person_actor(person)
         secret = form.get("passphrase") or None
 
-        def call(dc: Dovecote, x: Any) -> dict[str, Any]:
+        def call(dc: Dovecote, x: Any) -> object:
             if verb == "mission_archive":
                 return dc.mission_archive(x, gesture="human-view", passphrase=secret, actor=actor)
             return dc.receipt_import(x, gesture="human-view", passphrase=secret, actor=actor)

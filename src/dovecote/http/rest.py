@@ -43,7 +43,28 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from dovecote import remote, verbs
-from dovecote.api import Dovecote, Principal
+from dovecote.api import (
+    Beat,
+    BlockChange,
+    BlockListing,
+    Case,
+    Cases,
+    Claims,
+    Dovecote,
+    EntityRow,
+    HookRelayed,
+    MissionChain,
+    MissionListing,
+    MissionPosted,
+    MonitorAdded,
+    Monitors,
+    Presence,
+    Principal,
+    ProjectRow,
+    ReceiptFiled,
+    Sentinels,
+    Trackers,
+)
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 from dovecote.verbs import SPOOL  # the ``box`` filter's name for letters in no box yet
@@ -117,7 +138,7 @@ def box_summary(dc: Dovecote, address: str) -> dict[str, Any]:
 
 def boxes(dc: Dovecote, _: Any) -> dict[str, Any]:
     """Every box the roster names: home, each project, each entity."""
-    names = [str(a) for a in dc.report_boxes()] + [f"entity:{e['id']}" for e in dc.entities()]
+    names = [str(a) for a in dc.report_boxes()] + [f"entity:{e.id}" for e in dc.entities()]
     return {"boxes": [box_summary(dc, n) for n in names]}
 
 
@@ -197,13 +218,13 @@ DELIVERY: tuple[Route, ...] = (
     Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
           dict[str, Any], "recipient", _remote("ack"), status=201),
     Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
-          "trackers", verbs.Trackers, dict[str, Any], "own", _remote("trackers")),
+          "trackers", verbs.Trackers, Trackers, "own", _remote("trackers")),
     Route("GET", "/status", "status", "The delivery view: intake, tracker counts, overdue acks, escalations",
           "status", verbs.Status, dict[str, Any], "operator_read", _remote("status")),
     Route("GET", "/presence", "presence", "Each agent recently active or not (never online)", "presence",
-          verbs.Presence, dict[str, Any], "open", _remote("presence")),
+          verbs.Presence, Presence, "open", _remote("presence")),
     Route("POST", "/presence/beats", "presence_beat", "Record that an agent's session is alive", "presence_beat",
-          verbs.PresenceBeat, dict[str, Any], "operator", _remote("presence_beat"), status=201),
+          verbs.PresenceBeat, Beat, "operator", _remote("presence_beat"), status=201),
     Route("POST", "/intake", "intake", "Deliver every envelope in the home's intake pending/, once per recipient",
           "intake", verbs.Intake, dict[str, Any], "operator", _remote("intake")),
     Route("POST", "/mailman", "mailman", "One mailman pass: intake, then repings, timeouts and escalations due",
@@ -214,17 +235,17 @@ DELIVERY: tuple[Route, ...] = (
 #: route here: they are the Human View's, through the signed-in person's session (``pages_missions``).
 MISSIONS: tuple[Route, ...] = (
     Route("GET", "/missions", "missions", "One head per mission, counts by phase, the landing count", "missions",
-          verbs.Missions, dict[str, Any], "open", _remote("missions")),
+          verbs.Missions, MissionListing, "open", _remote("missions")),
     Route("GET", "/missions/{mission_id}", "mission", "One mission's whole chain, root to head", "mission",
-          verbs.Mission, dict[str, Any], "open", _remote("mission")),
+          verbs.Mission, MissionChain, "open", _remote("mission")),
     Route("POST", "/missions", "mission_post", "Post the next letter of a mission (compare-and-swap on its head)",
-          "mission_post", verbs.MissionPost, dict[str, Any], "token", _remote("mission_post"), status=201),
+          "mission_post", verbs.MissionPost, MissionPosted, "token", _remote("mission_post"), status=201),
     Route("GET", "/blocks", "blocks", "Every block with its versions, and each project's skeleton id", "blocks",
-          verbs.Blocks, dict[str, Any], "open", _remote("blocks")),
-    Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, dict[str, Any],
+          verbs.Blocks, BlockListing, "open", _remote("blocks")),
+    Route("POST", "/blocks", "block_add", "Add a block to a project", "block_add", verbs.BlockAdd, BlockChange,
           "operator", _remote("block_add"), status=201),
     Route("POST", "/blocks/{block_id}/bumps", "block_bump", "Move a block's boundary one version on", "block_bump",
-          verbs.BlockBump, dict[str, Any], "operator", _remote("block_bump"), status=201),
+          verbs.BlockBump, BlockChange, "operator", _remote("block_bump"), status=201),
 )
 
 ROUTES: tuple[Route, ...] = (
@@ -235,9 +256,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes/{address}", "box", "One box read alone", "box", verbs.Box, dict[str, Any], "own",
           _remote("box")),
     Route("GET", "/projects", "projects", "The roster's projects and where their boxes are", "project_list",
-          verbs.ProjectList, list[dict[str, Any]], "open", _read(lambda dc, v: dc.projects(v))),
+          verbs.ProjectList, list[ProjectRow], "open", _read(lambda dc, v: dc.projects(v))),
     Route("GET", "/entities", "entities", "The roster's entities", "entity_list", verbs.EntityList,
-          list[dict[str, Any]], "open", _read(lambda dc, v: dc.entities(v))),
+          list[EntityRow], "open", _read(lambda dc, v: dc.entities(v))),
     Route("GET", ENTITY + "/inbox", "inbox", "The audit of one entity's inbox", "inbox", verbs.Inbox,
           dict[str, Any], "own", _remote("inbox")),
     Route("GET", ITEM, "item", "One inbound item whole: envelope, body, thread, history", "show", verbs.Show,
@@ -263,23 +284,23 @@ ROUTES: tuple[Route, ...] = (
     # -- case intelligence: reading cases, claims and monitors is anyone's, a receipt an agent's
     # (without a sentinel probe, as on MCP); probes, monitors and labels are operator work.
     Route("GET", "/cases", "cases", "Every case, with recurrence and kindless counts", "cases", verbs.Cases,
-          dict[str, Any], "open", _remote("cases")),
+          Cases, "open", _remote("cases")),
     Route("GET", "/cases/{fingerprint:path}", "case", "One case whole, by fingerprint or case id", "case",
-          verbs.Case, dict[str, Any], "open", _remote("case")),
+          verbs.Case, Case, "open", _remote("case")),
     Route("POST", "/receipts", "receipt", "File a triage receipt: it closes the letters it answers", "receipt",
-          verbs.Receipt, dict[str, Any], "token", _remote("receipt"), status=201),
+          verbs.Receipt, ReceiptFiled, "token", _remote("receipt"), status=201),
     Route("GET", "/claims", "claims", "Claim vs measure per fingerprint (counts only)", "claims", ClaimsParams,
-          dict[str, Any], "open", _claims),
+          Claims, "open", _claims),
     Route("POST", "/claims/labels", "claims_labels", "Append the resolved claims to field-labels.jsonl",
-          "claims", ClaimsLabels, dict[str, Any], "operator", _claims),
+          "claims", ClaimsLabels, Claims, "operator", _claims),
     Route("POST", "/sentinels", "sentinels", "Run every fixed receipt's probe; a red one mints a regression",
-          "sentinels", verbs.Sentinels, dict[str, Any], "operator", _remote("sentinels")),
+          "sentinels", verbs.Sentinels, Sentinels, "operator", _remote("sentinels")),
     Route("GET", "/monitors", "monitors", "Every monitor and its state", "monitors", verbs.Monitors,
-          dict[str, Any], "open", _remote("monitors")),
+          Monitors, "open", _remote("monitors")),
     Route("POST", "/monitors", "monitor_add", "Add (or redefine) a dead-man's switch monitor", "monitor_add",
-          verbs.MonitorAdd, dict[str, Any], "operator", _remote("monitor_add"), status=201),
+          verbs.MonitorAdd, MonitorAdded, "operator", _remote("monitor_add"), status=201),
     Route("POST", "/hooks/events", "hook_event", "Relay a coding agent's post-tool or stop hook (abandonment)",
-          "hook_event", verbs.HookEvent, dict[str, Any], "operator", _remote("hook_event")),
+          "hook_event", verbs.HookEvent, HookRelayed, "operator", _remote("hook_event")),
     *DELIVERY,
     *MISSIONS,
 )

@@ -17,7 +17,8 @@ tools). This is what keeps ``tools/list`` small.
 
 The output schemas name the keys the main results always carry (``required``),
 what a client may rely on; each allows more keys, so a result may grow without
-breaking a client. They leave the values' types to the one-line text, the
+breaking a client. A typed answer's are its type's (``output``): the fields it
+always writes. They leave the values' types to the one-line text, the
 README and the OpenAPI: spelling each key's type out cost a fifth of the
 catalog and tells an agent nothing it does not read from the answer itself.
 """
@@ -25,6 +26,8 @@ catalog and tells an agent nothing it does not read from the answer itself.
 from __future__ import annotations
 
 from typing import Any
+
+import msgspec
 
 from dovecote.verbs import MAX_SECONDS, NAME_SCHEMA_PATTERN
 
@@ -83,6 +86,14 @@ def _obj(*required: str) -> dict[str, Any]:
     return {"type": "object", "required": sorted(required)}
 
 
+def output(kind: type[msgspec.Struct]) -> dict[str, Any]:
+    """The output schema of the typed answer ``kind``: an object that always carries each field it always writes
+    (a field that may be left out, ``msgspec.UNSET`` by default, is not required)."""
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return _obj(*(f.encode_name for f in info.fields if f.required))
+
+
 #: Any JSON object: the results that have no schema of their own (sweep, box, doctor, search, the views).
 OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -94,6 +105,5 @@ TRANSITION = _obj("id", "item", "kind", "from", "to")
 INBOX = _obj("entity", "counts", "flags", "direction", "cursor", "clock")
 SHOW = _obj("entity", "item", "envelope", "thread", "history")
 WAIT = _obj("entity", "cursor", "timed_out", "items")
-CASES = _obj("cases", "count", "recurrence", "kindless", "unreachable")
 TRACKERS = _obj("total", "trackers")
-RECEIPT = _obj("id", "appended", "box", "fingerprint", "answers")
+

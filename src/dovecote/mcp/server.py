@@ -41,6 +41,7 @@ from dovecote.errors import Refusal, StoreError
 from dovecote.http.runner import Pool
 from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
+from dovecote.results import builtins
 from dovecote.textsafe import one_line
 
 log = logging.getLogger(__name__)
@@ -182,7 +183,8 @@ class Face:
         v = verbs.decode(tool.verb, tool.own_entity(principal, arguments))
         refuse_if_read_only(tool.name, v, self.read_only)
         limiter = self.waiters if tool.name == "wait" else self.workers
-        result: dict[str, Any] = await self.run(tool.call, self.dc, principal, v, limiter=limiter)
+        # the typed answer as plain data, the one encoding the CLI's --json and REST's bodies are too
+        result: dict[str, Any] = builtins(await self.run(tool.call, self.dc, principal, v, limiter=limiter))
         return result
 
     # -- resources -------------------------------------------------------------------
@@ -196,7 +198,7 @@ class Face:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         p = self._who_or_mcp_error(ctx)
-        entities = [p.entity] if p.role != "operator" else [e["id"] for e in self.dc.entities()]
+        entities = [p.entity] if p.role != "operator" else [e.id for e in self.dc.entities()]
         return types.ListResourcesResult(resources=[
             types.Resource(name=f"inbox {e}", uri=f"inbox://{e}", mime_type="application/json") for e in entities
         ])

@@ -48,14 +48,14 @@ from functools import cache
 from typing import Any
 
 from dovecote import remote, verbs
-from dovecote.api import Dovecote, Principal
+from dovecote.api import Cases, Dovecote, Principal, ReceiptFiled
 from dovecote.errors import Refusal
 from dovecote.mcp import schemas
 from dovecote.remote import refuse_if_read_only
 
 __all__ = ["ROLES", "TOOLS", "Tool", "Views", "catalog", "refuse_if_read_only", "role_of"]
 
-Call = Callable[[Dovecote, Principal, Any], dict[str, Any]]
+Call = Callable[[Dovecote, Principal, Any], Any]
 
 #: The catalogs, each a superset of the one before: an agent's, an operator's, the local operator's.
 ROLES = ("agent", "operator", "local")
@@ -277,7 +277,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     # -- case intelligence
     Views("cases", "Case reads by view", (
         Tool("cases", verbs.Cases, "letters grouped by fingerprint", remote.cases,
-             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.CASES),
+             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.output(Cases)),
         Tool("case", verbs.Case, "one, by fingerprint", remote.case, lambda d: str(d["line"]), schemas.OBJECT),
         Tool("claims", verbs.Claims, "claim vs measure counts", remote.claims,
              lambda d: f"claims: {_counts(d['totals'], 'claims', 'claimed_right', 'claimed_wrong', 'unresolved')}"
@@ -288,7 +288,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     )),
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
-         schemas.RECEIPT, operator_fields=("sentinel_probe", "sentinel_expect")),
+         schemas.output(ReceiptFiled), operator_fields=("sentinel_probe", "sentinel_expect")),
     # -- missions: archive and receipt import are human gestures, never tools
     Tool("mission_post", verbs.MissionPost, "Post a mission's next letter (CAS on its head).", remote.mission_post,
          lambda d: f"{'deduped' if d['deduped'] else 'posted'} {d['letter_id']}: seq {d['mission_seq']} {d['phase']}",

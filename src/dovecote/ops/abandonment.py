@@ -27,6 +27,7 @@ from dovecote import ledger
 from dovecote.addresses import HOME
 from dovecote.errors import Refusal
 from dovecote.ops import engine
+from dovecote.results import Result
 from dovecote.routing import route
 
 if TYPE_CHECKING:
@@ -38,6 +39,15 @@ _PREFIX = re.compile(r"[A-Za-z0-9_-]{1,128}")
 DEFAULT_WATCH = ("mcp__",)
 #: The event Claude Code sends for a tool call that failed (PostToolUse is a success).
 FAILURE_EVENTS = frozenset({"PostToolUseFailure"})
+
+
+class HookRelayed(Result, frozen=True):
+    """A relayed hook event: a post-tool call (whether it was a watched tool's), or a stop (the letter it
+    minted for the session, if any)."""
+
+    event: str
+    watched: bool | None
+    letter: str | None
 
 
 def _session(payload: Mapping[str, Any]) -> str | None:

@@ -20,10 +20,62 @@ from dovecote.derive.blocks import IMPORT_KIND, Block, skeleton_id
 from dovecote.derive.mission_letter import IMPORT_FROM
 from dovecote.errors import Refusal
 from dovecote.letters import canonical_line, format_ts
+from dovecote.results import Result
 
 if TYPE_CHECKING:
     from dovecote.context import Context
     from dovecote.derive.missions import Entry
+
+class BlockRow(Result, frozen=True):
+    """One block as the registry has it (``derive.blocks.Block.row``)."""
+
+    block_id: str
+    project: str
+    boundary_version: int
+    store_version: int
+    added_at: str | None
+    imports: int
+
+    @classmethod
+    def of(cls, b: Block) -> BlockRow:
+        return cls(b.block_id, b.project, b.boundary_version, b.store_version, b.added_at, len(b.imports))
+
+
+class BlockChange(BlockRow, frozen=True):
+    """A block added or bumped: the block after it, and the letter that did it (``appended``: false when
+    adding it again changed nothing)."""
+
+    letter_id: str
+    appended: bool
+
+    @classmethod
+    def after(cls, b: Block, letter_id: str, appended: bool) -> BlockChange:
+        row = BlockRow.of(b)
+        return cls(row.block_id, row.project, row.boundary_version, row.store_version, row.added_at, row.imports,
+                   letter_id, appended)
+
+
+class ReceiptImported(Result, frozen=True):
+    """A mission's receipt candidate imported into its block (``deduped``: it was imported already)."""
+
+    letter_id: str | None
+    mission_id: str | None
+    candidate_letter_id: str | None
+    project: str | None
+    block_id: str | None
+    boundary_version: int | None
+    store_version: int | None
+    deduped: bool
+
+
+class BlockListing(Result, frozen=True):
+    """Every block (of one project, or of all), each project's skeleton id, and the boxes out of reach."""
+
+    blocks: list[BlockRow]
+    count: int
+    skeletons: dict[str, str]
+    unreachable: list[str]
+
 
 def known_project(ctx: Context, name: str) -> str:
     p = ctx.roster.project(name)
@@ -40,20 +92,20 @@ def registry(ctx: Context, project: str) -> dict[str, Block]:
     return blocks_fold.fold(ctx.store.read(where).letters)
 
 
-def add(ctx: Context, project: str, block_id: str) -> dict[str, Any]:
+def add(ctx: Context, project: str, block_id: str) -> BlockChange:
     """Add ``block_id`` to ``project`` (boundary 1, store 0); adding it again changes nothing."""
     project = known_project(ctx, project)
     where = project_box(project)
     with ctx.store.guarded(where) as g:
         found = blocks_fold.fold(g.letters).get(block_id)
         if found is not None:
-            return {**found.row(), "letter_id": found.added, "appended": False}
+            return BlockChange.after(found, found.added, False)
         ts = format_ts(ctx.now())
         lid, appended = g.append([canonical_line(blocks_fold.block_letter(project, block_id, "add", 1, ts))])[0]
-    return {**Block(block_id, project, lid, ts).row(), "letter_id": lid, "appended": appended}
+    return BlockChange.after(Block(block_id, project, lid, ts), lid, appended)
 
 
-def bump(ctx: Context, block_id: str, project: str | None) -> dict[str, Any]:
+def bump(ctx: Context, block_id: str, project: str | None) -> BlockChange:
     """Move ``block_id``'s boundary one version on (the project holding it, or the one named)."""
     if project is None:
         holders = [p.name for p in ctx.roster.projects if block_id in registry(ctx, p.name)]
@@ -71,21 +123,20 @@ def bump(ctx: Context, block_id: str, project: str | None) -> dict[str, Any]:
         line = canonical_line(blocks_fold.block_letter(project, block_id, "bump", b.boundary_version,
                                                        format_ts(ctx.now())))
         lid, _ = g.append([line])[0]
-    return {**b.row(), "letter_id": lid, "appended": True}
+    return BlockChange.after(b, lid, True)
 
 
-def listing(ctx: Context, project: str | None) -> dict[str, Any]:
+def listing(ctx: Context, project: str | None) -> BlockListing:
     """Every block (of one project, or of all), with each project's skeleton id; unreachable boxes named."""
     names = [known_project(ctx, project)] if project is not None else [p.name for p in ctx.roster.projects]
-    rows: list[dict[str, Any]] = []
+    rows: list[BlockRow] = []
     unreachable = []
     for name in names:
         if not ctx.store.reachable(project_box(name)):
             unreachable.append(str(project_box(name)))
             continue
-        rows.extend(b.row() for b in registry(ctx, name).values())
-    return {"blocks": rows, "count": len(rows), "skeletons": {n: skeleton_id(n) for n in names},
-            "unreachable": unreachable}
+        rows.extend(BlockRow.of(b) for b in registry(ctx, name).values())
+    return BlockListing(rows, len(rows), {n: skeleton_id(n) for n in names}, unreachable)
 
 
 def anchor_known(blocks: dict[str, Block], project: str, block_id: str) -> bool:
@@ -93,7 +144,7 @@ def anchor_known(blocks: dict[str, Block], project: str, block_id: str) -> bool:
     return block_id in blocks or block_id == skeleton_id(project)
 
 
-def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> dict[str, Any]:
+def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> ReceiptImported:
     """Take the merge_wait head's receipt candidate into its block: the block's store version moves on.
 
     ``via`` is the checked gesture's origin (the caller checked the passphrase).
@@ -131,7 +182,7 @@ def import_receipt(ctx: Context, head: Entry, project: str, via: str) -> dict[st
     return _import_row({**obj, "letter_id": lid}, deduped=False)
 
 
-def _import_row(d: dict[str, Any], *, deduped: bool) -> dict[str, Any]:
+def _import_row(d: dict[str, Any], *, deduped: bool) -> ReceiptImported:
     keys = ("letter_id", "mission_id", "candidate_letter_id", "project", "block_id", "boundary_version",
             "store_version")
-    return {**{k: d.get(k) for k in keys}, "deduped": deduped}
+    return ReceiptImported(**{k: d.get(k) for k in keys}, deduped=deduped)

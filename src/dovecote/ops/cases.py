@@ -22,6 +22,7 @@ from dovecote.errors import Refusal, StoreError
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import casebook, engine
 from dovecote.ops.report import check_report
+from dovecote.results import Result, typed
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -30,25 +31,89 @@ if TYPE_CHECKING:
 LABELS_FILE = "field-labels.jsonl"
 
 
+class CaseReceipt(Result, frozen=True):
+    """The receipt that decides a case: its letter, when, its disposition, the fix it names, its box."""
+
+    id: str
+    ts: str | None
+    disposition: str | None
+    ref: str | None
+    box: str | None
+
+
+class CaseSentinel(Result, frozen=True):
+    """A fixed receipt's probe, its expectation, and how it stands (guarded or red, and for how long)."""
+
+    probe: str
+    expect: str
+    state: str | None
+    streak: int | None
+
+
+class Case(Result, frozen=True):
+    """One case: the letters sharing a fingerprint, the receipt naming it, what it answers (``derive.cases``)."""
+
+    fingerprint: str
+    case_id: str | None
+    label: str
+    witnesses: int
+    witness_ids: list[str]
+    unanswered: list[str]
+    first_seen: str | None
+    last_seen: str | None
+    boxes: list[str]
+    receipt: CaseReceipt | None
+    answered: list[str]
+    escalation: str | None
+    sentinel: CaseSentinel | None
+    regressions: list[str]
+    line: str
+
+
+class Cases(Result, frozen=True):
+    """Every case, the recurrence (fingerprint -> witnesses), the letters with no kind, the boxes out of reach."""
+
+    cases: list[Case]
+    count: int
+    recurrence: dict[str, int]
+    kindless: int
+    unreachable: list[str]
+
+
+class ReceiptFiled(Result, frozen=True):
+    """A triage receipt filed (``appended``: false when the very letter was there already)."""
+
+    id: str
+    appended: bool
+    box: str
+    fingerprint: str | None
+    answers: list[str]
+
+
+class Claims(Result, frozen=True):
+    """Claim vs measure, counts only: per fingerprint and in total; the labels resolved and appended."""
+
+    by_fingerprint: dict[str, dict[str, int]]
+    totals: dict[str, int]
+    resolved: int
+    labels_path: str
+    labels_appended: int
+
+
 def overlay(ctx: Context, persist: bool = True) -> dict[str, Any]:
     """What the sweep and doctor show of the cases: recurrence (fingerprint -> witnesses) and kindless."""
     book = casebook.load(ctx, persist).book
     return {"recurrence": book.recurrence(), "kindless": book.kindless}
 
 
-def cases(ctx: Context, box: str | None = None) -> dict[str, Any]:
+def cases(ctx: Context, box: str | None = None) -> Cases:
     loaded = casebook.load(ctx)
     rows = loaded.book.cases()
     if box is not None:
         label = str(parse_address(box))
         rows = [c for c in rows if label in c["boxes"]]
-    return {
-        "cases": rows,
-        "count": len(rows),
-        "recurrence": loaded.book.recurrence(),
-        "kindless": loaded.book.kindless,
-        "unreachable": loaded.unreachable,
-    }
+    return Cases(typed(list[Case], rows), len(rows), loaded.book.recurrence(), loaded.book.kindless,
+                 loaded.unreachable)
 
 
 def resolve(book: CaseBook, name: str) -> str:
@@ -62,13 +127,13 @@ def resolve(book: CaseBook, name: str) -> str:
     raise Refusal("unknown_case", f"no case has the fingerprint or case id {name!r}")
 
 
-def case(ctx: Context, name: str) -> dict[str, Any]:
+def case(ctx: Context, name: str) -> Case:
     book = casebook.load(ctx).book
     fp = resolve(book, name)
-    return next(c for c in book.cases() if c["fingerprint"] == fp)
+    return typed(Case, next(c for c in book.cases() if c["fingerprint"] == fp))
 
 
-def receipt(ctx: Context, v: verbs.Receipt) -> dict[str, Any]:
+def receipt(ctx: Context, v: verbs.Receipt) -> ReceiptFiled:
     """File a triage receipt into the case's box; it closes what it answers (fired_clay)."""
     book = casebook.load(ctx).book
     unknown = [a for a in v.answers if a not in book.seen]
@@ -100,7 +165,7 @@ def receipt(ctx: Context, v: verbs.Receipt) -> dict[str, Any]:
         obj, agent=ctx.actor.author(), ts=format_ts(ctx.now()), max_bytes=ctx.roster.limits.report_max_bytes
     )
     (lid, appended), = ctx.store.append(where, [line])
-    return {"id": lid, "appended": appended, "box": str(where), "fingerprint": fp, "answers": list(v.answers)}
+    return ReceiptFiled(lid, appended, str(where), fp, list(v.answers))
 
 
 def _receipt_box(ctx: Context, book: CaseBook, fp: str | None, answers: list[str]) -> tuple[Where, dict[str, Any]]:
@@ -140,16 +205,14 @@ def escalate(ctx: Context) -> list[str]:
     return minted
 
 
-def claims(ctx: Context, write_labels: bool = False, persist: bool = True) -> dict[str, Any]:
+def claims(ctx: Context, write_labels: bool = False, persist: bool = True) -> Claims:
     """Claim vs measure, counts only; with ``write_labels`` the resolved claims are appended
     to ``field-labels.jsonl`` once each (by letter and receipt)."""
     book = casebook.load(ctx, persist).book
     out = claims_of(book)
     rows = labels_of(book)
-    out["resolved"] = len(rows)
-    out["labels_path"] = str(ctx.layout.root / LABELS_FILE)
-    out["labels_appended"] = _append_labels(ctx, rows) if write_labels else 0
-    return out
+    appended = _append_labels(ctx, rows) if write_labels else 0
+    return Claims(out["by_fingerprint"], out["totals"], len(rows), str(ctx.layout.root / LABELS_FILE), appended)
 
 
 def _append_labels(ctx: Context, rows: list[dict[str, Any]]) -> int:

@@ -107,7 +107,7 @@ def status(
                      key=lambda t: (t.ack_due_ts or "", t.delivery_id))
     recent = sorted(rows, key=lambda t: (t.delivered_ts, t.delivery_id), reverse=True)
     escalated = [t for t in recent if t.escalated]
-    seen = presence(ctx, active_minutes, now)
+    seen = presence(ctx, active_minutes, now).to_dict()
     drift = Counter(field for t in rows for field in t.schema_drift)
     return {
         "ts": ts,

@@ -103,4 +103,4 @@ def _claims(ctx: Context) -> dict[str, int]:
     """Claim vs measure's totals (counts only; ``dovecote claims`` has them per fingerprint)."""
     from dovecote.ops.cases import claims
 
-    return dict(claims(ctx, persist=False)["totals"])
+    return dict(claims(ctx, persist=False).totals)

@@ -33,6 +33,7 @@ import orjson
 from dovecote.errors import Refusal
 from dovecote.ledger import write_atomic
 from dovecote.letters import format_ts
+from dovecote.results import Result
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -107,7 +108,14 @@ def check(ctx: Context, gesture: str | None, passphrase: str | None, what: str) 
     return gesture
 
 
-def set_key(ctx: Context, new: str, old: str | None) -> dict[str, Any]:
+class KeySet(Result, frozen=True):
+    """Where the gesture passphrase's hash is kept, and whether one was there before (it was changed)."""
+
+    path: str
+    changed: bool
+
+
+def set_key(ctx: Context, new: str, old: str | None) -> KeySet:
     """Set the gesture passphrase to ``new``; changing one needs the ``old`` one. ``{path, changed}``.
 
     Refused ``missing_field`` (an empty passphrase) and ``human_gesture_required``
@@ -124,4 +132,4 @@ def set_key(ctx: Context, new: str, old: str | None) -> dict[str, Any]:
     out = {"scheme": "scrypt", **COST, "salt": salt.hex(), "hash": _digest(new, salt, **COST).hex(),
            "set_at": format_ts(ctx.now())}
     write_atomic(key_path(ctx), orjson.dumps(out, option=orjson.OPT_APPEND_NEWLINE), mode=0o600)
-    return {"path": str(key_path(ctx)), "changed": rec is not None}
+    return KeySet(str(key_path(ctx)), rec is not None)

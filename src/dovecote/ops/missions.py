@@ -36,6 +36,7 @@ from dovecote.derive.mission_letter import MissionLetter, Phase
 from dovecote.errors import Refusal
 from dovecote.letters import letter_id
 from dovecote.ops import blocks, gestures
+from dovecote.results import Result
 from dovecote.vocab import ENGINE_AGENT, looks_like_engine
 
 if TYPE_CHECKING:
@@ -43,7 +44,75 @@ if TYPE_CHECKING:
     from dovecote.derive.missions import Entry
 
 
-def post(ctx: Context, data: Mapping[str, Any], as_project: str | None) -> dict[str, Any]:
+class MissionPosted(Result, frozen=True):
+    """A mission letter posted (``deduped``: the very letter was there already, nothing appended)."""
+
+    letter_id: str
+    mission_id: str
+    mission_seq: int
+    phase: str
+    box: str
+    deduped: bool
+
+
+class MissionArchived(Result, frozen=True):
+    """A mission set aside: the archived letter appended to its chain (a human gesture)."""
+
+    letter_id: str
+    mission_id: str
+    mission_seq: int
+    deduped: bool
+    phase: str
+    box: str
+
+
+class MissionHead(Result, frozen=True):
+    """One mission as its head letter has it (``derive.missions.Mission.head_row``), and the box it is in.
+
+    ``block_id``, ``brain_ref`` and ``updated_at`` are the head's mission object's, as written (null if absent).
+    """
+
+    mission_id: str
+    head_letter_id: str
+    phase: str
+    mission_seq: int
+    superseded_count: int
+    block_id: Any
+    brain_ref: Any
+    updated_at: Any
+    box: str
+
+
+class MissionListing(Result, frozen=True):
+    """One head per mission, the counts by phase, how many wait to land, and the boxes out of reach."""
+
+    missions: list[MissionHead]
+    count: int
+    landing: int
+    by_phase: dict[str, int]
+    unreachable: list[str]
+
+
+class ChainLetter(Result, frozen=True):
+    """One letter of a mission's chain as a face shows it (``derive.missions.Entry.row``)."""
+
+    letter_id: str
+    mission_seq: int
+    phase: str
+    prev_letter_id: str | None
+    agent: str | None
+    ts: str | None
+    mission: dict[str, Any]
+
+
+class MissionChain(MissionHead, frozen=True):
+    """One mission whole: its head, its chain root to head, and the letters off it (``forks``)."""
+
+    chain: list[ChainLetter]
+    forks: list[str]
+
+
+def post(ctx: Context, data: Mapping[str, Any], as_project: str | None) -> MissionPosted:
     """Post one mission letter; ``{letter_id, mission_id, mission_seq, deduped, phase, box}``."""
     m = ml.validate(data)
     if m.phase == Phase.archived:
@@ -109,15 +178,13 @@ def _landed_on_an_import(ctx: Context, m: MissionLetter, bound: str | None) -> N
                                     "it first (dovecote receipt import, or the Human View)")
 
 
-def _append(ctx: Context, where: Address, m: MissionLetter, agent: str) -> dict[str, Any]:
+def _append(ctx: Context, where: Address, m: MissionLetter, agent: str) -> MissionPosted:
     """The compare-and-swap: under the box's guard, the head from what it read, then append or refuse."""
     line = ml.line_of(m, agent)
     lid = letter_id(line)
-    out = {"letter_id": lid, "mission_id": m.mission_id, "mission_seq": m.mission_seq, "phase": m.phase,
-           "box": str(where)}
     with ctx.store.guarded(where) as g:
         if lid in g.index:
-            return {**out, "deduped": True}
+            return MissionPosted(lid, m.mission_id, m.mission_seq, m.phase, str(where), deduped=True)
         head = chains.one(g.letters, m.mission_id).head
         expected = (1, None) if head is None else (head.seq + 1, head.id)
         if (m.mission_seq, m.prev_letter_id) != expected:
@@ -128,7 +195,7 @@ def _append(ctx: Context, where: Address, m: MissionLetter, agent: str) -> dict[
                           expected_head=prev, given=m.prev_letter_id)
         ml.check_transition(chains.head_phase(head), Phase(m.phase))
         g.append([line])
-    return {**out, "deduped": False}
+    return MissionPosted(lid, m.mission_id, m.mission_seq, m.phase, str(where), deduped=False)
 
 
 def _boxes(ctx: Context) -> tuple[list[Address], list[str]]:
@@ -140,18 +207,20 @@ def _boxes(ctx: Context) -> tuple[list[Address], list[str]]:
     return reach, [str(a) for a in unreachable]
 
 
-def listing(ctx: Context, project: str | None) -> dict[str, Any]:
+def listing(ctx: Context, project: str | None) -> MissionListing:
     """One head per mission (of one project's box, or of every box), the counts by phase and the landing count."""
     if project is not None:
         where = project_box(blocks.known_project(ctx, project))
         reach, unreachable = ([where], []) if ctx.store.reachable(where) else ([], [str(where)])
     else:
         reach, unreachable = _boxes(ctx)
-    heads = []
+    rows = []
     for where in reach:
         for mission in chains.fold(ctx.store.read(where).letters).values():
-            heads.append({**mission.head_row(), "box": str(where)})
-    return {"missions": heads, **chains.summary(heads), "unreachable": unreachable}
+            rows.append({**mission.head_row(), "box": str(where)})
+    s = chains.summary(rows)
+    heads = [MissionHead(**row) for row in rows]
+    return MissionListing(heads, s["count"], s["landing"], s["by_phase"], unreachable)
 
 
 def find(ctx: Context, mission_id: str) -> tuple[Address, chains.Mission]:
@@ -165,14 +234,15 @@ def find(ctx: Context, mission_id: str) -> tuple[Address, chains.Mission]:
     raise Refusal("unknown_mission", f"no reachable box has a letter of mission {mission_id!r}{beyond}")
 
 
-def show(ctx: Context, mission_id: str) -> dict[str, Any]:
+def show(ctx: Context, mission_id: str) -> MissionChain:
     """The whole chain of one mission, root to head, and any letter off it (a fork m1nd could make)."""
     where, mission = find(ctx, mission_id)
     chain = mission.chain()
-    return {**mission.head_row(), "box": str(where), "chain": [e.row() for e in chain], "forks": mission.forks()}
+    return MissionChain(**mission.head_row(), box=str(where), chain=[ChainLetter(**e.row()) for e in chain],
+                        forks=mission.forks())
 
 
-def archive(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> dict[str, Any]:
+def archive(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> MissionArchived:
     """Set a landed or failed mission aside: the next letter of its chain, phase archived (a human gesture)."""
     gestures.check(ctx, gesture, passphrase, "mission archive")
     where, _ = find(ctx, mission_id)
@@ -184,11 +254,11 @@ def archive(ctx: Context, mission_id: str, gesture: str | None, passphrase: str 
                          "phase": Phase.archived.value, "updated_at": _now(ctx)})
         line = ml.line_of(m, ctx.actor.author())
         lid, _ = g.append([line])[0]
-    return {"letter_id": lid, "mission_id": mission_id, "mission_seq": m.mission_seq, "deduped": False,
-            "phase": m.phase, "box": str(where)}
+    return MissionArchived(lid, mission_id, m.mission_seq, False, m.phase, str(where))
 
 
-def import_receipt(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None) -> dict[str, Any]:
+def import_receipt(ctx: Context, mission_id: str, gesture: str | None, passphrase: str | None
+                   ) -> blocks.ReceiptImported:
     """``receipt import``: the mission's merge_wait candidate into its block (see ``ops.blocks.import_receipt``)."""
     via = gestures.check(ctx, gesture, passphrase, "receipt import")
     where, mission = find(ctx, mission_id)

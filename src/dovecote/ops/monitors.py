@@ -9,7 +9,7 @@ the monitors travel, merge and recompute as the ledgers do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dovecote import verbs
 from dovecote.addresses import HOME
@@ -17,12 +17,47 @@ from dovecote.derive import monitors as rules
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops import casebook, engine
+from dovecote.results import Result
 
 if TYPE_CHECKING:
     from dovecote.context import Context
 
 
-def add(ctx: Context, v: verbs.MonitorAdd) -> dict[str, Any]:
+class MonitorAdded(Result, frozen=True):
+    """A monitor's definition written (``appended``: false when the very same one was there already)."""
+
+    id: str
+    appended: bool
+    name: str
+
+
+class MonitorRow(Result, frozen=True):
+    """One monitor: its state, its rule, the last matching report and when it goes (or went) down."""
+
+    name: str
+    state: str
+    expect: str
+    every: str
+    grace: str
+    last: str | None
+    down_at: str | None
+    down_streak: int
+    down_letter_open: bool
+
+
+class Monitors(Result, frozen=True):
+    """Every monitor, and how many are in each state."""
+
+    monitors: list[MonitorRow]
+    count: int
+    new: int
+    up: int
+    late: int
+    down: int
+    paused: int
+
+
+def add(ctx: Context, v: verbs.MonitorAdd) -> MonitorAdded:
     """Write the monitor's definition into home (a newer one with the same name replaces it)."""
     rules.parse_filter(v.expect)
     rules.seconds(v.every)
@@ -37,10 +72,10 @@ def add(ctx: Context, v: verbs.MonitorAdd) -> dict[str, Any]:
     if v.paused:
         obj["paused"] = True
     (lid, appended), = ctx.store.append(HOME, [canonical_line(obj)])
-    return {"id": lid, "appended": appended, "name": v.name}
+    return MonitorAdded(lid, appended, v.name)
 
 
-def listing(ctx: Context) -> dict[str, Any]:
+def listing(ctx: Context) -> Monitors:
     """Every monitor with its state, last matching letter and when it goes (or went) down."""
     book = casebook.load(ctx).book
     now = ctx.now()
@@ -49,26 +84,24 @@ def listing(ctx: Context) -> dict[str, Any]:
         last = book.last_match(rules.parse_filter(m.expect))
         state, down_at = rules.state(m.ts, m.every, m.grace, m.paused, last, now)
         number, down = book.monitor_streak(name)
-        rows.append({
-            "name": name, "state": state, "expect": m.expect, "every": m.every, "grace": m.grace or rules.DEFAULT_GRACE,
-            "last": last, "down_at": format_ts(down_at) if down_at else None, "down_streak": number,
-            "down_letter_open": down,
-        })
-    counts = {s: sum(1 for r in rows if r["state"] == s) for s in ("new", "up", "late", "down", "paused")}
-    return {"monitors": rows, "count": len(rows), **counts}
+        rows.append(MonitorRow(name, state, m.expect, m.every, m.grace or rules.DEFAULT_GRACE, last,
+                               format_ts(down_at) if down_at else None, number, down))
+    counts = {s: sum(1 for r in rows if r.state == s) for s in ("new", "up", "late", "down", "paused")}
+    return Monitors(rows, len(rows), **counts)
 
 
 def mint(ctx: Context) -> list[str]:
     """The letters of a change: down (not yet minted for this streak), or up after a down streak."""
     minted = []
-    for row in listing(ctx)["monitors"]:
-        name, number = row["name"], row["down_streak"]
-        if row["state"] == "down" and not row["down_letter_open"]:
-            obj = engine.monitor_down(name, number + 1, row["down_at"], row["last"], row["every"], row["grace"])
+    for row in listing(ctx).monitors:
+        name, number = row.name, row.down_streak
+        if row.state == "down" and not row.down_letter_open:
+            down_at = cast(str, row.down_at)  # a monitor is down from a time: ``rules.state`` gives it
+            obj = engine.monitor_down(name, number + 1, down_at, row.last, row.every, row.grace)
             check = engine.same("monitor_down", monitor=name, monitor_streak=number + 1)
-        elif row["state"] == "up" and row["down_letter_open"]:
-            obj, check = engine.monitor_up(name, number, row["last"]), engine.same("monitor_up", monitor=name,
-                                                                                     monitor_streak=number)
+        elif row.state == "up" and row.down_letter_open:
+            obj, check = engine.monitor_up(name, number, row.last), engine.same("monitor_up", monitor=name,
+                                                                                  monitor_streak=number)
         else:
             continue
         try:

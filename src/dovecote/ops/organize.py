@@ -41,6 +41,7 @@ from dovecote.ledger import ensure_dir, fsync_dir
 from dovecote.ops import artifacts
 from dovecote.ops.tics import current_tic
 from dovecote.ops.viewtree import REF_PREFIX, is_reference_folder, loose_files, view_dir
+from dovecote.results import Result
 from dovecote.timeutil import order_key
 
 if TYPE_CHECKING:
@@ -165,6 +166,19 @@ def _group(view: Path, loose: list[Path]) -> list[dict[str, str]]:
     return applied
 
 
+class Organized(Result, frozen=True):
+    """One inbox's hygiene report: its folder view, the tic, each finding as a row, and what ``apply`` did."""
+
+    entity: str
+    view: str
+    tic: int | None
+    loose: list[dict[str, Any]]
+    expired: list[dict[str, Any]]
+    duplicate_threads: list[dict[str, Any]]
+    large_files: list[dict[str, Any]]
+    applied: list[dict[str, Any]]
+
+
 def organize(
     ctx: Context,
     entity_id: str,
@@ -172,7 +186,7 @@ def organize(
     apply: bool = False,
     current: int | None = None,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> Organized:
     """Report loose files, expired items, duplicate threads and large files; ``apply`` groups loose files.
 
     Returns ``{entity, view, tic, loose, expired, duplicate_threads,
@@ -265,13 +279,4 @@ def organize(
                 })
 
     applied = _group(view, movable) if apply and movable else []
-    return {
-        "entity": entity_id,
-        "view": str(view),
-        "tic": tic,
-        "loose": loose,
-        "expired": expired,
-        "duplicate_threads": duplicates,
-        "large_files": large,
-        "applied": applied,
-    }
+    return Organized(entity_id, str(view), tic, loose, expired, duplicates, large, applied)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dovecote import ledger
 from dovecote.folds import Kind
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.notify import discover
+from dovecote.results import Result
 from dovecote.timeutil import order_key, parse_time
 
 if TYPE_CHECKING:
@@ -27,6 +28,45 @@ PRESENCE = "presence.jsonl"
 RECENTLY_ACTIVE = "recently_active"
 NO_RECENT_SESSION = "no_recent_session"
 _READER: Kind[ledger.LedgerReader] = Kind("presence-reader")
+
+
+class Beat(Result, frozen=True):
+    """One heartbeat recorded (``appended``: false when the very same beat was there already)."""
+
+    id: str
+    agent: str
+    session: str | None
+    ts: str
+    appended: bool
+
+
+class AgentPresence(Result, frozen=True):
+    """One agent recently active or not, with the evidence: its newest beat or discovered session."""
+
+    agent: str
+    recently_active: bool
+    status: str
+    last_seen: str | None
+    age_ms: int | None
+    source: str | None
+    session: str | None
+
+
+class Discovery(Result, frozen=True):
+    """Whether the roster's discovery command is set, whether it ran, and what stopped it."""
+
+    configured: bool
+    ran: bool
+    error: str | None
+
+
+class Presence(Result, frozen=True):
+    """Every agent recently active or not (never "online"), and how many are."""
+
+    active_minutes: int
+    agents: list[AgentPresence]
+    recently_active: int
+    discovery: Discovery
 
 
 def _path(ctx: Context) -> Path:
@@ -41,12 +81,12 @@ def _reader(ctx: Context) -> ledger.LedgerReader:
         return r
 
 
-def beat(ctx: Context, agent: str, session: str | None) -> dict[str, Any]:
+def beat(ctx: Context, agent: str, session: str | None) -> Beat:
     """Append one heartbeat (durable when this returns)."""
     ts = format_ts(ctx.now())
     line = canonical_line({"ts": ts, "agent": agent, "kind": "beat", **({"session": session} if session else {})})
     ((lid, appended),) = ledger.append(_reader(ctx), [line])
-    return {"id": lid, "agent": agent, "session": session, "ts": ts, "appended": appended}
+    return Beat(lid, agent, session, ts, appended)
 
 
 def last_beats(ctx: Context) -> dict[str, tuple[str, str | None]]:
@@ -66,7 +106,7 @@ def last_beats(ctx: Context) -> dict[str, tuple[str, str | None]]:
     return out
 
 
-def presence(ctx: Context, active_minutes: int, now: datetime) -> dict[str, Any]:
+def presence(ctx: Context, active_minutes: int, now: datetime) -> Presence:
     """Every roster entity (and every agent that beat), recently active or not, with the evidence."""
     beats = last_beats(ctx)
     found, error, ran = discover(ctx, active_minutes)
@@ -86,13 +126,9 @@ def presence(ctx: Context, active_minutes: int, now: datetime) -> dict[str, Any]
         last = max(seen, default=None, key=lambda s: s[0])
         age = None if last is None else int((now - last[0]).total_seconds() * 1000)
         active = last is not None and now - last[0] <= window
-        rows.append({
-            "agent": agent, "recently_active": active, "status": RECENTLY_ACTIVE if active else NO_RECENT_SESSION,
-            "last_seen": format_ts(last[0]) if last else None, "age_ms": age, "source": last[1] if last else None,
-            "session": last[2] if last else None,
-        })
-    return {
-        "active_minutes": active_minutes, "agents": rows,
-        "recently_active": sum(1 for r in rows if r["recently_active"]),
-        "discovery": {"configured": ctx.roster.discovery_command is not None, "ran": ran, "error": error},
-    }
+        rows.append(AgentPresence(
+            agent, active, RECENTLY_ACTIVE if active else NO_RECENT_SESSION, format_ts(last[0]) if last else None,
+            age, last[1] if last else None, last[2] if last else None,
+        ))
+    discovery = Discovery(ctx.roster.discovery_command is not None, ran, error)
+    return Presence(active_minutes, rows, sum(1 for r in rows if r.recently_active), discovery)

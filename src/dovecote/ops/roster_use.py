@@ -13,6 +13,7 @@ import msgspec
 
 from dovecote.addresses import Address
 from dovecote.errors import Refusal
+from dovecote.results import Result
 from dovecote.roster import Roster
 from dovecote.routing import RosterIndex, route
 from dovecote.store import Store
@@ -70,21 +71,39 @@ def refuse_if_used(use: Use, force: bool) -> None:
         )
 
 
-def project_rows(store: Store, roster: Roster) -> list[dict[str, object]]:
+class ProjectRow(Result, frozen=True):
+    """One roster project as ``project list`` shows it: where its box is, and whether it is reachable here."""
+
+    name: str
+    root: str
+    aliases: list[str]
+    box_in_repo: bool
+    box: str
+    reachable: bool
+
+
+class EntityRow(Result, frozen=True):
+    """One roster entity: its id and role."""
+
+    id: str
+    role: str | None
+
+
+def project_rows(store: Store, roster: Roster) -> list[ProjectRow]:
     """The roster's projects, each with where its box is and whether it is reachable here."""
     return [
-        {
-            "name": p.name,
-            "root": p.root,
-            "aliases": list(p.aliases),
-            "box_in_repo": p.box_in_repo,
-            "box": store.location(Address("project", p.name)),
-            "reachable": store.reachable(Address("project", p.name)),
-        }
+        ProjectRow(
+            name=p.name,
+            root=p.root,
+            aliases=list(p.aliases),
+            box_in_repo=p.box_in_repo,
+            box=store.location(Address("project", p.name)),
+            reachable=store.reachable(Address("project", p.name)),
+        )
         for p in roster.projects
     ]
 
 
-def entity_rows(roster: Roster) -> list[dict[str, object]]:
+def entity_rows(roster: Roster) -> list[EntityRow]:
     """The roster's entities: id and role."""
-    return [{"id": e.id, "role": e.role} for e in roster.entities]
+    return [EntityRow(id=e.id, role=e.role) for e in roster.entities]

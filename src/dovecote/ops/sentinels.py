@@ -20,11 +20,12 @@ from __future__ import annotations
 import shlex
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dovecote.addresses import HOME, parse_address
 from dovecote.letters import format_ts
 from dovecote.ops import casebook, engine
+from dovecote.results import Result
 
 if TYPE_CHECKING:
     from dovecote.context import Context
@@ -71,12 +72,37 @@ def root_of(ctx: Context, where: Where) -> Path | None:
     return path if path is not None and path.is_dir() else None
 
 
-def sentinels(ctx: Context, timeout: float = 30.0) -> dict[str, Any]:
+class SentinelRun(Result, frozen=True):
+    """One fixed receipt's probe run: green, red or unreachable (and why), and the letter it minted, if any."""
+
+    fingerprint: str
+    receipt: str
+    probe: str | None
+    expect: str
+    state: str
+    why: str | None
+    box: str
+    minted: str | None
+
+
+class Sentinels(Result, frozen=True):
+    """Every guarded case's probe run: how many are green, red, unreachable; the letters minted; one line."""
+
+    guarded: int
+    green: int
+    red: int
+    unreachable: int
+    minted: list[str]
+    sentinels: list[SentinelRun]
+    line: str
+
+
+def sentinels(ctx: Context, timeout: float = 30.0) -> Sentinels:
     """Run every sentinel; counts ``guarded`` (sentinels), ``green``, ``red``, ``unreachable``."""
     book = casebook.load(ctx).book
     now = format_ts(ctx.now())
     groups = book.by_fingerprint()
-    rows: list[dict[str, Any]] = []
+    rows: list[SentinelRun] = []
     minted: list[str] = []
     for fp, r in sorted(book.latest_receipts().items()):
         if r.disposition != "fixed" or r.probe is None:
@@ -98,13 +124,8 @@ def sentinels(ctx: Context, timeout: float = 30.0) -> dict[str, Any]:
                                 engine.same("green", fingerprint=fp, sentinel_streak=number))
         if wrote is not None and wrote[1]:
             minted.append(wrote[0])
-        rows.append({
-            "fingerprint": fp, "receipt": r.id, "probe": r.probe, "expect": expect, "state": state, "why": why,
-            "box": str(where), "minted": wrote[0] if wrote else None,
-        })
-    counts = {s: sum(1 for x in rows if x["state"] == s) for s in (GREEN, RED, UNREACHABLE)}
-    return {
-        "guarded": len(rows), **counts, "minted": minted, "sentinels": rows,
-        "line": f"sentinels: {len(rows)} guarded · {counts[GREEN]} green · {counts[RED]} red"
-        + (f" · {counts[UNREACHABLE]} unreachable" if counts[UNREACHABLE] else ""),
-    }
+        rows.append(SentinelRun(fp, r.id, r.probe, expect, state, why, str(where), wrote[0] if wrote else None))
+    counts = {s: sum(1 for x in rows if x.state == s) for s in (GREEN, RED, UNREACHABLE)}
+    line = (f"sentinels: {len(rows)} guarded · {counts[GREEN]} green · {counts[RED]} red"
+            + (f" · {counts[UNREACHABLE]} unreachable" if counts[UNREACHABLE] else ""))
+    return Sentinels(len(rows), counts[GREEN], counts[RED], counts[UNREACHABLE], minted, rows, line)

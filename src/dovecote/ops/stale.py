@@ -33,6 +33,7 @@ from dovecote.derive.lifecycle import State, effective
 from dovecote.errors import StoreError
 from dovecote.letters import canonical_line, format_ts
 from dovecote.ops.tics import current_tic
+from dovecote.results import Result
 from dovecote.roster import Limits
 from dovecote.timeutil import order_key
 from dovecote.vocab import ENGINE_AGENT
@@ -162,13 +163,27 @@ def emit_signals(ctx: Context, details: list[dict[str, Any]], now: datetime) -> 
     return emitted
 
 
+class StaleCheck(Result, frozen=True):
+    """Attention debt across every entity: the clock it was read at, the counts, one detail per entity with
+    debt (most stale first: its rows as the inbox has them), and the entity boxes that could not be read."""
+
+    tic: int | None
+    clock_source: str | None
+    entities_checked: int
+    entities_with_debt: int
+    total_stale: int
+    signals_emitted: int
+    details: list[dict[str, Any]]
+    unreachable: list[str]
+
+
 def stale_check(
     ctx: Context,
     *,
     current: int | None = None,
     emit: bool = False,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> StaleCheck:
     """Attention debt across every registered entity (and, with ``emit``, the day's signals).
 
     Returns ``{tic, clock_source, entities_checked, entities_with_debt,
@@ -195,13 +210,5 @@ def stale_check(
             details.append(_detail(e.id, rows))
     details.sort(key=lambda d: (-d["count"], d["entity"]))
     emitted = emit_signals(ctx, details, when) if emit and details else 0
-    return {
-        "tic": tic,
-        "clock_source": source,
-        "entities_checked": checked,
-        "entities_with_debt": len(details),
-        "total_stale": sum(d["count"] for d in details),
-        "signals_emitted": emitted,
-        "details": details,
-        "unreachable": unreachable,
-    }
+    return StaleCheck(tic, source, checked, len(details), sum(d["count"] for d in details), emitted, details,
+                      unreachable)

@@ -16,6 +16,7 @@ from dovecote.derive.trackers import Tracker, close_tasks
 from dovecote.errors import StoreError
 from dovecote.letters import format_ts
 from dovecote.ops.trackbook import book
+from dovecote.results import Result
 from dovecote.vocab import LetterKind
 
 if TYPE_CHECKING:
@@ -58,15 +59,24 @@ def matches(t: Tracker, work_item_id: str | None, thread_id: str | None) -> bool
     return (work_item_id is None or t.work_item_id == work_item_id) and (thread_id is None or t.thread_id == thread_id)
 
 
+class Trackers(Result, frozen=True):
+    """The trackers asked for, oldest first, at most the limit (``total`` counts them all; each row is the
+    tracker's v3 fields as ``derive.trackers.Tracker.to_dict`` writes them), and the boxes out of reach."""
+
+    total: int
+    returned: int
+    truncated: bool
+    trackers: list[dict[str, Any]]
+    unreachable: list[dict[str, str]]
+
+
 def trackers(
     ctx: Context, entity_id: str | None, work_item_id: str | None, thread_id: str | None, limit: int, now: datetime
-) -> dict[str, Any]:
+) -> Trackers:
     """The trackers, filtered, oldest first, at most ``limit`` (``total`` counts them all)."""
     rows, unreachable = all_trackers(ctx)
     closed = close_tasks(rows)
     picked = [t for t in rows
               if (entity_id is None or t.recipient == entity_id) and matches(t, work_item_id, thread_id)]
-    return {
-        "total": len(picked), "returned": min(len(picked), limit), "truncated": len(picked) > limit,
-        "trackers": [row(t, closed, now) for t in picked[:limit]], "unreachable": unreachable,
-    }
+    return Trackers(len(picked), min(len(picked), limit), len(picked) > limit,
+                    [row(t, closed, now) for t in picked[:limit]], unreachable)

@@ -40,6 +40,7 @@ import orjson
 
 from dovecote import fileops
 from dovecote.addresses import Address
+from dovecote.results import builtins
 from dovecote.store import Store
 from dovecote.store_capability import Capability, can
 
@@ -73,8 +74,8 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
         "doctor": orjson.dumps(doctor.doctor(ctx, now)),
-        "cases": orjson.dumps(cases.cases(ctx)),  # a case is derived, its cache no authority
-        "claims": orjson.dumps(cases.claims(ctx)),
+        "cases": orjson.dumps(builtins(cases.cases(ctx))),  # a case is derived, its cache no authority
+        "claims": orjson.dumps(builtins(cases.claims(ctx))),
     }
     for addr in [*ctx.roster.report_boxes(), *(Address("entity", e.id) for e in ctx.roster.entities)]:
         out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())
@@ -82,7 +83,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
         out[f"inbox {e.id} --all"] = orjson.dumps(view)
     # the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
-    out["trackers --all"] = orjson.dumps(tracker_read.trackers(ctx, None, None, None, 2**31, now))
+    out["trackers --all"] = orjson.dumps(builtins(tracker_read.trackers(ctx, None, None, None, 2**31, now)))
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
