@@ -53,7 +53,7 @@ def inbox(goals: Goals) -> dict[str, Measured]:
     single-threaded path whose wall time on a shared machine is mostly the wait for a core (measured at load
     10: the injection's wall 450 ms against 85 ms of CPU)."""
     from bench_inbox import build, claims, cold, median_ms, warm
-    from dovecote.api import open_home
+    from dovecote.handle.api import open_home
 
     with tempfile.TemporaryDirectory(prefix="dovecote-check-inbox-") as d:
         home = build(Path(d))
@@ -73,7 +73,7 @@ def append(goals: Goals) -> dict[str, Measured]:
     """``bench_append.py``: a warm handle's durable single append against a bare write + fsync (µs)."""
     import dovecote
     from bench_append import singles
-    from dovecote.api import init
+    from dovecote.handle.api import init
 
     with tempfile.TemporaryDirectory(prefix="dovecote-check-append-") as d:
         home, _ = init(Path(d) / "home")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dovecote.addresses import Address
-from dovecote.api import Dovecote, init
-from dovecote.letters import canonical_line, letter_id
+from dovecote.handle.api import Dovecote, init
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line, letter_id
 from dovecote.verbs import ProjectAdd
 
 MONTH_SECONDS = 30 * 24 * 3600

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, init, open_home
-from dovecote.store_url import shown
+from dovecote.handle.api import Dovecote, init, open_home
+from dovecote.model.addresses import entity
+from dovecote.roster.store_url import shown
 from dovecote.verbs import EntityAdd
 
 BIN = Path(sys.executable).parent / "dovecote"
@@ -210,7 +210,7 @@ def database(server: str) -> Iterator[str]:
     import psycopg
 
     from bench_postgres import fresh_schema
-    from dovecote.store_postgres import release
+    from dovecote.store.postgres.store import release
 
     with psycopg.connect(server, autocommit=True) as admin, fresh_schema(admin, server) as url:
         try:

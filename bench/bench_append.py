@@ -22,9 +22,9 @@ from pathlib import Path
 
 import dovecote
 from _common import fmt_s, med, settle, timed, verdict
-from dovecote.addresses import HOME, Address
-from dovecote.api import Dovecote, init
-from dovecote.letters import canonical_line
+from dovecote.handle.api import Dovecote, init
+from dovecote.model.addresses import HOME, Address
+from dovecote.model.letters import canonical_line
 from dovecote.verbs import ProjectAdd
 
 SINGLE_TARGET = 3.0

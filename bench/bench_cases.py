@@ -30,10 +30,10 @@ import orjson
 
 import dovecote
 from _common import build, fmt_s, med, runs, settle, timed, verdict
-from dovecote.api import init
-from dovecote.derive.cases import CaseBook
-from dovecote.letters import canonical_line
-from dovecote.results import builtins
+from dovecote.derive.cases.book import CaseBook
+from dovecote.handle.api import init
+from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from dovecote.verbs import Sweep
 
 TARGET = 1.5

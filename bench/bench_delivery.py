@@ -32,9 +32,9 @@ from pathlib import Path
 import orjson
 
 from _common import fmt_s, med, settle, timed, verdict
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, init, open_home
-from dovecote.letters import canonical_line, letter_id
+from dovecote.handle.api import Dovecote, init, open_home
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line, letter_id
 from dovecote.verbs import Ack, EntityAdd, Intake, Send
 
 AGENTS = ("arbiter", "aya", "haiku", "heru", "jabari", "kimi", "tariq")
@@ -155,7 +155,7 @@ def build_acks(dc: Dovecote, pending: int, history: int) -> None:
 
 
 def bench_reconcile(n: int, history: int, repeat: int) -> None:
-    from dovecote.ops.mailman import reconcile
+    from dovecote.ops.delivery.mailman import reconcile
 
     when = T0 + timedelta(minutes=6)
     for hist in (0, history):

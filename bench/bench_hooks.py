@@ -9,7 +9,7 @@ Code and Codex run it:
   case at every turn: nothing to print, nothing written);
 
 against ``python -c pass`` of the same interpreter, measured in the same run,
-and ``python -c "import dovecote.api"`` for what the imports cost. The target
+and ``python -c "import dovecote.handle.api"`` for what the imports cost. The target
 is 200 ms for a cold hook. Besides wall time it prints each child's CPU time
 (user + system, from ``getrusage``): on a shared machine the wall time also
 counts waiting for a core, the CPU time does not. Prints medians; asserts nothing.
@@ -33,10 +33,10 @@ from pathlib import Path
 import orjson
 
 from _common import med, write_box
-from dovecote.addresses import entity
-from dovecote.api import init, open_home
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line
+from dovecote.handle.api import init, open_home
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line
 from dovecote.verbs import EntityAdd
 
 TARGET_MS = 200.0
@@ -95,7 +95,7 @@ def main() -> None:
         stop: list[tuple[float, float]] = []
         for n in range(args.rounds):  # interleaved: load on the machine bills every side alike
             base.append(run([python, "-c", "pass"]))
-            imports.append(run([python, "-c", "import dovecote.api"]))
+            imports.append(run([python, "-c", "import dovecote.handle.api"]))
             session = {"session_id": f"bench-{n}", "hook_event_name": "SessionStart", "source": "startup",
                        "cwd": str(tmp), "transcript_path": str(tmp / "t.jsonl")}
             start.append(run([*hook, "session-start", "--entity", "ent_b"], session))
@@ -105,7 +105,7 @@ def main() -> None:
                             {**session, "hook_event_name": "Stop", "stop_hook_active": False}))
         ref = median_ms([w for w, _ in base])
         print(f"cold hooks, an inbox of {args.messages:,} messages, medians of {args.rounds} rounds (wall; CPU)")
-        for name, samples in (("python -c pass", base), ("python -c 'import dovecote.api'", imports),
+        for name, samples in (("python -c pass", base), ("python -c 'import dovecote.handle.api'", imports),
                               ("hook session-start", start), ("hook prompt (nothing new)", prompt),
                               ("hook stop (nothing new)", stop)):
             wall, cpu = median_ms([w for w, _ in samples]), median_ms([c for _, c in samples])

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import orjson
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, init, open_home
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line, letter_id
+from dovecote.handle.api import Dovecote, init, open_home
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line, letter_id
 from dovecote.verbs import EntityAdd, Inbox, Move
 
 PATTERNS = (

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from dovecote import verbs
-from dovecote.addresses import project
-from dovecote.api import init, open_home
-from dovecote.letters import canonical_line
-from dovecote.results import builtins
+from dovecote.handle.api import init, open_home
+from dovecote.model.addresses import project
+from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from missionhelpers import for_phase
 
 PHASES = ["judging", "executing", "gate", "review", "executing"]  # then gate, review, executing... (a loop)

@@ -37,11 +37,12 @@ import psycopg
 
 import dovecote
 from _common import build, fmt_s, med, runs, settle, timed, verdict
-from dovecote import api, store_pgschema
-from dovecote.addresses import Address
-from dovecote.api import Dovecote, init
-from dovecote.letters import canonical_line
-from dovecote.store_postgres import PostgresStore
+from dovecote.handle import api
+from dovecote.handle.api import Dovecote, init
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line
+from dovecote.store.postgres import schema as store_pgschema
+from dovecote.store.postgres.store import PostgresStore
 from dovecote.verbs import Sweep
 
 BATCH_TARGET = 50_000

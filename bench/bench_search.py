@@ -33,11 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, init, open_home
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line, letter_id
-from dovecote.ops.search_index import WARM_KEY
+from dovecote.handle.api import Dovecote, init, open_home
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.ops.search.index import WARM_KEY
 from dovecote.verbs import EntityAdd, Message, Search
 
 TARGET_P50_MS = 20.0

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import cast
 
 from _load import agents_home, pct, raw_fsync_rate
-from dovecote.api import open_home
+from dovecote.handle.api import open_home
 from dovecote.verbs import Message
 
 Phase = tuple[float, float, float, float, float]  # sends/s, ms CPU a send, fsyncs a send, p50 ms, p95 ms

@@ -20,7 +20,7 @@ import orjson
 
 import dovecote
 from _common import build, fmt_s, med, runs, settle, timed, verdict
-from dovecote.api import init
+from dovecote.handle.api import init
 from dovecote.verbs import Sweep
 
 TARGET = 2.5

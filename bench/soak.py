@@ -330,7 +330,7 @@ class Result:
 
 
 def _tokens_on(home: Path, names: Sequence[str]) -> dict[str, str]:
-    from dovecote.api import open_home
+    from dovecote.handle.api import open_home
 
     dc = open_home(home)
     return {n: dc.token_issue(n).token for n in names}

@@ -63,7 +63,7 @@ def _store(store_kind: str) -> Iterator[None]:
 def url() -> Iterator[str]:
     """A migrated PostgreSQL schema of the test's own, as a store URL (``pghelpers.schema``); the
     process's shared store on it (``store_postgres.shared``) closed before the schema is dropped."""
-    from dovecote.store_postgres import release
+    from dovecote.store.postgres.store import release
     from pghelpers import schema
 
     with schema() as u:

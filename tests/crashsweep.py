@@ -29,9 +29,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote import commit, fileops
 from dovecote.errors import REASONS, DovecoteError
-from dovecote.ledger import LedgerReader
+from dovecote.ledger import group_commit as commit
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.util import fileops
 from faultfs import MODES, Crash, FaultFS
 
 #: ``make test`` crashes at every SAMPLE-th point (and the first and last); ``make stress`` at every one.

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import Ack, EntityAdd, Mailman, PresenceBeat, Send
 from helpers import new_home, rewrite_roster
 

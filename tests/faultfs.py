@@ -26,7 +26,8 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from dovecote import commit, fileops
+from dovecote.ledger import group_commit as commit
+from dovecote.util import fileops
 
 MODES = ("drop", "keep", "tear", "garble")
 

@@ -20,14 +20,14 @@ from typing import Any
 import msgspec.structs
 import orjson
 
-from dovecote import api
-from dovecote import roster as roster_mod
-from dovecote.api import Dovecote, init
-from dovecote.home import find_home
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store import Store, Where
-from dovecote.store_memory import MemoryStore
-from dovecote.store_postgres import PostgresStore
+from dovecote.handle import api
+from dovecote.handle.api import Dovecote, init
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.roster import config as roster_mod
+from dovecote.roster.home import find_home
+from dovecote.store.core import Store, Where
+from dovecote.store.memory import MemoryStore
+from dovecote.store.postgres.store import PostgresStore
 from dovecote.verbs import ProjectAdd
 
 #: While a test runs on the memory store (or PostgreSQL): each home's one store, shared by

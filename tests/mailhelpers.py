@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import EntityAdd, Message
 from helpers import new_home
 

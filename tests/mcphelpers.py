@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from helpers import rep
 
 #: The 2025-era subscribe is deprecated in the SDK (2026-07-28 listens instead); tests of that era expect it.

@@ -50,7 +50,7 @@ def for_phase(phase: str, seq: int, prev: str | None, **more: Any) -> dict[str, 
 def keyed(dc: Any) -> Any:
     """``dc`` with the person's gesture passphrase set (``PASSPHRASE``), hashed at scrypt's least cost: the cost
     is stored beside the hash, so every check of it is cheap too (the default's slowness is test_gestures')."""
-    from dovecote.ops import gestures
+    from dovecote.ops.missions import gestures
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(gestures.COST, "n", 2**10)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from dovecote import api
+from dovecote.handle import api
 from dovecote.verbs import EntityAdd, ProjectAdd
 from helpers import DOVECOTE_BIN, cli_env
 
@@ -55,7 +55,7 @@ def by_socket(url: str) -> str:
 #: made twice.
 SENDER = """
 import sys, time
-from dovecote.api import open_home
+from dovecote.handle.api import open_home
 from dovecote.errors import StoreError
 from dovecote.verbs import Message
 tag, count, retry = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "retry"

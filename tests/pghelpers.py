@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from psycopg import pq
 
-from dovecote import store_pgschema
+from dovecote.store.postgres import schema as store_pgschema
 
 SERVER = os.environ.get("DOVECOTE_TEST_PG", "postgresql://127.0.0.1:5432/test")
 

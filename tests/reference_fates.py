@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dovecote.letters import Letter
-from dovecote.vocab import REPORT_KINDS
+from dovecote.model.letters import Letter
+from dovecote.model.vocab import REPORT_KINDS
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A reference implementation of the tracker fold, written from the rules and nothing else.
 
-``derive.trackers.TrackerBook`` is incremental (fed in batches, keeping an open
+``derive.delivery.trackers.TrackerBook`` is incremental (fed in batches, keeping an open
 set); this one reads the whole history of one box for each delivery, the way a
 person would apply the rules of DESIGN 3 and the module docstring of
 ``derive/trackers.py``. The property tests prove the two agree.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from dovecote.timeutil import format_ts, parse_time
+from dovecote.util.timeutil import format_ts, parse_time
 
 ENGINE = "dovecote:engine"
 CENTURY = 100 * 366 * 24 * 3600

@@ -1,6 +1,6 @@
 """The vNext status view's tracker counting, as the spec ``import vnext`` is checked against.
 
-``derive.vnext_trackers`` is the implementation; this is the vNext view
+``derive.delivery.vnext_trackers`` is the implementation; this is the vNext view
 (``mailbox_status.py``, notes B11, with B4 and B10) written out as plainly as
 possible, one tracker file at a time, so the property tests can say "the
 importer prints what vNext prints". It follows vNext step by step:

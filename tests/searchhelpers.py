@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line
 from dovecote.verbs import EntityAdd, Move
 from helpers import new_home
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx2 as httpx
 
-from dovecote.api import Dovecote
 from dovecote.errors import REASONS
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import Move
 from helpers import DOVECOTE_BIN, add_project, cli_env, rep
 from mailhelpers import ENTITY, SENDER, mail_home, send

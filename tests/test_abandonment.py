@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.results import builtins
+from dovecote.model.results import builtins
+from dovecote.model.vocab import ENGINE_AGENT
 from dovecote.verbs import EntityAdd
-from dovecote.vocab import ENGINE_AGENT
 from helpers import cli_env, new_home, run_cli
 
 pytestmark = pytest.mark.files_only
@@ -127,7 +127,7 @@ def test_an_operator_relays_the_hooks_over_rest_and_mcp_with_the_same_result(tmp
 
     from dovecote.http.app import create_app
     from dovecote.mcp.server import build
-    from dovecote.tokens import Principal
+    from dovecote.model.credentials import Principal
     from dovecote.verbs import TokenIssue, TokenRole
 
     dc = new_home(tmp_path)
@@ -168,6 +168,6 @@ def test_an_operator_relays_the_hooks_over_rest_and_mcp_with_the_same_result(tmp
 @pytest.mark.parametrize("event", [["PostToolUseFailure"], {"x": 1}, 7, None])
 def test_an_event_name_that_is_no_text_is_no_failure_and_never_raises(event: object) -> None:
     """Found by the deep fuzz: a list as ``hook_event_name`` raised ``unhashable type`` in the hook."""
-    from dovecote.ops.abandonment import failed
+    from dovecote.ops.cases.abandonment import failed
 
     assert failed({"hook_event_name": event, "tool_name": "mcp__x__y"}) is False

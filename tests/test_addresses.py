@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dovecote.addresses import HOME, Address, check_name, entity, parse_address, project
 from dovecote.errors import Refusal
+from dovecote.model.addresses import HOME, Address, check_name, entity, parse_address, project
 from dovecote.verbs import Box, EntityAdd, ProjectAdd
 from helpers import BAD_NAMES, new_home, snapshot
 
@@ -110,7 +110,7 @@ def test_box_read_refuses_a_bad_name_and_touches_nothing(tmp_path: Path, bad: st
 def test_a_bad_name_in_a_hand_edited_roster_is_refused(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     text = dc.layout.config.read_bytes() + b'\n[[projects]]\nname = "../escape"\nroot = "/tmp/x"\n'
-    from dovecote import roster
+    from dovecote.roster import config as roster
 
     with pytest.raises(Refusal) as e:
         roster.parse(text)

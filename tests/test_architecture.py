@@ -1,4 +1,5 @@
-"""The import graph points one way: surfaces -> api -> ops -> derive / store -> ledger (DESIGN 7).
+"""The import graph points one way, layer by layer: faces -> handle -> ops -> derive / store -> roster ->
+ledger -> model -> util (DESIGN 7), and the folders are the layers (``LAYERS``).
 
 Every module under ``src/dovecote`` is parsed with ``ast`` (never imported), and
 every import counts wherever it is written: at the top, inside a function, under
@@ -20,18 +21,18 @@ PACKAGE = SRC / "dovecote"
 
 #: What the CLI may import besides its own modules: the handle, its typed verb inputs and two leaf helpers.
 CLI_MAY_IMPORT = frozenset(
-    {"dovecote", "dovecote.api", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.errors",
-     "dovecote.textsafe", "dovecote._version", "dovecote.verbs",
-     "dovecote.results",  # the one encoding of a handle's typed answer (a leaf, as errors)
+    {"dovecote", "dovecote.handle.api", "dovecote.handle.search", "dovecote.handle.inbox", "dovecote.errors",
+     "dovecote.model.textsafe", "dovecote._version", "dovecote.verbs",
+     "dovecote.model.results",  # the one encoding of a handle's typed answer (a leaf, as errors)
      # the one file-operations module (a leaf): the few files a face writes itself (the hook log, the
      # output cache, a login link burnt) go through it like every other write
-     "dovecote.fileops"}
+     "dovecote.util.fileops"}
 )
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
-MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
-                            "dovecote.results",  # the one encoding of a handle's typed answer
-                            "dovecote.remote",
-                            "dovecote.textsafe",  # every tool's text line made one escaped line, as the CLI's
+MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
+                            "dovecote.model.results",  # the one encoding of a handle's typed answer
+                            "dovecote.handle.remote",
+                            "dovecote.model.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
                             "dovecote.http.headers",  # the headers every answer of the server carries
                             "dovecote.http.shield"})  # the request limits and error shape both servers keep
@@ -40,25 +41,55 @@ CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.ht
 #: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that
 #: skips hashlib's import) and writes it (one temp-name rule) before anything heavy loads.
 CLI_EXCEPTIONS = {
-    "dovecote.cli.output_cache": frozenset({"dovecote.home", "dovecote.osutil", "dovecote.digests"}),
+    "dovecote.cli.output_cache": frozenset({"dovecote.roster.home", "dovecote.util.osutil", "dovecote.util.digests"}),
     # `serve` starts the HTTP face: the one command that stands a second face up.
     "dovecote.cli.cmd_serve": frozenset({"dovecote.http", "dovecote.http.app", "dovecote.http.session",
                                          "dovecote.http.shield"}),
 }
 #: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
-HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.remote"}
+HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote"}
 
 
-#: Modules above ops: the handle, the faces, and the package's lazy entry points.
-#: ``searchhandle`` is the handle's search verb on its own (a cold search need not load the whole handle),
-#: ``inboxhandle`` its inbox reads (nor a session-start hook).
-ABOVE_OPS = ("dovecote.api", "dovecote.handle_core", "dovecote.handle_agents", "dovecote.handle_delivery",
-             "dovecote.handle_cases", "dovecote.searchhandle", "dovecote.inboxhandle", "dovecote.remote",
-             "dovecote.cli", "dovecote.http", "dovecote.handle_missions",
-             "dovecote.mcp", "dovecote.__init__", "dovecote.__main__")
+#: The layers, bottom to top: each a package (or a module) and the layers it may import besides its own. The
+#: package root (``dovecote``: lazy names only) anyone may import. ``docs/architecture.md`` is drawn from this
+#: table and each package's docstring (``test_docs``), so the map a newcomer reads cannot drift from the code.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("dovecote._version", ()),
+    ("dovecote.errors", ()),
+    ("dovecote.util", ()),
+    ("dovecote.model", ("dovecote.util", "dovecote.errors")),
+    ("dovecote.verbs", ("dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.ledger", ("dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.roster", ("dovecote.ledger", "dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.derive", ("dovecote.roster", "dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.store", ("dovecote.roster", "dovecote.ledger", "dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.ops", ("dovecote.derive", "dovecote.store", "dovecote.roster", "dovecote.ledger", "dovecote.verbs",
+                      "dovecote.model", "dovecote.util", "dovecote.errors")),
+    ("dovecote.handle", ("dovecote.ops", "dovecote.derive", "dovecote.store", "dovecote.roster", "dovecote.ledger",
+                         "dovecote.verbs", "dovecote.model", "dovecote.util", "dovecote.errors", "dovecote._version")),
+    # the faces: what each reaches below the handle is narrowed further by its own list above (CLI_MAY_IMPORT, ...)
+    ("dovecote.http", ("dovecote.handle", "dovecote.verbs", "dovecote.model", "dovecote.util", "dovecote.errors",
+                       "dovecote._version")),
+    ("dovecote.mcp", ("dovecote.http", "dovecote.handle", "dovecote.verbs", "dovecote.model", "dovecote.errors",
+                      "dovecote._version")),
+    ("dovecote.cli", ("dovecote.mcp", "dovecote.http", "dovecote.handle", "dovecote.verbs", "dovecote.roster",
+                      "dovecote.model", "dovecote.util", "dovecote.errors", "dovecote._version")),
+    ("dovecote.__init__", ("dovecote.handle", "dovecote.errors", "dovecote._version")),
+    ("dovecote.__main__", ("dovecote.cli",)),
+)
 #: The faces: nothing below the handle imports one.
 FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")
+
+
+def layer_of(name: str) -> str:
+    """The layer a module belongs to: the longest entry of ``LAYERS`` it is, or is under."""
+    found = [layer for layer, _ in LAYERS if name == layer or name.startswith(layer + ".")]
+    if not found:
+        raise AssertionError(f"{name} is in no layer: add its package to LAYERS")
+    return max(found, key=len)
+
+
 #: What reads the environment or the wall clock (module attribute, or name imported from it).
 AMBIENT = {
     "os": frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}),
@@ -97,8 +128,12 @@ def imports_of(source: str, here: str, is_package: bool = False) -> set[str]:
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(node.module or "", node.level, here, is_package)
-            found.add(target)
-            found.update(f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}"))
+            modules = {f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}")}
+            # ``from package import module`` imports the module (and runs the package's docstring-only
+            # ``__init__``); any other name imported is the target's own
+            if len(modules) < len(node.names):
+                found.add(target)
+            found.update(modules)
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -148,35 +183,45 @@ def _breaking(rule: str, test: Callable[[str, str], bool]) -> list[str]:
 
 def test_the_scan_sees_every_package() -> None:
     names = set(MODULES)
-    assert {"dovecote.api", "dovecote.context", "dovecote.cli.app", "dovecote.ops.mail", "dovecote.derive.fates"} <= (
-        names
-    )
+    assert {"dovecote.handle.api", "dovecote.ops.context", "dovecote.cli.app", "dovecote.ops.mail.send",
+            "dovecote.derive.fates"} <= names
 
 
-def test_ops_and_derive_never_import_the_handle_or_a_face() -> None:
-    assert _breaking(
-        "ops/derive above themselves",
-        lambda name, imp: _under(name, "dovecote.ops", "dovecote.derive")
-        and _under(imp, "dovecote.api", *FACES),
-    ) == []
+def test_every_module_imports_only_its_own_layer_and_the_layers_under_it() -> None:
+    """The one rule, from ``LAYERS``: a module under ``derive/`` imports nothing from ``ops/``, ``store/``,
+    ``ledger/``, ``handle/`` or a face; nothing below the handle imports it, ``ops/`` or a face; and so on."""
+    may = dict(LAYERS)
+
+    def upward(name: str, imp: str) -> bool:
+        if not _under(imp, "dovecote") or imp == "dovecote":
+            return False
+        mine, theirs = layer_of(name), layer_of(imp)
+        return theirs != mine and theirs not in may[mine]
+
+    assert _breaking("imports up or across a layer", upward) == []
 
 
-def test_nothing_below_the_handle_imports_it_or_a_face_or_ops() -> None:
-    """context, store, ledger, roster, letters...: only api and the faces stand above ops."""
-    assert _breaking(
-        "below ops",
-        lambda name, imp: not _under(name, "dovecote.ops", *ABOVE_OPS)
-        and _under(imp, "dovecote.api", *FACES, "dovecote.ops"),
-    ) == []
+def test_the_layer_rule_sees_an_import_up_a_layer() -> None:
+    """The rule itself: derive reaching into ops or the store, or the store into the handle, is caught."""
+    may = dict(LAYERS)
+    for name, imp in [("dovecote.derive.fates", "dovecote.ops.context"), ("dovecote.derive.fates", "dovecote.store"),
+                      ("dovecote.store.core", "dovecote.handle.api"), ("dovecote.model.letters", "dovecote.ledger"),
+                      ("dovecote.ops.mail.send", "dovecote.cli.app")]:
+        assert layer_of(imp) not in may[layer_of(name)], (name, imp)
 
 
-def test_derive_is_pure_of_store_ledger_and_ops() -> None:
-    assert _breaking(
-        "derive is pure",
-        lambda name, imp: _under(name, "dovecote.derive")
-        and _under(imp, "dovecote.ops", "dovecote.store", "dovecote.ledger", "dovecote.context", "dovecote.api",
-                   *FACES),
-    ) == []
+def test_the_package_root_holds_only_the_entry_points_and_the_errors() -> None:
+    """Every other module lives in the folder of its layer."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "_version.py", "errors.py"]
+
+
+def test_no_package_init_does_work() -> None:
+    """An ``__init__`` below the root is a docstring: importing a package loads nothing on a cold start. The one
+    namespace that is its package's public face is ``verbs`` (every verb and the vocabularies their fields take)."""
+    heavy = [f"{name} imports {imp}" for name, (path, imps) in MODULES.items()
+             if path.name == "__init__.py" and name not in ("dovecote.__init__", "dovecote.verbs.__init__")
+             for imp in imps]
+    assert heavy == []
 
 
 def test_the_cli_imports_only_the_handle_and_its_own_modules() -> None:
@@ -270,7 +315,9 @@ def test_the_cycle_finder_names_each_cycle_once() -> None:
 
 
 def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:
-    bad = [f"{name}: {read}" for name, (path, _) in MODULES.items() if _under(name, "dovecote.ops")
+    """The context (``ops.context``) is where the clock and the actor are read, once, and handed to every op."""
+    bad = [f"{name}: {read}" for name, (path, _) in MODULES.items()
+           if _under(name, "dovecote.ops") and name != "dovecote.ops.context"
            for read in ambient_reads(path.read_text())]
     assert bad == []
 
@@ -278,18 +325,18 @@ def test_no_op_reads_the_environment_or_the_wall_clock_or_prints() -> None:
 # -- the scanner itself: it must see what a careless change would write ---------
 
 @pytest.mark.parametrize("source", [
-    "from dovecote.api import Dovecote",
-    "import dovecote.api",
-    "from dovecote import api",
-    "def f():\n    from dovecote.api import Dovecote\n",
-    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dovecote.api import Dovecote\n",
-    "from .. import api",
+    "from dovecote.handle.api import Dovecote",
+    "import dovecote.handle.api",
+    "from dovecote.handle import api",
+    "def f():\n    from dovecote.handle.api import Dovecote\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dovecote.handle.api import Dovecote\n",
+    "from ..handle import api",
     "from ..cli import app",
-    "import importlib\nimportlib.import_module('dovecote.api')",
+    "import importlib\nimportlib.import_module('dovecote.handle.api')",
 ])
 def test_the_scanner_sees_an_upward_import_however_it_is_written(source: str) -> None:
     found = imports_of(source, "dovecote.ops.somewhere")
-    assert any(_under(i, "dovecote.api", "dovecote.cli") for i in found), found
+    assert any(_under(i, "dovecote.handle.api", "dovecote.cli") for i in found), found
 
 
 @pytest.mark.parametrize("source", [

@@ -29,16 +29,17 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote import remote, tokens
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import REASONS, Refusal
+from dovecote.handle import remote
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
-from dovecote.ops import feed
+from dovecote.model import credentials as tokens
+from dovecote.model.vocab import TrustLevel
+from dovecote.ops.agents import feed
 from dovecote.verbs import EntityAdd, Inbox, Message
-from dovecote.vocab import TrustLevel
 from helpers import run_cli
 from mailhelpers import send
 from mcphelpers import http_client

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dovecote.errors import StoreError
-from dovecote.home import Layout
+from dovecote.roster.home import Layout
 from dovecote.verbs import EntityAdd, Message
 from helpers import new_home, run_cli
 

@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from dovecote import verbs
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.results import builtins
-from dovecote.vocab import ENGINE_AGENT
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
+from dovecote.model.vocab import ENGINE_AGENT
 from helpers import DOVECOTE_BIN, cli_env, cli_json, new_home, rep, run_cli, snapshot
 
 pytestmark = pytest.mark.files_only
@@ -114,7 +114,7 @@ def test_the_founding_case_replayed(tmp_path: Path) -> None:
 
 
 def _id_of(dc: Dovecote, obj: dict[str, Any]) -> str:
-    from dovecote.letters import canonical_line, letter_id
+    from dovecote.model.letters import canonical_line, letter_id
 
     return letter_id(canonical_line(obj))
 
@@ -155,7 +155,7 @@ def test_a_red_sentinel_mints_one_letter_with_two_runners_at_once(tmp_path: Path
 
 
 def test_sentinel_expectations_and_a_probe_that_cannot_run(tmp_path: Path) -> None:
-    from dovecote.ops.sentinels import probe
+    from dovecote.ops.cases.sentinels import probe
 
     assert probe("true", tmp_path, "exit0", 5)[0] == "green"
     assert probe("false", tmp_path, "exit0", 5)[0] == "red"

@@ -1,4 +1,4 @@
-"""The case fold (``derive.cases.CaseBook``) against a plain reference, with hypothesis.
+"""The case fold (``derive.cases.book.CaseBook``) against a plain reference, with hypothesis.
 
 The reference reads the whole union at once, with no incremental state: each
 id once (a letter held by several sources is in the first box by label), the
@@ -14,12 +14,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.cases import CaseBook, CaseState
-from dovecote.derive.claims import claims, labels
-from dovecote.derive.symptoms import fingerprint_of
-from dovecote.letters import Letter, make_letter
-from dovecote.timeutil import instant_text
-from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
+from dovecote.derive.cases.book import CaseBook, CaseState
+from dovecote.derive.cases.claims import claims, labels
+from dovecote.derive.cases.symptoms import fingerprint_of
+from dovecote.model.letters import Letter, make_letter
+from dovecote.model.vocab import ENGINE_AGENT, REPORT_KINDS
+from dovecote.util.timeutil import instant_text
 
 TOOLS = ["north", "North (memory beat)", "north (v2)", "seek", "Seek(x)"]
 WHATS = ["came back empty over existing memory", "seek crashed with a traceback", "odd", "all good"]

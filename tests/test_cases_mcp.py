@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from dovecote.api import Dovecote, Principal
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.mcp.server import build
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from mailhelpers import ENTITY, mail_home
 from mcphelpers import trilogy
 
@@ -39,7 +39,7 @@ async def test_cases_and_a_receipt_over_mcp(tmp_path: Path) -> None:
         assert bad.is_error and bad.content[0].text.startswith("unknown_symptom:")
     case = builtins(dc.cases())["cases"][0]
     assert case["label"] == "answered" and case["receipt"]["ref"] == "abc123"
-    from dovecote.addresses import parse_address
+    from dovecote.model.addresses import parse_address
 
     box = case["receipt"]["box"]  # the project is not in this roster: the receipt waits in the spool with it
     held = dc.store.read(parse_address(box) if box else "spool").letters

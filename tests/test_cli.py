@@ -18,10 +18,10 @@ import typer.main
 from typer.testing import CliRunner
 
 import dovecote
-from dovecote.api import open_home
 from dovecote.cli.app import app
-from dovecote.letters import canonical_line
-from dovecote.results import builtins
+from dovecote.handle.api import open_home
+from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from dovecote.verbs import Box, Sweep
 from helpers import (
     BAD_CLI_NAMES,

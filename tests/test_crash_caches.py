@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, based, ledger_ids, note_row, where
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import Inbox, Move, MoveKind, Search, View
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, files_under, mail_home, send, view_root

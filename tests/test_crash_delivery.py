@@ -58,9 +58,9 @@ from crashsweep import (
     where,
 )
 from deliveryhelpers import T0, box_letters, delivery_home, kinds
-from dovecote import fileops
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote
+from dovecote.util import fileops
 from dovecote.verbs import Ack, Mailman, Message, OutboxSend, Send
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, mail_home

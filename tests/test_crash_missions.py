@@ -18,9 +18,9 @@ import pytest
 
 from crashsweep import DEPTHS, SWEEPS, Sweeper, acknowledge, converging
 from dovecote import verbs
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from helpers import add_project, new_home
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, for_phase, keyed
 

@@ -22,13 +22,13 @@ import pytest
 
 from crashsweep import DEPTHS, SWEEPS, Sweeper
 from deliveryhelpers import T0, delivery_home, drop, envelope, intake_files
-from dovecote import ledger
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
-from dovecote.envelope import Envelope
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store import FileStore
+from dovecote.handle.api import Dovecote
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import Envelope
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.store.core import FileStore
 from dovecote.verbs import Inbox, Message, Move, MoveKind
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, mail_home

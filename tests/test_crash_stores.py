@@ -23,16 +23,17 @@ from pathlib import Path
 import pytest
 
 from crashsweep import DEPTHS, SWEEPS, Sweeper, ledger_ids, where
-from dovecote import ledger, roster
-from dovecote.api import Dovecote, init
-from dovecote.context import Context
 from dovecote.errors import Refusal
-from dovecote.home import Layout
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line
-from dovecote.ops import store_copy
-from dovecote.ops.merge import merge_files
-from dovecote.store import FileStore
+from dovecote.handle.api import Dovecote, init
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.letters import canonical_line
+from dovecote.ops.admin import store_copy
+from dovecote.ops.admin.merge import merge_files
+from dovecote.ops.context import Context
+from dovecote.roster import config as roster
+from dovecote.roster.home import Layout
+from dovecote.store.core import FileStore
 from dovecote.verbs import EntityAdd, ProjectAdd
 from faultfs import FaultFS
 from mailhelpers import ENTITY, mail_home, send

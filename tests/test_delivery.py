@@ -14,7 +14,7 @@ import pytest
 
 from deliveryhelpers import T0, box_letters, delivery_home, drop, envelope, intake_files, kinds, nudging_home
 from dovecote.errors import Refusal
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from dovecote.verbs import Ack, Inbox, Intake, Mailman, Send, Status, Trackers
 from helpers import run_cli, snapshot
 
@@ -264,7 +264,7 @@ def test_an_agent_acting_for_another_entity_is_not_the_recipient(tmp_path: Path)
 
 
 def _acting(entity: str):  # type: ignore[no-untyped-def]
-    from dovecote.api import Actor
+    from dovecote.handle.api import Actor
 
     return Actor(agent=entity, entity=entity)
 
@@ -370,8 +370,8 @@ def test_b13_10_a_slow_nudge_never_blocks_the_pass(tmp_path: Path) -> None:
     dc = delivery_home(tmp_path, mode="agent-turn-nudge", command="sleep 30", timeout=2)
     task(dc)
     nudger_started = time.monotonic()
-    from dovecote.ops import mailman as mailman_op
-    from dovecote.ops.notify import Nudger
+    from dovecote.ops.delivery import mailman as mailman_op
+    from dovecote.ops.delivery.notify import Nudger
 
     nudger = Nudger()
     p = mailman_op.mailman_pass(dc.context.at(T0), dc.layout.root / "intake", "agent-turn-nudge", nudger)
@@ -407,12 +407,13 @@ def test_b13_11_status_never_writes_and_runs_discovery_at_most_once(tmp_path: Pa
 
 def test_b13_3_schema_drift_is_counted_as_written(tmp_path: Path) -> None:
     dc = delivery_home(tmp_path)
-    from dovecote.letters import canonical_line
+    from dovecote.model.letters import canonical_line
 
     drifted = {"ts": "2026-03-18T10:00:00Z", "agent": "aya", "kind": "task", "envelope_id": "env_legacy",
                "from": "aya", "to": "tariq", "work_item_id": "wi-1", "ack_policy": {"ack_required": True},
                "legacy_fields_preserved": {"ack_status": "pending"}, "schema_drift": ["delivery_state"]}
-    dc.store.append(__import__("dovecote.addresses", fromlist=["entity"]).entity("tariq"), [canonical_line(drifted)])
+    tariq = __import__("dovecote.model.addresses", fromlist=["entity"]).entity("tariq")
+    dc.store.append(tariq, [canonical_line(drifted)])
     s = dc.status(now=T0)
     assert s["tracker_counts"]["schema_drifted"] == 1 and s["tracker_counts"]["legacy_compat_only"] == 1
     assert s["schema_drift_counts"] == {"delivery_state": 1}
@@ -463,9 +464,9 @@ def test_presence_says_recently_active_or_no_recent_session_never_online(tmp_pat
 
 def test_a_crash_between_the_timeout_and_the_escalation_heals_to_one_message(tmp_path: Path) -> None:
     """A pass that wrote the timeout and died: the next pass escalates once, dated at the timeout."""
-    from dovecote.addresses import entity
-    from dovecote.letters import canonical_line
-    from dovecote.ops.mailman import _escalation_message
+    from dovecote.model.addresses import entity
+    from dovecote.model.letters import canonical_line
+    from dovecote.ops.delivery.mailman import _escalation_message
 
     dc = delivery_home(tmp_path)
     s = task(dc, max_repings=0)
@@ -475,7 +476,7 @@ def test_a_crash_between_the_timeout_and_the_escalation_heals_to_one_message(tmp
         "envelope_id": s.envelope_id, "to": "tariq"})])
     t = one_tracker(dc)
     assert (t["ack_state"], t["escalated"]) == ("timed_out", False)
-    from dovecote.derive.trackers import Tracker
+    from dovecote.derive.delivery.trackers import Tracker
 
     tracker = Tracker(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in t.items()
                          if k in Tracker.__slots__})

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deliveryhelpers import AGENTS, box_letters, delivery_home, drop, envelope, intake_files
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from helpers import DOVECOTE_BIN, cli_env
 
 pytestmark = pytest.mark.files_only
@@ -77,9 +77,9 @@ def test_a_step_that_needs_a_box_the_first_look_did_not_is_taken_with_that_box_h
     look did not ask for. It is held then, and the escalation written once (CI: KeyError on aya's box)."""
     from contextlib import contextmanager
 
-    from dovecote.api import open_home
-    from dovecote.ops import mailman as mailman_op
-    from dovecote.timeutil import parse_time
+    from dovecote.handle.api import open_home
+    from dovecote.ops.delivery import mailman as mailman_op
+    from dovecote.util.timeutil import parse_time
 
     dc = delivery_home(tmp_path)
     t0 = parse_time("2026-01-01T00:00:00Z")

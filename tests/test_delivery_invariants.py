@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deliveryhelpers import AGENTS, T0, box_letters, delivery_home, drop, envelope
-from dovecote.api import Dovecote
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Intake, Status
 from helpers import DOVECOTE_BIN, cli_env
 
@@ -184,8 +184,8 @@ _JSON = st.recursive(
 def test_the_presorted_envelope_makes_the_same_letter_bytes(env: dict[str, Any], rest: dict[str, Any]) -> None:
     """Intake sorts a kept envelope once (``presorted``) instead of once per recipient; the letter must be the
     same bytes, so the same id as before, or a re-run after a crash would deliver twice."""
-    from dovecote.letters import canonical_line
-    from dovecote.ops.intake import presorted
+    from dovecote.model.letters import canonical_line
+    from dovecote.ops.delivery.intake import presorted
 
     letter = {**rest, "kind": "task", "envelope": env}
     assert canonical_line({**letter, "envelope": presorted(env)}) == canonical_line(letter)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from deliveryhelpers import T0, delivery_home, drop, envelope, kinds, nudging_home
-from dovecote.api import Dovecote
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Ack, Mailman, Send
 
 pytestmark = pytest.mark.files_only

@@ -1,4 +1,4 @@
-"""``dovecote.digests`` gives exactly ``hashlib``'s digests, before and after it moves to ``hashlib``."""
+"""``dovecote.util.digests`` gives exactly ``hashlib``'s digests, before and after it moves to ``hashlib``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote import digests
+from dovecote.util import digests
 
 
 @pytest.mark.parametrize("switched", [False, True], ids=["builtin", "hashlib"])

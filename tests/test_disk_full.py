@@ -16,14 +16,15 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote import fileops, ledger
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
 from dovecote.errors import REASONS, DiskFull, PartialWrite, Refusal, StoreError
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store import FileStore
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.store.core import FileStore
+from dovecote.util import fileops
 from dovecote.verbs import Message
 from faultfs import FaultFS
 from helpers import new_home, run_cli

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from dovecote.addresses import HOME, Address
-from dovecote.api import Dovecote
-from dovecote.letters import canonical_line
-from dovecote.store import GITATTRIBUTES, GITIGNORE
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import HOME, Address
+from dovecote.model.letters import canonical_line
+from dovecote.store.core import GITATTRIBUTES, GITIGNORE
 from dovecote.verbs import Box, ProjectAdd, Sweep
 from helpers import add_project, box_ids, ledger_ids, lid, new_home, open_home, rep, snapshot
 

@@ -25,12 +25,12 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote import ledger
-from dovecote.addresses import HOME
-from dovecote.api import Dovecote, init
 from dovecote.errors import StoreError
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line, letter_id
+from dovecote.handle.api import Dovecote, init
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import HOME
+from dovecote.model.letters import canonical_line, letter_id
 
 PROCS = 8
 PER_PROC = 1000
@@ -61,8 +61,8 @@ _WORKER = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
-    from dovecote.ledger import LedgerReader, append
-    from dovecote.letters import canonical_line
+    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.model.letters import canonical_line
 
     path, go = Path(sys.argv[1]), Path(sys.argv[2])
     worker, per, shared = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -136,8 +136,8 @@ _CRASHER = textwrap.dedent(
     """
     import random, sys
     from pathlib import Path
-    from dovecote.ledger import LedgerReader, append
-    from dovecote.letters import canonical_line
+    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.model.letters import canonical_line
 
     path, run = Path(sys.argv[1]), int(sys.argv[2])
     rng = random.Random(run)

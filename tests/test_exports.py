@@ -21,8 +21,8 @@ def test_every_exported_name_resolves(name: str) -> None:
 
 
 def test_exports_are_the_real_objects() -> None:
-    from dovecote.api import Dovecote, init
     from dovecote.errors import DovecoteError, Refusal, StoreError
+    from dovecote.handle.api import Dovecote, init
 
     assert dovecote.Dovecote is Dovecote
     assert dovecote.init is init

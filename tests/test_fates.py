@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.derive.fates import FateBook, fold
-from dovecote.letters import Letter, canonical_line, decode_line, make_letter
-from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
+from dovecote.model.letters import Letter, canonical_line, decode_line, make_letter
+from dovecote.model.vocab import DEFAULT_FOREIGN_MARKERS
 from reference_fates import reference
 
 MARKERS = DEFAULT_FOREIGN_MARKERS

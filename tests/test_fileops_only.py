@@ -1,4 +1,4 @@
-"""Every file write goes through ``dovecote.fileops`` (DESIGN 1.5, issue 13).
+"""Every file write goes through ``dovecote.util.fileops`` (DESIGN 1.5, issue 13).
 
 The crash-point sweeps (``tests/test_crash_*.py``) can only crash what they see:
 a module that calls ``os.replace`` or ``open(path, "w")`` itself writes past the
@@ -16,7 +16,7 @@ import ast
 from test_architecture import PACKAGE, SRC, module_name
 
 #: The module every write goes through.
-HOME = "dovecote.fileops"
+HOME = "dovecote.util.fileops"
 #: Write primitives by module: ``os.replace(...)``, or ``from os import replace`` then ``replace(...)``.
 PRIMITIVES = {
     "os": frozenset({"write", "pwrite", "writev", "fsync", "fdatasync", "ftruncate", "truncate", "replace",
@@ -111,7 +111,7 @@ def test_every_write_under_src_goes_through_fileops() -> None:
         for line, what in writes_in(ast.parse(path.read_text(), str(path))):
             if (mod, what) not in JUSTIFIED:
                 stray.append(f"{path.relative_to(SRC)}:{line}: {what}")
-    assert stray == [], "write through dovecote.fileops instead (or justify it in JUSTIFIED):\n" + "\n".join(stray)
+    assert stray == [], "write through dovecote.util.fileops instead (or justify it in JUSTIFIED):\n" + "\n".join(stray)
 
 
 def test_the_scan_sees_each_kind_of_write() -> None:

@@ -24,14 +24,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.api import Dovecote, open_home
-from dovecote.derive import inbox_snapshot
-from dovecote.derive.inbox import Clock, InboxBook
-from dovecote.derive.inbox_view import inbox_audit
-from dovecote.letters import Letter, make_letter
-from dovecote.ops.wait import cursor_of, cursor_text
-from dovecote.roster import Limits
-from dovecote.store_memory import MemoryStore
+from dovecote.derive.inbox import snapshot as inbox_snapshot
+from dovecote.derive.inbox.book import Clock, InboxBook
+from dovecote.derive.inbox.view import inbox_audit
+from dovecote.handle.api import Dovecote, open_home
+from dovecote.model.letters import Letter, make_letter
+from dovecote.ops.mail.wait import cursor_of, cursor_text
+from dovecote.roster.config import Limits
+from dovecote.store.memory import MemoryStore
 from dovecote.verbs import EntityAdd, Inbox, Move
 from mailhelpers import ENTITY, SENDER, mail_home, send
 from test_inbox_clock import _ITEM, at, letters_of
@@ -166,8 +166,8 @@ def test_a_book_folded_from_nothing_is_replaced_by_its_snapshot_decoded(tmp_path
     """After the read that folded the box from nothing and wrote the snapshot, the handle keeps the
     snapshot's book (its rows packed until read, laid out together), and answers as before, as a cold
     handle does, and as a fold from nothing does after one more letter."""
-    from dovecote import foldcache
-    from dovecote.addresses import entity
+    from dovecote.model.addresses import entity
+    from dovecote.ops.warm import inbox as foldcache
 
     def book(dc: Dovecote) -> InboxBook:
         return dc.context.warm.entry(entity(ENTITY)).folds[foldcache.INBOX].fold  # no read: the handle's own
@@ -197,7 +197,7 @@ def test_a_snapshot_that_cannot_be_trusted_is_ignored(tmp_path: Path, spoil: str
     elif spoil == "truncated":
         path.write_bytes(data[: len(data) // 2])
     elif spoil in ("version", "entity"):
-        from dovecote import foldcache
+        from dovecote.ops.warm import inbox as foldcache
 
         size = int.from_bytes(data[:4], "little")
         head = foldcache._decode_head(data[4 : 4 + size])
@@ -295,7 +295,7 @@ def test_one_handle_serves_eight_threads_reading_and_transitioning(tmp_path: Pat
 
 
 def test_verify_answers_every_inbox_from_its_snapshot_and_catches_a_lying_one(tmp_path: Path) -> None:
-    from dovecote import foldcache
+    from dovecote.ops.warm import inbox as foldcache
 
     dc = filled(tmp_path)
     result = dc.verify(now=NOW)
@@ -312,7 +312,7 @@ def test_verify_answers_every_inbox_from_its_snapshot_and_catches_a_lying_one(tm
 
 
 def test_verify_reads_the_hooks_block_from_the_snapshot_and_catches_lying_lines(tmp_path: Path) -> None:
-    from dovecote import foldcache
+    from dovecote.ops.warm import inbox as foldcache
 
     dc = filled(tmp_path)
     text, _ = dc.injection_until(Inbox(entity_id=ENTITY), now=NOW)  # the hook's read leaves its view in the snapshot
@@ -334,7 +334,7 @@ def test_a_tic_less_hook_after_one_new_letter_does_not_write_the_snapshot_again(
     """A session-start hook reads with no tic: its view holds only until some row's age
     ticks over (seconds, in a big box). Writing the whole book again for it on every
     call was the hook's slow path (16 MB and 200x ``python -c pass`` at 10,000 messages)."""
-    from dovecote.timeutil import parse_time
+    from dovecote.util.timeutil import parse_time
     from dovecote.verbs import Message
 
     dc = filled(tmp_path)

@@ -1,4 +1,4 @@
-"""The intake normalizers (``dovecote.foreign``): what another tool wrote, as the letter dovecote files."""
+"""The intake normalizers (``dovecote.model.foreign``): what another tool wrote, as the letter dovecote files."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.foreign import VOLATILE, drop_letter, foreign_letter
-from dovecote.letters import canonical_line, letter_id
+from dovecote.model.foreign import VOLATILE, drop_letter, foreign_letter
+from dovecote.model.letters import canonical_line, letter_id
 
 KEYS = st.sampled_from(["state", "state_entered_at_tic", "nack_reason", "defer_reason", "completion_note",
                         "expires_at_tic", "created_at", "reminder_tic", "x-custom"])

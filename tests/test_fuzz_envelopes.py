@@ -18,12 +18,12 @@ import pytest
 from hypothesis import strategies as st
 
 from deliveryhelpers import box_letters, delivery_home, drop, envelope
-from dovecote.api import Dovecote
 from dovecote.errors import REASONS
-from dovecote.letters import canonical_line
-from dovecote.ops.intake import envelope_files
+from dovecote.handle.api import Dovecote
+from dovecote.model.letters import canonical_line
+from dovecote.model.vnext_envelope import Rejected, from_envelope
+from dovecote.ops.delivery.intake import envelope_files
 from dovecote.verbs import ImportInboxTree, ImportVnext, Inbox
-from dovecote.vnext_envelope import Rejected, from_envelope
 from fuzzhelpers import DEPTHS, TEXT, VALUE, assert_only_grew, dumps, fuzz, mutated, refused_or_done
 from helpers import open_home, snapshot
 from mailhelpers import ENTITY, mail_home, skill_envelope

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
-from dovecote.ledger import LedgerReader
+from dovecote.handle.api import Dovecote
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import entity
 from dovecote.verbs import Box, Inbox, Search, Show, Sweep
 from fuzzhelpers import DEPTHS, TEXT, VALUE, assert_only_grew, dumps, fuzz, refused_or_done
 from helpers import snapshot
@@ -107,7 +107,7 @@ def test_no_hostile_line_breaks_a_read_or_loses_a_letter(base: Path, tmp_path: P
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_the_reader_keeps_object_lines_whole_and_skips_the_rest(tmp_path: Path, depth: str) -> None:
     """A letter is a line of the file that decodes to a JSON object, kept byte for byte, its id its bytes'."""
-    from dovecote.letters import letter_id
+    from dovecote.model.letters import letter_id
 
     path = tmp_path / "letters.jsonl"
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import REASONS
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.mcp.server import build
 from dovecote.mcp.tools import TOOLS
 from fuzzhelpers import COUNTS, DEPTHS, ODD, TEXT, VALUE, assert_only_grew

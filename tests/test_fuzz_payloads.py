@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from dovecote import roster as roster_mod
 from dovecote import verbs
 from dovecote.cli import hookrun
-from dovecote.derive import mission_letter as ml
+from dovecote.derive.missions import letter as ml
 from dovecote.errors import Refusal
-from dovecote.results import builtins
+from dovecote.model.results import builtins
+from dovecote.roster import config as roster_mod
 from fuzzhelpers import DEPTHS, ODD, TEXT, VALUE, assert_only_grew, dumps, fuzz, mutated, refused_or_done
 from helpers import add_project, open_home, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send

@@ -1,5 +1,6 @@
-"""The gesture passphrase (``ops.gestures``): kept only as a slow salted hash in a 0600 file of the home, never in
-the roster; changing it needs the current one; a damaged key file refuses every gesture rather than obeying it."""
+"""The gesture passphrase (``ops.missions.gestures``): kept only as a slow salted hash in a 0600 file of the home,
+never in the roster; changing it needs the current one; a damaged key file refuses every gesture rather than
+obeying it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.ops import gestures
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
+from dovecote.ops.missions import gestures
 from helpers import new_home
 from missionhelpers import PASSPHRASE
 

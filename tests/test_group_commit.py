@@ -26,12 +26,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dovecote import commit, ledger
-from dovecote.addresses import entity
-from dovecote.api import init, open_home
 from dovecote.errors import Refusal, StoreError
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line, letter_id
+from dovecote.handle.api import init, open_home
+from dovecote.ledger import group_commit as commit
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line, letter_id
 from dovecote.verbs import EntityAdd, Message, Move
 
 THREADS = 8
@@ -151,8 +152,8 @@ _PROC = textwrap.dedent(
     """
     import json, sys, threading
     from pathlib import Path
-    from dovecote.ledger import LedgerReader, append
-    from dovecote.letters import canonical_line
+    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.model.letters import canonical_line
 
     path, w, threads, per = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     reader = LedgerReader(path)
@@ -199,8 +200,8 @@ _KILLED = textwrap.dedent(
     """
     import sys, threading
     from pathlib import Path
-    from dovecote.ledger import LedgerReader, append
-    from dovecote.letters import canonical_line
+    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.model.letters import canonical_line
 
     path = Path(sys.argv[1])
     reader = LedgerReader(path)

@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from dovecote import verbs
-from dovecote.api import Dovecote, EntityRow
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote, EntityRow
 from dovecote.verbs import EntityAdd, Inbox, Message
 from dovecote.verbs.arguments import order
 from helpers import new_home

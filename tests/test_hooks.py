@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from dovecote.errors import Refusal
-from dovecote.ops.hooks import decide
+from dovecote.ops.agents.hooks import decide
 from dovecote.verbs import EntityAdd
 from helpers import DOVECOTE_BIN, cli_env, ledger_lines, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
@@ -244,7 +244,7 @@ def test_racing_stop_hooks_block_once_between_them(tmp_path: Path) -> None:
 def test_session_start_reads_the_block_path_and_answers_what_decide_says_on_the_whole_view(tmp_path: Path) -> None:
     """The hook reads the injection block without building rows; it must say and record
     exactly what ``decide`` says on the full view (prompt and stop still read that view)."""
-    from dovecote.ops.inbox import read_inbox
+    from dovecote.ops.mail.inbox import read_inbox
 
     dc = mail_home(tmp_path)
     for k in range(5):

@@ -14,8 +14,8 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.api import Dovecote
-from dovecote.ops.hooks_config import EVENTS, is_ours, merged
+from dovecote.handle.api import Dovecote
+from dovecote.ops.agents.hooks_config import EVENTS, is_ours, merged
 from dovecote.verbs import EntityAdd
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
 from mailhelpers import ENTITY, mail_home, send

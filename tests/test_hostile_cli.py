@@ -24,12 +24,12 @@ import typer.main
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.api import init, open_home
 from dovecote.cli import entry
 from dovecote.cli.app import app
 from dovecote.cli.boundary import MAX_INT, check_value
 from dovecote.errors import Refusal
-from dovecote.timeutil import parse_time
+from dovecote.handle.api import init, open_home
+from dovecote.util.timeutil import parse_time
 from dovecote.verbs import EntityAdd, Message, ProjectAdd
 from helpers import DOVECOTE_BIN, cli_env
 
@@ -246,7 +246,7 @@ def test_non_utf8_environment_is_refused(world: dict[str, Any]) -> None:
 
 def test_a_bug_prints_one_line_not_a_traceback(world: dict[str, Any]) -> None:
     code = (
-        "import sys; import dovecote.api as a\n"
+        "import sys; import dovecote.handle.api as a\n"
         "a.Dovecote.doctor = lambda self, now=None: {}['boom']\n"
         "sys.argv = ['dovecote', 'doctor']\n"
         "from dovecote.cli.entry import main; main()\n"

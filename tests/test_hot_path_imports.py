@@ -1,6 +1,6 @@
 """The session-start hook's path stays lean: ``inbox --format injection`` right after a new letter
 (its rendering stale, its fold snapshot there) and ``hook session-start`` load neither ``hashlib``
-(``dovecote.digests``) nor ``tomllib`` (``roster_cache``), nor Typer or Rich; neither defines a dataclass:
+(``dovecote.util.digests``) nor ``tomllib`` (``roster_cache``), nor Typer or Rich; neither defines a dataclass:
 a dataclass compiles its methods from source when its module is imported (~4.6 M instructions each,
 against ~0.3 M for a ``msgspec.Struct``), so the records the path imports are Structs. Nor does either compile
 the symptom rules' patterns: neither reads a field report."""
@@ -27,7 +27,7 @@ _RUN = (
     "    made = [f'dataclass:{n}.{k}' for n, m in list(sys.modules.items()) if n.startswith('dovecote')\n"
     "            for k, v in vars(m).items() if isinstance(v, type) and '__dataclass_fields__' in vars(v)\n"
     "            and v.__module__ == n]\n"
-    "    s = sys.modules.get('dovecote.derive.symptoms')\n"
+    "    s = sys.modules.get('dovecote.derive.cases.symptoms')\n"
     "    made += ['compiled:symptom rules'] if s and s._by_class.cache_info().currsize else []\n"
     f"    sys.stderr.write('\\nloaded:' + ','.join([m for m in {HEAVY!r} if m in sys.modules] + made) + '\\n')\n"
 )

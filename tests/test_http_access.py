@@ -18,15 +18,15 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http import rest
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS, Views
-from dovecote.results import builtins
+from dovecote.model.results import builtins
+from dovecote.model.vocab_delivery import SendType
 from dovecote.verbs import Inbox
-from dovecote.vocab_delivery import SendType
 from helpers import rep
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 

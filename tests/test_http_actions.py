@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
 from dovecote.derive.lifecycle import TRANSITIONS
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.pages import ACTIONS, person_actor
 from dovecote.http.session import COOKIE, Sessions

@@ -149,8 +149,8 @@ def test_a_screenshot_of_each_page(browser: Any, tmp_path: Path) -> None:
     sees, the actions included."""
     import httpx2 as httpx
 
-    from dovecote.api import open_home
     from dovecote.cli.demo import build_demo
+    from dovecote.handle.api import open_home
 
     out = Path(os.environ.get("DOVECOTE_SCREENSHOTS") or tmp_path / "shots")
     out.mkdir(parents=True, exist_ok=True)

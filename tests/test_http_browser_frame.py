@@ -20,7 +20,7 @@ import httpx2 as httpx
 import pytest
 
 from browserhelpers import chromium
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from serverhelpers import ENTITY, SENDER, Server, served_home, serving
 
 pytestmark = pytest.mark.files_only

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dovecote import verbs
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home, serving
 from test_http_browser import browser  # noqa: F401 (the fixture)

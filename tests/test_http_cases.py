@@ -12,10 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.addresses import parse_address
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
-from dovecote.results import builtins
+from dovecote.model.addresses import parse_address
+from dovecote.model.results import builtins
 from helpers import rep
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 

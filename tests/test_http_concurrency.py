@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx2 as httpx
 
-from dovecote.addresses import entity
-from dovecote.api import open_home
+from dovecote.handle.api import open_home
+from dovecote.model.addresses import entity
 from dovecote.verbs import Move
 from mailhelpers import ENTITY, SENDER, mail_home, send
 from serverhelpers import assert_error_shape, serving

@@ -17,8 +17,8 @@ import anyio
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Principal
 from dovecote.errors import Refusal
+from dovecote.handle.api import Principal
 from dovecote.http.app import create_app
 from dovecote.http.rest import ROUTES
 from dovecote.mcp.server import Face

@@ -9,8 +9,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from deliveryhelpers import AGENTS, box_letters, delivery_home, drop, envelope, intake_files
-from dovecote.api import Dovecote
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from serverhelpers import assert_error_shape
 
 pytestmark = pytest.mark.files_only

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from dovecote import remote
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal
+from dovecote.handle import remote
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http.app import create_app
-from dovecote.ops.feed import decode_cursor, encode_cursor
+from dovecote.model.addresses import entity
+from dovecote.ops.agents.feed import decode_cursor, encode_cursor
 from dovecote.verbs import Message, Move
 from helpers import DOVECOTE_BIN, cli_env, rep
 from mailhelpers import SENDER, send

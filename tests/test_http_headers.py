@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http import headers
 from dovecote.http.app import create_app
 from serverhelpers import ENTITY, served_home

@@ -12,10 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from helpers import snapshot
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
 from serverhelpers import SENDER, served_home

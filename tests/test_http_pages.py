@@ -11,7 +11,7 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import SERVER_STATE, create_app
 from dovecote.http.session import COOKIE, Sessions
 from dovecote.verbs import Inbox, Message, Sweep

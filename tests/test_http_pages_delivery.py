@@ -11,9 +11,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from deliveryhelpers import busy_home
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from test_http_pages import counts
 
 pytestmark = pytest.mark.files_only
@@ -94,6 +94,6 @@ def test_an_agent_token_is_refused_the_page_as_it_is_the_status_route(dc: Doveco
 
 def test_the_page_filters_by_every_ack_state_and_escalated_only() -> None:
     from dovecote.http.pages_delivery import STATES
-    from dovecote.vocab_delivery import AckState
+    from dovecote.model.vocab_delivery import AckState
 
     assert set(STATES) == {s.value for s in AckState} | {"escalated"}

@@ -17,10 +17,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http import openapi, rest
 from dovecote.http.app import create_app
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from test_verb_json import demo_home
 
 #: The demo's names a path or a body takes (an item and a case are looked up, see ``_names``).

@@ -10,11 +10,11 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
 from dovecote.errors import StoreError
+from dovecote.handle.api import Dovecote
 from dovecote.http import openapi, rest
 from dovecote.http.app import create_app
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from dovecote.verbs import Box, EntityAdd, Inbox, Message, Search, Sweep
 from serverhelpers import ENTITY, assert_error_shape, served_home
 

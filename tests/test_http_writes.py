@@ -14,7 +14,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http import inputs
 from dovecote.verbs import Inbox, Message, MoveKind, Show
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from dovecote import verbs
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd, ImportVnext
 from dovecote.verbs import Trackers as TrackersVerb
 from helpers import new_home, run_cli, snapshot

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive import vnext_trackers as vt
+from dovecote.derive.delivery import vnext_trackers as vt
 from dovecote.verbs import ImportVnext
 from helpers import new_home, run_cli
 from reference_vnext_status import (

@@ -13,12 +13,12 @@ import msgspec.structs
 import orjson
 import pytest
 
-from dovecote import roster as roster_mod
-from dovecote.addresses import entity
-from dovecote.api import Actor, Dovecote, init
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
+from dovecote.handle.api import Actor, Dovecote, init
+from dovecote.model.addresses import entity
+from dovecote.roster import config as roster_mod
 from dovecote.verbs import EntityAdd, Inbox, Message, Move
 from helpers import open_home
 

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.inbox import Clock, InboxBook
-from dovecote.derive.inbox_view import inbox_audit
-from dovecote.letters import Letter, make_letter
-from dovecote.roster import Limits
-from dovecote.timeutil import format_ts
+from dovecote.derive.inbox.book import Clock, InboxBook
+from dovecote.derive.inbox.view import inbox_audit
+from dovecote.model.letters import Letter, make_letter
+from dovecote.roster.config import Limits
+from dovecote.util.timeutil import format_ts
 
 T0 = datetime(2026, 7, 5, tzinfo=UTC)
 ENTITY = "ent_builder"

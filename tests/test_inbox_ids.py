@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.inbox import in_packed, pack_ids
+from dovecote.derive.inbox.book import in_packed, pack_ids
 
 _ID = st.text(alphabet="0123456789abcdef", min_size=12, max_size=12)
 _ODD = st.text(max_size=14)  # not a letter id: the wrong length, another alphabet

@@ -19,11 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive import inbox_snapshot, inbox_view
-from dovecote.derive.inbox import Clock, InboxBook
-from dovecote.derive.inbox_view import current_view, inbox_audit
+from dovecote.derive.inbox import snapshot as inbox_snapshot
+from dovecote.derive.inbox import view as inbox_view
+from dovecote.derive.inbox.book import Clock, InboxBook
+from dovecote.derive.inbox.view import current_view, inbox_audit
 from dovecote.errors import Refusal
-from dovecote.roster import Limits
+from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox
 from mailhelpers import ENTITY as MAIL_ENTITY
 from mailhelpers import mail_home, send

@@ -19,13 +19,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.api import Dovecote
-from dovecote.derive import inbox_snapshot
-from dovecote.derive.inbox import Clock, InboxBook
-from dovecote.derive.inbox_view import inbox_audit, inbox_block
-from dovecote.letters import Letter, make_letter
-from dovecote.ops.injection import inbox_injection
-from dovecote.roster import Limits
+from dovecote.derive.inbox import snapshot as inbox_snapshot
+from dovecote.derive.inbox.book import Clock, InboxBook
+from dovecote.derive.inbox.view import inbox_audit, inbox_block
+from dovecote.handle.api import Dovecote
+from dovecote.model.letters import Letter, make_letter
+from dovecote.ops.mail.injection import inbox_injection
+from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Move
 from mailhelpers import ENTITY as MAIL_ENTITY
 from mailhelpers import mail_home, send

@@ -23,8 +23,8 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dovecote.ledger import WINDOW, LedgerReader
-from dovecote.letters import canonical_line, letter_id
+from dovecote.ledger.jsonl import WINDOW, LedgerReader
+from dovecote.model.letters import canonical_line, letter_id
 from helpers import VECTOR as VECTOR_DICT
 from helpers import VECTOR_LINE
 
@@ -424,7 +424,7 @@ def test_what_an_appender_reads_of_its_own_lines_equals_a_whole_read(before: byt
     """``LockedLedger.append`` takes the lines it wrote from memory (``took_own``), not the file:
     the reader it leaves must be the one a new reader of the whole file is, batch after batch
     (letters, defects, duplicates, the offset and its cursor marks, and the next refresh)."""
-    from dovecote.ledger import locked
+    from dovecote.ledger.jsonl import locked
 
     with _ledger() as path:
         path.write_bytes(before)

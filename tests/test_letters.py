@@ -12,8 +12,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.ledger import LedgerReader
-from dovecote.letters import (
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.letters import (
     canonical_line,
     decode_line,
     is_letter_id,
@@ -125,7 +125,7 @@ def test_canonical_line_keeps_every_key_and_value(d: dict[str, Any]) -> None:
 def _spec_line(d: dict[str, Any]) -> bytes:
     """The canonical form as DESIGN 2 and the first ids fixed it: known fields first, the rest sorted,
     every nested object's keys sorted, rebuilt in Python (the reference the fast form must equal)."""
-    from dovecote.letters import CANONICAL_ORDER
+    from dovecote.model.letters import CANONICAL_ORDER
 
     def deep(v: Any) -> Any:
         if isinstance(v, dict):

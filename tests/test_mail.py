@@ -11,10 +11,10 @@ import msgspec.structs
 import orjson
 import pytest
 
-from dovecote import roster as roster_mod
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, init
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote, init
+from dovecote.model.addresses import entity
+from dovecote.roster import config as roster_mod
 from dovecote.verbs import EntityAdd, Inbox, Message, Move, OutboxSend
 from helpers import box_bytes, open_home
 
@@ -315,7 +315,7 @@ def test_a_git_merged_fork_resolves_to_one_state_and_reports_the_loser(tmp_path:
     dc2.move(Move(kind="seen", entity_id="ent_b", ref=q), actor="ent_y")
     dc2.move(Move(kind="nack", entity_id="ent_b", ref=q), actor="ent_y")
     theirs = path.read_bytes()
-    from dovecote.ops.merge import union
+    from dovecote.ops.admin.merge import union
 
     for merged in (union(ours, theirs), union(theirs, ours)):
         path.write_bytes(merged)

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from dovecote import verbs
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import StoreError
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.mcp.server import build, wire
 from dovecote.mcp.tools import TOOLS
 from helpers import DOVECOTE_BIN, cli_env, snapshot

@@ -12,7 +12,7 @@ from mcp import Client
 
 from deliveryhelpers import delivery_home, drop, envelope, kinds
 from dovecote import verbs
-from dovecote.api import Dovecote, Principal
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.mcp.server import build
 from helpers import snapshot
 from mcphelpers import trilogy

@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from helpers import DOVECOTE_BIN, cli_env, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send
 from mcphelpers import LEGACY, http_client

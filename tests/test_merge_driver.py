@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote import ledger
-from dovecote.addresses import Address
-from dovecote.api import Dovecote, init
-from dovecote.ledger import LedgerReader
-from dovecote.letters import canonical_line, letter_id
-from dovecote.ops.merge import merge_files, union
+from dovecote.handle.api import Dovecote, init
+from dovecote.ledger import jsonl as ledger
+from dovecote.ledger.jsonl import LedgerReader
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.ops.admin.merge import merge_files, union
 from dovecote.verbs import ProjectAdd
 
 DOVECOTE = Path(sys.executable).parent / "dovecote"

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive import mission_letter as ml
-from dovecote.derive import missions as chains
-from dovecote.derive.mission_letter import TRANSITIONS, Phase
+from dovecote.derive.missions import chain as chains
+from dovecote.derive.missions import letter as ml
+from dovecote.derive.missions.letter import TRANSITIONS, Phase
 from dovecote.errors import Refusal
-from dovecote.letters import decode_line, letter_id
+from dovecote.model.letters import decode_line, letter_id
 from missionhelpers import GATE, VECTOR, VECTOR_AGENT, VECTOR_ID, candidate, for_phase, letter
 
 

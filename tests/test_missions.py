@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from dovecote import verbs
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from helpers import add_project, box_bytes, new_home, rep
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_AGENT, VECTOR_ID, candidate, for_phase, keyed, letter
 
@@ -55,7 +55,7 @@ def test_the_vector_posted_as_m1nd_does_gets_m1nds_id_and_replays_dedup(dc: Dove
 
 
 def _box(name: str) -> Any:
-    from dovecote.addresses import project
+    from dovecote.model.addresses import project
 
     return project(name)
 
@@ -235,7 +235,7 @@ def test_mission_letters_are_never_field_reports_nor_open(dc: Dovecote) -> None:
 
 def test_no_token_reaches_a_human_gesture() -> None:
     """The gestures are no REST route, no MCP tool and no remote call: only a terminal or the page's session."""
-    from dovecote import remote
+    from dovecote.handle import remote
     from dovecote.http import rest
     from dovecote.mcp.tools import TOOLS
 
@@ -246,7 +246,7 @@ def test_no_token_reaches_a_human_gesture() -> None:
 
 def test_m1nd_lines_already_in_a_box_are_read_as_they_are(dc: Dovecote, tmp_path: Path) -> None:
     """A line m1nd wrote (its own layout) is the chain's root; a dovecote post continues it."""
-    from dovecote.derive.mission_letter import line_of, validate
+    from dovecote.derive.missions.letter import line_of, validate
 
     line = line_of(validate(VECTOR), VECTOR_AGENT)
     dc.store.append(_box("repo-a"), [line])

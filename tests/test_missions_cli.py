@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_ID, for_phase, letter
 

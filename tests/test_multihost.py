@@ -25,10 +25,10 @@ import orjson
 import psycopg
 import pytest
 
-from dovecote import api
-from dovecote.addresses import Address, entity
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store_postgres import PostgresStore
+from dovecote.handle import api
+from dovecote.model.addresses import Address, entity
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.store.postgres.store import PostgresStore
 from dovecote.verbs import EntityAdd, Message, TokenIssue
 from helpers import cli_json
 from missionhelpers import VECTOR, letter
@@ -50,8 +50,8 @@ def kimi_subjects(url: str) -> list[str]:
 #: Run in a host's place: its network namespace, whether loopback TCP reaches the server, and its store.
 PROBE = """
 import os, socket, sys
-from dovecote.addresses import parse_address
-from dovecote.api import open_home
+from dovecote.model.addresses import parse_address
+from dovecote.handle.api import open_home
 try:
     socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
     tcp = True

@@ -22,9 +22,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from dovecote import api, store_pgschema
-from dovecote.addresses import entity
-from dovecote.store_postgres import release
+from dovecote.handle import api
+from dovecote.model.addresses import entity
+from dovecote.store.postgres import schema as store_pgschema
+from dovecote.store.postgres.store import release
 from multihosthelpers import acknowledged, hosts
 from pghelpers import reach, url_for
 from test_multihost import kimi_subjects

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from dovecote import verbs
-from dovecote.vocab import LetterKind, MoveKind, ReportClass
+from dovecote.model.vocab import LetterKind, MoveKind, ReportClass
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "dovecote"
 Scan = Callable[[ast.Module, str], Iterator[int]]
@@ -78,7 +78,7 @@ def id_width(tree: ast.Module, rel: str) -> Iterator[int]:
 
 @pytest.mark.parametrize("scan", [digest_cut, hex_id_pattern, id_width])
 def test_the_letter_id_rule_is_spelled_only_in_ids(scan: Scan) -> None:
-    assert offenders(scan, "ids.py") == []
+    assert offenders(scan, "model/ids.py") == []
 
 
 def test_the_digest_scan_passes_digests_of_other_lengths() -> None:
@@ -112,7 +112,7 @@ def ack_literal(tree: ast.Module, rel: str) -> Iterator[int]:
 
 
 def test_the_ack_defaults_are_written_only_in_vocab_delivery() -> None:
-    assert offenders(ack_literal, "vocab_delivery.py") == []
+    assert offenders(ack_literal, "model/vocab_delivery.py") == []
 
 
 @pytest.mark.parametrize("source", [
@@ -139,8 +139,8 @@ def spool_defined(tree: ast.Module, rel: str) -> Iterator[int]:
 
 
 def test_spool_is_defined_once() -> None:
-    assert offenders(spool_defined, "addresses.py") == []
-    assert list(spool_defined(SOURCES["addresses.py"], "addresses.py"))
+    assert offenders(spool_defined, "model/addresses.py") == []
+    assert list(spool_defined(SOURCES["model/addresses.py"], "model/addresses.py"))
 
 
 def test_the_spool_scan_sees_a_second_definition() -> None:
@@ -159,7 +159,7 @@ def hand_replacement(tree: ast.Module, rel: str) -> Iterator[int]:
     for n in _calls(tree):
         f = n.func
         if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "os"
-                and f.attr in ("replace", "rename") and rel != "fileops.py"):
+                and f.attr in ("replace", "rename") and rel != "util/fileops.py"):
             yield n.lineno
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -169,9 +169,9 @@ def hand_replacement(tree: ast.Module, rel: str) -> Iterator[int]:
 
 
 def test_a_whole_file_is_replaced_only_by_replace_file() -> None:
-    found = offenders(hand_replacement, "fileops.py")
+    found = offenders(hand_replacement, "util/fileops.py")
     assert found == []
-    home = [line for line in hand_replacement(SOURCES["fileops.py"], "fileops.py")]
+    home = [line for line in hand_replacement(SOURCES["util/fileops.py"], "util/fileops.py")]
     assert len(home) == 1  # replace_file itself: the scan sees the one it allows
 
 
@@ -251,11 +251,11 @@ def class_set(tree: ast.Module, rel: str) -> Iterator[int]:
 
 
 def test_letter_kinds_are_spelled_only_in_the_vocabulary() -> None:
-    assert offenders(bare_kind, "vocab.py") == []
+    assert offenders(bare_kind, "model/vocab.py") == []
 
 
 def test_report_classes_are_spelled_only_in_the_vocabulary() -> None:
-    assert offenders(class_set, "vocab.py") == []
+    assert offenders(class_set, "model/vocab.py") == []
 
 
 @pytest.mark.parametrize(("scan", "source"), [
@@ -301,7 +301,7 @@ def store_class_test(tree: ast.Module, rel: str) -> Iterator[int]:
 
 
 def test_ops_ask_a_store_what_it_can_do_not_what_class_it_is() -> None:
-    assert offenders(store_class_test, "store_capability.py") == []
+    assert offenders(store_class_test, "store/capability.py") == []
 
 
 @pytest.mark.parametrize("source", [
@@ -314,10 +314,10 @@ def test_the_store_scan_sees_a_class_test(source: str) -> None:
 
 
 def test_each_backend_says_what_it_can_do() -> None:
-    from dovecote.store import FileStore
-    from dovecote.store_capability import Capability, can
-    from dovecote.store_memory import MemoryStore
-    from dovecote.store_postgres import PostgresStore
+    from dovecote.store.capability import Capability, can
+    from dovecote.store.core import FileStore
+    from dovecote.store.memory import MemoryStore
+    from dovecote.store.postgres.store import PostgresStore
 
     assert [c for c in Capability if can(FileStore, c)] == [c for c in Capability if c is not Capability.database_rows]
     assert [c for c in Capability if can(PostgresStore, c)] == [Capability.database_rows]

@@ -10,11 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.ops import organize as organize_mod
-from dovecote.ops.inbox import view_dir
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
+from dovecote.ops.mail.inbox import view_dir
+from dovecote.ops.tree import organize as organize_mod
 from dovecote.verbs import Inbox, Message, Organize
 from helpers import run_cli, snapshot
 from searchhelpers import finish, mail_home, put_message, tree

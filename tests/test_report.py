@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line, letter_id
-from dovecote.roster import Limits
+from dovecote.handle.api import Dovecote
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.roster.config import Limits
 from helpers import VECTOR, VECTOR_ID, new_home, rep, rewrite_roster
 
 ID = VECTOR_ID
@@ -312,7 +312,7 @@ def test_every_field_of_the_typed_verb_and_no_other_is_part_of_a_report() -> Non
     import msgspec
 
     from dovecote import verbs
-    from dovecote.ops.report import check_report
+    from dovecote.ops.reports.report import check_report
 
     def reason(obj: dict[str, Any]) -> str | None:
         try:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line
 from dovecote.verbs import Inbox, Message, Move, OutboxSend
 from helpers import run_cli
 from mailhelpers import mail_home

@@ -12,11 +12,11 @@ import inspect
 
 import msgspec
 
-from dovecote import api
-from dovecote.api import Cases, Dovecote, ReceiptFiled
+from dovecote.handle import api
+from dovecote.handle.api import Cases, Dovecote, ReceiptFiled
 from dovecote.mcp import schemas
 from dovecote.mcp.tools import TOOLS
-from dovecote.results import Result, builtins
+from dovecote.model.results import Result, builtins
 
 #: The public methods that still answer plain data (their results are nested dicts built by folds).
 STILL_PLAIN = {"doctor", "inbox", "inbox_until", "outbox_send", "poll", "search", "show", "status"}

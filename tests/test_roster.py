@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from dovecote import roster
-from dovecote.api import Dovecote, init, open_home
 from dovecote.errors import Refusal
-from dovecote.roster import Entity, Limits, Project, Roster
+from dovecote.handle.api import Dovecote, init, open_home
+from dovecote.model.vocab import DEFAULT_FOREIGN_MARKERS
+from dovecote.roster import config as roster
+from dovecote.roster.config import Entity, Limits, Project, Roster
 from dovecote.verbs import Box, EntityAdd, ProjectAdd, Sweep
-from dovecote.vocab import DEFAULT_FOREIGN_MARKERS
 from helpers import add_project, lid, new_home, rep, rewrite_roster, run_cli
 
 FULL = Roster(

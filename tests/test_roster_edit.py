@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from dovecote import roster
-from dovecote.api import open_home
 from dovecote.errors import Refusal
+from dovecote.handle.api import open_home
+from dovecote.roster import config as roster
 from dovecote.verbs import EntityAdd, EntityRemove, ProjectAdd, ProjectRemove
 from helpers import DOVECOTE_BIN, cli_env, new_home, run_cli
 
@@ -262,7 +262,7 @@ def test_an_edit_that_would_not_mean_what_the_rules_decided_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the last guard: the edited text must parse to exactly the intended roster, else nothing is written
-    from dovecote import roster_edit
+    from dovecote.roster import edit as roster_edit
 
     home = _hand_home(tmp_path)
     real = roster_edit.append_table

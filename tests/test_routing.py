@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.addresses import HOME, Address
-from dovecote.roster import Project, Roster
-from dovecote.routing import RosterIndex, Route, route
+from dovecote.model.addresses import HOME, Address
+from dovecote.roster.config import Project, Roster
+from dovecote.roster.routing import RosterIndex, Route, route
 
 OWNER = "/home/u"
 ROSTER = Roster(

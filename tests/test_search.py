@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal, StoreError
-from dovecote.ops import search as search_mod
-from dovecote.ops import search_index, search_texts
-from dovecote.timeutil import order_key, order_ms
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import entity
+from dovecote.ops.search import index as search_index
+from dovecote.ops.search import query as search_mod
+from dovecote.ops.search import texts as search_texts
+from dovecote.util.timeutil import order_key, order_ms
 from dovecote.verbs import Message, Move, Search
 from helpers import open_home, rewrite_roster, run_cli, snapshot
 from searchhelpers import T, decline, finish, ids, mail_home, put_message
@@ -586,7 +587,7 @@ def test_a_same_size_rewrite_in_place_is_noticed_by_a_warm_handle(tmp_path: Path
 
 @pytest.mark.files_only  # it runs once, on the memory store it opens itself (a replace is the memory store's own)
 def test_a_memory_box_replaced_is_indexed_again_and_each_handle_keeps_its_own_index(tmp_path: Path) -> None:
-    from dovecote.store_memory import MemoryStore
+    from dovecote.store.memory import MemoryStore
     from helpers import stores
 
     with stores("memory"):

@@ -17,9 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.addresses import entity
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line, letter_id
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line, letter_id
 from helpers import DOVECOTE_BIN, cli_env, run_cli
 from searchhelpers import mail_home
 

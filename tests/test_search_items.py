@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.derive.inbox import InboxBook
+from dovecote.derive.inbox.book import InboxBook
 from dovecote.derive.lifecycle import TERMINAL, Link, effective
-from dovecote.envelope import build_message
-from dovecote.letters import canonical_line, decode_line, letter_id
-from dovecote.ops.search_items import LinkRow, link_row
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import build_message
+from dovecote.model.letters import canonical_line, decode_line, letter_id
+from dovecote.ops.search.items import LinkRow, link_row
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home
 

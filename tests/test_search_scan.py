@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home, put_message
 

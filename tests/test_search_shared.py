@@ -13,8 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
-from dovecote.ops import search_index, search_open
+from dovecote.handle.api import Dovecote
+from dovecote.ops.search import index as search_index
+from dovecote.ops.search import open as search_open
 from dovecote.verbs import Search
 from helpers import DOVECOTE_BIN, cli_env, open_home
 from searchhelpers import mail_home, put_message

@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.envelope import Envelope, build_message
-from dovecote.letters import Letter, canonical_line, decode_line
-from dovecote.ops import search_index, search_texts
+from dovecote.model.envelope import Envelope, build_message
+from dovecote.model.letters import Letter, canonical_line, decode_line
+from dovecote.ops.search import index as search_index
+from dovecote.ops.search import texts as search_texts
 
 
 def reference(letter: Letter) -> search_texts.Indexed:

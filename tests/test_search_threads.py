@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from dovecote.api import Dovecote
-from dovecote.ops import search_index, search_open
+from dovecote.handle.api import Dovecote
+from dovecote.ops.search import index as search_index
+from dovecote.ops.search import open as search_open
 from dovecote.verbs import Search
 from searchhelpers import mail_home, put_message
 
@@ -125,7 +126,7 @@ def test_a_search_whose_index_is_deleted_beneath_every_attempt_answers_from_memo
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Something deletes the cache inside every attempt: the answer still comes, from the letters."""
-    from dovecote.ops import search as search_op
+    from dovecote.ops.search import query as search_op
 
     dc = home_with_mail(tmp_path)
     real_sync = search_op.sync

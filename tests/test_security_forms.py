@@ -17,10 +17,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.session import COOKIE, Sessions
-from dovecote.results import builtins
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox
 from helpers import snapshot
 from missionhelpers import VECTOR, for_phase

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import strategies as st
 from mcp import Client
 
-from dovecote.api import Principal
 from dovecote.cli import hookrun
 from dovecote.errors import Refusal
+from dovecote.handle.api import Principal
 from dovecote.mcp.server import build
-from dovecote.textsafe import subject_line
+from dovecote.model.textsafe import subject_line
 from dovecote.verbs import Message
 from fuzzhelpers import DEPTHS, fuzz, refused_or_done
 from helpers import open_home

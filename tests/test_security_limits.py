@@ -18,12 +18,12 @@ import msgspec.structs
 import pytest
 from starlette.testclient import TestClient
 
-from dovecote.api import Dovecote, Principal
-from dovecote.envelope import SUBJECT_MAX
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
+from dovecote.model.envelope import SUBJECT_MAX
 from helpers import rewrite_roster, run_cli, snapshot
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 

@@ -20,12 +20,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.api import Principal
 from dovecote.errors import REASONS, Refusal
+from dovecote.handle.api import Principal
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
-from dovecote.vocab import ENGINE_AGENT
+from dovecote.model.vocab import ENGINE_AGENT
 from helpers import run_cli, snapshot
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from deliveryhelpers import delivery_home, drop, envelope, intake_files, kinds
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 from dovecote.verbs import Intake
 from helpers import run_cli, snapshot
 from mailhelpers import ENTITY, mail_home, send, view_root

@@ -25,8 +25,9 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dovecote"
 SECRET_WORDS = ("token", "hash", "digest", "mac", "secret", "csrf", "password")
 #: Comparisons of digests of content anyone may read (no secret to time): file, expression -> why.
 CONTENT_DIGESTS = {
-    ("ledger.py", "window_digest(head) == self._digest"): "a checkpoint's digest of ledger bytes",
-    ("ops/intake.py", "letter.data().get('sha256') == digest"): "a quarantine note's hash of the envelope file",
+    ("ledger/jsonl.py", "window_digest(head) == self._digest"): "a checkpoint's digest of ledger bytes",
+    ("ops/delivery/intake.py", "letter.data().get('sha256') == digest"):
+        "a quarantine note's hash of the envelope file",
 }
 
 
@@ -64,7 +65,7 @@ def test_no_token_or_hash_is_compared_with_eq() -> None:
 
 
 def test_the_checks_that_compare_secrets_use_compare_digest() -> None:
-    for module in ("tokens.py", "http/session.py"):
+    for module in ("model/credentials.py", "http/session.py"):
         assert "hmac.compare_digest(" in (SRC / module).read_text(), module
 
 

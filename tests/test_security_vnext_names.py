@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 import pytest
 
-from dovecote.api import Principal
 from dovecote.errors import Refusal
+from dovecote.handle.api import Principal
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from helpers import run_cli, snapshot

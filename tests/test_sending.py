@@ -24,11 +24,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote import envelope
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, open_home
 from dovecote.errors import PartialWrite, Refusal, StoreError
-from dovecote.ledger import LockedLedger
+from dovecote.handle.api import Dovecote, open_home
+from dovecote.ledger.jsonl import LockedLedger
+from dovecote.model import envelope
+from dovecote.model.addresses import entity
 from dovecote.verbs import Message, OutboxSend
 from helpers import cli_env, run_cli
 from mailhelpers import mail_home
@@ -187,7 +187,7 @@ def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(t
 def test_a_file_store_send_is_two_guarded_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No rule of a send reads the sender's box: the delivery holds the recipient's box alone,
     then the record's section holds the sender's (not a third section over both first)."""
-    from dovecote.store import FileStore
+    from dovecote.store.core import FileStore
 
     dc = mail_home(tmp_path, A, B)
     dc.send(Message(sender=A, recipient=B, subject="warm"))
@@ -299,9 +299,9 @@ def test_sigkilled_outbox_runs_deliver_each_draft_exactly_once(tmp_path: Path) -
 #: k reads the clock as second k: a retry comes later than the run it retries.
 _CRASHER = """
 import os, signal, sys
-import dovecote.ops.mail
-from dovecote.api import open_home
-from dovecote.ledger import LockedLedger
+import dovecote.ops.mail.send
+from dovecote.handle.api import open_home
+from dovecote.ledger.jsonl import LockedLedger
 home, crash_at, what, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 from datetime import UTC, datetime
 real, done = LockedLedger.append, [0]

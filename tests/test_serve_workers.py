@@ -18,8 +18,8 @@ import httpx2 as httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from dovecote.addresses import entity
-from dovecote.api import open_home
+from dovecote.handle.api import open_home
+from dovecote.model.addresses import entity
 from dovecote.verbs import TokenIssue
 from mailhelpers import ENTITY, SENDER
 from mcphelpers import LEGACY

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from dovecote.roster import Limits
+from dovecote.roster.config import Limits
 from dovecote.verbs import EntityAdd, Message, Move
 from helpers import new_home, rewrite_roster, run_cli
 

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Box, ImportInboxTree, Inbox, Move, Organize, Search, Show, StaleCheck, Sweep, View
 from helpers import add_project, lid, rep
 from mailhelpers import ENTITY, cgg_tree, mail_home, send

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from _soak_clients import Answer
 from _soak_samples import FD_SLACK, RSS_SLACK_MIB, THREAD_SLACK, Sample, judge, windows
-from dovecote.store_postgres import release
+from dovecote.store.postgres.store import release
 from pghelpers import schema
 from soak import Agent, Result, Tally, move, refused, soak
 

@@ -12,13 +12,13 @@ from typing import Any
 import msgspec.structs
 import orjson
 
-from dovecote.addresses import HOME, entity
-from dovecote.api import Dovecote
-from dovecote.letters import canonical_line
-from dovecote.ops.stale import SIGNAL_KIND, signal_letter
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import HOME, entity
+from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
+from dovecote.model.vocab import ENGINE_AGENT, REPORT_KINDS
+from dovecote.ops.mail.stale import SIGNAL_KIND, signal_letter
 from dovecote.verbs import Box, Inbox, Message, Move, StaleCheck, Sweep
-from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 from helpers import ledger_lines, rep, rewrite_roster, run_cli, snapshot
 from searchhelpers import finish, mail_home, put_link, put_message
 
@@ -254,8 +254,8 @@ def test_concurrent_runs_in_two_processes_emit_once(tmp_path: Path) -> None:
     code = (
         "import os, sys, time\n"
         "from datetime import datetime, UTC\n"
-        "import dovecote.ops.stale as st\n"
-        "from dovecote.api import open_home\n"
+        "import dovecote.ops.mail.stale as st\n"
+        "from dovecote.handle.api import open_home\n"
         "scan = st.signals_on\n"
         "def slow(letters, day):\n"
         "    found = scan(letters, day)\n"

@@ -19,15 +19,15 @@ import msgspec
 import orjson
 import pytest
 
-from dovecote import roster as roster_mod
-from dovecote.addresses import HOME, Address
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.home import Layout
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store import Cursor, FileStore, Mark, Store, Where
-from dovecote.store_memory import MemoryStore
-from dovecote.store_postgres import PostgresStore
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import HOME, Address
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.roster import config as roster_mod
+from dovecote.roster.home import Layout
+from dovecote.store.core import Cursor, FileStore, Mark, Store, Where
+from dovecote.store.memory import MemoryStore
+from dovecote.store.postgres.store import PostgresStore
 from dovecote.verbs import EntityAdd, Inbox, Message, Sweep
 from helpers import add_project, new_home
 from pghelpers import schema

@@ -8,11 +8,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from dovecote.addresses import Address
 from dovecote.errors import StoreError
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store_pgcopy import CHUNK, COPY_FROM, encode
-from dovecote.store_postgres import PostgresStore
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.store.postgres.copy import CHUNK, COPY_FROM, encode
+from dovecote.store.postgres.store import PostgresStore
 from pghelpers import round_trips
 
 A = Address("entity", "ent_a")

@@ -9,13 +9,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from dovecote import api
-from dovecote.addresses import Address
-from dovecote.api import Dovecote
 from dovecote.errors import StoreError
-from dovecote.letters import canonical_line, letter_id
-from dovecote.store_pgwrite import SCALARS
-from dovecote.store_postgres import PostgresStore
+from dovecote.handle import api
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.store.postgres.store import PostgresStore
+from dovecote.store.postgres.write import SCALARS
 from dovecote.verbs import EntityAdd, Message
 from pghelpers import round_trips, statements
 

@@ -17,16 +17,17 @@ import orjson
 import psycopg
 import pytest
 
-from dovecote import api, store_pgschema
-from dovecote.addresses import Address
-from dovecote.api import Dovecote
 from dovecote.cli.demo import build_demo
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line, letter_id
-from dovecote.results import builtins
-from dovecote.store import FileStore
-from dovecote.store_postgres import PostgresStore, release
-from dovecote.store_url import shown
+from dovecote.handle import api
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import Address
+from dovecote.model.letters import canonical_line, letter_id
+from dovecote.model.results import builtins
+from dovecote.roster.store_url import shown
+from dovecote.store.core import FileStore
+from dovecote.store.postgres import schema as store_pgschema
+from dovecote.store.postgres.store import PostgresStore, release
 from dovecote.verbs import Cases, EntityAdd, Inbox, Message, Search, Sweep, Trackers
 from helpers import DOVECOTE_BIN, cli_env, cli_json, new_home, run_cli
 from pghelpers import schema

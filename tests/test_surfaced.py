@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.derive import inbox_snapshot
-from dovecote.derive.inbox import Clock, InboxBook
-from dovecote.derive.inbox_view import inbox_audit
-from dovecote.derive.surfaced import surfaced_letter, surfaced_to
-from dovecote.letters import Letter, canonical_line, decode_line, make_letter
-from dovecote.roster import Limits
+from dovecote.derive.inbox import snapshot as inbox_snapshot
+from dovecote.derive.inbox.book import Clock, InboxBook
+from dovecote.derive.inbox.surfaced import surfaced_letter, surfaced_to
+from dovecote.derive.inbox.view import inbox_audit
+from dovecote.model.addresses import entity
+from dovecote.model.letters import Letter, canonical_line, decode_line, make_letter
+from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Message, Move
 from helpers import open_home
 from mailhelpers import ENTITY, mail_home, send

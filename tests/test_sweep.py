@@ -7,11 +7,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.addresses import HOME, Address
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.addresses import HOME, Address
+from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from dovecote.verbs import Box, EntityAdd, Move, StaleCheck, Sweep
 from helpers import add_project, lid, new_home, open_home, rep, run_cli
 

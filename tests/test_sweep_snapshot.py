@@ -19,13 +19,13 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.api import Dovecote, open_home
 from dovecote.derive.fates import fold
-from dovecote.letters import Letter, canonical_line, make_letter
-from dovecote.ops import sweepcache
-from dovecote.ops.sweep import sweep as sweep_op
-from dovecote.ops.sweeprows import indented_chunks, make_rows
-from dovecote.timeutil import order_key
+from dovecote.handle.api import Dovecote, open_home
+from dovecote.model.letters import Letter, canonical_line, make_letter
+from dovecote.ops.reports.sweep import sweep as sweep_op
+from dovecote.ops.reports.sweeprows import indented_chunks, make_rows
+from dovecote.ops.warm import sweep as sweepcache
+from dovecote.util.timeutil import order_key
 from dovecote.verbs import Sweep
 from helpers import add_project, lid, new_home, rep, run_cli
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dovecote import verbs
-from dovecote.derive.symptoms import (
+from dovecote.derive.cases.symptoms import (
     MISDELIVERY_SYMPTOM,
     RULE_NAMES,
     RULES,
@@ -17,8 +17,8 @@ from dovecote.derive.symptoms import (
     tool_family,
 )
 from dovecote.errors import Refusal
-from dovecote.letters import make_letter
-from dovecote.vocab import SYMPTOMS
+from dovecote.model.letters import make_letter
+from dovecote.model.vocab import SYMPTOMS
 from helpers import new_home, rep, run_cli, snapshot
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -111,7 +111,7 @@ def test_every_rule_has_its_test_and_a_readme_row() -> None:
 
 @pytest.mark.parametrize("rule", [r for r in RULES], ids=lambda r: r.name)
 def test_rule(rule: object) -> None:
-    from dovecote.derive.symptoms import Rule
+    from dovecote.derive.cases.symptoms import Rule
 
     assert isinstance(rule, Rule)
     klass, hit, miss = CASES[rule.name]
@@ -137,7 +137,7 @@ def test_an_unknown_symptom_is_refused_by_the_verb_and_by_the_report_check() -> 
     with pytest.raises(Refusal) as e:
         verbs.decode(verbs.Report, {"tool": "t", "class": "bug", "what": "w", "symptom": "other"})
     assert e.value.reason == "unknown_symptom"
-    from dovecote.ops.report import check_report
+    from dovecote.ops.reports.report import check_report
 
     with pytest.raises(Refusal) as e2:
         check_report(rep(symptom="other"), agent="a", ts="2026-07-05T10:00:00Z", max_bytes=10_000)
@@ -154,7 +154,7 @@ def test_the_cli_refuses_an_unknown_symptom_with_exit_2_and_writes_nothing(tmp_p
 
 
 def test_a_receipt_fingerprint_with_an_unknown_symptom_is_unknown_symptom() -> None:
-    from dovecote.derive.symptoms import check_fingerprint
+    from dovecote.derive.cases.symptoms import check_fingerprint
 
     with pytest.raises(Refusal) as e:
         check_fingerprint("fp:north/other")

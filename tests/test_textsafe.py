@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.api import open_home
 from dovecote.cli.texts import inbox_injection as render_injection
 from dovecote.cli.texts import inbox_text as render_text
-from dovecote.envelope import SUBJECT_MAX, build_message
 from dovecote.errors import Refusal
-from dovecote.textsafe import ELLIPSIS, one_line, subject_line
+from dovecote.handle.api import open_home
+from dovecote.model.addresses import entity
+from dovecote.model.envelope import SUBJECT_MAX, build_message
+from dovecote.model.textsafe import ELLIPSIS, one_line, subject_line
 from dovecote.verbs import Message, ProjectAdd
 from helpers import rep, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send
@@ -237,7 +237,7 @@ def test_a_path_that_looks_like_rich_markup_is_shown_not_parsed(tmp_path: Path) 
 
 
 def test_counts_read_as_a_person_writes_them() -> None:
-    from dovecote.textsafe import plural
+    from dovecote.model.textsafe import plural
 
     assert [plural(n, "letter") for n in (0, 1, 2)] == ["0 letters", "1 letter", "2 letters"]
     assert plural(1, "match", "matches") == "1 match" and plural(3, "match", "matches") == "3 matches"

@@ -9,11 +9,11 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
 from dovecote.derive.fates import fold
 from dovecote.derive.lifecycle import Link, State, replay
-from dovecote.letters import canonical_line, letter_id, make_letter
-from dovecote.timeutil import NO_TIME, format_ts, order_key, parse_time
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line, letter_id, make_letter
+from dovecote.util.timeutil import NO_TIME, format_ts, order_key, parse_time
 from dovecote.verbs import Inbox, Move
 from helpers import run_cli
 from mailhelpers import ENTITY, mail_home, send, skill_envelope, write_json

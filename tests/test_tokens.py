@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote import tokens as tk
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote
+from dovecote.model import credentials as tk
 from helpers import cli_json, ledger_lines, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home
 

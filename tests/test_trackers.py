@@ -1,4 +1,4 @@
-"""The tracker fold (``derive.trackers``) against its reference (``reference_trackers``), and its steps.
+"""The tracker fold (``derive.delivery.trackers``) against its reference (``reference_trackers``), and its steps.
 
 Pure: no home, no files. Histories are generated (hypothesis): deliveries with
 random ack policies, then acks by the recipient and by others, repings with
@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deliveryhelpers import T0
-from dovecote.derive.trackers import TrackerBook, close_tasks, next_step
-from dovecote.letters import Letter, make_letter
-from dovecote.timeutil import format_ts
+from dovecote.derive.delivery.trackers import TrackerBook, close_tasks, next_step
+from dovecote.model.letters import Letter, make_letter
+from dovecote.util.timeutil import format_ts
 from reference_trackers import reference
 
 OWNER = "tariq"

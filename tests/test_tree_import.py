@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.api import Dovecote
 from dovecote.derive.lifecycle import State, steps_between
-from dovecote.envelope import DROP_SENDER
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote
+from dovecote.model.envelope import DROP_SENDER
 from dovecote.verbs import ImportInboxTree, Inbox, Move, View
 from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (

@@ -22,10 +22,11 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote import envelope, verbs
-from dovecote.api import Actor, Dovecote, open_home
+from dovecote import verbs
 from dovecote.cli import demo
-from dovecote.results import builtins
+from dovecote.handle.api import Actor, Dovecote, open_home
+from dovecote.model import envelope
+from dovecote.model.results import builtins
 
 GOLDEN = Path(__file__).with_name("verb_json.golden.json")
 #: Later than every demo letter, so the inbox's clock and ages are those of a reader a day on.

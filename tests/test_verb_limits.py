@@ -21,15 +21,15 @@ import pytest
 from starlette.testclient import TestClient
 
 from dovecote import verbs
-from dovecote.addresses import check_name
-from dovecote.api import Principal
-from dovecote.envelope import SUBJECT_MAX
 from dovecote.errors import Refusal
+from dovecote.handle.api import Principal
 from dovecote.http.app import create_app
 from dovecote.http.rest import SweepParams
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
-from dovecote.roster import Limits
+from dovecote.model.addresses import check_name
+from dovecote.model.envelope import SUBJECT_MAX
+from dovecote.roster.config import Limits
 from dovecote.verbs import limits
 from helpers import run_cli, snapshot
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home

@@ -19,11 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote import verbs, vocab
+from dovecote import verbs
 from dovecote.derive.lifecycle import LINK_KINDS
 from dovecote.errors import REASONS, Refusal
-from dovecote.ops.search import DEFAULT_LIMIT
-from dovecote.results import builtins
+from dovecote.model import vocab
+from dovecote.model.results import builtins
+from dovecote.ops.search.query import DEFAULT_LIMIT
 from helpers import new_home, snapshot
 
 MAX = verbs.MAX_INT

@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from dovecote.api import Dovecote, open_home
-from dovecote.context import Context
-from dovecote.ops import verify as verify_mod
+from dovecote.handle.api import Dovecote, open_home
+from dovecote.ops.admin import verify as verify_mod
+from dovecote.ops.context import Context
 from dovecote.verbs import Box, EntityAdd, Message, Search, Sweep
 from helpers import add_project, ledger_lines, new_home, rep, run_cli
 
@@ -128,7 +128,7 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
     ok = dc.verify()
     assert ok.ok and "search kettle --include-terminal" in ok.checked
     dc.search(Search(query="kettle"))  # the warm handle holds the index open; now it loses a row behind our back
-    from dovecote.ops import search_texts
+    from dovecote.ops.search import texts as search_texts
 
     db = sqlite3.connect(dc.layout.cache / "search.sqlite")
     db.create_function(search_texts.TEXT_FN, 4, search_texts.text_of)  # the index's content view needs it
@@ -145,7 +145,7 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
 WRITER = """
 import sys, time
 from pathlib import Path
-from dovecote.api import open_home
+from dovecote.handle.api import open_home
 from dovecote.verbs import Message
 home, stop = Path(sys.argv[1]), Path(sys.argv[2])
 dc = open_home(home)
@@ -246,7 +246,7 @@ def test_the_warm_tracker_folds_answer_as_the_ledgers_do_and_a_lying_one_is_caug
     """issue 9: the tracker folds a handle keeps warm (fed after each send, ack and mailman step) are a
     cache: verify compares every tracker from them with the trackers folded from nothing."""
     from deliveryhelpers import busy_home as delivery_busy_home
-    from dovecote.ops.trackbook import book
+    from dovecote.ops.warm.trackers import book
 
     dc = delivery_busy_home(tmp_path)
     ok = dc.verify()

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import psycopg
 
-from dovecote import api
 from dovecote.cli.demo import build_demo
+from dovecote.handle import api
 from helpers import run_cli
 
 

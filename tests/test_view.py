@@ -9,13 +9,13 @@ from typing import Any
 import orjson
 import pytest
 
-from dovecote.addresses import entity
-from dovecote.api import Dovecote, open_home
 from dovecote.cli.texts import view_text
 from dovecote.errors import Refusal
-from dovecote.letters import canonical_line
-from dovecote.ops import view as view_op
-from dovecote.roster import Limits
+from dovecote.handle.api import Dovecote, open_home
+from dovecote.model.addresses import entity
+from dovecote.model.letters import canonical_line
+from dovecote.ops.tree import view as view_op
+from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Message, Move, OutboxSend, View
 from helpers import rewrite_roster, run_cli
 from mailhelpers import ENTITY, SENDER, entries, files_under, mail_home, send, view_root

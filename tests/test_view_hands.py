@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.api import Dovecote
 from dovecote.cli.texts import view_text
 from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
-from dovecote.ops import view as view_op
-from dovecote.ops.viewtree import FOLDER_DEFAULT, FOLDER_STATES, STATE_FOLDERS, disagreement, tree_state
+from dovecote.handle.api import Dovecote
+from dovecote.ops.tree import view as view_op
+from dovecote.ops.tree.viewtree import FOLDER_DEFAULT, FOLDER_STATES, STATE_FOLDERS, disagreement, tree_state
 from dovecote.verbs import Inbox, Move, OutboxSend, View
 from helpers import cli_env, run_cli, snapshot
 from mailhelpers import ENTITY, entries, files_under, mail_home, send, view_root
@@ -160,8 +160,8 @@ def test_a_move_the_rails_refuse_is_reported_with_the_verbs_keyword(dc: Dovecote
 _STALL = """
 import sys, time
 from pathlib import Path
-from dovecote.api import open_home
-from dovecote import fileops
+from dovecote.handle.api import open_home
+from dovecote.util import fileops
 
 def stall(src, dst):
     Path(sys.argv[2]).write_text("ready")

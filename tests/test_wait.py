@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dovecote.addresses import entity
-from dovecote.api import open_home
 from dovecote.errors import Refusal
-from dovecote.letters import make_letter
-from dovecote.ops.wait import cursor_text, parse_cursor, position
-from dovecote.store_memory import MemoryStore
+from dovecote.handle.api import open_home
+from dovecote.model.addresses import entity
+from dovecote.model.letters import make_letter
+from dovecote.ops.mail.wait import cursor_text, parse_cursor, position
+from dovecote.store.memory import MemoryStore
 from dovecote.verbs import Inbox, Move, Wait
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli
 from mailhelpers import ENTITY, SENDER, mail_home, send

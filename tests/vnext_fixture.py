@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dovecote.api import Dovecote
-from dovecote.results import builtins
+from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd
 from dovecote.verbs import Trackers as TrackersVerb
 from helpers import new_home

@@ -17,14 +17,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from dovecote.api import Dovecote, init
     from dovecote.errors import DovecoteError, Refusal, StoreError
+    from dovecote.handle.api import Dovecote, init
 
 __all__ = ["Dovecote", "DovecoteError", "Refusal", "StoreError", "__version__", "init", "open"]
 
 _LAZY = {
-    "Dovecote": "dovecote.api",
-    "init": "dovecote.api",
+    "Dovecote": "dovecote.handle.api",
+    "init": "dovecote.handle.api",
     "DovecoteError": "dovecote.errors",
     "Refusal": "dovecote.errors",
     "StoreError": "dovecote.errors",
@@ -33,7 +33,7 @@ _LAZY = {
 
 def open(home: Any = None) -> Dovecote:
     """Open a dovecote home (see the module docstring for how it is found)."""
-    from dovecote.api import open_home
+    from dovecote.handle.api import open_home
 
     return open_home(home)
 

@@ -1,1 +1,1 @@
-"""The command-line face: thin wrappers over ``dovecote.api``."""
+"""The command-line face: thin wrappers over ``dovecote.handle.api``."""

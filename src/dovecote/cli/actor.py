@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from dovecote.searchhandle import Actor  # not dovecote.api: the cold search path stays light
+from dovecote.handle.search import Actor  # not dovecote.handle.api: the cold search path stays light
 
 
 def bound_actor() -> Actor:

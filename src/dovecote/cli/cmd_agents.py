@@ -16,11 +16,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from dovecote.api import Dovecote
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import one_of
 from dovecote.cli.output import EXIT_FAIL, emit_json
-from dovecote.textsafe import one_line, subject_line
+from dovecote.handle.api import Dovecote
+from dovecote.model.textsafe import one_line, subject_line
 from dovecote.verbs import MAX_WAIT, HooksInstall, TokenIssue, TokenList, TokenRevoke, Wait, decode, doc
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of text.")]

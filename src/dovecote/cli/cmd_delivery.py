@@ -16,7 +16,7 @@ import typer
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, one_of, opened, repeated
 from dovecote.cli.output import show
-from dovecote.textsafe import one_line
+from dovecote.model.textsafe import one_line
 from dovecote.verbs import (
     ACK_TIMEOUT_S,
     MAX_REPINGS,

@@ -5,7 +5,7 @@ the person set, typed with echo off at the controlling terminal (``getpass``
 opens ``/dev/tty``, never stdin, so a pipe or a file cannot supply it, and no
 option or environment variable is read for it). The terminal itself proves
 nothing (a program can drive a pseudo-terminal and read what is printed on
-it); the secret does, and ``ops.gestures.check`` is what checks it.
+it); the secret does, and ``ops.missions.gestures.check`` is what checks it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dovecote.cli import cmd_delivery
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, one_of, opened, repeated
 from dovecote.cli.output import show
-from dovecote.textsafe import one_line
+from dovecote.model.textsafe import one_line
 from dovecote.verbs import (
     MOVE_OPTIONS,
     Category,

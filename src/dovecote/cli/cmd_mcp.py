@@ -15,9 +15,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from dovecote.api import Dovecote, Principal
 from dovecote.cli.actor import bound_actor
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote, Principal
 
 
 def principal_for(dc: Dovecote, entity: Optional[str], token: Optional[str]) -> Principal:

@@ -9,12 +9,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from dovecote.api import init, merge_ledgers, open_home
 from dovecote.cli import render
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, home_path
 from dovecote.cli.output import invocation, show
+from dovecote.handle.api import init, merge_ledgers, open_home
 from dovecote.verbs import Direction, Inbox, Sweep
 
 

@@ -17,7 +17,7 @@ from dovecote.cli.output import show
 from dovecote.verbs import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove, doc
 
 if TYPE_CHECKING:
-    from dovecote.api import Use
+    from dovecote.handle.api import Use
 
 project_app = Typer(help="Edit and list the projects in the roster.", no_args_is_help=True)
 entity_app = Typer(help="Edit and list the entities (mailbox owners) in the roster.", no_args_is_help=True)

@@ -36,9 +36,9 @@ from typing import Annotated, Any
 
 import typer
 
-from dovecote import fileops
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote
+from dovecote.util import fileops
 
 LOOPBACK_NAMES = ("localhost",)
 

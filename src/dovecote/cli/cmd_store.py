@@ -6,10 +6,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dovecote.api import copy_store, migrate_store
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, home_path
 from dovecote.cli.output import show
+from dovecote.handle.api import copy_store, migrate_store
 
 db_app = Typer(help="The PostgreSQL store's database: its schema.", no_args_is_help=True)
 

@@ -16,7 +16,7 @@ import typer
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, opened
 from dovecote.cli.output import show
-from dovecote.textsafe import one_line
+from dovecote.model.textsafe import one_line
 from dovecote.verbs import ImportVnext, doc
 
 

@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from dovecote.api import Dovecote, open_home
 from dovecote.cli.actor import bound_actor
+from dovecote.handle.api import Dovecote, open_home
 from dovecote.verbs import Verb, choices
 
 _home: dict[str, Optional[str]] = {"path": None}

@@ -12,8 +12,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from dovecote import fileops
-from dovecote.api import Actor, Dovecote, init, open_home
+from dovecote.handle.api import Actor, Dovecote, init, open_home
+from dovecote.util import fileops
 from dovecote.verbs import Category, EntityAdd, Message, Move, MoveKind, ProjectAdd
 
 

@@ -96,8 +96,8 @@ def read_payload(data: bytes) -> dict[str, Any]:
 def _log(home: str | None, line: str) -> None:
     """Append the failure to ``cache/hooks.log`` (best effort: the log is a cache too)."""
     try:
-        from dovecote import fileops
-        from dovecote.api import open_home
+        from dovecote.handle.api import open_home
+        from dovecote.util import fileops
 
         layout = open_home(home).layout
         folder = layout.cache_dir()
@@ -113,7 +113,7 @@ def _log(home: str | None, line: str) -> None:
 
 def answer(home: str | None, args: list[str], stdin: bytes) -> str:
     """What the hook prints; raises on any problem (``main`` turns that into an open failure)."""
-    from dovecote.api import Actor, open_home
+    from dovecote.handle.api import Actor, open_home
 
     kind, opts = parse_args(args)
     payload = read_payload(stdin)
@@ -138,7 +138,7 @@ def main(home: str | None, args: list[str]) -> None:
         out = answer(home, args, data)
     except BaseException as e:  # fail open: KeyboardInterrupt and SystemExit too
         from dovecote.errors import Refusal
-        from dovecote.textsafe import one_line
+        from dovecote.model.textsafe import one_line
 
         why = e.message() if isinstance(e, Refusal) else f"{type(e).__name__}: {e}"
         line = f"dovecote hook: {one_line(' '.join(why.split()), 500)} (the agent session goes on)"

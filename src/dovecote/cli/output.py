@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from dovecote.results import builtins
-from dovecote.textsafe import one_line
+from dovecote.model.results import builtins
+from dovecote.model.textsafe import one_line
 
 EXIT_FAIL, EXIT_REFUSED = 1, 2
 

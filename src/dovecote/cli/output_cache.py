@@ -26,8 +26,8 @@ import sys
 import time
 
 from dovecote.cli.utf8 import ENV_TEXT
-from dovecote.digests import sha256
-from dovecote.osutil import file_stamp
+from dovecote.util.digests import sha256
+from dovecote.util.osutil import file_stamp
 
 CACHEABLE = frozenset({"inbox"})
 
@@ -44,7 +44,7 @@ def _entry_path(argv: list[str], *, create: bool) -> str | None:
     explicit, rest = _split_home(argv)
     if not rest or rest[0] not in CACHEABLE:
         return None
-    from dovecote.home import Layout, find_home
+    from dovecote.roster.home import Layout, find_home
 
     folder = Layout(find_home(explicit)).cache_dir("cli", create=create)
     h = sha256()
@@ -99,8 +99,8 @@ def remember(
 
     Not fsynced: losing a cache entry in a crash costs one slow call, nothing more.
     """
-    from dovecote import fileops
     from dovecote.errors import DovecoteError
+    from dovecote.util import fileops
 
     try:
         path = _entry_path(argv, create=True)

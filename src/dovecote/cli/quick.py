@@ -7,8 +7,8 @@ command documents, in any order, ``--opt value`` or ``--opt=value``) and runs
 the very function the Typer command runs (``run_inbox``), so both print the
 same bytes and refuse the same way. Anything it does not recognise (``--help``,
 a misspelt option, a malformed number) is left to Typer, which owns usage
-errors and help. Both read through ``dovecote.inboxhandle``, the handle's
-inbox reads without the rest of the handle (``dovecote.api`` loads every use
+errors and help. Both read through ``dovecote.handle.inbox``, the handle's
+inbox reads without the rest of the handle (``dovecote.handle.api`` loads every use
 case; the hook needs one).
 
 A quick call runs with the cyclic collector paused: it allocates tens of
@@ -23,10 +23,10 @@ import os
 import re
 import sys
 
-from dovecote import inboxhandle
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 from dovecote.errors import Refusal
+from dovecote.handle import inbox as inboxhandle
 from dovecote.verbs import MAX_INT, Direction
 
 FORMATS = ("text", "json", "injection")

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dovecote.textsafe import one_line, plural
+from dovecote.model.textsafe import one_line, plural
 
 T = TypeVar("T")
 MARK = {"wet_ink": "●", "in_flight": "◍", "fired_clay": "↳", "external": "◌", None: "✓"}

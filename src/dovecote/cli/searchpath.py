@@ -89,7 +89,7 @@ def try_search(argv: list[str]) -> bool:
     from dovecote.cli.actor import bound_actor
     from dovecote.cli.output import emit_json
     from dovecote.cli.searchtext import search_text
-    from dovecote.searchhandle import search_home
+    from dovecote.handle.search import search_home
     from dovecote.verbs import Search
 
     v = Search(query=" ".join(args.words), entity_id=args.entity, include_terminal=args.include_terminal)

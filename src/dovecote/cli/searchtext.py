@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dovecote.textsafe import one_line, subject_line
+from dovecote.model.textsafe import one_line, subject_line
 
 
 def search_text(result: dict[str, Any]) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dovecote.api import FLAG_OVERDUE, FLAG_STALE
-from dovecote.api import inbox_injection as inbox_injection  # written once, in ops.injection
 from dovecote.cli.searchtext import search_text as search_text  # re-exported: the faces' one rendering
-from dovecote.textsafe import one_line, plural, subject_line
+from dovecote.handle.api import FLAG_OVERDUE, FLAG_STALE
+from dovecote.handle.api import inbox_injection as inbox_injection  # written once, in ops.mail.injection
+from dovecote.model.textsafe import one_line, plural, subject_line
 
 
 def _age(item: dict[str, Any]) -> str:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from dovecote.letters import Letter
-from dovecote.timeutil import instant_text
-from dovecote.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
+from dovecote.model.letters import Letter
+from dovecote.model.vocab import FATES, MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
+from dovecote.util.timeutil import instant_text
 
 EXTERNAL, CLAY, FLIGHT, WET = FATES  # the names, in precedence order (highest first)
 
@@ -43,7 +43,7 @@ KEY_AT = len(instant_text(None))
 
 class Tally:
     """The numbers a fold answers with, from its sets and counts: one definition for the
-    fate book and for the sweep's fold resumed from a snapshot (``ops.sweepcache``)."""
+    fate book and for the sweep's fold resumed from a snapshot (``ops.warm.sweep``)."""
 
     entries: Collection[str]
     receipt_ids: set[str]

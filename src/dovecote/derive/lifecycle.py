@@ -44,9 +44,9 @@ from typing import Any
 import msgspec
 
 from dovecote.errors import Refusal
-from dovecote.letters import text_or_none
-from dovecote.timeutil import order_key, parse_time
-from dovecote.vocab import PRIORITIES, LetterKind
+from dovecote.model.letters import text_or_none
+from dovecote.model.vocab import PRIORITIES, LetterKind
+from dovecote.util.timeutil import order_key, parse_time
 
 
 class State(StrEnum):

@@ -48,14 +48,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import DovecoteError, Refusal
+from dovecote.handle.api import Dovecote, Principal
+from dovecote.handle.remote import bearer
 from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Pool, Runner
 from dovecote.http.session import LOGIN_PATH, Sessions
-from dovecote.remote import bearer
 
 #: Page routes that are no verb but change the server's own state (a session): refused under ``--read-only``.
 SERVER_STATE = frozenset({"login"})

@@ -1,7 +1,7 @@
 """``GET /api/v1/events``: server-sent events, one per new letter in any box.
 
 Law: an event's id is the feed cursor after it (``Dovecote.watch``/``poll``;
-a count of letters per box, see ``ops.feed``), so a client that reconnects
+a count of letters per box, see ``ops.agents.feed``), so a client that reconnects
 with ``Last-Event-ID`` is given every letter appended since, each exactly once,
 whichever process appended it and even across a server restart. A stream
 opened without it starts at the end of every box: only later letters are new.
@@ -28,8 +28,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from dovecote import remote
-from dovecote.api import Dovecote, Watch
+from dovecote.handle import remote
+from dovecote.handle.api import Dovecote, Watch
 from dovecote.http import rest
 
 PATH = "/events"

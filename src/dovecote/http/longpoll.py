@@ -1,7 +1,7 @@
 """``GET /api/v1/entities/{entity_id}/wait``: the REST long poll, with ``dovecote wait``'s semantics.
 
 Law: a waiting request holds no worker of the handle. ``dovecote wait``
-blocks its own process in ``ops.wait``; a server cannot (one handle serves
+blocks its own process in ``ops.mail.wait``; a server cannot (one handle serves
 every request), so here the verb's own call runs with ``timeout=0`` (an
 answer now: the new items after the cursor, or none and the cursor as it
 stands), and between two such calls the request sleeps on the event loop and

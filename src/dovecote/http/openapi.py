@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from dovecote import remote
 from dovecote._version import __version__
+from dovecote.handle import remote
 from dovecote.http import events
 from dovecote.http.errors import ErrorBody
 from dovecote.http.rest import ROUTES, Route

@@ -40,9 +40,10 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from dovecote import remote, verbs
-from dovecote.api import Actor, Dovecote, Principal
+from dovecote import verbs
 from dovecote.errors import Refusal
+from dovecote.handle import remote
+from dovecote.handle.api import Actor, Dovecote, Principal
 from dovecote.http import inputs, rest
 from dovecote.http.session import COOKIE, Sessions, refuse_token
 

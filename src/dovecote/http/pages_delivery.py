@@ -20,8 +20,9 @@ from typing import Any, Literal, get_args
 from starlette.requests import Request
 from starlette.responses import Response
 
-from dovecote import remote, verbs
-from dovecote.api import Dovecote, Principal
+from dovecote import verbs
+from dovecote.handle import remote
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http import rest
 from dovecote.http.pages import Pages, render
 

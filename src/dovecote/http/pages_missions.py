@@ -11,7 +11,7 @@ landed or failed mission, are POST forms of the signed-in person's session
 (``Pages.signed_in``: no bearer token, the session's CSRF token, same origin)
 that confirm by the mission id typed into the form and carry the person's
 gesture passphrase, which the handle checks as it checks the terminal's
-(``ops.gestures.check``): the session alone, which the login link gives whoever
+(``ops.missions.gestures.check``): the session alone, which the login link gives whoever
 holds it, is not enough. Only here does the handle get the ``human-view``
 gesture: no REST route or MCP tool passes one, so no token an agent or operator
 holds reaches them.
@@ -24,9 +24,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from dovecote import remote, verbs
-from dovecote.api import Dovecote
+from dovecote import verbs
 from dovecote.errors import Refusal
+from dovecote.handle import remote
+from dovecote.handle.api import Dovecote
 from dovecote.http import inputs, rest
 from dovecote.http.pages import Pages, person_actor, render
 

@@ -42,8 +42,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
-from dovecote import remote, verbs
-from dovecote.api import (
+from dovecote import verbs
+from dovecote.handle import remote
+from dovecote.handle.api import (
     Beat,
     BlockChange,
     BlockListing,

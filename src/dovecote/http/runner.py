@@ -33,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from dovecote.api import Dovecote
+from dovecote.handle.api import Dovecote
 
 #: How many handle calls may run at once (threads mostly wait on fsyncs and locks, not the CPU): as
 #: many as the PostgreSQL store has connections (``Dovecote.CALLS_AT_ONCE``).

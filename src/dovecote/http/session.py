@@ -36,8 +36,8 @@ from pathlib import Path
 
 from starlette.requests import Request
 
-from dovecote import fileops
 from dovecote.errors import Refusal
+from dovecote.util import fileops
 
 COOKIE = "dovecote_session"
 LOGIN_PATH = "/login/{token}"

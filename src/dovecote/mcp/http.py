@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dovecote.api import Dovecote
 from dovecote.errors import Refusal
+from dovecote.handle.api import Dovecote
+from dovecote.handle.remote import bearer
 from dovecote.http.headers import secured
 from dovecote.mcp.server import PRINCIPAL_KEY, Face, build
-from dovecote.remote import bearer
 
 
 class BearerAuth:

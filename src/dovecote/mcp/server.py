@@ -36,13 +36,13 @@ from mcp.shared.exceptions import MCPError
 
 from dovecote import verbs
 from dovecote._version import __version__
-from dovecote.api import Dovecote, Principal
 from dovecote.errors import Refusal, StoreError
+from dovecote.handle.api import Dovecote, Principal
 from dovecote.http.runner import Pool
 from dovecote.mcp.tools import TOOLS, Tool, Views, catalog, refuse_if_read_only, role_of
 from dovecote.mcp.watch import Watcher
-from dovecote.results import builtins
-from dovecote.textsafe import one_line
+from dovecote.model.results import builtins
+from dovecote.model.textsafe import one_line
 
 log = logging.getLogger(__name__)
 

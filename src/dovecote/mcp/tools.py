@@ -47,11 +47,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from dovecote import remote, verbs
-from dovecote.api import Cases, Dovecote, Principal, ReceiptFiled
+from dovecote import verbs
 from dovecote.errors import Refusal
+from dovecote.handle import remote
+from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled
+from dovecote.handle.remote import refuse_if_read_only
 from dovecote.mcp import schemas
-from dovecote.remote import refuse_if_read_only
 
 __all__ = ["ROLES", "TOOLS", "Tool", "Views", "catalog", "refuse_if_read_only", "role_of"]
 

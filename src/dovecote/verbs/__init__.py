@@ -24,7 +24,23 @@ package imports msgspec and the leaf modules only: the CLI's start-up path loads
 
 from __future__ import annotations
 
-from dovecote.addresses import SPOOL
+from dovecote.model.addresses import SPOOL
+from dovecote.model.vocab import (
+    Category,
+    Direction,
+    Disposition,
+    Fate,
+    HookAgent,
+    MisdeliveryKind,
+    MoveKind,
+    Priority,
+    ReportClass,
+    SentinelExpect,
+    Symptom,
+    TokenRole,
+    TrustLevel,
+)
+from dovecote.model.vocab_delivery import ACK_TIMEOUT_S, MAX_REPINGS, REPING_INTERVAL_S
 from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
     MAX_INT,
@@ -70,22 +86,6 @@ from dovecote.verbs.missions import (
 from dovecote.verbs.reports import Box, Distribute, Doctor, Report, Sweep, Verify
 from dovecote.verbs.roster import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
 from dovecote.verbs.vnext import ImportVnext
-from dovecote.vocab import (
-    Category,
-    Direction,
-    Disposition,
-    Fate,
-    HookAgent,
-    MisdeliveryKind,
-    MoveKind,
-    Priority,
-    ReportClass,
-    SentinelExpect,
-    Symptom,
-    TokenRole,
-    TrustLevel,
-)
-from dovecote.vocab_delivery import ACK_TIMEOUT_S, MAX_REPINGS, REPING_INTERVAL_S
 
 __all__ = [
     "ACK_TIMEOUT_S",

@@ -13,9 +13,9 @@ from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
+from dovecote.model.vocab import HookAgent, TokenRole
 from dovecote.verbs.base import Name, Verb
 from dovecote.verbs.limits import ID, PathText
-from dovecote.vocab import HookAgent, TokenRole
 
 
 class TokenIssue(Verb, frozen=True):

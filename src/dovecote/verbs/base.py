@@ -23,11 +23,11 @@ import msgspec
 import orjson
 from msgspec import Meta
 
-from dovecote.addresses import NAME_PATTERN, check_name
 from dovecote.errors import Refusal
-from dovecote.ids import LETTER_ID_PATTERN
+from dovecote.model.addresses import NAME_PATTERN, check_name
+from dovecote.model.ids import LETTER_ID_PATTERN
+from dovecote.model.vocab import Symptom
 from dovecote.verbs.limits import ID, MAX_DEPTH, NAME
-from dovecote.vocab import Symptom
 
 MAX_INT = 2**53 - 1
 

@@ -7,9 +7,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import Meta
 
+from dovecote.model.vocab import Disposition, SentinelExpect
 from dovecote.verbs.base import LetterId, Name, Verb
 from dovecote.verbs.limits import COMMAND, ID, ITEMS, NAME, TEXT
-from dovecote.vocab import Disposition, SentinelExpect
 
 FingerprintText = Annotated[str, Meta(min_length=1, max_length=ID)]
 Short = Annotated[str, Meta(min_length=1, max_length=NAME)]

@@ -17,12 +17,9 @@ from typing import Annotated, ClassVar
 import msgspec
 from msgspec import Meta
 
-from dovecote.addresses import check_name
 from dovecote.errors import Refusal
-from dovecote.verbs.base import MAX_INT, Name, Verb
-from dovecote.verbs.limits import ID, ITEMS, PathText, Text
-from dovecote.verbs.mail import Message
-from dovecote.vocab_delivery import (
+from dovecote.model.addresses import check_name
+from dovecote.model.vocab_delivery import (
     ACK_TIMEOUT_S,
     MAX_POLICY_S,
     MAX_REPINGS,
@@ -38,6 +35,9 @@ from dovecote.vocab_delivery import (
     TrustPlane,
     WorkStatus,
 )
+from dovecote.verbs.base import MAX_INT, Name, Verb
+from dovecote.verbs.limits import ID, ITEMS, PathText, Text
+from dovecote.verbs.mail import Message
 
 #: The longest span a delivery field takes (a century; see ``vocab_delivery.MAX_POLICY_S``).
 MAX_SECONDS = MAX_POLICY_S

@@ -9,9 +9,9 @@ from typing import Annotated, Any, ClassVar
 from msgspec import Meta
 
 from dovecote.errors import Refusal
+from dovecote.model.vocab import Category, Direction, MoveKind, Priority, TrustLevel
 from dovecote.verbs.base import MAX_INT, Count, CurrentTic, Name, Ref, Verb
 from dovecote.verbs.limits import ITEMS, SUBJECT, Body, Id, PathText, Text
-from dovecote.vocab import Category, Direction, MoveKind, Priority, TrustLevel
 
 
 class Message(Verb, frozen=True):

@@ -1,7 +1,7 @@
 """The verbs of missions and blocks: blocks, mission letters, and the two human gestures.
 
 The mission letter itself is not a verb field's schema here: it is checked by
-``derive.mission_letter.validate`` (its own keywords, first failure wins), so
+``derive.missions.letter.validate`` (its own keywords, first failure wins), so
 the verb takes it as an object and the one validation decides.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta
 
-from dovecote.ids import MISSION_ID_PATTERN
+from dovecote.model.ids import MISSION_ID_PATTERN
 from dovecote.verbs.base import Name, Verb
 from dovecote.verbs.limits import ITEMS
 

@@ -7,15 +7,15 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import Meta
 
-from dovecote.addresses import parse_address
+from dovecote.model.addresses import parse_address
+from dovecote.model.vocab import Disposition, MisdeliveryKind, ReportClass, Symptom
 from dovecote.verbs.base import LetterId, Verb
 from dovecote.verbs.limits import ITEMS, Body, Id, PathText
-from dovecote.vocab import Disposition, MisdeliveryKind, ReportClass, Symptom
 
 
 class Report(Verb, frozen=True):
     """One field report for the spool: the field-report schema, the one definition of what a report
-    (or a receipt) may hold. The rules that tie one field to another are ``ops.report.check_report``'s."""
+    (or a receipt) may hold. The rules that tie one field to another are ``ops.reports.report.check_report``'s."""
 
     NOT_BLANK: ClassVar[tuple[str, ...]] = ("tool", "class", "what")
 

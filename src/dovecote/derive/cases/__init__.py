@@ -1,0 +1,1 @@
+"""Case intelligence folds: symptoms and fingerprints, cases, claims vs measures, monitors."""

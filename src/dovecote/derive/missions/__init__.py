@@ -1,0 +1,1 @@
+"""Mission folds: the mission letter's schema and rules, chains and heads, the block registry."""

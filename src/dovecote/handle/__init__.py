@@ -1,0 +1,1 @@
+"""The one handle (Dovecote): builds the Context, exposes the typed verbs; the remote callers' rule."""

@@ -1,0 +1,1 @@
+"""The append-only JSONL ledger: append, lock, fsync, dedup, torn tails, incremental reads, group commit."""

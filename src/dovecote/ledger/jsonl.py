@@ -1,0 +1,454 @@
+"""The file ledger: append-only JSONL, one letter per line.
+
+Laws this module upholds (DESIGN 1.2, 1.3, 1.5):
+
+* Appends happen under an exclusive ``flock`` on the ledger itself, skip any
+  line whose id is already present, and return only after ``fsync`` (and an
+  ``fsync`` of the directory when the file or a folder was created); the file's
+  fsync comes after the lock is released and is shared by the appenders of the
+  same moment (group commit, ``commit.py``). A write
+  that raises is truncated back to the length it started from, so a failed
+  append leaves no partial line behind.
+* A line is a letter only once its newline is on disk. A crash can leave at
+  most one torn last line: readers skip it and report it, and the next append
+  first writes a newline so it starts on a fresh line. The torn fragment then
+  reads as a malformed line, reported with its line number, never fatal (or,
+  when the crash fell between a line's last byte and its newline, as the whole
+  letter it was: never acknowledged, but nothing is lost by keeping it).
+* Reads are incremental: a reader remembers the byte offset it reached and
+  re-reads only what was appended since. If the file was replaced or shrank,
+  or the last ``WINDOW`` bytes before the offset no longer hash the same (an
+  in-place rewrite, even one that keeps the size), it starts over
+  (``generation`` goes up so dependents know). A rewrite that leaves those
+  bytes alone (an edit further back in a long ledger) is not seen by the
+  incremental reader; ``verify``, which reads everything again, catches it.
+
+Nothing here knows about boxes, rosters or fates.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+from msgspec.structs import force_setattr
+
+from dovecote.errors import DiskFull, StoreError
+from dovecote.ledger import group_commit as commit
+from dovecote.model.ids import line_id
+from dovecote.model.letters import Letter, decode_line, decode_lines_fast, letter_id
+from dovecote.util import fileops
+from dovecote.util.digests import blake2b
+from dovecote.util.osutil import collector_paused, lock
+
+#: How many bytes before a reader's offset it hashes to notice an in-place rewrite.
+WINDOW = 4096
+#: A reader ``bound`` meaning "the file did not exist when the snapshot was taken".
+ABSENT = -1
+
+
+def window_digest(data: bytes) -> str:
+    """The digest a checkpoint keeps of the bytes just before its offset."""
+    return blake2b(data, digest_size=16).hexdigest()
+
+
+class Defect(msgspec.Struct, frozen=True):
+    """A line that is not a letter: ``torn`` (no newline yet) or ``malformed``."""
+
+    path: str
+    line: int
+    kind: str
+    detail: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "detail": self.detail}
+
+
+class Checkpoint(msgspec.Struct, frozen=True):
+    """Where a reader stopped: enough to resume and to notice a replaced file.
+
+    ``window`` is ``window_digest`` of the (up to ``WINDOW``) bytes before
+    ``offset``: the same inode and size with other bytes there is another file.
+    """
+
+    ino: int
+    offset: int
+    line_no: int
+    window: str = ""
+
+
+def fsync_dir(path: Path) -> None:
+    fileops.fsync_dir(path)
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` and any missing parents, fsyncing each parent that changed."""
+    fileops.make_dirs(path)
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o666) -> None:
+    """Replace a whole (cache) file durably, creating its folder: ``fileops.replace_file``, fsynced."""
+    ensure_dir(path.parent)
+    fileops.replace_file(path, data, mode=mode)
+
+
+def settled_size(path: Path) -> int:
+    """The ledger's size between appends (``ABSENT`` if there is none): taken under a
+    shared lock, so it never falls inside a line a writer is appending."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError as e:
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+    try:
+        lock(fd, shared=True)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+class LedgerReader:
+    """Incremental reader of one ledger file.
+
+    ``letters`` holds each distinct letter once, in file order; ``index`` maps
+    id to letter. A line whose id is already present is counted in
+    ``duplicates`` and otherwise ignored.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.RLock()
+        #: read no further than this byte (``ABSENT``: as if the file did not exist);
+        #: None reads to the end. ``verify`` sets it to read one fixed snapshot.
+        self.bound: int | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.letters: list[Letter] = []
+        self.index: dict[str, Letter] = {}
+        self.defects: list[Defect] = []
+        self.torn: Defect | None = None
+        self.duplicates = 0
+        self.offset = 0
+        self.line_no = 0
+        self.ino: int | None = None
+        #: the (up to WINDOW) bytes before ``offset``, kept to compare (None: a resumed
+        #: reader, which knows only their digest until it has read past its checkpoint)
+        self._tail: bytes | None = b""
+        self._digest: str | None = None  # window_digest(_tail), once asked for
+        #: (size, mtime, ctime) when last read through: unchanged means nothing to check
+        self._stamp: tuple[int, int, int] | None = None
+        #: every offset this generation reached, and how many letters were read by then:
+        #: what turns a store cursor (a byte offset) back into a place in ``letters``
+        self._mark_offsets = array("q", [0])
+        self._mark_counts = array("q", [0])
+        self.generation = getattr(self, "generation", -1) + 1
+
+    @property
+    def exists(self) -> bool:
+        return self.ino is not None
+
+    def count_at(self, offset: int) -> int | None:
+        """How many of ``letters`` had been read when the reader stood at ``offset``
+        (None: it never stood there in this generation, so the caller starts over)."""
+        if offset == self.offset:
+            return len(self.letters)
+        i = bisect_left(self._mark_offsets, offset)
+        if i < len(self._mark_offsets) and self._mark_offsets[i] == offset:
+            return self._mark_counts[i]
+        return None
+
+    def checkpoint(self) -> Checkpoint:
+        if self._digest is None:
+            self._digest = window_digest(self._tail or b"")
+        return Checkpoint(self.ino or 0, self.offset, self.line_no, self._digest)
+
+    @classmethod
+    def resume(cls, path: Path, cp: Checkpoint) -> LedgerReader:
+        """A reader that starts at ``cp``: its first refresh reads only newer bytes.
+
+        If the file was replaced or no longer matches, the reader starts from
+        zero instead and ``generation`` is 1, so the caller drops its state.
+        """
+        r = cls(path)
+        r.offset, r.line_no, r.ino = cp.offset, cp.line_no, cp.ino
+        r._tail, r._digest = None, cp.window
+        r._mark_offsets[0] = cp.offset
+        return r
+
+    def refresh(self) -> list[Letter]:
+        """Read what was appended since the last call; return the new letters."""
+        with self.lock:
+            try:
+                return self._refresh()
+            except OSError as e:
+                raise StoreError(f"cannot read {self.path}: {e.strerror or e}") from e
+
+    def _refresh(self) -> list[Letter]:
+        bound = self.bound
+        try:
+            if bound == ABSENT:
+                raise FileNotFoundError(self.path)
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self.ino is not None or self.offset:
+                self._reset()
+            return []
+        size = st.st_size if bound is None else min(st.st_size, bound)
+        if self.ino is not None and (st.st_ino != self.ino or size < self.offset):
+            self._reset()
+        self.ino = st.st_ino
+        stamp = (size, st.st_mtime_ns, st.st_ctime_ns)
+        if stamp == self._stamp or size == self.offset == 0:
+            return []  # untouched since the last read (a same-tick rewrite is the one blind spot)
+        with open(self.path, "rb") as f:
+            start = self.offset
+            head = b""
+            if start:
+                f.seek(start - min(WINDOW, start))
+                head = f.read(min(WINDOW, start))
+                known = head == self._tail if self._tail is not None else window_digest(head) == self._digest
+                if not known:  # rewritten in place: start over
+                    self._reset()
+                    self.ino = st.st_ino
+                    start = 0
+                    head = b""
+                    f.seek(0)
+            data = f.read(size - start)
+        new = self._absorb(data, start, head)
+        self._stamp = stamp
+        return new
+
+    def took_own(self, payload: bytes, start: int, fd: int, ids: Sequence[str] = ()) -> bool:
+        """Read the bytes this process just appended at ``start`` under the lock, from
+        memory: the ones a refresh would read back from the file (True), unless the reader
+        did not stand at ``start`` or the file is not the size those bytes make it (False:
+        the caller refreshes). ``ids``: the payload is these new letters' lines, each ended
+        by a newline, their ids computed already (and checked absent from ``index``)."""
+        with self.lock:
+            if self.offset != start or self.torn is not None or self._tail is None or self.bound is not None:
+                return False
+            st = os.fstat(fd)
+            if st.st_size != start + len(payload) or st.st_ino != self.ino:
+                return False
+            self._absorb(payload, start, self._tail, ids)
+            self._stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            return True
+
+    def _absorb(self, data: bytes, start: int, head: bytes = b"", ids: Sequence[str] = ()) -> list[Letter]:
+        """Take the complete lines of ``data`` (read from ``start``; ``head`` is
+        the window of bytes before it, so the window before the new offset can be kept).
+        ``ids``: the lines' ids, when the caller computed them already (its own append)."""
+        end = data.rfind(b"\n")
+        if end < len(data) - 1:
+            tail_line = self.line_no + data.count(b"\n", 0, end + 1) + 1
+            self.torn = Defect(str(self.path), tail_line, "torn", "last line has no newline yet")
+        else:
+            self.torn = None
+        if end < 0:
+            return []
+        chunk = data[:end]
+        lines = chunk.split(b"\n")
+        self.offset = start + end + 1
+        need = min(WINDOW, self.offset)
+        if end + 1 >= need:
+            self._tail = data[end + 1 - need : end + 1]
+        else:
+            self._tail = head[len(head) - (need - end - 1) :] + data[: end + 1]
+        self._digest = None
+        index = self.index
+        line_no = self.line_no
+        letters = self.letters
+        before = len(letters)
+        with collector_paused():
+            fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
+            if fast is not None:
+                lids = ids if len(ids) == len(lines) else list(map(line_id, lines))
+                for line, letter, lid in zip(lines, fast, lids, strict=True):
+                    if lid in index:
+                        self.duplicates += 1
+                        continue
+                    force_setattr(letter, "id", lid)
+                    force_setattr(letter, "raw", line)
+                    index[lid] = letter
+                    letters.append(letter)
+                line_no += len(lines)
+            else:
+                line_no = self._absorb_slowly(lines, line_no)
+        self.line_no = line_no
+        self._mark_offsets.append(self.offset)
+        self._mark_counts.append(len(letters))
+        return letters[before:]
+
+
+    def _absorb_slowly(self, lines: list[bytes], line_no: int) -> int:
+        """Line by line: blank lines skipped, malformed ones reported."""
+        index = self.index
+        for line in lines:
+            line_no += 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line or line.isspace():
+                continue
+            letter = decode_line(line)
+            if letter is None:
+                self.defects.append(Defect(str(self.path), line_no, "malformed", "not a JSON object"))
+            elif letter.id in index:
+                self.duplicates += 1
+            else:
+                index[letter.id] = letter
+                self.letters.append(letter)
+        return line_no
+
+
+class LockedLedger:
+    """A ledger held under its exclusive lock: read current state, then append.
+
+    This is the compare-and-swap primitive: callers derive state from
+    ``reader.letters``, check their rule, and append or refuse, all before the
+    lock is released. ``append`` writes; the fsync comes after the lock is
+    released, shared with the other appenders of this ledger (``commit``), and
+    ``locked`` returns only once it covers everything the section wrote or read.
+    """
+
+    def __init__(self, fd: int, reader: LedgerReader, committer: commit.Committer) -> None:
+        self._fd = fd
+        self.reader = reader
+        self.committer = committer
+
+    def append(self, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
+        """Append the lines whose ids are new; fsync; return (id, appended) per line."""
+        out: list[tuple[str, bool]] = []
+        fresh: list[bytes] = []
+        batch: dict[str, None] = {}  # the new ids, in order
+        index = self.reader.index
+        for line in lines:
+            if b"\n" in line:
+                raise ValueError("a ledger line cannot contain a newline")
+            i = letter_id(line)
+            if i in index or i in batch:
+                out.append((i, False))
+            else:
+                batch[i] = None
+                fresh.append(line)
+                out.append((i, True))
+        if not fresh:
+            return out
+        payload = b"\n".join(fresh) + b"\n"
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        ids: Sequence[str] = list(batch)  # what the reader takes as they are, unless the tail was torn
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # a torn tail: start on a fresh line
+            ids = ()
+        try:
+            fileops.write_all(fd, payload)
+        except BaseException as e:
+            try:
+                fileops.ftruncate(fd, size)
+                fileops.fsync(fd)
+            except OSError:
+                pass
+            else:
+                if isinstance(e, OSError) and e.errno in fileops.DISK_FULL:
+                    # truncated back and synced: nothing is half written, so it is a refusal
+                    raise DiskFull(str(self.reader.path), e) from e
+            raise
+        self.committer.wrote(size, size + len(payload))  # fsynced once the lock is released (commit.py)
+        if not self.reader.took_own(payload, size, fd, ids):
+            self.reader.refresh()
+        return out
+
+
+#: A ledger is appended only as itself: a symlink in its place (to another box's
+#: ledger, or out of the home) would send letters where they do not belong, and
+#: two boxes sharing one file would each lock it, so a send between them would hang.
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """The ledger's descriptor for appending, creating it (and its folders) if needed: (fd, created)."""
+    try:
+        try:  # the ledger is there (the common case): no walk up its folders
+            return fileops.open_fd(path, _APPEND_FLAGS), False
+        except FileNotFoundError:
+            ensure_dir(path.parent)
+            created = not path.exists()
+            return fileops.open_fd(path, _APPEND_FLAGS | os.O_CREAT, 0o644), created
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link: never append through it
+            raise StoreError(f"{path} is a symlink; dovecote appends only to a real ledger (remove it)") from e
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
+
+
+def ready(reader: LedgerReader) -> None:
+    """Open the ledger as ``locked`` would (creating it, durably, if it is missing) and close it:
+    ``StoreError`` now if it cannot be, before a write elsewhere that must not go on without it."""
+    path = reader.path
+    fd, created = _open(path)
+    try:
+        if created:
+            fsync_dir(path.parent)
+    finally:
+        fileops.close(fd)
+
+
+@contextmanager
+def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
+    """Open (creating if needed), lock exclusively, refresh, and yield the ledger.
+
+    On leaving, the lock is released first and then the section waits (``commit``)
+    until every write it made, or could have read, is fsynced: also when it
+    leaves with an error (a refusal is never given on a letter that may vanish).
+    """
+    path = reader.path
+    committer = commit.of(path)
+    ticket = 0
+    try:
+        fd, created = _open(path)
+        try:
+            lock(fd)
+            if created or os.fstat(fd).st_size == 0:
+                # A new (or still empty, perhaps created by a process that died) file's
+                # directory entry must be durable before any append to it is acknowledged.
+                fsync_dir(path.parent)
+            with reader.lock:
+                bound, reader.bound = reader.bound, None  # a compare-and-swap decides on the whole ledger
+                try:
+                    reader.refresh()
+                    yield LockedLedger(fd, reader, committer)
+                finally:
+                    reader.bound = bound
+                    ticket = committer.latest()  # every write this section made or could have read
+        finally:
+            fileops.close(fd)  # closing releases the flock
+    except BaseException as error:
+        _settle(committer, ticket, path, error)
+        raise
+    _settle(committer, ticket, path, None)
+
+
+def _settle(committer: commit.Committer, ticket: int, path: Path, error: BaseException | None) -> None:
+    if not ticket:
+        return
+    try:
+        commit.settle(committer, ticket)
+    except OSError as e:
+        raise StoreError(f"cannot append to {path}: {e.strerror or e}") from (error or e)
+
+
+def append(reader: LedgerReader, lines: Sequence[bytes]) -> list[tuple[str, bool]]:
+    """Durably append ``lines`` to the reader's ledger, deduplicated by id."""
+    with locked(reader) as led:
+        try:
+            return led.append(lines)
+        except OSError as e:
+            raise StoreError(f"cannot append to {reader.path}: {e.strerror or e}") from e

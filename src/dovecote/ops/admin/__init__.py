@@ -1,0 +1,1 @@
+"""Administration: verify, doctor, copy and migrate between stores, the git merge driver."""

@@ -1,0 +1,1 @@
+"""Agents: tokens, hooks and their configuration, the letter feed, roster use."""

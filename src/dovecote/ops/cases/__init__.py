@@ -1,0 +1,1 @@
+"""Cases: receipts, escalation, claims, engine letters, monitors, sentinels, abandonment."""

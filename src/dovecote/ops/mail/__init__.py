@@ -1,0 +1,1 @@
+"""Entity mail: send, drafts, the inbox audit, show, the guarded lifecycle moves, wait, stale."""

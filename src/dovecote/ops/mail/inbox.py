@@ -1,0 +1,135 @@
+"""``inbox``: the audit of one entity's mailbox, and its three renderings.
+
+The view (counts, flags, open items by priority then age) is computed by
+``derive.inbox.book.inbox_audit`` at the current tic and time; this module supplies
+the clocks, counts the loose files a person dropped into the folder view, and
+renders the view as JSON, the skill's compact text, or the short injection
+block a session-start hook puts into an agent's prompt. Every face calls these
+functions, so the CLI, MCP and HTTP print the same words. The text renderings
+show what letters say through ``textsafe``: each item is exactly one line,
+whatever its subject or sender holds; the JSON stays exact.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from dovecote.derive.inbox.book import Clock
+from dovecote.derive.inbox.view import inbox_audit, inbox_block
+from dovecote.errors import Refusal
+from dovecote.model.vocab import DIRECTIONS
+from dovecote.ops.mail.wait import cursor_of
+from dovecote.ops.reports.tics import current_tic, tic_dir
+from dovecote.ops.tree.viewtree import loose_files, view_dir
+from dovecote.ops.warm import inbox as foldcache
+
+if TYPE_CHECKING:
+    from dovecote.ops.context import Context
+    from dovecote.store.core import Probe
+
+SCHEMA = "dovecote-inbox-v1"
+
+
+def default_entity(ctx: Context) -> str:
+    """The entity the actor speaks for, else the only one in the roster."""
+    if ctx.actor.entity:
+        return ctx.actor.entity
+    if len(ctx.roster.entities) == 1:
+        return ctx.roster.entities[0].id
+    raise Refusal("missing_field", "name an entity (or set $DOVECOTE_ENTITY)")
+
+
+def dependencies(ctx: Context, entity_id: str) -> list[str]:
+    """Every file besides the entity's box an inbox reading depends on (the roster,
+    the loose files' folder, the tic source), for the CLI's cached renderings;
+    the box itself is checked by ``box_probe``."""
+    deps = [str(ctx.layout.config), str(view_dir(ctx, entity_id) / "inbound")]
+    folder = tic_dir(ctx)
+    if folder is not None:
+        deps.append(str(folder))
+        newest = sorted(folder.glob("*.jsonl"))
+        if newest:
+            deps.append(str(newest[-1]))
+    return deps
+
+
+def box_probe(ctx: Context, entity_id: str) -> Probe | None:
+    """The store's outside check of the entity's box at the mark its warm fold was fed
+    to (call right after the read); None when there is nothing such to check."""
+    addr = foldcache.entity_address(ctx, entity_id)
+    fed = ctx.warm.entry(addr).folds.get(foldcache.INBOX)
+    if fed is None or fed.mark is None:
+        return None
+    return ctx.store.probe(addr, fed.mark)
+
+
+def read_inbox(
+    ctx: Context,
+    entity_id: str | None = None,
+    *,
+    current: int | None = None,
+    now: datetime | None = None,
+    direction: str = "inbound",
+    include_terminal: bool = False,
+) -> tuple[dict[str, Any], datetime | None]:
+    """The audit of one entity's inbox (see ``inbox_audit``) as a JSON-ready dict,
+    and the moment that answer would change with no new letter."""
+    who, clock, source = _asked(ctx, entity_id, current, now, direction)
+    tic = clock.tic
+    loose = len(loose_files(ctx, who))
+    with foldcache.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
+        view, until = inbox_audit(book, clock, limits=ctx.roster.limits, loose=loose, include_terminal=include_terminal)
+        cursor = cursor_of(book.count, book.last)  # after exactly the letters shown: `wait --after` skips none
+    out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
+    out["counts"] = view["counts"]
+    out["flags"] = view["flags"]
+    out["direction"] = direction
+    out["cursor"] = cursor
+    if direction in ("inbound", "both"):
+        out["items"] = view["items"]
+    if direction in ("outbound", "both"):
+        out["outbound"] = view["outbound"]
+    return out, until
+
+
+def _asked(
+    ctx: Context, entity_id: str | None, current: int | None, now: datetime | None, direction: str
+) -> tuple[str, Clock, str]:
+    """Whose inbox, at which clocks (and where the tic came from); refuses an unknown direction."""
+    if direction not in DIRECTIONS:
+        raise Refusal("invalid_field", f"direction must be one of {', '.join(DIRECTIONS)}")
+    who = entity_id or default_entity(ctx)
+    tic, source = current_tic(ctx, current)
+    return who, Clock(tic, now or ctx.now()), source
+
+
+def read_injection(
+    ctx: Context, entity_id: str | None, current: int | None, now: datetime | None, direction: str,
+    include_terminal: bool,
+) -> tuple[str, datetime | None]:
+    """``inbox_injection`` of ``read_inbox``'s view, the same bytes, without building the view:
+    the hook's cold path (the counts and each row's lines are kept in the fold, see ``inbox_view``)."""
+    who, clock, _ = _asked(ctx, entity_id, current, now, direction)
+    with foldcache.inbox(ctx, who) as book:
+        return inbox_block(book, clock, limits=ctx.roster.limits, include_terminal=include_terminal,
+                           items=direction in ("inbound", "both"))
+
+
+def told(ctx: Context, entity_id: str, session: str) -> set[str]:
+    """The item ids hooks announced to ``session`` (``derive.inbox.surfaced``), from the entity's fold:
+    no read of the whole box (``surfaced_to`` over its letters answers the same)."""
+    with foldcache.inbox(ctx, entity_id) as book:
+        return set(book.told.get(session, ()))
+
+
+def read_injection_items(ctx: Context, entity_id: str) -> tuple[str, list[str]]:
+    """``read_injection``'s block at no asked tic, and the ids of the items it counts in view
+    order (the ids of ``read_inbox``'s items): what a session-start hook prints and records,
+    without building the view's rows."""
+    who, clock, _ = _asked(ctx, entity_id, None, None, "inbound")
+    with foldcache.inbox(ctx, who) as book:
+        text, _ = inbox_block(book, clock, limits=ctx.roster.limits)
+        vs = book.view_state
+        assert vs is not None and vs.ordered is not None
+        return text, list(vs.ordered)

@@ -1,0 +1,1 @@
+"""Missions: posting on a chain, blocks and receipt import, the gesture passphrase."""

@@ -1,0 +1,1 @@
+"""Field reports: report, distribute, sweep and box, the tic source."""

@@ -1,0 +1,1 @@
+"""The /inbox folder tree: the view (a cache), organize, adopting moves, importing a tree."""

@@ -1,0 +1,1 @@
+"""Leaf helpers: files and fsync, digests, times. No dovecote imports."""
