@@ -356,3 +356,35 @@ def test_the_scanner_sees_an_ambient_read_or_a_print(source: str) -> None:
 
 def test_the_scanner_lets_the_context_clock_through() -> None:
     assert ambient_reads("def f(dc):\n    return dc.now(), dc.actor.agent, dc.clock()\n") == []
+
+
+# -- the map a newcomer reads (docs/architecture.md), drawn from LAYERS ----------
+
+def _first_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def render_map() -> str:
+    """The layer table as Markdown: one row a layer (bottom first), then one line a package under it."""
+    rows = ["| layer | where | what it is | may import |", "|---|---|---|---|"]
+    for layer, may in LAYERS:
+        rel = layer.removeprefix("dovecote").lstrip(".").replace(".", "/")
+        folder = PACKAGE / rel if rel else PACKAGE
+        path = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+        where = f"`{rel}/`" if folder.is_dir() else f"`{path.name}`"
+        what = _first_line(path).replace("|", "\\|")
+        names = ", ".join(f"`{m.removeprefix('dovecote.')}`" for m in may) or "nothing"
+        rows.append(f"| {layer.removeprefix('dovecote.')} | {where} | {what} | {names} |")
+    subs = ["", "Inside the layers, one folder a feature:", ""]
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        folder = init.parent
+        depth = len(folder.relative_to(PACKAGE).parts)
+        if depth >= 2 and not any(part in ("templates", "static") for part in folder.parts):
+            subs.append(f"- `{folder.relative_to(PACKAGE)}/`: {_first_line(init)}")
+    return "\n".join(rows + subs) + "\n"
+
+
+def test_every_layer_says_what_it_is() -> None:
+    """Each package of the map has a docstring (its line on the map)."""
+    assert "|  |" not in render_map() and ": \n" not in render_map()
