@@ -55,14 +55,14 @@ test: lint | $(CHROMIUM)
 # them; then the tests that restart PostgreSQL under writers (every session on the server ends: never beside
 # make test), alone: the restart must not cut another test's sessions.
 stress: $(VENV)/.installed
-	$(PYTEST) -m stress -n 2 --ignore=tests/test_multihost_stress.py --ignore=tests/test_soak.py
-	$(PYTEST) -m stress -n 2 -rP tests/test_soak.py
-	$(PYTEST) -m stress tests/test_multihost_stress.py
+	$(PYTEST) -m stress -n 2 --ignore=tests/load/test_multihost_stress.py --ignore=tests/load/test_soak.py
+	$(PYTEST) -m stress -n 2 -rP tests/load/test_soak.py
+	$(PYTEST) -m stress tests/load/test_multihost_stress.py
 
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)
-	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py tests/test_http_browser_cases.py tests/test_http_browser_delivery.py -k screenshot -q
-	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser_missions.py -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser.py tests/browser/test_http_browser_cases.py tests/browser/test_http_browser_delivery.py -k screenshot -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser_missions.py -q
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -17,7 +17,7 @@ client speaks it (``initialize``, the session id and protocol version headers,
 ``notifications/initialized``, then ``tools/call``), so the load generator does
 not eat the cores the server is measured on (the SDK's client costs about 2 ms
 of CPU a call). ``--sdk`` runs the SDK's own client instead; the correctness
-tests (tests/test_mcp_transports.py) always use it. The reference in the same
+tests (tests/mcp/test_mcp_transports.py) always use it. The reference in the same
 run is the raw cost of one fsynced append per send.
 """
 

@@ -1,6 +1,6 @@
 """How many crash points each swept operation has, and that every one was run: the table for the README.
 
-Not a timing: it runs the crash-point and I/O-fault sweeps (``tests/test_crash_*.py``)
+Not a timing: it runs the crash-point and I/O-fault sweeps (``tests/crash/test_crash_*.py``)
 through pytest with ``DOVECOTE_CRASH_TABLE`` set, so each sweep appends its row
 (operation, crash points, points run, crashes or faults run), and prints the rows
 as a Markdown table. ``--full`` runs every point (the ``make stress`` twins);

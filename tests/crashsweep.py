@@ -1,4 +1,4 @@
-"""The crash-point sweep every ``tests/test_crash_*.py`` runs, and the checks they share.
+"""The crash-point sweep every ``tests/crash/test_crash_*.py`` runs, and the checks they share.
 
 An operation is first run once through a counting ``faultfs.FaultFS`` (no fault):
 its file operations are its crash points. Then, each time from a fresh copy of

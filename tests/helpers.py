@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -285,3 +286,15 @@ def cli_json(tmp: Path, *args: str, home: Path | None = None, cwd: Path | None =
     r = run_cli(tmp, *args, home=home, cwd=cwd)
     assert r.returncode == 0, r.stderr.decode()
     return orjson.loads(r.stdout)
+
+
+#: The README, whose quick tour runs as a test (``tests/cli/test_readme_tour.py``) and names the hooks.
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def tour_block() -> str:
+    """The README's quick tour: the ``sh`` block under "A quick tour"."""
+    section = README.read_text().split("## A quick tour", 1)[1]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, "the tour has no sh block"
+    return match.group(1)

@@ -2,7 +2,7 @@
 
 The CLI binds two things no verb carries: which home (``--home``) and who acts
 (``bound_actor``). Everything else a command takes is a field of its verb
-(``dovecote.verbs``); ``tests/test_verb_drift.py`` holds the two to each other.
+(``dovecote.verbs``); ``tests/handle/test_verb_drift.py`` holds the two to each other.
 """
 
 from __future__ import annotations

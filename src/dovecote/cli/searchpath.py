@@ -8,7 +8,7 @@ as ``cli.app.search_cmd`` does: the same handle call, the same renderings, and
 errors left to the same handler in ``cli.entry``. Anything else (help, an
 unknown or repeated option, ``--``, a value that is not a plain number, bytes
 that are not UTF-8, no word at all) returns False untouched, and the Typer
-command answers it, usage errors included (tests/test_search_cli.py holds the
+command answers it, usage errors included (tests/ops/search/test_search_cli.py holds the
 two paths to the same bytes).
 """
 

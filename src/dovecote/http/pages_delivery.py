@@ -28,7 +28,7 @@ from dovecote.http.pages import Pages, render
 
 #: The tracker states the page counts and filters by: the ack states, and escalated (an axis of its own).
 #: Spelled once, as the filter's type (msgspec takes no union of an enum and a literal);
-#: ``tests/test_http_pages_delivery.py`` holds it to ``AckState``.
+#: ``tests/http/test_http_pages_delivery.py`` holds it to ``AckState``.
 State = Literal["pending", "acked", "rejected", "timed_out", "not_applicable", "escalated"]
 STATES: tuple[str, ...] = get_args(State)
 #: The most rows of each list the page shows (each list says how many it left out).

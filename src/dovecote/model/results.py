@@ -46,6 +46,6 @@ def typed(kind: type[R], data: Any) -> R:
     """``data`` (plain data a fold built) as the typed answer ``kind``, nested values converted to their types.
 
     Its JSON is ``data``'s exactly when ``kind`` declares the keys in the order ``data`` has them, which
-    ``tests/test_verb_json.py`` pins for every read; a value of the wrong type is a bug here, not the caller's.
+    ``tests/handle/test_verb_json.py`` pins for every read; a value of the wrong type is a bug here, not the caller's.
     """
     return msgspec.convert(data, kind)

@@ -5,7 +5,7 @@ instructions, most of what a cold ``dovecote inbox`` spends on the roster. So
 the document ``tomllib`` decoded is kept (``marshal``) under the SHA-256 of the
 exact bytes it was decoded from, and a later process that reads the same bytes
 takes the document from there. Every check ``roster.parse`` makes runs on it
-as on a fresh decode, so the roster is the same value (tests/test_roster_cache.py).
+as on a fresh decode, so the roster is the same value (tests/roster/test_roster_cache.py).
 
 A cache like every other (DESIGN 1.1): written whole (tmp + rename, through
 ``Layout.cache_dir``), read with ``O_NOFOLLOW``, not fsynced (losing it costs

@@ -1,6 +1,6 @@
 """The memory store: every box a list of letters in this process, the spec's simplest model.
 
-It keeps the promises ``tests/test_store_contract.py`` states for every store
+It keeps the promises ``tests/store/test_store_contract.py`` states for every store
 (DESIGN 1.2, 1.5, 1.6): a letter's id is the hash of its line, an append skips
 ids already in the box (or earlier in the same batch), ``guarded`` holds the
 box's lock for a compare-and-swap, and a read after a cursor returns only what

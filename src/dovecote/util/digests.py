@@ -11,7 +11,7 @@ box of 40,000 lines through it costs more than the import saves. So
 process has hashed ``SWITCH_AFTER`` bytes through it (about where the import
 has paid for itself). ``blake2b`` is the builtin ``_blake2``, the very type
 ``hashlib`` hands out. The digests are the same either way
-(tests/test_digests.py).
+(tests/util/test_digests.py).
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ purpose, the way SQLite's crash simulator does (``tests/faultfs.py``).
 Reads (``pread``, ``fstat``, ``flock``, an ``open`` for reading) are not here: a
 crash cannot lose a read. The real operations look ``os.<call>`` up at each
 call, so a test that patches ``os.write`` or ``os.fsync`` still sees them.
-``tests/test_fileops_only.py`` fails when a module elsewhere under ``src/`` calls
+``tests/util/test_fileops_only.py`` fails when a module elsewhere under ``src/`` calls
 a write primitive itself. The one writer that cannot come here is SQLite (the
 search index, a cache): it does its own I/O, and a crash of it is simulated on
-its files instead (``tests/test_crash_caches.py``).
+its files instead (``tests/crash/test_crash_caches.py``).
 """
 
 from __future__ import annotations

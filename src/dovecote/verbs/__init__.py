@@ -2,7 +2,7 @@
 
 Law: a verb's input is one frozen ``msgspec.Struct`` below, and every face
 derives from it (DESIGN 7): the CLI's options are checked against these fields
-(``tests/test_verb_drift.py``), MCP tool schemas and the OpenAPI come from
+(``tests/handle/test_verb_drift.py``), MCP tool schemas and the OpenAPI come from
 ``schema``, and the handle (``api.Dovecote``) takes these types, so a library
 caller meets the same types, ranges and names as a remote one. Each field
 carries its one-line doc, its range, its enum and its bound (the one table in

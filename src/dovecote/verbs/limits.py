@@ -1,7 +1,7 @@
 """The one table of input limits: every text, list and object field of every verb takes its bound from here.
 
 Law: a verb field that holds a string, a list or an object has a bound from
-this table (``tests/test_verb_limits.py`` walks every field of every verb and
+this table (``tests/handle/test_verb_limits.py`` walks every field of every verb and
 fails on one without), so the CLI, MCP (stdio or HTTP) and REST refuse the
 same over-long value the same way: ``too_large``, nothing written. msgspec
 enforces the bound while it decodes (``verbs.decode``), and the JSON schemas

@@ -10,7 +10,7 @@ A case never closes a letter: members keep their own fates.
 
 The fold is incremental and order-free: ``CaseBook.feed`` takes one source's
 letters (the spool or a box, by label) in any order, any split, any number of
-times, and ``cases()`` is the same (``tests/test_cases_fold.py`` proves it
+times, and ``cases()`` is the same (``tests/derive/test_cases_fold.py`` proves it
 against a plain reference with hypothesis). Its whole state is one msgspec
 value (``CaseState``), so the ops layer can snapshot it like any other cache.
 

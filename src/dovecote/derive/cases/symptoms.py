@@ -9,7 +9,7 @@ Rules never guess past their words: a letter no rule matches stays kindless,
 which is the signal that the vocabulary needs to grow (``kindless``).
 
 Pure: nothing here opens a file. The rule table is also listed in the README
-(``tests/test_symptoms.py`` checks that every rule has its own test and a row
+(``tests/derive/test_symptoms.py`` checks that every rule has its own test and a row
 there).
 """
 

@@ -12,7 +12,7 @@ row gives at most one line to each list. So the view state keeps these three
 lines beside each row (``ViewState.rows``, persisted in the fold snapshot) and a
 cold read after a new letter renders the block by joining strings, without
 decoding or copying six thousand rows. Both renderings call ``row_lines``, so
-they print the same bytes by construction (and tests/test_injection_path.py
+they print the same bytes by construction (and tests/ops/mail/test_injection_path.py
 checks it over random boxes and clocks).
 """
 

@@ -127,7 +127,7 @@ PATCH_MAX = 64
 def _reordered(vs: ViewState, touched: set[str]) -> list[str] | None:
     """The view order with the touched items taken out and put back where their order
     now places them; None (sort again) when many moved. Orders are unique (the id is
-    their last part), so this is exactly the full sort (tests/test_inbox_view.py)."""
+    their last part), so this is exactly the full sort (tests/derive/test_inbox_view.py)."""
     if vs.ordered is None or len(touched) > PATCH_MAX:
         return None
     rows = vs.rows

@@ -101,7 +101,7 @@ def _plan(ctx: Context, steps: list[Step], trackers: dict[str, Tracker], now: da
     markers are appended in a section of their own, after the messages' fsync:
     written in the same section, the recipient box's fsync could land first and
     a power cut then kept the marker without its message, so no pass would
-    ever send it (found by ``tests/test_crash_delivery.py``).
+    ever send it (found by ``tests/crash/test_crash_delivery.py``).
     """
     ts = format_ts(now)
     own: list[bytes] = []

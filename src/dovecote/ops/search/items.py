@@ -10,7 +10,7 @@ new one arrives, in whatever order and across however many index updates the
 letters came; a link whose message has not arrived yet waits in the same row.
 
 The table is a cache like the rest of the index: rebuilt from the ledgers,
-proven equal to a cold fold (tests/test_search_items.py, ``verify``). Rows:
+proven equal to a cold fold (tests/ops/search/test_search_items.py, ``verify``). Rows:
 ``items(n, id, doc, fold)``: the box number, the item id, the rowid of its
 message in ``docs`` (NULL while only links have arrived) and a ``Fold`` (the
 root and the links, msgpack). ``term`` holds the doc rowids of the items whose

@@ -4,7 +4,7 @@ A server runs many threads over one handle, and they share its index
 connection. A thread that finds the index file deleted or replaced opens a new
 one, and a thread whose index went bad rebuilds it; closing the old connection
 while another thread is inside it is "Cannot operate on a closed database" (the
-file soak's search 503s) or a crash inside SQLite (tests/test_search_threads.py).
+file soak's search 503s) or a crash inside SQLite (tests/ops/search/test_search_threads.py).
 So:
 
 * the warm index is looked at, opened and replaced under one lock of the handle

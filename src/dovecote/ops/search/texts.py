@@ -5,7 +5,7 @@ reads every one, so ``read_message`` decodes, in one typed pass, only the
 leaves ``Envelope`` reads for the sender, subject, body, attachments and
 deferral, and skips every other key unparsed (no dict per block); it answers
 what ``Indexed.of`` the envelope over the whole line answers
-(tests/test_search_texts.py, a property over random lines). A line the typed
+(tests/ops/search/test_search_texts.py, a property over random lines). A line the typed
 decoder refuses is read whole (``Letter.data``).
 
 Query words are cut into terms by the index's own tokenizer (``split_words``).
@@ -113,7 +113,7 @@ def split_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
 
 def read_message(letter: Letter) -> Indexed:
     """``Indexed.of(Envelope(letter.data()))``, read from the few keys it needs in one typed
-    decode (tests/test_search_texts.py proves them equal); the whole line when it must."""
+    decode (tests/ops/search/test_search_texts.py proves them equal); the whole line when it must."""
     try:
         k = _decode_keys(letter.raw)
     except (msgspec.DecodeError, ValueError):

@@ -8,7 +8,7 @@ starts from the snapshot in ``cache/cases/`` and does the same. The snapshot is
 a cache like every other (DESIGN 1.1): never trusted (another roster, other
 sources, a mark the store refuses, a file that does not decode: fold from
 nothing), written atomically, once per handle (when it first folds: a cold
-process's next run reads only what came after), deletable; ``tests/test_cases.py`` deletes it and
+process's next run reads only what came after), deletable; ``tests/ops/cases/test_cases.py`` deletes it and
 requires every case byte for byte.
 """
 

@@ -1,6 +1,6 @@
 """The PostgreSQL store: every box's ledger as rows of one letters table.
 
-It keeps the promises ``tests/test_store_contract.py`` states for every store,
+It keeps the promises ``tests/store/test_store_contract.py`` states for every store,
 across processes and hosts that share one database:
 
 * A row holds a line's exact bytes; its id is computed from them (``letters``),
