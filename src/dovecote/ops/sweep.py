@@ -287,7 +287,9 @@ def _persist(ctx: Context, result: SweepResult, sources: list[Where]) -> None:
     """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
     assert result.book is not None
     book = result.book
-    rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
+    keys = book.open_keys()  # the fold's own keys: no open letter's time is read again
+    entries = book.entries
+    rows = make_rows([entries[i] for i in book.open_letters()], result.boxes, keys)  # type: ignore[arg-type]
     if not result.include_all:
         result.ready = rows
     st = ctx.warm.get(SWEEP)
