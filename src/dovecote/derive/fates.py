@@ -191,16 +191,19 @@ class FateBook(Tally):
         # Answers last: a letter answered within this same batch moves below. An
         # answer moves its target from the fate it had to the fate it has now.
         receipt_ids = self.receipt_ids
-        fate_of = self.fate_of
+        external = self.external
         for letter in answering:
             marks = closed if letter.id in receipt_ids else picked
             for a in letter.answers or ():
                 if a in marks:
                     continue
-                before = fate_of(a)
                 marks.add(a)
-                after = fate_of(a)
-                if before == after or before is None or after is None:
+                if a not in entries or a in receipt_ids or a in external:  # no fate, or one no answer moves
+                    continue
+                # ``fate_of`` before and after the mark, read from the sets once (the sweep's hot path)
+                after = fate(False, a in closed, a in picked)
+                before = fate(False, a in closed and (marks is not closed), a in picked and (marks is not picked))
+                if before == after:
                     continue
                 tally[before] -= 1
                 tally[after] += 1
