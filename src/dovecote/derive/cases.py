@@ -174,15 +174,12 @@ class CaseBook:
         }
 
     def state(self, ordered: bool = True) -> CaseState:
-        """The whole fold as one value. ``ordered=False``: in whatever order the fold holds it, for a
-        snapshot (a fold rebuilt from it is the same either way; sorting half a million ids was
-        a tenth of a cold sweep's time), where ordered states compare equal whenever their folds do."""
+        """The whole fold as one value; ordered states compare equal whenever their folds do. A snapshot
+        takes it unordered: a fold rebuilt from it is the same (sorting 500k ids was a tenth of a cold sweep)."""
         if not ordered:
-            return CaseState(
-                list(self.seen), self.kindless, list(self.witnesses.values()), list(self.receipts.values()),
-                list(self.engine.values()), list(self.closed), list(self.monitors.values()),
-                list(self.signatures.items()),
-            )
+            return CaseState(list(self.seen), self.kindless, [*self.witnesses.values()], [*self.receipts.values()],
+                             [*self.engine.values()], list(self.closed), [*self.monitors.values()],
+                             [*self.signatures.items()])
         return CaseState(
             sorted(self.seen), self.kindless, sorted(self.witnesses.values(), key=lambda w: w.key),
             sorted(self.receipts.values(), key=lambda r: r.key), sorted(self.engine.values(), key=lambda e: e.id),
@@ -198,7 +195,6 @@ class CaseBook:
         kindless = 0
         key = instant_text
         symptom = symptom_of
-        fps: dict[tuple[str | None, str], str | None] = {}
         for lt in letters:
             lid = lt.id
             if lid in seen:
@@ -225,13 +221,7 @@ class CaseBook:
                 self._receipt(lt, box, at)
                 continue
             s = symptom(lt)
-            if s is None:
-                fp = None
-            else:  # few tools, few symptoms: each pair's fingerprint is made once
-                pair = (lt.tool, s)
-                fp = fps.get(pair, "")
-                if fp == "":
-                    fp = fps[pair] = fingerprint(tool_family(lt.tool), s)
+            fp = fingerprint(tool_family(lt.tool), s) if s is not None else None
             if agent == ENGINE_AGENT:
                 self._engine(lt, box)
             if fp is None:
