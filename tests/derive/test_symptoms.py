@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dovecote import verbs
 from dovecote.derive.cases.symptoms import (
@@ -124,6 +126,21 @@ def test_rule(rule: object) -> None:
 def test_rules_are_first_match_wins_in_table_order() -> None:
     both = letter("crashed with a traceback and the beat was empty over existing memory", klass="honesty")
     assert symptom_rule(both) == ("false_absence", "empty_answer_over_data")
+
+
+_RULE_WORDS = sorted({w for r in RULES for w in (*r.any_of, *r.and_any_of)})
+
+
+@given(
+    st.lists(st.one_of(st.sampled_from(_RULE_WORDS), st.text("claimeD stAle empty-ok ", max_size=6)), max_size=8),
+    st.sampled_from(sorted({k for r in RULES for k in r.classes})),
+)
+def test_the_rules_decide_as_written_on_overlapping_and_nested_words(parts: list[str], klass: str) -> None:
+    """The one pass over a text (a tree of every rule word, each word of a class found once) gives
+    what the table says, rule by rule in order: words cut off, run together, inside each other."""
+    what = "".join(parts)
+    want = next(((r.symptom, r.name) for r in RULES if r.matches(klass, what.lower())), None)
+    assert symptom_rule(letter(what, klass=klass)) == want
 
 
 def test_an_engine_letter_gets_no_inferred_symptom() -> None:

@@ -111,6 +111,8 @@ FACE_ONLY = {
     "json_in": "report --json - reads letters as JSON from stdin",
     "fmt": "inbox --format chooses the rendering",
     "detailed": "inbox --detailed/--compact chooses the rendering",
+    "rows": "--limit on a long text listing chooses how many rows the text shows (cli.listing), never the JSON",
+    "every": "--no-limit on a long text listing shows every row (cli.listing), never changing the JSON",
     "args": "inbox [ENTITY] [status]: the entity, and 'status' for the counts-only rendering",
     "actor": "a move's --actor binds who acts (the handle's actor=), as a token does over MCP",
     "file": "mission post --file reads the letter (the verb's letter field) from a file, or stdin",

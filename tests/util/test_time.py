@@ -13,7 +13,7 @@ from dovecote.derive.fates import fold
 from dovecote.derive.lifecycle import Link, State, replay
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line, letter_id, make_letter
-from dovecote.util.timeutil import NO_TIME, format_ts, order_key, parse_time
+from dovecote.util.timeutil import NO_TIME, NO_TIME_TEXT, format_ts, instant_text, order_key, parse_time
 from dovecote.verbs import Inbox, Move
 from helpers import run_cli
 from mailhelpers import ENTITY, mail_home, send, skill_envelope, write_json
@@ -65,6 +65,27 @@ def test_any_text_is_a_time_or_no_time(text: str) -> None:
     t = parse_time(text)
     assert t is None or t.tzinfo is UTC
     assert order_key(text) == (t or NO_TIME)
+
+
+_TIME_PARTS = st.sampled_from(["0", "1", "2", "9", "6", "٣", " ", "-", ":", "T", "Z", "W", "."])
+
+
+@given(
+    st.tuples(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61),
+              st.integers(0, 61)),
+    st.lists(st.tuples(st.integers(0, 19), _TIME_PARTS), max_size=3),
+)
+def test_a_time_as_sort_text_is_its_instant(parts: tuple[int, ...], spoil: list[tuple[int, str]]) -> None:
+    """The sliced reading of dovecote's own form equals the instant ``order_key`` reads, written
+    out, for good times and near misses (a digit or separator changed, a field out of range)."""
+    y, mo, d, h, mi, s = parts
+    chars = list(f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}Z")
+    for at, ch in spoil:
+        chars[at] = ch
+    text = "".join(chars)
+    t = order_key(text)
+    want = NO_TIME_TEXT if t is NO_TIME else t.strftime("%Y-%m-%dT%H:%M:%S.%f").rjust(26, "0")
+    assert instant_text(text) == want
 
 
 def test_mixed_forms_sort_by_instant_not_by_text() -> None:

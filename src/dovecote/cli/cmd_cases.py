@@ -11,7 +11,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, one_of, opened, repeated
+from dovecote.cli.listing import listing, rows_shown
 from dovecote.cli.output import show
 from dovecote.verbs import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels, doc
 
@@ -73,18 +74,20 @@ def _receipt_text(d: dict[str, Any]) -> str:
 
 def cases_cmd(
     box: Annotated[Optional[str], typer.Option("--box", help=doc(Cases, "box"))] = None,
+    rows: LimitOpt = None,
+    every: NoLimitOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Every case: witnesses, first and last seen, boxes, receipt, label, and its one-line case receipt."""
-    show(opened().cases(Cases(box=box)), json=json, text=_cases_text)
+    show(opened().cases(Cases(box=box)), json=json, text=lambda d: _cases_text(d, rows_shown(rows, every)))
 
 
-def _cases_text(d: dict[str, Any]) -> str:
-    lines = [f"{c['line']}  [{c['label']}]" for c in d["cases"]]
+def _cases_text(d: dict[str, Any], limit: int | None) -> str:
+    lines = [listing(d["cases"], lambda c: f"{c['line']}  [{c['label']}]\n", limit).rstrip("\n")]
     lines.append(f"{d['count']} cases · {d['kindless']} kindless letters")
     if d["unreachable"]:
         lines.append("unreachable: " + ", ".join(d["unreachable"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(line for line in lines if line) + "\n"
 
 
 def case_cmd(

@@ -15,6 +15,7 @@ import typer
 
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.listing import left_out
 from dovecote.cli.output import show
 from dovecote.model.textsafe import one_line
 from dovecote.verbs import (
@@ -200,6 +201,7 @@ def trackers_cmd(
     got = opened().trackers(decode(Trackers, {"entity_id": entity_id, "work_item_id": work_item_id,
                                               "thread_id": thread_id, "limit": limit}))
     show(got, json=json, text=lambda r: "".join(_tracker_line(t) for t in r["trackers"]) + (
+        left_out(r["total"] - r["returned"], ("--limit", str(r["total"]))) if r["truncated"] else "") + (
         f"{r['returned']} of {r['total']} trackers\n"))
 
 

@@ -15,7 +15,7 @@ import typer
 
 from dovecote.cli import texts
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, home_path, one_of, opened
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, home_path, one_of, opened
 from dovecote.cli.output import show
 from dovecote.verbs import Direction, ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View, doc
 
@@ -46,6 +46,8 @@ def inbox_cmd(
         bool, typer.Option("--include-terminal", "--all", help=doc(Inbox, "include_terminal"))
     ] = False,
     json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    rows: LimitOpt = None,
+    every: NoLimitOpt = False,
 ) -> None:
     """Audit an entity's inbox: counts, flags, and open items by priority then age.
 
@@ -53,7 +55,8 @@ def inbox_cmd(
     """
     from dovecote.cli.quick import run_inbox
 
-    run_inbox(home_path(), list(args or []), fmt.value, current_tic, direction, detailed, include_terminal, json)
+    run_inbox(home_path(), list(args or []), fmt.value, current_tic, direction, detailed, include_terminal, json,
+              rows, every)
 
 
 def show_cmd(

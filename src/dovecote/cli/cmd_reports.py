@@ -13,7 +13,8 @@ import typer
 
 from dovecote.cli import render
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, one_of, opened, repeated
+from dovecote.cli.listing import rows_shown
 from dovecote.cli.output import EXIT_FAIL, emit_json_chunks, show
 from dovecote.errors import Refusal
 from dovecote.verbs import Box, Distribute, Doctor, Report, Sweep, Verify, doc
@@ -104,12 +105,14 @@ def sweep_cmd(
         bool, typer.Option("--distribute/--no-distribute", help=doc(Sweep, "distribute"))
     ] = True,
     include_all: IncludeAllOpt = False,
+    rows: LimitOpt = None,
+    every: NoLimitOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Fates across the spool and every reachable box, each letter once.
 
     It distributes the spool first (as `dovecote distribute` does, and says so);
-    --no-distribute only reads.
+    --no-distribute only reads. The text lists the oldest letters (--limit, --no-limit).
     """
     import gc
 
@@ -125,7 +128,7 @@ def sweep_cmd(
         if json:  # streamed: a sweep's rows are serialized a batch at a time
             emit_json_chunks(result.json_chunks())
         else:
-            render.sweep(result.to_dict())
+            render.sweep(result.to_dict(), rows_shown(rows, every))
     finally:  # an in-process caller (a test, an embedding) gets its collector back as it was
         if was:
             gc.enable()
@@ -134,10 +137,16 @@ def sweep_cmd(
 def box_cmd(
     address: Annotated[str, typer.Argument(help=doc(Box, "address"))],
     include_all: IncludeAllOpt = False,
+    rows: LimitOpt = None,
+    every: NoLimitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Read one box only (a box that does not exist reads zero)."""
-    show(opened().box(Box(address=address, include_all=include_all)), json=json, text=render.box)
+    """Read one box only (a box that does not exist reads zero).
+
+    The text lists the oldest letters (--limit, --no-limit).
+    """
+    result = opened().box(Box(address=address, include_all=include_all))
+    show(result, json=json, text=lambda d: render.box(d, rows_shown(rows, every)))
 
 
 def doctor_cmd(json: JsonOpt = False) -> None:

@@ -12,12 +12,19 @@ from typing import Annotated, Optional
 import typer
 
 from dovecote.cli.actor import bound_actor
+from dovecote.cli.listing import DEFAULT_LIMIT
 from dovecote.handle.api import Dovecote, open_home
 from dovecote.verbs import Verb, choices
 
 _home: dict[str, Optional[str]] = {"path": None}
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of a summary.")]
+#: A long text listing's rows (``cli.listing``); never the JSON's.
+LimitOpt = Annotated[
+    Optional[int],
+    typer.Option("--limit", min=1, help=f"Text: list at most N rows (default {DEFAULT_LIMIT}); --json lists all."),
+]
+NoLimitOpt = Annotated[bool, typer.Option("--no-limit", help="Text: list every row.")]
 
 
 def one_of(verb: type[Verb], field: str) -> str:

@@ -31,14 +31,15 @@ from dovecote.verbs import MAX_INT, Direction
 
 FORMATS = ("text", "json", "injection")
 _INT = re.compile(r"[+-]?[0-9]+")
+_DIGITS = re.compile(r"[0-9]{1,18}")  # a --limit: short enough to read as a number
 _FLAGS = {"--include-terminal": ("all_", True), "--all": ("all_", True), "--json": ("json", True),
-          "--detailed": ("detailed", True), "--compact": ("detailed", False)}
-_VALUED = ("--format", "--current-tic", "--direction")
+          "--detailed": ("detailed", True), "--compact": ("detailed", False), "--no-limit": ("every", True)}
+_VALUED = ("--format", "--current-tic", "--direction", "--limit")
 
 
 def run_inbox(
     home: str | None, words: list[str], fmt: str, current: int | None, direction: str, detailed: bool,
-    all_: bool, json: bool,
+    all_: bool, json: bool, rows: int | None = None, every: bool = False,
 ) -> None:
     """Audit an entity's inbox and print it (the body of ``dovecote inbox``, for both parsers)."""
     from dovecote.cli import output_cache
@@ -69,9 +70,11 @@ def run_inbox(
 
             out = orjson.dumps(view, option=orjson.OPT_INDENT_2) + b"\n"
         else:
+            from dovecote.cli.listing import rows_shown
             from dovecote.cli.texts import inbox_text
 
-            out = inbox_text(view, detailed=detailed, status_only=status_only).encode()
+            limit = rows_shown(rows, every)
+            out = inbox_text(view, detailed=detailed, status_only=status_only, limit=limit).encode()
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     box = inboxhandle.probe(ctx, who)  # the box as the read left it
@@ -94,7 +97,7 @@ def parse(argv: list[str]) -> dict[str, object] | None:
     if rest[:1] != ["inbox"]:
         return None
     got: dict[str, object] = {"home": home, "words": [], "fmt": "text", "current": None, "direction": "inbound",
-                              "detailed": False, "all_": False, "json": False}
+                              "detailed": False, "all_": False, "json": False, "rows": None, "every": False}
     words: list[str] = []
     args = iter(rest[1:])
     for arg in args:
@@ -112,6 +115,8 @@ def parse(argv: list[str]) -> dict[str, object] | None:
                 got["direction"] = value
             elif name == "--current-tic" and _INT.fullmatch(value) and abs(int(value)) <= MAX_INT:
                 got["current"] = int(value)
+            elif name == "--limit" and _DIGITS.fullmatch(value) and 1 <= int(value) <= MAX_INT:
+                got["rows"] = int(value)
             else:
                 return None
             continue

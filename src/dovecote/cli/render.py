@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dovecote.cli.listing import listing
 from dovecote.model.textsafe import one_line, plural
 
 T = TypeVar("T")
@@ -60,16 +61,20 @@ def receipt(r: dict[str, Any], title: str = "distribution") -> None:
         )
 
 
-def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str) -> None:
+def _letter_line(row: dict[str, Any]) -> str:
     """One line a letter: readable at any width, and in a pipe."""
+    where = one_line(row["box"]) or "(spool)"
+    return (
+        f"  {MARK.get(row['fate'], '?')} {row['id']} {one_line(row['ts']) or '-'} {where} "
+        f"{one_line(row['tool']) or '-'}/{one_line(row['class']) or '-'}: {one_line(row['what'])}\n"
+    )
+
+
+def _letter_lines(c: Console, letters: list[dict[str, Any]], title: str, limit: int | None) -> None:
+    """The letters as ``listing`` shows them, under their title: the rows in one write, not one a row."""
     c.print(f"[bold]{title}[/bold]")
-    for row in letters:
-        where = one_line(row["box"]) or "(spool)"
-        c.print(
-            f"  {MARK.get(row['fate'], '?')} {row['id']} {one_line(row['ts']) or '-'} {where} "
-            f"{one_line(row['tool']) or '-'}/{one_line(row['class']) or '-'}: {one_line(row['what'])}",
-            markup=False,
-        )
+    c.file.write(listing(letters, _letter_line, limit))
+    c.file.flush()
 
 
 def _counts_line(d: dict[str, Any], word: str = "letter") -> str:
@@ -81,7 +86,7 @@ def _counts_line(d: dict[str, Any], word: str = "letter") -> str:
     )
 
 
-def sweep(d: dict[str, Any]) -> None:
+def sweep(d: dict[str, Any], limit: int | None = None) -> None:
     c = con()
     if d["distribution"]:  # sweep files the spool first unless --no-distribute: say so
         receipt(d["distribution"], "distributed first (--no-distribute to only read)")
@@ -91,10 +96,10 @@ def sweep(d: dict[str, Any]) -> None:
     for m in d["malformed"]:
         c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
-        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first")
+        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first", limit)
 
 
-def box(d: dict[str, Any]) -> None:
+def box(d: dict[str, Any], limit: int | None = None) -> None:
     c = con()
     state = "" if d["exists"] else (" (no such box: reads zero)" if d["known"] else " (not in the roster: reads zero)")
     kinds = ", ".join(f"{k} {n}" for k, n in d["by_kind"].items())
@@ -103,7 +108,7 @@ def box(d: dict[str, Any]) -> None:
     for m in d["malformed"]:
         c.print(f"[red]{_safe(m['kind'])}[/red] {_safe(m['path'])}:{m['line']}: {_safe(m['detail'])}")
     if d["letters"]:
-        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first")
+        _letter_lines(c, d["letters"], f"{plural(len(d['letters']), 'letter')}, oldest first", limit)
 
 
 def doctor(d: dict[str, Any]) -> None:

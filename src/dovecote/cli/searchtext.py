@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dovecote.cli.listing import left_out
 from dovecote.model.textsafe import one_line, subject_line
 
 
@@ -15,6 +16,7 @@ def search_text(result: dict[str, Any]) -> str:
                      f"\"{subject_line(m['subject'])}\" from {one_line(m['sender']) or '?'}")
         lines.append(f"    {one_line(' '.join(m['snippet'].split()))}")
     shown = len(result["matches"])
-    more = f" (newest {shown} shown; --limit for more)" if result["truncated"] else ""
-    lines.append(f"{result['count']} match{'es' if result['count'] != 1 else ''} for {result['query']!r}{more}")
+    if result["truncated"]:  # the answer holds the newest --limit: the footer names the command for them all
+        lines.append(left_out(result["count"] - shown, ("--limit", str(result["count"]))).rstrip("\n"))
+    lines.append(f"{result['count']} match{'es' if result['count'] != 1 else ''} for {result['query']!r}")
     return "\n".join(lines) + "\n"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dovecote.cli.listing import left_out
 from dovecote.cli.searchtext import search_text as search_text  # re-exported: the faces' one rendering
 from dovecote.handle.api import FLAG_OVERDUE, FLAG_STALE
-from dovecote.handle.api import inbox_injection as inbox_injection  # written once, in ops.mail.injection
+from dovecote.handle.api import inbox_injection as inbox_injection  # written once, in ops.injection
 from dovecote.model.textsafe import one_line, plural, subject_line
 
 
@@ -26,8 +27,11 @@ def _age(item: dict[str, Any]) -> str:
     return "age unknown"
 
 
-def inbox_text(view: dict[str, Any], *, detailed: bool = False, status_only: bool = False) -> str:
-    """The skill's compact layout (counts, then flagged items); ``detailed`` lists every item."""
+def inbox_text(
+    view: dict[str, Any], *, detailed: bool = False, status_only: bool = False, limit: int | None = None
+) -> str:
+    """The skill's compact layout (counts, then flagged items); ``detailed`` lists every item
+    (at most ``limit`` of them, None: all, as ``cli.listing`` shows a long listing)."""
     c = view["counts"]
     tic = view["clock"]["tic"]
     head = f"tic {tic}" if tic is not None else "no tic (ages in hours)"
@@ -46,6 +50,11 @@ def inbox_text(view: dict[str, Any], *, detailed: bool = False, status_only: boo
     if status_only:
         return "\n".join(lines) + "\n"
     body: list[str] = []
+    if detailed and limit is not None and len(items) > limit:
+        body_end = left_out(len(items) - limit).rstrip("\n")
+        items = items[:limit]
+    else:
+        body_end = ""
     for i in items:
         label = f"{i['state']}_{i['id']}"
         what = f'"{subject_line(i["subject"])}" from {one_line(i["sender"]) or "?"}'
@@ -67,6 +76,8 @@ def inbox_text(view: dict[str, Any], *, detailed: bool = False, status_only: boo
                 body.append(f"  [STALE] {label} — {what} ({_age(i)})")
             else:
                 body.append(f"  [{f}] {label} — {what} (expires tic {i['expires_at_tic']})")
+    if body_end:
+        body.append(body_end)
     for d in view.get("outbound", []):
         body.append(f'  EMIT_{d["id"]} — "{subject_line(d["subject"])}" to {one_line(d["to"]) or "?"}')
     quiet = sum(1 for i in items if not i["flags"])

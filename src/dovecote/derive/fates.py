@@ -191,16 +191,19 @@ class FateBook(Tally):
         # Answers last: a letter answered within this same batch moves below. An
         # answer moves its target from the fate it had to the fate it has now.
         receipt_ids = self.receipt_ids
-        fate_of = self.fate_of
+        external = self.external
         for letter in answering:
             marks = closed if letter.id in receipt_ids else picked
             for a in letter.answers or ():
                 if a in marks:
                     continue
-                before = fate_of(a)
                 marks.add(a)
-                after = fate_of(a)
-                if before == after or before is None or after is None:
+                if a not in entries or a in receipt_ids or a in external:  # no fate, or one no answer moves
+                    continue
+                # ``fate_of`` before and after the mark, read from the sets once (the sweep's hot path)
+                after = fate(False, a in closed, a in picked)
+                before = fate(False, a in closed and (marks is not closed), a in picked and (marks is not picked))
+                if before == after:
                     continue
                 tally[before] -= 1
                 tally[after] += 1
@@ -237,10 +240,8 @@ class FateBook(Tally):
         out-of-order arrival or too many tombstones re-sort. A warm call costs
         one C-speed pass to drop the tombstones, not a sort.
         """
-        closed = self.closed
         if self.open_order:
-            new = sorted(k for k in self.open_order if k[KEY_AT:] not in closed)
-            self.open_order = []
+            new = self._arrivals()
             if not self._listing:
                 self._relist(new)
             elif new and new[0] < self._last_key:
@@ -254,6 +255,23 @@ class FateBook(Tally):
         if self._tombstones * 2 > len(self._listing):
             self._relist(sorted(self._key(i) for i in self._listing if i is not None))
         return list(filter(None, self._listing))
+
+    def open_keys(self) -> list[str]:
+        """``open_letters`` as their sort keys (``instant_text(ts) + id``): a book folded from
+        nothing hands over the keys its fold made, so a caller that orders or files rows by
+        them (the sweep's snapshot) never reads each open letter's time again."""
+        if self._listing or not self.open_order:
+            return [self._key(i) for i in self.open_letters()]
+        keys = self._arrivals()
+        self._relist(keys)
+        return keys
+
+    def _arrivals(self) -> list[str]:
+        """The keys of the letters open on arrival that are open still, sorted; ``open_order`` emptied."""
+        closed = self.closed
+        new = sorted(k for k in self.open_order if k[KEY_AT:] not in closed)
+        self.open_order = []
+        return new
 
     def _bisect(self, key: str) -> int:
         """The first position whose live letter sorts at or after ``key`` (tombstones skipped)."""

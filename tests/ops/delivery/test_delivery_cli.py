@@ -74,7 +74,8 @@ def test_trackers_cli_filters_exactly_and_prints_one_line_each(tmp_path: Path) -
     got = orjson.loads(r.stdout)
     assert got["total"] == 2 and {t["work_item_id"] for t in got["trackers"]} == {"wi-2"}
     text = run_cli(tmp_path, "trackers", "--limit", "1", home=home).stdout.decode().splitlines()
-    assert len(text) == 2 and text[-1] == "1 of 3 trackers" and "pending, notify disabled" in text[0]
+    assert len(text) == 3 and text[-1] == "1 of 3 trackers" and "pending, notify disabled" in text[0]
+    assert text[1].startswith("  (2 more left out: `") and text[1].endswith(" trackers --limit 3` lists them)")
     assert run_cli(tmp_path, "trackers", "--work-item", "wi", home=home).stdout.decode() == "0 of 0 trackers\n"
 
 

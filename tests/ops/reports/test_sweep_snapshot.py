@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from dovecote.model.letters import Letter, canonical_line, make_letter
 from dovecote.ops.reports.sweep import sweep as sweep_op
 from dovecote.ops.reports.sweeprows import indented_chunks, make_rows
 from dovecote.ops.warm import sweep as sweepcache
-from dovecote.util.timeutil import order_key
+from dovecote.util.timeutil import instant_text, order_key
 from dovecote.verbs import Sweep
 from helpers import add_project, lid, new_home, rep, run_cli
 
@@ -155,6 +156,25 @@ def test_only_the_new_letters_are_read(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.undo()
     shutil.rmtree(dc.layout.cache)
     assert orjson.dumps(d) == orjson.dumps(open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict())
+
+
+def test_a_cold_sweep_reads_each_letters_time_once_per_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep folded from nothing (and writing its snapshots) keys each letter's time once in the
+    case fold and each open letter's once in the fate fold: the snapshot's rows, the receipts
+    and the listing reuse those keys. Reading every time again was a tenth of a cold sweep."""
+    dc, _ = home_of_every_fate(tmp_path)
+    calls = [0]
+
+    def counted(value: object) -> str:
+        calls[0] += 1
+        return instant_text(value)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("dovecote.")]:
+        if getattr(module, "instant_text", None) is instant_text:
+            monkeypatch.setattr(module, "instant_text", counted)
+    d = open_home(dc.layout.root).sweep(Sweep(distribute=False)).to_dict()
+    assert dc.layout.root.joinpath(*SNAP).exists() and d["open"] > 0 and d["receipts"] > 0
+    assert calls[0] <= d["total"] + (d["total"] - d["receipts"])  # each letter in one fold, a non-receipt in two
 
 
 def test_a_same_size_rewrite_in_place_invalidates_the_snapshot(tmp_path: Path) -> None:

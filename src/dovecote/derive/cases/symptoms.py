@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import msgspec
 
@@ -88,28 +89,16 @@ class Rule(msgspec.Struct, frozen=True):
     and_any_of: tuple[str, ...] = ()
 
     def matches(self, klass: str | None, what: str) -> bool:
-        """Whether the rule applies to a letter of ``klass`` whose lowercased text is ``what``."""
+        """Whether the rule applies to a letter of ``klass`` whose lowercased text is ``what``
+        (the rule as written; ``symptom_rule`` decides the same through ``_by_class``)."""
         if klass not in self.classes:
             return False
-        return _applies(_patterns(self), what)
+        return any(w in what for w in self.any_of) and (
+            not self.and_any_of or any(w in what for w in self.and_any_of)
+        )
 
 
 _PROBLEMS = frozenset({ReportClass.honesty, ReportClass.bug, ReportClass.friction})
-
-def _words(words: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(w) for w in words))
-
-
-Patterns = tuple[re.Pattern[str], re.Pattern[str] | None]
-
-
-def _patterns(rule: Rule) -> Patterns:
-    """A rule's word lists as two patterns (one search each, not a scan per word)."""
-    return _words(rule.any_of), (_words(rule.and_any_of) if rule.and_any_of else None)
-
-
-def _applies(p: Patterns, what: str) -> bool:
-    return p[0].search(what) is not None and (p[1] is None or p[1].search(what) is not None)
 
 
 #: The backfill rules, first match wins. Each has its own test and a row in the README.
@@ -153,21 +142,83 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-ByClass = dict[str, tuple[re.Pattern[str], tuple[tuple[Rule, Patterns], ...]]]
+class _ClassRules(msgspec.Struct, frozen=True):
+    """The rules that reach one class, in table order, and one pattern that finds, in a text,
+    the words any of them names (``found``)."""
+
+    finder: re.Pattern[str]
+    #: each word, and the shorter words of the rules it starts with (``claimed done`` holds ``claim``)
+    implied: dict[str, frozenset[str]]
+    rules: tuple[tuple[Rule, frozenset[str], frozenset[str] | None], ...]
+
+    def found(self, what: str) -> set[str]:
+        """Every word of these rules that occurs in ``what``.
+
+        The pattern finds the longest word starting at a position, through a tree of the words
+        merged by their common beginnings (``e(?:mpty|xist)``), which the regex engine walks one
+        branch at a time where a flat list of words is tried word by word at every position; each
+        next search starts one character after the last hit, so words that overlap are all seen.
+        Any other word starting at the same position is a beginning of the longest one:
+        ``implied`` adds it. One search for a text that holds none (most), not one per rule."""
+        search = self.finder.search
+        m = search(what)
+        if m is None:
+            return set()
+        implied = self.implied
+        found: set[str] = set()
+        while m is not None:
+            found |= implied[m.group()]
+            m = search(what, m.start() + 1)
+        return found
+
+    def first(self, what: str) -> Rule | None:
+        """The first rule (in table order) that applies to the lowercased ``what``."""
+        found = self.found(what)
+        if found:
+            for rule, any_of, and_any_of in self.rules:
+                if not any_of.isdisjoint(found) and (and_any_of is None or not and_any_of.isdisjoint(found)):
+                    return rule
+        return None
+
+
+def _tree_pattern(words: Iterable[str]) -> str:
+    """A regex matching the longest of ``words`` at a position, as a tree of their common beginnings."""
+    tree: dict[str, Any] = {}
+    for w in words:
+        node = tree
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return _branch(tree)
+
+
+def _branch(node: dict[str, Any]) -> str:
+    alts = [re.escape(ch) + _branch(sub) for ch, sub in sorted(node.items()) if ch]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    if "" in node:  # a word ends here: a longer one is tried first, then this one
+        return "(?:" + body + ")?"
+    return body
+
+
+def _class_rules(klass: str) -> _ClassRules:
+    rules = [r for r in RULES if klass in r.classes]
+    words = sorted({w for r in rules for w in (*r.any_of, *r.and_any_of)})
+    return _ClassRules(
+        re.compile(_tree_pattern(words)),
+        {w: frozenset(v for v in words if w.startswith(v)) for w in words},
+        tuple((r, frozenset(r.any_of), frozenset(r.and_any_of) if r.and_any_of else None) for r in rules),
+    )
 
 
 @functools.cache
-def _by_class() -> ByClass:
-    """Per class, the rules that reach it (in table order) with their patterns, and one pattern of every
-    word they start from: a text with none of those is matched by no rule, decided by one search.
+def _by_class() -> dict[str, _ClassRules]:
+    """Per class, the rules that reach it (see ``_ClassRules``).
 
     Compiled on the first letter that needs a rule, not at import: a session-start hook imports this
     module and reads no field report (~30 M instructions saved a call)."""
-    return {
-        k: (_words(tuple(w for r in RULES if k in r.classes for w in r.any_of)),
-            tuple((r, _patterns(r)) for r in RULES if k in r.classes))
-        for k in sorted({k for r in RULES for k in r.classes})
-    }
+    return {k: _class_rules(k) for k in sorted({k for r in RULES for k in r.classes})}
 
 
 RULE_NAMES: tuple[str, ...] = (
@@ -216,14 +267,8 @@ def symptom_rule(letter: Letter) -> tuple[str, str] | None:
         return (mapped, "misdelivery_kind") if mapped else None
     if not isinstance(text.what, str):
         return None
-    starts, rules = _by_class()[klass]
-    what = text.what.lower()
-    if starts.search(what) is None:
-        return None
-    for rule, patterns in rules:
-        if _applies(patterns, what):
-            return rule.symptom, rule.name
-    return None
+    rule = _by_class()[klass].first(text.what.lower())
+    return (rule.symptom, rule.name) if rule is not None else None
 
 
 def symptom_of(letter: Letter) -> str | None:

@@ -96,8 +96,9 @@ class SweepResult:
     malformed: list[Defect]
     include_all: bool = False
     resumed: sweepcache.Resumed | None = None
-    ready: list[Row] | None = None  # the open rows, when the sweep built them for its snapshot
-    #: recurrence and kindless (``ops.cases.cases.overlay``), computed when first shown: a caller that
+    #: the open rows and their referrers (no receipt: it would close them), built for the snapshot
+    ready: tuple[list[Row], dict[str, list[str]]] | None = None
+    #: recurrence and kindless (``ops.cases.overlay``), computed when first shown: a caller that
     #: asks only for counts or open ids never folds the cases
     overlay: Callable[[], dict[str, Any]] | None = None
 
@@ -132,7 +133,7 @@ class SweepResult:
             return self.resumed.batches()
         assert self.book is not None
         if self.ready is not None:
-            return open_dicts(self.ready, self.book.picked, self.book.referrers())
+            return open_dicts(self.ready[0], self.book.picked, self.ready[1])
         return _book_batches(self.book, self.letter_ids(), self.boxes)
 
     def letters(self) -> list[dict[str, Any]]:
@@ -287,14 +288,17 @@ def _persist(ctx: Context, result: SweepResult, sources: list[Where]) -> None:
     """Snapshot a fold made from nothing; its open rows are the ones the result will list."""
     assert result.book is not None
     book = result.book
-    rows = make_rows([book.entries[i] for i in book.open_letters()], result.boxes)  # type: ignore[arg-type]
-    if not result.include_all:
-        result.ready = rows
+    keys = book.open_keys()  # the fold's own keys: no open letter's time is read again
+    entries = book.entries
+    rows = make_rows([entries[i] for i in book.open_letters()], result.boxes, keys)  # type: ignore[arg-type]
     st = ctx.warm.get(SWEEP)
     assert st is not None
     marks = [sweepcache.source_of(str(w), ctx.store.mark(w), ctx.store.read(w, after=st.fed.get(str(w))).defects)
              for w in sources]
-    sweepcache.save(ctx, sweepcache.from_book(result.book, rows, sweepcache.fold_key(ctx, sources), marks))
+    snap = sweepcache.from_book(result.book, rows, sweepcache.fold_key(ctx, sources), marks)
+    if not result.include_all:
+        result.ready = rows, snap.refs
+    sweepcache.save(ctx, snap)
 
 
 def _resume(

@@ -51,24 +51,25 @@ def owners(ids: Iterable[str], boxes: Boxes) -> dict[str, str]:
     for label, index in boxes:
         if not pending:
             break
-        hits = pending.intersection(index.keys())
+        hits = index.keys() & pending  # a dict's keys view probes the smaller side: the batch, not the box
         out.update(dict.fromkeys(hits, label))
         pending -= hits
     return out
 
 
-def make_rows(letters: Sequence[Letter], boxes: Boxes) -> list[Row]:
-    """The rows of open letters, a batch at a time (``what`` decoded for the whole batch)."""
+def make_rows(letters: Sequence[Letter], boxes: Boxes, keys: Sequence[str] | None = None) -> list[Row]:
+    """The rows of open letters, a batch at a time (``what`` decoded for the whole batch).
+    ``keys``: the letters' sort keys when the caller has them (``FateBook.open_keys``)."""
+    if keys is None:
+        keys = [instant_text(lt.ts) + lt.id for lt in letters]
     out: list[Row] = []
     for n in range(0, len(letters), BATCH):
         batch = letters[n : n + BATCH]
         owner = owners((lt.id for lt in batch), boxes)
         out += [
-            Row(
-                instant_text(lt.ts) + lt.id, lt.id, lt.ts, lt.agent, lt.klass, lt.repo, lt.brain, lt.tool, what,
-                lt.answers or NO_ANSWERS, owner.get(lt.id),
-            )
-            for lt, what in zip(batch, whats(batch), strict=True)
+            Row(key, lt.id, lt.ts, lt.agent, lt.klass, lt.repo, lt.brain, lt.tool, what, lt.answers or NO_ANSWERS,
+                owner.get(lt.id))
+            for key, lt, what in zip(keys[n : n + BATCH], batch, whats(batch), strict=True)
         ]
     return out
 

@@ -123,7 +123,7 @@ def _load(ctx: Context, warm: Warm, persist: bool, trust_snapshot: bool = True) 
     assert warm.book is not None
     if moved and persist and not warm.saved:
         warm.saved = True
-        _save(ctx, Snapshot(VERSION, key, sorted(warm.marks.items()), warm.book.state()))
+        _save(ctx, Snapshot(VERSION, key, sorted(warm.marks.items()), warm.book.state(ordered=False)))
     return Loaded(warm.book, sorted(set(unreachable)))
 
 

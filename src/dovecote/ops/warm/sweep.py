@@ -205,13 +205,15 @@ class Resumed(Tally):
 
 def from_book(book: FateBook, rows: list[Row], key: str, sources: list[Source]) -> Snapshot:
     """The snapshot of a full fold; ``rows`` are its open rows, oldest first."""
-    entries, closed = book.entries, book.closed
+    entries, closed, receipts = book.entries, book.closed, book.receipt_ids
     live = {r.id for r in rows}
-    refs = {
-        a: [i for i in b if i not in book.receipt_ids]
-        for a, b in book.referrers().items()
-        if a in live or (a not in entries and a not in closed)
-    }
+    refs: dict[str, list[str]] = {}
+    for lt in book.answering:  # only a non-receipt refers without closing: read those, not every answer's list
+        if lt.id in receipts:
+            continue
+        for a in lt.answers or ():
+            if a in live or (a not in entries and a not in closed):
+                refs.setdefault(a, []).append(lt.id)
     return Snapshot(
         VERSION, key, sources, list(entries), list(book.receipt_ids), list(book.external), list(closed),
         list(book.picked), dict(book.counts), book.misdelivery, refs, rows,
