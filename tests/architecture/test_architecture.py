@@ -302,7 +302,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_graph_has_no_cycle() -> None:
     """No module imports, however indirectly, one that imports it back: counting every import as
     ``imports_of`` finds it (in a function, under ``TYPE_CHECKING``), so a cycle is not hidden by
-    making one of its imports lazy. An import of a package's name (``from dovecote import fileops``)
+    making one of its imports lazy. An import of a package's module (``from dovecote.util import fileops``)
     counts as one of the module it names, not of the package's ``__init__``."""
     graph = {name: {imp for imp in imps if imp in MODULES and imp != name} for name, (_, imps) in MODULES.items()}
     cycles = import_cycles(graph)

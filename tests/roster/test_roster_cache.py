@@ -93,7 +93,7 @@ def test_a_broken_entry_is_ignored_and_a_broken_roster_still_refused(tmp_path: P
 
 def test_a_known_roster_is_read_without_tomllib(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    code = ("import sys\nfrom pathlib import Path\nfrom dovecote import roster_cache\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom dovecote.roster import cache as roster_cache\n"
             f"from dovecote.roster.home import Layout\nlayout = Layout(Path({str(dc.layout.root)!r}))\n"
             "roster_cache.keep(layout, roster_cache.load(layout))\nprint('tomllib' in sys.modules)\n")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

@@ -35,7 +35,7 @@ def test_blake2b_is_hashlibs(data: bytes, size: int) -> None:
 def test_hashlib_is_imported_only_once_hashing_is_heavy() -> None:
     code = (
         "import sys\n"
-        "from dovecote import digests\n"
+        "from dovecote.util import digests\n"
         "digests.sha256(b'x' * 1000)\n"
         "print('hashlib' in sys.modules)\n"
         "digests.sha256(b'x' * (digests.SWITCH_AFTER + 1))\n"
