@@ -16,6 +16,7 @@ when it makes an option.
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any, Optional
 
 import msgspec
@@ -45,7 +46,7 @@ def default(verb: type[Verb], field: str, optional: bool = False) -> Any:
     default is its text (the option takes text; the verb decodes it), and an
     empty collection is None (Typer's "not given" for a repeated option).
     """
-    f = next((f for f in msgspec.structs.fields(verb) if f.name == field), None)
+    f = _fields(verb).get(field)
     if f is None:
         raise KeyError(f"{verb.__name__} has no field {field!r}")
     if f.required:
@@ -54,6 +55,12 @@ def default(verb: type[Verb], field: str, optional: bool = False) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     return None if value in ((), [], {}) else value
+
+
+@functools.cache
+def _fields(verb: type[Verb]) -> dict[str, msgspec.structs.FieldInfo]:
+    """``verb``'s fields by name, read once: ``msgspec.structs.fields`` resolves every type hint again."""
+    return {f.name: f for f in msgspec.structs.fields(verb)}
 
 
 def option(
