@@ -322,3 +322,68 @@ def test_each_backend_says_what_it_can_do() -> None:
     assert [c for c in Capability if can(FileStore, c)] == [c for c in Capability if c is not Capability.database_rows]
     assert [c for c in Capability if can(PostgresStore, c)] == [Capability.database_rows]
     assert [c for c in Capability if can(MemoryStore, c)] == []
+
+
+# -- a verb command's options: ``cli/options`` -------------------------------------------------
+
+#: Parameters of the face, not of a verb (``test_verb_drift.FACE_ONLY`` says why each is one).
+FACE_PARAMETERS = {"json", "json_in", "fmt", "detailed", "args", "actor", "file", "poster", "rows", "every"}
+
+#: Command functions that are not a verb's (``test_verb_drift.NOT_VERBS``): every option is the face's own.
+NOT_VERB_COMMANDS = {
+    ("cli/cmd_misc.py", "init_cmd"), ("cli/cmd_misc.py", "merge_driver_cmd"), ("cli/cmd_misc.py", "demo_cmd"),
+    ("cli/cmd_store.py", "migrate_cmd"), ("cli/cmd_store.py", "copy_cmd"), ("cli/cmd_serve.py", "serve_cmd"),
+    ("cli/cmd_mcp.py", "mcp_cmd"), ("cli/cmd_cases.py", "post_tool_cmd"),
+    ("cli/cmd_agents.py", "command"),  # the hook commands: they read the agent's payload on stdin
+}
+
+
+def _defaults(args: ast.arguments) -> dict[str, ast.expr]:
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True),
+             *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return {a.arg: d for a, d in pairs if d is not None}
+
+
+def restated_option(tree: ast.Module, rel: str) -> Iterator[int]:
+    """A verb command's parameter written in its command module instead of made from the verb by
+    ``cli.options``: a default that is not ``option(...)`` or ``argument(...)`` (a literal such as
+    ``= "normal"``, ``= 120``, ``= Priority.normal.value``), or a ``typer.Option``/``typer.Argument``
+    of its own in the annotation (the flag's help and vocabulary written by hand)."""
+    if not re.fullmatch(r"cli/cmd_\w+\.py", rel):
+        return
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or (rel, fn.name) in NOT_VERB_COMMANDS:
+            continue
+        defaults = _defaults(fn.args)
+        for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+            if a.arg in FACE_PARAMETERS:
+                continue
+            given = defaults.get(a.arg)
+            made = isinstance(given, ast.Call) and _name(given.func) in ("option", "argument")
+            typed = a.annotation
+            by_hand = typed is not None and any(_name(c.func) in ("Option", "Argument") for c in _calls(typed))
+            if (given is not None and not made) or by_hand:
+                yield a.lineno
+
+
+def test_a_verb_commands_options_come_from_its_verb() -> None:
+    assert offenders(restated_option, "cli/options.py") == []
+
+
+@pytest.mark.parametrize("source", [
+    'def c(priority: str = "normal") -> None: ...',
+    "def c(ack_timeout: int = ACK_TIMEOUT_S, json: JsonOpt = False) -> None: ...",
+    'def c(p: Annotated[str, typer.Option("--p", metavar=one_of(V, "p"))] = Priority.normal.value) -> None: ...',
+    'def c(recipient: Annotated[str, typer.Option("--recipient", help=doc(Message, "recipient"))]) -> None: ...',
+    'def c(ref: Annotated[str, typer.Argument(metavar="ID")], *, limit: int = 50) -> None: ...',
+    "def c(include_all: IncludeAllOpt = False) -> None: ...",
+])
+def test_the_option_scan_sees_a_restated_default(source: str) -> None:
+    assert list(restated_option(ast.parse(source), "cli/cmd_x.py"))
+
+
+def test_the_option_scan_passes_options_made_from_the_verb_and_the_faces_own() -> None:
+    source = ('def c(ctx: typer.Context, p: str = option(V, "p", "--p"), e: str = argument(V, "e"),'
+              " json: JsonOpt = False, rows: LimitOpt = None, **own: Any) -> None: ...")
+    assert list(restated_option(ast.parse(source), "cli/cmd_x.py")) == []

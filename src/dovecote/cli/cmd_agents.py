@@ -17,11 +17,11 @@ from typing import Annotated, Optional
 import typer
 
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import one_of
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import EXIT_FAIL, emit_json
 from dovecote.handle.api import Dovecote
 from dovecote.model.textsafe import one_line, subject_line
-from dovecote.verbs import MAX_WAIT, HooksInstall, TokenIssue, TokenList, TokenRevoke, Wait, decode, doc
+from dovecote.verbs import HooksInstall, TokenIssue, TokenList, TokenRevoke, Wait, decode, doc
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable, documented) instead of text.")]
 EntityOpt = Annotated[
@@ -47,10 +47,8 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @token_app.command("issue")
     def token_issue(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(TokenIssue, "entity_id"))],
-        role: Annotated[
-            str, typer.Option("--role", metavar=one_of(TokenIssue, "role"), help=doc(TokenIssue, "role"))
-        ] = "agent",
+        entity_id: str = argument(TokenIssue, "entity_id", metavar="ENTITY"),
+        role: str = option(TokenIssue, "role", "--role"),
         json: JsonOpt = False,
     ) -> None:
         """Issue a token and print it once; only its hash is stored (tokens.jsonl, mode 0600).
@@ -79,7 +77,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @token_app.command("revoke")
     def token_revoke(
-        token_id: Annotated[str, typer.Argument(metavar="ID", help=doc(TokenRevoke, "token_id"))],
+        token_id: str = argument(TokenRevoke, "token_id", metavar="ID"),
         json: JsonOpt = False,
     ) -> None:
         """Revoke a token (an appended record; the token stops working at once)."""
@@ -91,9 +89,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @app.command("wait")
     def wait_cmd(
-        entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Wait, "entity_id"))],
-        timeout: Annotated[float, typer.Option("--timeout", help=f"{doc(Wait, 'timeout')} Exit 1.")] = MAX_WAIT,
-        after: Annotated[Optional[str], typer.Option("--after", help=doc(Wait, "after"))] = None,
+        entity_id: str = argument(Wait, "entity_id", metavar="ENTITY"),
+        timeout: float = option(Wait, "timeout", "--timeout", help=f"{doc(Wait, 'timeout')} Exit 1."),
+        after: Optional[str] = option(Wait, "after", "--after"),
         json: JsonOpt = False,
     ) -> None:
         """Block until new mail arrives for ENTITY (exit 0, prints it) or the timeout passes (exit 1).
@@ -117,14 +115,10 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @hooks_app.command("install")
     def hooks_install(
-        agent: Annotated[
-            str, typer.Option("--agent", metavar=one_of(HooksInstall, "agent"), help=doc(HooksInstall, "agent"))
-        ],
-        entity_id: Annotated[
-            str, typer.Option("--entity-id", "--entity", help=doc(HooksInstall, "entity_id"))
-        ],
-        project_dir: Annotated[str, typer.Option("--project-dir", help=doc(HooksInstall, "project_dir"))] = ".",
-        dry_run: Annotated[bool, typer.Option("--dry-run", help=doc(HooksInstall, "dry_run"))] = False,
+        agent: str = option(HooksInstall, "agent", "--agent"),
+        entity_id: str = option(HooksInstall, "entity_id", "--entity-id", "--entity"),
+        project_dir: str = option(HooksInstall, "project_dir", "--project-dir"),
+        dry_run: bool = option(HooksInstall, "dry_run", "--dry-run"),
         json: JsonOpt = False,
     ) -> None:
         """Write the agent's hooks (SessionStart, UserPromptSubmit, Stop) to call `dovecote hook`.

@@ -11,36 +11,23 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, opened
 from dovecote.cli.listing import listing, rows_shown
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
-from dovecote.verbs import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels, doc
+from dovecote.verbs import Case, Cases, Claims, MonitorAdd, Monitors, Receipt, Sentinels
 
 
 def receipt_cmd(
     ctx: typer.Context,
-    answers: Annotated[
-        Optional[list[str]],
-        typer.Option("--answers", metavar="ID", help=repeated(doc(Receipt, "answers"), "repeat, or comma-separated")),
-    ] = None,
-    disposition: Annotated[
-        Optional[str],
-        typer.Option("--disposition", metavar=one_of(Receipt, "disposition"), help=doc(Receipt, "disposition")),
-    ] = None,
-    fingerprint: Annotated[
-        Optional[str], typer.Option("--fingerprint", help=doc(Receipt, "fingerprint"))
-    ] = None,
-    case_id: Annotated[Optional[str], typer.Option("--case-id", help=doc(Receipt, "case_id"))] = None,
-    ref: Annotated[Optional[str], typer.Option("--ref", help=doc(Receipt, "ref"))] = None,
-    sentinel_probe: Annotated[
-        Optional[str], typer.Option("--sentinel-probe", help=doc(Receipt, "sentinel_probe"))
-    ] = None,
-    sentinel_expect: Annotated[
-        Optional[str],
-        typer.Option(
-            "--sentinel-expect", metavar=one_of(Receipt, "sentinel_expect"), help=doc(Receipt, "sentinel_expect")
-        ),
-    ] = None,
+    answers: Optional[list[str]] = option(Receipt, "answers", "--answers", metavar="ID",
+                                          repeat="repeat, or comma-separated", optional=True),
+    disposition: Optional[str] = option(Receipt, "disposition", "--disposition", optional=True),
+    fingerprint: Optional[str] = option(Receipt, "fingerprint", "--fingerprint"),
+    case_id: Optional[str] = option(Receipt, "case_id", "--case-id"),
+    ref: Optional[str] = option(Receipt, "ref", "--ref"),
+    sentinel_probe: Optional[str] = option(Receipt, "sentinel_probe", "--sentinel-probe"),
+    sentinel_expect: Optional[str] = option(Receipt, "sentinel_expect", "--sentinel-expect"),
     json: JsonOpt = False,
 ) -> None:
     """File a triage receipt into the case's box: it closes the letters it answers.
@@ -73,7 +60,7 @@ def _receipt_text(d: dict[str, Any]) -> str:
 
 
 def cases_cmd(
-    box: Annotated[Optional[str], typer.Option("--box", help=doc(Cases, "box"))] = None,
+    box: Optional[str] = option(Cases, "box", "--box"),
     rows: LimitOpt = None,
     every: NoLimitOpt = False,
     json: JsonOpt = False,
@@ -91,7 +78,7 @@ def _cases_text(d: dict[str, Any], limit: int | None) -> str:
 
 
 def case_cmd(
-    fingerprint: Annotated[str, typer.Argument(help=doc(Case, "fingerprint"))],
+    fingerprint: str = argument(Case, "fingerprint"),
     json: JsonOpt = False,
 ) -> None:
     """One case whole: witnesses, boxes, receipt, sentinel, regressions."""
@@ -110,7 +97,7 @@ def _case_text(c: dict[str, Any]) -> str:
 
 
 def sentinels_cmd(
-    timeout: Annotated[float, typer.Option("--timeout", help=doc(Sentinels, "timeout"))] = 30.0,
+    timeout: float = option(Sentinels, "timeout", "--timeout"),
     json: JsonOpt = False,
 ) -> None:
     """Run the probe of every fixed receipt (read-only, no shell); a red one mints one regression letter."""
@@ -123,9 +110,7 @@ def _sentinels_text(d: dict[str, Any]) -> str:
 
 
 def claims_cmd(
-    write_labels: Annotated[
-        bool, typer.Option("--write-labels", help=doc(Claims, "write_labels"))
-    ] = False,
+    write_labels: bool = option(Claims, "write_labels", "--write-labels"),
     json: JsonOpt = False,
 ) -> None:
     """Claim vs measure per fingerprint: claimed right, claimed wrong, unresolved (counts, each of its claims)."""
@@ -148,11 +133,11 @@ def _claims_text(d: dict[str, Any]) -> str:
 
 
 def monitor_add_cmd(
-    name: Annotated[str, typer.Argument(help=doc(MonitorAdd, "name"))],
-    expect: Annotated[str, typer.Option("--expect", help=doc(MonitorAdd, "expect"))],
-    every: Annotated[str, typer.Option("--every", help=doc(MonitorAdd, "every"))],
-    grace: Annotated[Optional[str], typer.Option("--grace", help=doc(MonitorAdd, "grace"))] = None,
-    paused: Annotated[bool, typer.Option("--paused", help=doc(MonitorAdd, "paused"))] = False,
+    name: str = argument(MonitorAdd, "name"),
+    expect: str = option(MonitorAdd, "expect", "--expect"),
+    every: str = option(MonitorAdd, "every", "--every"),
+    grace: Optional[str] = option(MonitorAdd, "grace", "--grace"),
+    paused: bool = option(MonitorAdd, "paused", "--paused"),
     json: JsonOpt = False,
 ) -> None:
     """Add a dead-man's switch: a letter matching --expect at least every period, else it goes down.

@@ -9,19 +9,17 @@ command with ``draft``); the options only ``send`` has (``--type``,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Any, Optional
 
 import typer
 
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, opened
 from dovecote.cli.listing import left_out
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
 from dovecote.model.textsafe import one_line
 from dovecote.verbs import (
-    ACK_TIMEOUT_S,
-    MAX_REPINGS,
-    REPING_INTERVAL_S,
     Ack,
     Intake,
     Mailman,
@@ -31,7 +29,6 @@ from dovecote.verbs import (
     Status,
     Trackers,
     decode,
-    doc,
 )
 
 presence_app = Typer(help="Agents recently active, or not (assistive; never delivery truth).",
@@ -39,49 +36,29 @@ presence_app = Typer(help="Agents recently active, or not (assistive; never deli
 
 
 def send_options(
-    recipient: Annotated[Optional[str], typer.Option("--recipient", "--to", help=doc(Send, "recipient"))] = None,
-    type: Annotated[str, typer.Option("--type", metavar=one_of(Send, "type"), help=doc(Send, "type"))] = "message",
-    to_all: Annotated[bool, typer.Option("--to-all", help=doc(Send, "to_all"))] = False,
-    work_item_id: Annotated[Optional[str], typer.Option("--work-item-id", help=doc(Send, "work_item_id"))] = None,
-    trust_plane: Annotated[
-        str, typer.Option("--trust-plane", metavar=one_of(Send, "trust_plane"), help=doc(Send, "trust_plane"))
-    ] = "plane-b",
-    intent_class: Annotated[
-        str, typer.Option("--intent-class", metavar=one_of(Send, "intent_class"), help=doc(Send, "intent_class"))
-    ] = "investigate",
-    risk: Annotated[str, typer.Option("--risk", metavar=one_of(Send, "risk"), help=doc(Send, "risk"))] = "low",
-    task_type: Annotated[
-        str, typer.Option("--task-type", metavar=one_of(Send, "task_type"), help=doc(Send, "task_type"))
-    ] = "general",
-    constraints: Annotated[
-        Optional[list[str]], typer.Option("--constraint", help=repeated(doc(Send, "constraints"), "repeat"))
-    ] = None,
-    acceptance_criteria: Annotated[
-        Optional[list[str]],
-        typer.Option("--acceptance-criterion", help=repeated(doc(Send, "acceptance_criteria"), "repeat")),
-    ] = None,
-    parent_id: Annotated[Optional[str], typer.Option("--parent-id", help=doc(Send, "parent_id"))] = None,
-    response_type: Annotated[
-        Optional[str],
-        typer.Option("--response-type", metavar=one_of(Send, "response_type"), help=doc(Send, "response_type")),
-    ] = None,
-    status: Annotated[
-        Optional[str], typer.Option("--status", metavar=one_of(Send, "status"), help=doc(Send, "status"))
-    ] = None,
-    blocker_flag: Annotated[bool, typer.Option("--blocker-flag", help=doc(Send, "blocker_flag"))] = False,
-    blocker_reason: Annotated[Optional[str], typer.Option("--blocker-reason", help=doc(Send, "blocker_reason"))] = None,
-    next_action: Annotated[Optional[str], typer.Option("--next-action", help=doc(Send, "next_action"))] = None,
-    ack_required: Annotated[
-        bool, typer.Option("--ack-required/--no-ack-required", help=doc(Send, "ack_required"))
-    ] = True,
-    ack_timeout: Annotated[int, typer.Option("--ack-timeout", help=doc(Send, "ack_timeout"))] = ACK_TIMEOUT_S,
-    max_repings: Annotated[int, typer.Option("--max-repings", help=doc(Send, "max_repings"))] = MAX_REPINGS,
-    reping_interval: Annotated[
-        int, typer.Option("--reping-interval", help=doc(Send, "reping_interval"))
-    ] = REPING_INTERVAL_S,
-    escalation_target: Annotated[
-        Optional[str], typer.Option("--escalation-target", help=doc(Send, "escalation_target"))
-    ] = None,
+    recipient: Optional[str] = option(Send, "recipient", "--recipient", "--to"),
+    type: str = option(Send, "type", "--type"),
+    to_all: bool = option(Send, "to_all", "--to-all"),
+    work_item_id: Optional[str] = option(Send, "work_item_id", "--work-item-id"),
+    trust_plane: str = option(Send, "trust_plane", "--trust-plane"),
+    intent_class: str = option(Send, "intent_class", "--intent-class"),
+    risk: str = option(Send, "risk", "--risk"),
+    task_type: str = option(Send, "task_type", "--task-type"),
+    constraints: Optional[list[str]] = option(Send, "constraints", "--constraint", repeat="repeat"),
+    acceptance_criteria: Optional[list[str]] = option(
+        Send, "acceptance_criteria", "--acceptance-criterion", repeat="repeat"
+    ),
+    parent_id: Optional[str] = option(Send, "parent_id", "--parent-id"),
+    response_type: Optional[str] = option(Send, "response_type", "--response-type"),
+    status: Optional[str] = option(Send, "status", "--status"),
+    blocker_flag: bool = option(Send, "blocker_flag", "--blocker-flag"),
+    blocker_reason: Optional[str] = option(Send, "blocker_reason", "--blocker-reason"),
+    next_action: Optional[str] = option(Send, "next_action", "--next-action"),
+    ack_required: bool = option(Send, "ack_required", "--ack-required/--no-ack-required"),
+    ack_timeout: int = option(Send, "ack_timeout", "--ack-timeout"),
+    max_repings: int = option(Send, "max_repings", "--max-repings"),
+    reping_interval: int = option(Send, "reping_interval", "--reping-interval"),
+    escalation_target: Optional[str] = option(Send, "escalation_target", "--escalation-target"),
 ) -> None:
     """The options only ``send`` takes (its verb is ``Send``; ``draft``'s is ``Message``)."""
 
@@ -110,7 +87,7 @@ def show_sent(result: Any, json: bool) -> None:
 
 
 def intake_cmd(
-    dir: Annotated[Optional[Path], typer.Option("--dir", help=doc(Intake, "dir"))] = None,
+    dir: Optional[Path] = option(Intake, "dir", "--dir"),
     json: JsonOpt = False,
 ) -> None:
     """Deliver every envelope file in <intake>/pending/ once per recipient; quarantine the undeliverable once.
@@ -127,13 +104,10 @@ def intake_cmd(
 
 
 def mailman_cmd(
-    loop: Annotated[bool, typer.Option("--loop/--once", help=doc(Mailman, "loop"))] = False,
-    interval: Annotated[float, typer.Option("--interval", help=doc(Mailman, "interval"))] = 5.0,
-    dir: Annotated[Optional[Path], typer.Option("--dir", help=doc(Mailman, "dir"))] = None,
-    notify_mode: Annotated[
-        Optional[str],
-        typer.Option("--notify-mode", metavar=one_of(Mailman, "notify_mode"), help=doc(Mailman, "notify_mode")),
-    ] = None,
+    loop: bool = option(Mailman, "loop", "--loop/--once"),
+    interval: float = option(Mailman, "interval", "--interval"),
+    dir: Optional[Path] = option(Mailman, "dir", "--dir"),
+    notify_mode: Optional[str] = option(Mailman, "notify_mode", "--notify-mode"),
     json: JsonOpt = False,
 ) -> None:
     """Intake, then each pending ack past due: reping (up to the max), timeout, one escalation.
@@ -160,12 +134,10 @@ def _pass_text(p: dict[str, Any]) -> str:
 
 
 def ack_cmd(
-    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Ack, "entity_id"))],
-    ref: Annotated[str, typer.Argument(metavar="ID", help=doc(Ack, "ref"))],
-    status: Annotated[str, typer.Option("--status", metavar=one_of(Ack, "status"), help=doc(Ack, "status"))] = (
-        "accepted"
-    ),
-    reason: Annotated[Optional[str], typer.Option("--reason", help=doc(Ack, "reason"))] = None,
+    entity_id: str = argument(Ack, "entity_id", metavar="ENTITY"),
+    ref: str = argument(Ack, "ref", metavar="ID"),
+    status: str = option(Ack, "status", "--status"),
+    reason: Optional[str] = option(Ack, "reason", "--reason"),
     json: JsonOpt = False,
 ) -> None:
     """Acknowledge a delivery as its recipient (once; a late ack is recorded late).
@@ -187,14 +159,10 @@ def _tracker_line(t: dict[str, Any]) -> str:
 
 
 def trackers_cmd(
-    entity_id: Annotated[Optional[str], typer.Option("--entity-id", help=doc(Trackers, "entity_id"))] = None,
-    work_item_id: Annotated[
-        Optional[str], typer.Option("--work-item-id", "--work-item", help=doc(Trackers, "work_item_id"))
-    ] = None,
-    thread_id: Annotated[
-        Optional[str], typer.Option("--thread-id", "--thread", help=doc(Trackers, "thread_id"))
-    ] = None,
-    limit: Annotated[int, typer.Option("--limit", help=doc(Trackers, "limit"))] = 1000,
+    entity_id: Optional[str] = option(Trackers, "entity_id", "--entity-id"),
+    work_item_id: Optional[str] = option(Trackers, "work_item_id", "--work-item-id", "--work-item"),
+    thread_id: Optional[str] = option(Trackers, "thread_id", "--thread-id", "--thread"),
+    limit: int = option(Trackers, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
     """The v3 tracker of each (envelope, recipient): delivery, ack and notify states, repings, escalation, dues."""
@@ -216,7 +184,7 @@ def _presence_text(r: dict[str, Any]) -> str:
 @presence_app.callback()
 def presence_default(
     ctx: typer.Context,
-    active_minutes: Annotated[int, typer.Option("--active-minutes", help=doc(Presence, "active_minutes"))] = 120,
+    active_minutes: int = option(Presence, "active_minutes", "--active-minutes"),
     json: JsonOpt = False,
 ) -> None:
     """Agents recently active (a heartbeat or a discovered session within N minutes), or not; never "online"."""
@@ -226,7 +194,7 @@ def presence_default(
 
 @presence_app.command("list")
 def presence_list(
-    active_minutes: Annotated[int, typer.Option("--active-minutes", help=doc(Presence, "active_minutes"))] = 120,
+    active_minutes: int = option(Presence, "active_minutes", "--active-minutes"),
     json: JsonOpt = False,
 ) -> None:
     """Each known agent: recently active, or no recent session (reads only)."""
@@ -235,8 +203,8 @@ def presence_list(
 
 @presence_app.command("beat")
 def presence_beat(
-    agent: Annotated[str, typer.Option("--agent", help=doc(PresenceBeat, "agent"))],
-    session: Annotated[Optional[str], typer.Option("--session", help=doc(PresenceBeat, "session"))] = None,
+    agent: str = option(PresenceBeat, "agent", "--agent"),
+    session: Optional[str] = option(PresenceBeat, "session", "--session"),
     json: JsonOpt = False,
 ) -> None:
     """Record a heartbeat for an agent's session (a separate, assistive ledger)."""
@@ -272,12 +240,10 @@ def _status_text(r: dict[str, Any]) -> str:
 
 
 def status_cmd(
-    active_minutes: Annotated[int, typer.Option("--active-minutes", help=doc(Status, "active_minutes"))] = 120,
-    work_item_id: Annotated[
-        Optional[str], typer.Option("--work-item-id", "--work-item", help=doc(Status, "work_item_id"))
-    ] = None,
-    thread_id: Annotated[Optional[str], typer.Option("--thread-id", "--thread", help=doc(Status, "thread_id"))] = None,
-    limit: Annotated[int, typer.Option("--limit", help=doc(Status, "limit"))] = 10,
+    active_minutes: int = option(Status, "active_minutes", "--active-minutes"),
+    work_item_id: Optional[str] = option(Status, "work_item_id", "--work-item-id", "--work-item"),
+    thread_id: Optional[str] = option(Status, "thread_id", "--thread-id", "--thread"),
+    limit: int = option(Status, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
     """The delivery view: intake, tracker and state counts, overdue acks, escalations, recently active agents.

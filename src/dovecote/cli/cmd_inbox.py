@@ -15,15 +15,12 @@ import typer
 
 from dovecote.cli import texts
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, home_path, one_of, opened
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, home_path, opened
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
-from dovecote.verbs import Direction, ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View, doc
+from dovecote.verbs import ImportInboxTree, Inbox, Organize, Search, Show, StaleCheck, View
 
 import_app = Typer(help="Adopt data written by other tools.", no_args_is_help=True)
-
-
-def _current(verb: type[Inbox | Show | View | ImportInboxTree | StaleCheck | Organize]) -> object:
-    return typer.Option("--current-tic", help=doc(verb, "current_tic"))
 
 
 class Format(StrEnum):
@@ -37,14 +34,10 @@ def inbox_cmd(
         Optional[list[str]], typer.Argument(metavar="[ENTITY] [status]", help="The entity; 'status' for counts only.")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="text, json or injection.")] = Format.text,
-    current_tic: Annotated[Optional[int], _current(Inbox)] = None,
-    direction: Annotated[
-        str, typer.Option("--direction", metavar=one_of(Inbox, "direction"), help=doc(Inbox, "direction"))
-    ] = Direction.inbound.value,
+    current_tic: Optional[int] = option(Inbox, "current_tic", "--current-tic"),
+    direction: str = option(Inbox, "direction", "--direction"),
     detailed: Annotated[bool, typer.Option("--detailed/--compact", help="Every open item, or flagged ones.")] = False,
-    include_terminal: Annotated[
-        bool, typer.Option("--include-terminal", "--all", help=doc(Inbox, "include_terminal"))
-    ] = False,
+    include_terminal: bool = option(Inbox, "include_terminal", "--include-terminal", "--all"),
     json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     rows: LimitOpt = None,
     every: NoLimitOpt = False,
@@ -60,9 +53,9 @@ def inbox_cmd(
 
 
 def show_cmd(
-    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Show, "entity_id"))],
-    ref: Annotated[str, typer.Argument(metavar="ID", help=doc(Show, "ref"))],
-    current_tic: Annotated[Optional[int], _current(Show)] = None,
+    entity_id: str = argument(Show, "entity_id", metavar="ENTITY"),
+    ref: str = argument(Show, "ref", metavar="ID"),
+    current_tic: Optional[int] = option(Show, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
     """Read one message whole: envelope, body, thread and lifecycle history.
@@ -73,9 +66,9 @@ def show_cmd(
 
 
 def view_cmd(
-    entity_id: Annotated[Optional[str], typer.Argument(metavar="[ENTITY]", help=doc(View, "entity_id"))] = None,
-    current_tic: Annotated[Optional[int], _current(View)] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help=doc(View, "rebuild"))] = False,
+    entity_id: Optional[str] = argument(View, "entity_id", metavar="[ENTITY]"),
+    current_tic: Optional[int] = option(View, "current_tic", "--current-tic"),
+    rebuild: bool = option(View, "rebuild", "--rebuild"),
     json: JsonOpt = False,
 ) -> None:
     """Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
@@ -90,11 +83,9 @@ def view_cmd(
 
 @import_app.command("inbox-tree")
 def import_inbox_tree_cmd(
-    path: Annotated[Path, typer.Argument(help=doc(ImportInboxTree, "path"))],
-    entity_id: Annotated[
-        Optional[str], typer.Option("--entity-id", "--entity", help=doc(ImportInboxTree, "entity_id"))
-    ] = None,
-    current_tic: Annotated[Optional[int], _current(ImportInboxTree)] = None,
+    path: Path = argument(ImportInboxTree, "path"),
+    entity_id: Optional[str] = option(ImportInboxTree, "entity_id", "--entity-id", "--entity"),
+    current_tic: Optional[int] = option(ImportInboxTree, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
     """Adopt an existing /inbox tree: flat, directory and bare-drop envelopes, with their states.
@@ -107,12 +98,10 @@ def import_inbox_tree_cmd(
 
 
 def search_cmd(
-    query: Annotated[list[str], typer.Argument(metavar="QUERY", help=doc(Search, "query"))],
-    entity_id: Annotated[Optional[str], typer.Option("--entity-id", "--entity", help=doc(Search, "entity_id"))] = None,
-    include_terminal: Annotated[
-        bool, typer.Option("--include-terminal", help=doc(Search, "include_terminal"))
-    ] = False,
-    limit: Annotated[int, typer.Option("--limit", help=doc(Search, "limit"))] = 50,
+    query: list[str] = argument(Search, "query", metavar="QUERY"),
+    entity_id: Optional[str] = option(Search, "entity_id", "--entity-id", "--entity"),
+    include_terminal: bool = option(Search, "include_terminal", "--include-terminal"),
+    limit: int = option(Search, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
     """Full-text search over subjects, bodies and text artifacts, newest first.
@@ -126,8 +115,8 @@ def search_cmd(
 
 
 def stale_check_cmd(
-    current_tic: Annotated[Optional[int], _current(StaleCheck)] = None,
-    emit_signals: Annotated[bool, typer.Option("--emit-signals", help=doc(StaleCheck, "emit_signals"))] = False,
+    current_tic: Optional[int] = option(StaleCheck, "current_tic", "--current-tic"),
+    emit_signals: bool = option(StaleCheck, "emit_signals", "--emit-signals"),
     json: JsonOpt = False,
 ) -> None:
     """Attention debt across every entity: items stale in WAIT or ACTIVE, counts and the oldest.
@@ -139,9 +128,9 @@ def stale_check_cmd(
 
 
 def organize_cmd(
-    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Organize, "entity_id"))],
-    apply: Annotated[bool, typer.Option("--apply", help=doc(Organize, "apply"))] = False,
-    current_tic: Annotated[Optional[int], _current(Organize)] = None,
+    entity_id: str = argument(Organize, "entity_id", metavar="ENTITY"),
+    apply: bool = option(Organize, "apply", "--apply"),
+    current_tic: Optional[int] = option(Organize, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
     """Report loose files, expired items, duplicate threads and files over 10 MiB, with proposals.

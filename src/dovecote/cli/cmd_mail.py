@@ -16,26 +16,21 @@ import typer
 
 from dovecote.cli import cmd_delivery
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, opened
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
 from dovecote.model.textsafe import one_line
 from dovecote.verbs import (
     MOVE_OPTIONS,
-    Category,
     Message,
     Move,
     MoveKind,
     OutboxSend,
-    Priority,
     Send,
-    TrustLevel,
     decode,
-    doc,
 )
 
 outbox_app = Typer(help="Deliver outbound drafts.", no_args_is_help=True)
-
-CurrentOpt = Annotated[Optional[int], typer.Option("--current-tic", help=doc(Move, "current_tic"))]
 
 
 def _message_command(app: Typer, name: str, doc_text: str) -> None:
@@ -47,48 +42,27 @@ def _message_command(app: Typer, name: str, doc_text: str) -> None:
     """
 
     def command(
-        recipient: Annotated[str, typer.Option("--recipient", "--to", help=doc(Message, "recipient"))],
-        subject: Annotated[str, typer.Option("--subject", help=doc(Message, "subject"))],
-        body: Annotated[Optional[str], typer.Option("--body", help=doc(Message, "body"))] = None,
-        body_file: Annotated[Optional[Path], typer.Option("--body-file", help=doc(Message, "body_file"))] = None,
-        sender: Annotated[Optional[str], typer.Option("--sender", "--from", help=doc(Message, "sender"))] = None,
-        priority: Annotated[
-            str, typer.Option("--priority", metavar=one_of(Message, "priority"), help=doc(Message, "priority"))
-        ] = Priority.normal.value,
-        category: Annotated[
-            str, typer.Option("--category", metavar=one_of(Message, "category"), help=doc(Message, "category"))
-        ] = Category.notification.value,
-        trust_level: Annotated[
-            str,
-            typer.Option(
-                "--trust-level", "--trust", metavar=one_of(Message, "trust_level"), help=doc(Message, "trust_level")
-            ),
-        ] = TrustLevel.peer.value,
-        thread_id: Annotated[
-            Optional[str], typer.Option("--thread-id", "--thread", help=doc(Message, "thread_id"))
-        ] = None,
-        reply_to: Annotated[Optional[str], typer.Option("--reply-to", help=doc(Message, "reply_to"))] = None,
-        expires_at_tic: Annotated[
-            Optional[int], typer.Option("--expires-at-tic", "--expires-tic", help=doc(Message, "expires_at_tic"))
-        ] = None,
-        defer_until_tic: Annotated[
-            Optional[int], typer.Option("--defer-until-tic", help=doc(Message, "defer_until_tic"))
-        ] = None,
-        reminder_tic: Annotated[
-            Optional[int], typer.Option("--reminder-tic", help=doc(Message, "reminder_tic"))
-        ] = None,
-        artifact_paths: Annotated[
-            Optional[list[Path]],
-            typer.Option("--artifact", metavar="PATH", help=repeated(doc(Message, "artifact_paths"), "repeat")),
-        ] = None,
-        response_expected: Annotated[
-            Optional[bool],
-            typer.Option("--response-expected/--no-response-expected", help=doc(Message, "response_expected")),
-        ] = None,
-        current_tic: Annotated[Optional[int], typer.Option("--current-tic", help=doc(Message, "current_tic"))] = None,
-        idempotency_key: Annotated[
-            Optional[str], typer.Option("--idempotency-key", help=doc(Message, "idempotency_key"))
-        ] = None,
+        recipient: str = option(Message, "recipient", "--recipient", "--to"),
+        subject: str = option(Message, "subject", "--subject"),
+        body: Optional[str] = option(Message, "body", "--body"),
+        body_file: Optional[Path] = option(Message, "body_file", "--body-file"),
+        sender: Optional[str] = option(Message, "sender", "--sender", "--from"),
+        priority: str = option(Message, "priority", "--priority"),
+        category: str = option(Message, "category", "--category"),
+        trust_level: str = option(Message, "trust_level", "--trust-level", "--trust"),
+        thread_id: Optional[str] = option(Message, "thread_id", "--thread-id", "--thread"),
+        reply_to: Optional[str] = option(Message, "reply_to", "--reply-to"),
+        expires_at_tic: Optional[int] = option(Message, "expires_at_tic", "--expires-at-tic", "--expires-tic"),
+        defer_until_tic: Optional[int] = option(Message, "defer_until_tic", "--defer-until-tic"),
+        reminder_tic: Optional[int] = option(Message, "reminder_tic", "--reminder-tic"),
+        artifact_paths: Optional[list[Path]] = option(
+            Message, "artifact_paths", "--artifact", metavar="PATH", repeat="repeat"
+        ),
+        response_expected: Optional[bool] = option(
+            Message, "response_expected", "--response-expected/--no-response-expected"
+        ),
+        current_tic: Optional[int] = option(Message, "current_tic", "--current-tic"),
+        idempotency_key: Optional[str] = option(Message, "idempotency_key", "--idempotency-key"),
         json: JsonOpt = False,
         **work: Any,
     ) -> None:
@@ -120,7 +94,7 @@ def _message_command(app: Typer, name: str, doc_text: str) -> None:
 
 @outbox_app.command("send")
 def outbox_send_cmd(
-    sender: Annotated[Optional[str], typer.Option("--sender", "--from", help=doc(OutboxSend, "sender"))] = None,
+    sender: Optional[str] = option(OutboxSend, "sender", "--sender", "--from"),
     json: JsonOpt = False,
 ) -> None:
     """Deliver every pending draft, verifying each recipient (a re-run never delivers one twice)."""
@@ -138,13 +112,13 @@ def outbox_send_cmd(
 
 
 def _move_options(
-    entity_id: Annotated[str, typer.Argument(metavar="ENTITY", help=doc(Move, "entity_id"))],
-    ref: Annotated[str, typer.Argument(metavar="ID", help=doc(Move, "ref"))],
-    until_tic: Annotated[Optional[int], typer.Option("--until-tic", help=doc(Move, "until_tic"))] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help=doc(Move, "until"))] = None,
-    reason: Annotated[Optional[str], typer.Option("--reason", help=doc(Move, "reason"))] = None,
-    result_ref: Annotated[Optional[str], typer.Option("--result-ref", help=doc(Move, "result_ref"))] = None,
-    current_tic: CurrentOpt = None,
+    entity_id: str = argument(Move, "entity_id", metavar="ENTITY"),
+    ref: str = argument(Move, "ref", metavar="ID"),
+    until_tic: Optional[int] = option(Move, "until_tic", "--until-tic"),
+    until: Optional[str] = option(Move, "until", "--until"),
+    reason: Optional[str] = option(Move, "reason", "--reason"),
+    result_ref: Optional[str] = option(Move, "result_ref", "--result-ref"),
+    current_tic: Optional[int] = option(Move, "current_tic", "--current-tic"),
     actor: Annotated[Optional[str], typer.Option("--actor", help="Who acts (default: the entity).")] = None,
     json: JsonOpt = False,
 ) -> None:

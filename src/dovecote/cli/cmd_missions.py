@@ -19,6 +19,7 @@ from dovecote.cli.actor import bound_actor
 from dovecote.cli.boundary import Typer
 from dovecote.cli.cmd_gestures import passphrase_for
 from dovecote.cli.common import JsonOpt, opened
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
 from dovecote.errors import Refusal
 from dovecote.verbs import (
@@ -31,15 +32,12 @@ from dovecote.verbs import (
     Missions,
     ReceiptImport,
     decode,
-    doc,
 )
-
-ProjectOpt = Annotated[Optional[str], typer.Option("--project", help=doc(Blocks, "project"))]
 
 
 def block_add_cmd(
-    block_id: Annotated[str, typer.Argument(help=doc(BlockAdd, "block_id"))],
-    project: Annotated[str, typer.Option("--project", help=doc(BlockAdd, "project"))],
+    block_id: str = argument(BlockAdd, "block_id"),
+    project: str = option(BlockAdd, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
     """Add a block (a work unit) to a project: boundary version 1, store version 0.
@@ -50,8 +48,8 @@ def block_add_cmd(
 
 
 def block_bump_cmd(
-    block_id: Annotated[str, typer.Argument(help=doc(BlockBump, "block_id"))],
-    project: Annotated[Optional[str], typer.Option("--project", help=doc(BlockBump, "project"))] = None,
+    block_id: str = argument(BlockBump, "block_id"),
+    project: Optional[str] = option(BlockBump, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
     """Move a block's boundary one version on: a receipt candidate for the old boundary is stale."""
@@ -64,7 +62,7 @@ def _block_text(d: dict[str, Any]) -> str:
             f"{what} [{d['letter_id']}]\n")
 
 
-def blocks_cmd(project: ProjectOpt = None, json: JsonOpt = False) -> None:
+def blocks_cmd(project: Optional[str] = option(Blocks, "project", "--project"), json: JsonOpt = False) -> None:
     """Every block with its boundary and store versions, and each project's skeleton id."""
     show(opened().blocks(Blocks(project=project)), json=json, text=_blocks_text)
 
@@ -82,7 +80,7 @@ def mission_post_cmd(
     file: Annotated[
         Optional[str], typer.Option("--file", metavar="PATH", help="The letter as JSON (default or '-': stdin).")
     ] = None,
-    as_project: Annotated[Optional[str], typer.Option("--as-project", help=doc(MissionPost, "as_project"))] = None,
+    as_project: Optional[str] = option(MissionPost, "as_project", "--as-project"),
     poster: Annotated[Optional[str], typer.Option("--agent", help="Who posts (default: $DOVECOTE_AGENT).")] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -113,7 +111,7 @@ def _posted_text(d: dict[str, Any]) -> str:
 
 
 def missions_cmd(
-    project: Annotated[Optional[str], typer.Option("--project", help=doc(Missions, "project"))] = None,
+    project: Optional[str] = option(Missions, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
     """One head per mission, the counts by phase, and how many wait to land (merge_wait heads)."""
@@ -130,7 +128,7 @@ def _missions_text(d: dict[str, Any]) -> str:
 
 
 def mission_show_cmd(
-    mission_id: Annotated[str, typer.Argument(help=doc(Mission, "mission_id"))],
+    mission_id: str = argument(Mission, "mission_id"),
     json: JsonOpt = False,
 ) -> None:
     """One mission's whole chain, root to head (and any letter off it)."""
@@ -155,7 +153,7 @@ def _gesture(verb: str, mission_id: str, what: str, v: Any) -> object:
 
 
 def mission_archive_cmd(
-    mission_id: Annotated[str, typer.Argument(help=doc(MissionArchive, "mission_id"))],
+    mission_id: str = argument(MissionArchive, "mission_id"),
     json: JsonOpt = False,
 ) -> None:
     """Set a landed or failed mission aside (a human gesture: type the gesture passphrase at the terminal)."""
@@ -164,7 +162,7 @@ def mission_archive_cmd(
 
 
 def receipt_import_cmd(
-    mission_id: Annotated[str, typer.Argument(help=doc(ReceiptImport, "mission_id"))],
+    mission_id: str = argument(ReceiptImport, "mission_id"),
     json: JsonOpt = False,
 ) -> None:
     """Import a merge_wait mission's receipt candidate into its block (a human gesture: type the gesture

@@ -13,13 +13,12 @@ import typer
 
 from dovecote.cli import render
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, one_of, opened, repeated
+from dovecote.cli.common import JsonOpt, LimitOpt, NoLimitOpt, opened
 from dovecote.cli.listing import rows_shown
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import EXIT_FAIL, emit_json_chunks, show
 from dovecote.errors import Refusal
-from dovecote.verbs import Box, Distribute, Doctor, Report, Sweep, Verify, doc
-
-IncludeAllOpt = Annotated[bool, typer.Option("--include-all", "--all", help=doc(Sweep, "include_all"))]
+from dovecote.verbs import Box, Distribute, Doctor, Report, Sweep, Verify
 
 
 def _read_objects(stream: Any) -> list[Any]:
@@ -45,29 +44,18 @@ def _read_objects(stream: Any) -> list[Any]:
 
 
 def report_cmd(
-    tool: Annotated[Optional[str], typer.Option("--tool", help=doc(Report, "tool"))] = None,
-    klass: Annotated[
-        Optional[str], typer.Option("--class", metavar=one_of(Report, "klass"), help=doc(Report, "klass"))
-    ] = None,
-    what: Annotated[Optional[str], typer.Option("--what", help=doc(Report, "what"))] = None,
-    repo: Annotated[Optional[str], typer.Option("--repo", help=doc(Report, "repo"))] = None,
-    brain: Annotated[Optional[str], typer.Option("--brain", help=doc(Report, "brain"))] = None,
-    expected: Annotated[Optional[str], typer.Option("--expected", help=doc(Report, "expected"))] = None,
-    snippet: Annotated[Optional[str], typer.Option("--snippet", help=doc(Report, "snippet"))] = None,
-    symptom: Annotated[
-        Optional[str], typer.Option("--symptom", metavar=one_of(Report, "symptom"), help=doc(Report, "symptom"))
-    ] = None,
-    misdelivery_kind: Annotated[
-        Optional[str],
-        typer.Option(
-            "--misdelivery-kind", metavar=one_of(Report, "misdelivery_kind"), help=doc(Report, "misdelivery_kind")
-        ),
-    ] = None,
-    answers: Annotated[
-        Optional[list[str]],
-        typer.Option("--answers", metavar="ID", help=repeated(doc(Report, "answers"), "repeat, or comma-separated")),
-    ] = None,
-    agent: Annotated[Optional[str], typer.Option("--agent", help=doc(Report, "agent"))] = None,
+    tool: Optional[str] = option(Report, "tool", "--tool", optional=True),
+    klass: Optional[str] = option(Report, "klass", "--class", optional=True),
+    what: Optional[str] = option(Report, "what", "--what", optional=True),
+    repo: Optional[str] = option(Report, "repo", "--repo"),
+    brain: Optional[str] = option(Report, "brain", "--brain"),
+    expected: Optional[str] = option(Report, "expected", "--expected"),
+    snippet: Optional[str] = option(Report, "snippet", "--snippet"),
+    symptom: Optional[str] = option(Report, "symptom", "--symptom"),
+    misdelivery_kind: Optional[str] = option(Report, "misdelivery_kind", "--misdelivery-kind"),
+    answers: Optional[list[str]] = option(Report, "answers", "--answers", metavar="ID",
+                                          repeat="repeat, or comma-separated"),
+    agent: Optional[str] = option(Report, "agent", "--agent"),
     json_in: Annotated[
         Optional[str], typer.Option("--json", help="'-' reads JSON objects (JSONL or an array) from stdin.")
     ] = None,
@@ -101,10 +89,8 @@ def distribute_cmd(json: JsonOpt = False) -> None:
 
 
 def sweep_cmd(
-    distribute: Annotated[
-        bool, typer.Option("--distribute/--no-distribute", help=doc(Sweep, "distribute"))
-    ] = True,
-    include_all: IncludeAllOpt = False,
+    distribute: bool = option(Sweep, "distribute", "--distribute/--no-distribute"),
+    include_all: bool = option(Sweep, "include_all", "--include-all", "--all"),
     rows: LimitOpt = None,
     every: NoLimitOpt = False,
     json: JsonOpt = False,
@@ -135,8 +121,8 @@ def sweep_cmd(
 
 
 def box_cmd(
-    address: Annotated[str, typer.Argument(help=doc(Box, "address"))],
-    include_all: IncludeAllOpt = False,
+    address: str = argument(Box, "address"),
+    include_all: bool = option(Box, "include_all", "--include-all", "--all"),
     rows: LimitOpt = None,
     every: NoLimitOpt = False,
     json: JsonOpt = False,

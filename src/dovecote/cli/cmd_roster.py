@@ -6,15 +6,14 @@ its help is that field's doc.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
-
-import typer
+from typing import TYPE_CHECKING, Any, Optional
 
 from dovecote.cli import render
 from dovecote.cli.boundary import Typer
-from dovecote.cli.common import JsonOpt, opened, repeated
+from dovecote.cli.common import JsonOpt, opened
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
-from dovecote.verbs import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove, doc
+from dovecote.verbs import EntityAdd, EntityList, EntityRemove, ProjectAdd, ProjectList, ProjectRemove
 
 if TYPE_CHECKING:
     from dovecote.handle.api import Use
@@ -25,13 +24,10 @@ entity_app = Typer(help="Edit and list the entities (mailbox owners) in the rost
 
 @project_app.command("add")
 def project_add(
-    name: Annotated[str, typer.Argument(help=doc(ProjectAdd, "name"))],
-    root: Annotated[str, typer.Option("--root", help=doc(ProjectAdd, "root"))],
-    aliases: Annotated[
-        Optional[list[str]],
-        typer.Option("--alias", metavar="NAME", help=repeated(doc(ProjectAdd, "aliases"), "repeat")),
-    ] = None,
-    box_in_repo: Annotated[bool, typer.Option("--box-in-repo", help=doc(ProjectAdd, "box_in_repo"))] = False,
+    name: str = argument(ProjectAdd, "name"),
+    root: str = option(ProjectAdd, "root", "--root"),
+    aliases: Optional[list[str]] = option(ProjectAdd, "aliases", "--alias", metavar="NAME", repeat="repeat"),
+    box_in_repo: bool = option(ProjectAdd, "box_in_repo", "--box-in-repo"),
     json: JsonOpt = False,
 ) -> None:
     """Add a project to the roster.
@@ -49,9 +45,6 @@ def project_list(json: JsonOpt = False) -> None:
     show(opened().projects(ProjectList()), json=json, text=render.projects)
 
 
-ForceOpt = Annotated[bool, typer.Option("--force", help=doc(ProjectRemove, "force"))]
-
-
 def _removed(use: Use, json: bool) -> None:
     kind, name = use.address.split(":", 1)  # the name as the roster spelled it
 
@@ -66,8 +59,8 @@ def _removed(use: Use, json: bool) -> None:
 
 @project_app.command("remove")
 def project_remove(
-    name: Annotated[str, typer.Argument(help=doc(ProjectRemove, "name"))],
-    force: ForceOpt = False,
+    name: str = argument(ProjectRemove, "name"),
+    force: bool = option(ProjectRemove, "force", "--force"),
     json: JsonOpt = False,
 ) -> None:
     """Remove a project from the roster; its ledger is never deleted.
@@ -81,8 +74,8 @@ def project_remove(
 
 @entity_app.command("add")
 def entity_add(
-    entity_id: Annotated[str, typer.Argument(metavar="ID", help=doc(EntityAdd, "entity_id"))],
-    role: Annotated[Optional[str], typer.Option("--role", help=doc(EntityAdd, "role"))] = None,
+    entity_id: str = argument(EntityAdd, "entity_id", metavar="ID"),
+    role: Optional[str] = option(EntityAdd, "role", "--role"),
     json: JsonOpt = False,
 ) -> None:
     """Register an entity, so it has a mailbox and can be sent to.
@@ -95,8 +88,8 @@ def entity_add(
 
 @entity_app.command("remove")
 def entity_remove(
-    entity_id: Annotated[str, typer.Argument(metavar="ID", help=doc(EntityRemove, "entity_id"))],
-    force: ForceOpt = False,
+    entity_id: str = argument(EntityRemove, "entity_id", metavar="ID"),
+    force: bool = option(EntityRemove, "force", "--force"),
     json: JsonOpt = False,
 ) -> None:
     """Remove an entity from the roster; its ledger is never deleted.

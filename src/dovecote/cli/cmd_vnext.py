@@ -9,15 +9,14 @@ can be compared line for line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from dovecote.cli.boundary import Typer
 from dovecote.cli.common import JsonOpt, opened
+from dovecote.cli.options import argument, option
 from dovecote.cli.output import show
 from dovecote.model.textsafe import one_line
-from dovecote.verbs import ImportVnext, doc
+from dovecote.verbs import ImportVnext
 
 
 def _counts(title: str, counts: dict[str, int]) -> list[str]:
@@ -61,8 +60,8 @@ def vnext_text(r: dict[str, Any]) -> str:
 def register(import_app: Typer) -> None:
     @import_app.command("vnext")
     def import_vnext_cmd(
-        path: Annotated[Path, typer.Argument(help=doc(ImportVnext, "path"))],
-        write: Annotated[bool, typer.Option("--write", help=doc(ImportVnext, "write"))] = False,
+        path: Path = argument(ImportVnext, "path"),
+        write: bool = option(ImportVnext, "write", "--write"),
         json: JsonOpt = False,
     ) -> None:
         """Read a vNext mailbox directory: its tracker counts as the vNext status view prints them.

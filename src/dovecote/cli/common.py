@@ -2,7 +2,8 @@
 
 The CLI binds two things no verb carries: which home (``--home``) and who acts
 (``bound_actor``). Everything else a command takes is a field of its verb
-(``dovecote.verbs``); ``tests/handle/test_verb_drift.py`` holds the two to each other.
+(``dovecote.verbs``), made from it by ``cli.options``; ``tests/handle/test_verb_drift.py``
+holds the two to each other.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import typer
 from dovecote.cli.actor import bound_actor
 from dovecote.cli.listing import DEFAULT_LIMIT
 from dovecote.handle.api import Dovecote, open_home
-from dovecote.verbs import Verb, choices
 
 _home: dict[str, Optional[str]] = {"path": None}
 
@@ -25,20 +25,6 @@ LimitOpt = Annotated[
     typer.Option("--limit", min=1, help=f"Text: list at most N rows (default {DEFAULT_LIMIT}); --json lists all."),
 ]
 NoLimitOpt = Annotated[bool, typer.Option("--no-limit", help="Text: list every row.")]
-
-
-def one_of(verb: type[Verb], field: str) -> str:
-    """The metavar of an option that takes a closed vocabulary: ``[a|b|c]``.
-
-    Such an option takes text and the verb decodes it, so a value outside the
-    vocabulary is refused ``invalid_field`` (exit 2) exactly as over MCP.
-    """
-    return "[" + "|".join(choices(verb, field)) + "]"
-
-
-def repeated(text: str, how: str) -> str:
-    """The help of an option given once per value: the field's doc, and how to repeat it."""
-    return f"{text.rstrip('.')} ({how})."
 
 
 def set_home(path: Optional[str]) -> None:

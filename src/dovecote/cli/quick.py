@@ -24,10 +24,11 @@ import re
 import sys
 
 from dovecote.cli.actor import bound_actor
+from dovecote.cli.options import default
 from dovecote.cli.utf8 import ENV_TEXT, is_utf8
 from dovecote.errors import Refusal
 from dovecote.handle import inbox as inboxhandle
-from dovecote.verbs import MAX_INT, Direction
+from dovecote.verbs import MAX_INT, Direction, Inbox
 
 FORMATS = ("text", "json", "injection")
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -55,7 +56,7 @@ def run_inbox(
         raise Refusal("invalid_field", f"unexpected arguments: {' '.join(words[1:])}")
     ctx = inboxhandle.open_context(home, actor=bound_actor())
     who = words[0] if words else inboxhandle.default_entity(ctx)
-    from dovecote.verbs import Inbox, decode
+    from dovecote.verbs import decode
 
     # decoded first: the name is checked (invalid_name) before it becomes a path to stat (a NUL raised there)
     verb = decode(Inbox, {"entity_id": who, "current_tic": current, "direction": direction, "include_terminal": all_})
@@ -96,8 +97,9 @@ def parse(argv: list[str]) -> dict[str, object] | None:
         home, rest = rest[0].split("=", 1)[1], rest[1:]
     if rest[:1] != ["inbox"]:
         return None
-    got: dict[str, object] = {"home": home, "words": [], "fmt": "text", "current": None, "direction": "inbound",
-                              "detailed": False, "all_": False, "json": False, "rows": None, "every": False}
+    got: dict[str, object] = {"home": home, "words": [], "fmt": "text", "current": default(Inbox, "current_tic"),
+                              "direction": default(Inbox, "direction"), "detailed": False,
+                              "all_": default(Inbox, "include_terminal"), "json": False, "rows": None, "every": False}
     words: list[str] = []
     args = iter(rest[1:])
     for arg in args:
