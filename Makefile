@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test stress lint bench clean screenshots
+.PHONY: run test stress lint bench clean screenshots mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ $(CHROMIUM):
 	apt-get update -q && apt-get install -y -q chromium
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench mutation
 	$(BIN)/mypy
 
 # Four workers on this machine's two cores: the suite's real processes (servers, killed writers, browsers)
@@ -54,6 +54,12 @@ stress: $(VENV)/.installed
 screenshots: $(VENV)/.installed | $(CHROMIUM)
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py tests/test_http_browser_cases.py tests/test_http_browser_delivery.py -k screenshot -q
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser_missions.py -q
+
+# Mutation testing of the core, each module against its own test files (mutation/mutate.py holds the map):
+# mutmut over function bodies, then one change at a time to each module-level table. Not part of make test:
+# it runs the tests once per mutant. One module at a time on one worker: MODULES=letters narrows it.
+mutate: $(VENV)/.installed
+	$(BIN)/python mutation/mutate.py all $(MODULES) --max-children 1
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
