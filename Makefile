@@ -52,7 +52,7 @@ stress: $(VENV)/.installed
 
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)
-	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py tests/test_http_browser_cases.py tests/test_http_browser_delivery.py -k screenshot -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser.py tests/test_http_browser_cases.py tests/test_http_browser_delivery.py -m screenshots -q
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/test_http_browser_missions.py -q
 
 # Mutation testing of the core, each module against its own test files (mutation/mutate.py holds the map):
