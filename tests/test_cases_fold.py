@@ -150,3 +150,60 @@ def test_the_state_round_trips_through_its_snapshot(pairs: list[tuple[str | None
     again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
     assert again.cases() == book.cases() and again.state() == book.state()
     assert claims(again) == claims(book) and labels(again) == labels(book)
+
+
+def _engine(**fields: Any) -> Letter:
+    return make_letter({"agent": ENGINE_AGENT, **fields})
+
+
+def test_monitor_and_engine_letters_through_the_fold() -> None:
+    """The letters the engine writes (and monitor definitions) are read for what they are: never a
+    kindless report, each in its role, and the case, streak and monitor answers follow them."""
+    fp = "fp:north/false_absence"
+    w1 = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "north", "class": "bug",
+                      "symptom": "false_absence", "what": "w1"})
+    w2 = make_letter({"ts": "2026-07-02T10:00:00Z", "agent": "b", "tool": "North (beat)", "class": "bug",
+                      "symptom": "false_absence", "what": "w2"})
+    fixed = make_letter({"ts": "2026-07-03T10:00:00Z", "agent": "t", "tool": "triage", "class": "triage",
+                         "answers": [w1.id, w2.id], "fingerprint": fp, "disposition": "fixed",
+                         "sentinel": {"probe": "grep -c absent x", "expect": "absent"}})
+    esc = _engine(ts="2026-07-02T10:00:00Z", **{"class": "triage"}, tool="north", symptom="false_absence",
+                  fingerprint=fp, escalation=2, witnesses=[w1.id, w2.id], what="escalation")
+    red = _engine(ts="2026-07-04T10:00:00Z", **{"class": "bug"}, tool="north", symptom="false_absence",
+                  fingerprint=fp, receipt=fixed.id, sentinel_streak=1, what="sentinel regression")
+    defs = [make_letter({"ts": f"2026-07-0{n}T00:00:00Z", "agent": "op", "kind": "monitor", "name": "backup",
+                         "expect": "tool=backup", "every": f"{n}d", "paused": n == 2}) for n in (1, 2)]
+    half = make_letter({"ts": "2026-07-01T00:00:00Z", "agent": "op", "kind": "monitor", "name": "x", "expect": "e"})
+    down = _engine(ts="2026-07-05T00:00:00Z", **{"class": "bug"}, tool="monitor:backup", symptom="silent_drop",
+                   monitor="backup", monitor_streak=1, what="monitor backup down")
+    quit_ = _engine(ts="2026-07-05T00:00:00Z", **{"class": "friction"}, tool="claude", session="s-1", what="quit")
+    not_engine = make_letter({"agent": "a", "kind": "sentinel_green", "fingerprint": fp, "sentinel_streak": 1})
+    book = CaseBook()
+    book.feed("home", [w1, w2, fixed, esc, red, *defs, half, down, quit_, not_engine])
+    roles = {e.id: (e.role, e.fingerprint, e.streak, e.subject) for e in book.engine.values()}
+    assert roles == {
+        esc.id: ("escalation", fp, 0, None), red.id: ("regression", fp, 1, None),
+        down.id: ("monitor_down", None, 1, "backup"), quit_.id: ("abandonment", None, 0, "s-1"),
+    }
+    assert book.kindless == 0  # an engine letter without a fingerprint is no one's kindless report
+    assert not_engine.id not in book.seen  # only the engine writes markers
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    # a regression is a new witness of its case, which no receipt answers yet: the case is open again
+    assert (case["escalation"], case["regressions"], case["label"]) == (esc.id, [red.id], "open")
+    assert (case["witness_ids"], case["unanswered"]) == ([w1.id, w2.id, red.id], [red.id])
+    assert case["sentinel"] == {"probe": "grep -c absent x", "expect": "absent", "state": "red", "streak": 1}
+    assert book.streak(fp) == (1, True) and book.monitor_streak("backup") == (1, True)
+    assert {name: (m.id, m.every, m.paused) for name, m in book.monitor_defs().items()} == {
+        "backup": (defs[1].id, "2d", True)
+    }
+    green = _engine(ts="2026-07-06T00:00:00Z", kind="sentinel_green", fingerprint=fp, receipt=fixed.id,
+                    sentinel_streak=1, what="green")
+    up = _engine(ts="2026-07-06T00:00:00Z", kind="monitor_up", monitor="backup", monitor_streak=1, what="up")
+    book.feed("project:a", [green, up, esc])
+    assert book.engine[green.id].role == "green" and book.engine[up.id].role == "monitor_up"
+    assert book.engine[esc.id].box == "home"  # the first box by label keeps it
+    assert book.streak(fp) == (1, False) and book.monitor_streak("backup") == (1, False)
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    assert case["sentinel"]["state"] == "guarded"
+    assert book.last_match({"tool": "monitor:backup"}) == "2026-07-05T00:00:00Z"
+    assert book.last_match({"tool": "nothing"}) is None

@@ -264,3 +264,28 @@ def test_any_order_and_batching_equals_one_fold_and_the_definition(
     assert _observe(book, ids) == seen
     for old, answers in lent:
         assert _observe(old, ids) == answers
+
+
+def test_open_letters_called_again_as_letters_arrive_between_calls() -> None:
+    """The open list is kept between calls (tombstones, appends, a late arrival merged in): each call
+    must still give what a fold of everything so far gives, oldest first."""
+    a, b, c = L("a", "2026-07-05T10:00:00Z"), L("b", "2026-07-05T11:00:00Z"), L("c", "2026-07-05T12:00:00Z")
+    book = FateBook(MARKERS)
+    seen: list[Letter] = []
+
+    def feed(*letters: Letter) -> list[str]:
+        book.add(letters)
+        seen.extend(letters)
+        got = book.open_letters()
+        assert got == fold(seen, MARKERS).open_letters() == book.open_letters()
+        return got
+
+    assert feed(a, b, c) == [a.id, b.id, c.id]
+    d = L("d", "2026-07-05T13:00:00Z")
+    picked = L("picks c", "2026-07-05T13:30:00Z", answers=[c.id])  # picked up, still open
+    assert feed(receipt("2026-07-05T14:00:00Z", b.id), d, picked) == [a.id, c.id, d.id, picked.id]
+    late = L("late", "2026-07-05T10:30:00Z")
+    assert feed(late, receipt("2026-07-05T14:01:00Z", d.id)) == [a.id, late.id, c.id, picked.id]
+    assert feed(receipt("2026-07-05T14:02:00Z", a.id, c.id, picked.id)) == [late.id]
+    early, same_time = L("early", "2026-07-05T09:00:00Z"), L("same time", "2026-07-05T09:00:00Z")
+    assert feed(early, same_time) == [*sorted([early.id, same_time.id]), late.id]  # one instant: by id

@@ -207,3 +207,47 @@ def test_a_huge_imported_span_or_a_last_date_never_crashes_a_read(
     want = reference(OWNER, [(x.id, x.data()) for x in letters])
     assert {x.delivery_id: {f: getattr(x, f) for f in FIELDS} for x in book.trackers()} == want
     assert t.reping_interval_s <= 100 * 366 * 24 * 3600
+
+
+def test_the_default_ack_policy_and_the_delivery_time() -> None:
+    # a policy that only asks for an ack waits 300 s, repings twice 300 s apart, escalates to no one
+    d = _delivery({"ack_required": True})
+    book = TrackerBook(OWNER)
+    book.add([d, _delivery({}, envelope_id="env_2"), _delivery({"escalation_target": "aya"}, envelope_id="env_3"),
+              _delivery({"notify_on_ack": False, "ack_required": False}, envelope_id="env_4")])
+    t = book.tracker(d.id)
+    assert (t.delivered_ts, t.ack_required, t.ack_state) == (_ts(0), True, "pending")
+    assert (t.max_repings, t.reping_interval_s, t.escalation_target) == (2, 300, None)
+    assert t.ack_due_ts == format_ts(T0 + timedelta(seconds=300)) and t.notify_on == ("ack", "timeout")
+    by_env = {x.envelope_id: x for x in book.trackers()}
+    assert (by_env["env_2"].ack_required, by_env["env_2"].ack_state, by_env["env_2"].ack_due_ts) == (
+        False, "not_applicable", None)
+    assert (by_env["env_3"].ack_required, by_env["env_3"].escalation_target) == (True, "aya")  # any policy asks
+    assert (by_env["env_4"].ack_required, by_env["env_4"].notify_on) == (False, ("timeout",))
+    assert book.open == {d.id, by_env["env_3"].delivery_id}
+    due = T0 + timedelta(seconds=300)
+    steps = book.due_steps(due)
+    assert [(s.action, s.delivery_id, s.due, s.count) for s in steps] == [
+        ("reping", lid, due, 1) for lid in sorted(book.open)  # one due: ordered by id
+    ]
+    assert book.due_steps(T0 + timedelta(seconds=299)) == []
+
+
+def test_a_repings_and_an_escalations_times_are_their_letters() -> None:
+    d = _delivery({"ack_required": True, "ack_timeout_s": 60, "reping_interval_s": 120, "max_repings": 1,
+                   "escalation_target": "aya"})
+    book = TrackerBook(OWNER)
+    book.add([d, make_letter({"ts": _ts(3), "agent": ENGINE, "kind": "reping", "ref": d.id, "count": 1})])
+    t = book.tracker(d.id)
+    assert (t.reping_count, t.last_ping_ts) == (1, _ts(3))
+    assert t.ack_due_ts == _ts(5)  # the reping restarts the clock: its time plus the interval
+    s = next_step(book, d.id, T0 + timedelta(minutes=5))
+    assert s is not None and (s.action, s.due, s.target) == ("timeout", T0 + timedelta(minutes=5), "aya")
+    book.add([make_letter({"ts": _ts(6), "agent": ENGINE, "kind": "ack_timeout", "ref": d.id})])
+    s = next_step(book, d.id, T0 + timedelta(days=1))
+    assert s is not None and (s.action, s.due, s.target) == ("escalate", T0 + timedelta(minutes=6), "aya")
+    book.add([make_letter({"ts": _ts(8), "agent": ENGINE, "kind": "escalation", "ref": d.id, "message": "m" * 12}),
+              make_letter({"ts": _ts(9), "agent": ENGINE, "kind": "escalation", "ref": d.id, "message": "n" * 12})])
+    t = book.tracker(d.id)
+    assert (t.timed_out_ts, t.escalated, t.escalated_ts, t.escalation_id) == (_ts(6), True, _ts(8), "m" * 12)
+    assert (t.ack_state, t.ack_due_ts) == ("timed_out", None)
