@@ -207,3 +207,54 @@ def test_monitor_and_engine_letters_through_the_fold() -> None:
     assert case["sentinel"]["state"] == "guarded"
     assert book.last_match({"tool": "monitor:backup"}) == "2026-07-05T00:00:00Z"
     assert book.last_match({"tool": "nothing"}) is None
+
+
+def test_one_case_in_full_as_every_face_shows_it() -> None:
+    fp = "fp:seek/crash"
+    w1 = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "Seek (v2)", "class": "bug",
+                      "symptom": "crash", "what": "w1", "repo": "r1"})
+    w2 = make_letter({"agent": "b", "tool": "seek", "class": "bug", "symptom": "crash", "what": "undated"})
+    w3 = make_letter({"ts": "2026-07-03T10:00:00Z", "agent": "c", "tool": "seek", "class": "honesty",
+                      "symptom": "crash", "what": "w3", "brain": "b3"})
+    older = make_letter({"ts": "2026-07-03T11:00:00Z", "agent": "t", "class": "triage", "answers": [w1.id],
+                         "fingerprint": fp, "disposition": "declined"})
+    latest = make_letter({"ts": "2026-07-04T10:00:00Z", "agent": "t", "class": "triage", "fingerprint": fp,
+                          "answers": [w2.id, w1.id, w1.id], "disposition": "fixed", "case_id": "seek-crash",
+                          "commit": "9f3c2ab", "sentinel": {"probe": "true"}})
+    book = CaseBook()
+    book.feed("project:b", [w1, w3, older])
+    book.feed(None, [w2, latest])
+    book.feed("project:a", [w3, latest])
+    [case] = book.cases()
+    assert case == {
+        "fingerprint": fp, "case_id": "seek-crash", "label": "open", "witnesses": 3,
+        "witness_ids": [w2.id, w1.id, w3.id], "unanswered": [w3.id],
+        "first_seen": "2026-07-01T10:00:00Z", "last_seen": "2026-07-03T10:00:00Z",
+        "boxes": ["project:a", "project:b"],
+        "receipt": {"id": latest.id, "ts": "2026-07-04T10:00:00Z", "disposition": "fixed", "ref": "9f3c2ab",
+                    "box": "project:a"},
+        "answered": sorted({w1.id, w2.id}), "escalation": None,
+        "sentinel": {"probe": "true", "expect": "exit0", "state": "guarded", "streak": 0},
+        "regressions": [],
+        "line": f"case {fp} — 3 witnesses · fixed @9f3c2ab · sentinel: true",
+    }
+    assert book.recurrence() == {fp: 3}
+    assert [(r.id, r.disposition) for r in book.receipts.values()] == [(older.id, "declined"), (latest.id, "fixed")]
+    book.feed("home", [make_letter({"ts": "2026-07-05T10:00:00Z", "agent": "t", "class": "triage",
+                                    "answers": [w3.id]})])
+    [case] = book.cases()
+    assert (case["label"], case["unanswered"]) == ("closed·guarded", [])
+
+
+def test_the_case_line_names_count_disposition_commit_and_sentinel() -> None:
+    from dovecote.derive.cases import Receipt, case_line
+
+    def receipt(disposition: str | None, ref: str | None) -> Receipt:
+        return Receipt("k", "i" * 12, None, "fp:x/crash", None, disposition, ref, None, None, [], None)
+
+    assert case_line("fp:x/crash", 1, None, None) == "case fp:x/crash — 1 witness · open"
+    assert case_line("fp:x/crash", 2, receipt(None, None), None) == "case fp:x/crash — 2 witnesses · answered"
+    assert case_line("fp:x/crash", 0, receipt("moot", "abc"), None) == "case fp:x/crash — 0 witnesses · moot @abc"
+    red = {"probe": "p", "state": "red"}
+    assert case_line("fp:x/crash", 1, receipt("fixed", None), red) == (
+        "case fp:x/crash — 1 witness · fixed · sentinel: p (red)")

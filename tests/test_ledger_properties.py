@@ -23,7 +23,7 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dovecote.ledger import ABSENT, WINDOW, LedgerReader
+from dovecote.ledger import ABSENT, WINDOW, Checkpoint, LedgerReader, window_digest
 from dovecote.letters import canonical_line, letter_id
 from helpers import VECTOR as VECTOR_DICT
 from helpers import VECTOR_LINE
@@ -482,3 +482,32 @@ def test_count_at_turns_an_offset_the_reader_stood_at_into_a_count(tmp_path: Pat
     assert r.count_at(1) is None
     resumed = LedgerReader.resume(path, r.checkpoint())
     assert resumed.count_at(end) == 0 and resumed.count_at(0) is None  # a resumed reader knows only its start
+
+
+def test_a_snapshot_of_an_empty_ledger_is_not_an_absent_one(tmp_path: Path) -> None:
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(b"")
+    r = LedgerReader(path)
+    r.bound = 0  # the file was there, empty, when the snapshot was taken
+    assert r.refresh() == [] and r.exists
+
+
+def test_a_checkpoint_keeps_the_digest_of_exactly_the_last_4096_bytes(tmp_path: Path) -> None:
+    """Checkpoints are kept in cache/ across versions: the window they hash is part of their format."""
+    path = tmp_path / "letters.jsonl"
+    data = _lines(*({"what": f"letter {n:04d}"} for n in range(300)))
+    assert len(data) > 4096 + 1
+    path.write_bytes(data)
+    r = _read_whole(path)
+    assert r.checkpoint() == Checkpoint(path.stat().st_ino, len(data), 300, window_digest(data[-4096:]))
+    # a rewrite just inside the window is seen; one byte further back is not (verify's job)
+    edited = bytearray(data)
+    edited[len(data) - 4097] ^= 1
+    path.write_bytes(bytes(edited))
+    assert LedgerReader.resume(path, r.checkpoint()).refresh() == []
+    edited[len(data) - 4097] ^= 1
+    edited[len(data) - 4096] ^= 1
+    path.write_bytes(bytes(edited))
+    again = LedgerReader.resume(path, r.checkpoint())
+    again.refresh()
+    assert again.generation == 1
