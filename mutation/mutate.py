@@ -112,14 +112,19 @@ def run_functions(name: str, target: Target, max_children: int) -> dict[str, obj
         "only_mutate": [target.source],
         "pytest_add_cli_args_test_selection": list(target.tests),
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:randomly"],
+        # a mutant that loops forever costs (its tests' time + 1 s) x this x 2 CPU seconds before it
+        # counts as killed: mutmut's 15 spent minutes on the fate fold's bisect loops (2026-12-05)
+        "timeout_multiplier": 3.0,
     }
     text = "[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
     text += "\n[tool.pytest.ini_options]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in pytest_ini.items())
     (work / "pyproject.toml").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(max_children)]
-    # mutmut keeps a mutant's result: run again, it tries only what survived (the tests may kill it now)
-    subprocess.run([*command, *_results(work, target).get("survived", [])], cwd=work, env=env, check=False)
+    survived = _results(work, target).get("survived", [])
+    subprocess.run(command, cwd=work, env=env, check=False)  # the mutants with no result yet
+    if survived:  # mutmut keeps a result: named, it tries a survivor again (the tests may kill it now)
+        subprocess.run([*command, *survived], cwd=work, env=env, check=False)
     results = {m: status for status, names in _results(work, target).items() for m in names}
     return score(name, "functions", results)
 
