@@ -251,3 +251,43 @@ def test_a_repings_and_an_escalations_times_are_their_letters() -> None:
     t = book.tracker(d.id)
     assert (t.timed_out_ts, t.escalated, t.escalated_ts, t.escalation_id) == (_ts(6), True, _ts(8), "m" * 12)
     assert (t.ack_state, t.ack_due_ts) == ("timed_out", None)
+
+
+def test_one_tracker_in_full_as_trackers_prints_it() -> None:
+    d = make_letter({"ts": _ts(0), "agent": "relay", "kind": "response", "envelope_id": "env_9", "from": "aya",
+                     "to": OWNER, "work_item_id": "wi", "thread_id": "th", "parent_id": "env_1",
+                     "response_type": "result", "status": "completed", "legacy_fields_preserved": True,
+                     "schema_drift": ["ack_policy", 3], "ack_policy": {"ack_required": True, "notify_on_timeout": False,
+                                                                     "escalation_target": "none"}})
+    book = TrackerBook(OWNER)
+    book.add([d, make_letter({"ts": _ts(2), "agent": OWNER, "kind": "ack", "ref": d.id, "status": "rejected"}),
+              make_letter({"ts": _ts(3), "agent": ENGINE, "kind": "notify", "ref": d.id, "mode": "agent-turn-nudge",
+                           "outcome": "claimed"}),
+              make_letter({"ts": _ts(4), "agent": OWNER, "kind": "ack", "ref": d.id, "status": "accepted"})])
+    t = book.tracker(d.id)
+    assert t.to_dict() == {
+        "schema_version": "mailbox-tracker-v3", "delivery_id": d.id, "envelope_id": "env_9", "kind": "response",
+        "sender": "aya", "recipient": OWNER, "work_item_id": "wi", "thread_id": "th", "delivered_ts": _ts(0),
+        "ack_required": True, "ack_state": "rejected", "ack_due_ts": None, "ack_ts": _ts(2), "ack_status": "rejected",
+        "ack_late": False, "timed_out_ts": None, "reping_count": 0, "max_repings": 2, "reping_interval_s": 300,
+        "last_ping_ts": None, "escalation_target": "none", "escalated": False, "escalated_ts": None,
+        "escalation_id": None, "notify_mode": "agent-turn-nudge", "live_notify_state": "not_attempted",
+        "nudge_claimed": True, "ignored_acks": 1, "parent_id": "env_1", "response_type": "result",
+        "status": "completed", "delivery_state": "durably_delivered", "legacy_compat_only": True,
+        "schema_drift": ["ack_policy"], "ack_notice": "not_attempted", "timeout_notice": None, "notify_on": ["ack"],
+    }
+    assert t.is_completed_result and book.open == set() and book.unnotified == set()
+    assert book.unnoticed == {(d.id, "ack")}
+
+
+def test_a_delivery_is_found_by_id_envelope_or_a_unique_prefix() -> None:
+    a, b = _delivery({}), _delivery({}, envelope_id="env_2", what="b")
+    book = TrackerBook(OWNER)
+    book.add([a, b, _delivery({}, envelope_id="env_1", what="same envelope, later")])
+    assert (book.find(a.id), book.find("env_1"), book.find("env_2")) == (a.id, a.id, b.id)
+    assert book.find(a.id[:4]) == (a.id if not b.id.startswith(a.id[:4]) else None)
+    assert book.find(a.id[:3]) is None and book.find("env_3") is None and book.find("") is None
+    stranger = make_letter({"ts": _ts(0), "agent": "aya", "kind": "task", "envelope_id": "env_x", "from": "aya",
+                            "to": "kimi"})
+    book.add([stranger, make_letter({"ts": _ts(1), "agent": OWNER, "kind": "ack", "ref": "0" * 12})])
+    assert book.find(stranger.id) is None and book.orphans == 1  # another's delivery; an ack naming nothing
