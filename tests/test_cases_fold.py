@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dovecote.derive.cases import CaseBook, CaseState
 from dovecote.derive.claims import claims, labels
 from dovecote.derive.symptoms import fingerprint_of
-from dovecote.letters import Letter, make_letter
+from dovecote.letters import Letter, decode_line, make_letter
 from dovecote.timeutil import instant_text
 from dovecote.vocab import ENGINE_AGENT, REPORT_KINDS
 
@@ -258,3 +258,69 @@ def test_the_case_line_names_count_disposition_commit_and_sentinel() -> None:
     red = {"probe": "p", "state": "red"}
     assert case_line("fp:x/crash", 1, receipt("fixed", None), red) == (
         "case fp:x/crash — 1 witness · fixed · sentinel: p (red)")
+
+
+def test_what_the_fold_keeps_is_the_same_whatever_the_order_and_box_of_arrival() -> None:
+    """The snapshot in cache/ is the fold's state: the same letters give the same bytes, and each
+    letter (engine markers and monitors too) keeps the lowest box that holds it."""
+    import msgspec
+
+    from dovecote.derive.cases import MonitorDef
+
+    fp = "fp:seek/crash"
+    newer = make_letter({"ts": "2026-07-02T10:00:00Z", "agent": "a", "tool": "seek", "class": "bug",
+                         "symptom": "crash", "what": "newer"})
+    older = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "seek", "class": "bug",
+                         "symptom": "crash", "what": "older"})
+    typed = make_letter({"ts": "2026-07-01T09:00:00Z", "agent": "a", "kind": "report", "tool": "seek",
+                         "symptom": "crash", "what": "a report that says it is one"})
+    classless = make_letter({"ts": "2026-07-01T08:00:00Z", "agent": "a", "tool": "north", "what": "no class"})
+    early_answer = make_letter({"ts": "2026-07-03T00:00:00Z", "agent": "t", "class": "triage",
+                                "answers": [classless.id, "0" * 12], "fingerprint": fp, "case_id": 7,
+                                "commit": ["not", "text"]})
+    green = _engine(ts="2026-07-04T00:00:00Z", kind="sentinel_green", fingerprint=fp, sentinel_streak=1, what="g")
+    down = _engine(ts="2026-07-04T00:00:00Z", **{"class": "bug"}, tool="monitor:nightly", symptom="silent_drop",
+                   monitor="nightly", monitor_streak=2, what="down")
+    other_down = _engine(ts="2026-07-04T00:00:00Z", **{"class": "bug"}, tool="monitor:weekly",
+                         symptom="silent_drop", monitor="weekly", monitor_streak=5, what="down")
+    nightly = make_letter({"ts": "2026-07-02T00:00:00Z", "agent": "op", "kind": "monitor", "name": "nightly",
+                           "expect": "tool=seek", "every": "1d", "grace": "2h"})
+    renamed = make_letter({"ts": "2026-07-01T00:00:00Z", "agent": "op", "kind": "monitor", "name": "nightly",
+                           "expect": "tool=seek", "every": "7d", "grace": 5, "paused": "yes"})
+    letters = [newer, older, typed, early_answer, classless, green, down, other_down, nightly, renamed]
+    states = []
+    for order, boxes in ((letters, ("project:b", "project:a")), (letters[::-1], ("project:a", "project:b"))):
+        book = CaseBook()
+        for box in boxes:
+            book.feed(box, order)
+        states.append(msgspec.msgpack.encode(book.state()))
+        assert {e.id: e.box for e in book.engine.values()} == dict.fromkeys((green.id, down.id, other_down.id),
+                                                                             "project:a")
+        assert book.monitor_defs() == {"nightly": MonitorDef(
+            "2026-07-02T00:00:00.000000" + nightly.id, nightly.id, "2026-07-02T00:00:00Z", "nightly", "tool=seek", "1d",
+            "2h", False)}
+        assert book.monitors[renamed.id].grace is None and book.monitors[renamed.id].paused is False
+        assert book.last_match({"tool": "seek", "class": "bug"}) == "2026-07-02T10:00:00Z"
+        assert book.last_match({"tool": "seek"}) == "2026-07-02T10:00:00Z"
+        assert book.last_match({"kind": "report"}) == "2026-07-01T09:00:00Z"
+        assert (book.monitor_streak("nightly"), book.monitor_streak("never")) == ((2, True), (0, False))
+        assert book.kindless == 1 and book.closed == {"0" * 12}  # the classless letter arrived: no longer "unseen"
+        [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+        assert (case["witness_ids"], case["case_id"], case["receipt"]["ref"]) == (
+            [typed.id, older.id, newer.id], None, None)
+    assert states[0] == states[1]
+
+
+def test_a_receipt_whose_fields_the_quick_decoder_refuses_is_read_whole() -> None:
+    # bytes that are not UTF-8 in a receipt field: the fields are read from the whole line instead
+    line = (b'{"ts":"2026-07-03T00:00:00Z","agent":"t","class":"triage","answers":["' + b"a" * 12 + b'"],'
+            b'"fingerprint":"fp:seek/crash","case_id":"caf\xe9","disposition":"fixed","commit":"9f3c2ab",'
+            b'"sentinel":{"probe":"true","expect":"absent"}}')
+    receipt = decode_line(line)
+    assert receipt is not None
+    book = CaseBook()
+    book.feed("home", [receipt])
+    [case] = book.cases()
+    assert (case["case_id"], case["receipt"]["ref"], case["receipt"]["disposition"]) == (
+        "caf\ufffd", "9f3c2ab", "fixed")
+    assert case["sentinel"] == {"probe": "true", "expect": "absent", "state": "guarded", "streak": 0}
