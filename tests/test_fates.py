@@ -345,3 +345,16 @@ def test_is_external_matches_a_marker_anywhere_in_the_tool_case_insensitively() 
     book = FateBook(["SemGrep", "context7"])
     assert [book.is_external(t) for t in ("my-semgrep-2", "CONTEXT7", "seek", None)] == [True, True, False, False]
     assert [book.is_external(t) for t in ("my-semgrep-2", "CONTEXT7", "seek", None)] == [True, True, False, False]
+
+
+def test_referrers_grow_with_each_answer_once_however_often_they_are_read() -> None:
+    # the sweep's rows and its snapshot take these lists as they are: a second read must not repeat them
+    a, b = L("a"), L("b")
+    pick = L("pick", answers=[a.id, b.id])
+    book = fold([a, b, pick], MARKERS)
+    assert book.referrers() == {a.id: [pick.id], b.id: [pick.id]}
+    assert book.referrers() == {a.id: [pick.id], b.id: [pick.id]}
+    r = receipt("2026-07-06T00:00:00Z", a.id)
+    book.add([r])
+    assert book.referrers() == {a.id: [pick.id, r.id], b.id: [pick.id]}
+    assert book.referrers() == {a.id: [pick.id, r.id], b.id: [pick.id]}
