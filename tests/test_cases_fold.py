@@ -324,3 +324,29 @@ def test_a_receipt_whose_fields_the_quick_decoder_refuses_is_read_whole() -> Non
     assert (case["case_id"], case["receipt"]["ref"], case["receipt"]["disposition"]) == (
         "caf\ufffd", "9f3c2ab", "fixed")
     assert case["sentinel"] == {"probe": "true", "expect": "absent", "state": "guarded", "streak": 0}
+
+
+def test_regressions_in_streak_order_and_each_case_its_own_streak() -> None:
+    fp, other = "fp:seek/crash", "fp:north/crash"
+
+    def regression(f: str, streak: int) -> Letter:
+        family, _, symptom = f[3:].rpartition("/")
+        return _engine(ts="2026-07-04T10:00:00Z", **{"class": "bug"}, tool=family, symptom=symptom, fingerprint=f,
+                       sentinel_streak=streak, what=f"regression {streak}")
+
+    second, first, elsewhere = regression(fp, 2), regression(fp, 1), regression(other, 3)
+    only_case_id = make_letter({"ts": "2026-07-05T00:00:00Z", "agent": "t", "class": "triage",
+                                "answers": [first.id], "case_id": "seek-crash"})
+    book = CaseBook()
+    book.feed("home", [second, elsewhere, first, only_case_id])
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    assert case["regressions"] == [first.id, second.id]
+    assert (book.streak(fp), book.streak(other), book.streak("fp:none/crash")) == ((2, True), (3, True), (0, False))
+    assert list(book.receipts) == [only_case_id.id]  # a receipt naming only its case is kept
+    w = book.witnesses[first.id]
+    assert (w.brain, w.repo, w.box, w.fingerprint, w.honesty) == (None, None, "home", fp, False)
+    placed = make_letter({"agent": "a", "tool": "seek", "class": "honesty", "symptom": "crash", "what": "w",
+                          "brain": "b1", "repo": "r1"})
+    book.feed(None, [placed])
+    w = book.witnesses[placed.id]
+    assert (w.brain, w.repo, w.box, w.honesty) == ("b1", "r1", None, True)
