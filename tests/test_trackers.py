@@ -291,3 +291,64 @@ def test_a_delivery_is_found_by_id_envelope_or_a_unique_prefix() -> None:
                             "to": "kimi"})
     book.add([stranger, make_letter({"ts": _ts(1), "agent": OWNER, "kind": "ack", "ref": "0" * 12})])
     assert book.find(stranger.id) is None and book.orphans == 1  # another's delivery; an ack naming nothing
+
+
+def test_odd_fields_read_as_absent_and_the_steps_name_their_delivery() -> None:
+    d = make_letter({"agent": "aya", "kind": "task", "to": OWNER, "work_item_id": 5, "thread_id": ["t"],
+                     "schema_drift": "not a list", "ack_policy": {"ack_required": True, "escalation_target": 5,
+                                                                  "ack_timeout_s": 0, "max_repings": 0}})
+    book = TrackerBook(OWNER)
+    book.add([d])
+    t = book.tracker(d.id)
+    assert (t.delivered_ts, t.envelope_id, t.sender, t.work_item_id, t.thread_id, t.schema_drift) == (
+        "", "", "aya", None, None, ())
+    assert t.escalation_target is None and t.ack_due_ts is None  # no time: never due
+    e = _delivery({"ack_required": True, "ack_timeout_s": 60, "max_repings": 0, "escalation_target": "none"})
+    f = make_letter({"ts": _ts(0), "kind": "task", "to": OWNER, "envelope_id": "env_f",
+                     "ack_policy": {"ack_required": True, "ack_timeout_s": 60, "max_repings": 0,
+                                    "escalation_target": "aya"}})
+    book.add([e, f])
+    assert book.tracker(f.id).sender == ""
+    s = next_step(book, e.id, T0 + timedelta(minutes=1))
+    assert s is not None and (s.action, s.delivery_id, s.target) == ("timeout", e.id, None)  # "none": no one
+    book.add([make_letter({"ts": _ts(2), "agent": ENGINE, "kind": "ack_timeout", "ref": f.id})])
+    s = next_step(book, f.id, T0 + timedelta(minutes=3))
+    assert s is not None and (s.action, s.delivery_id, s.due, s.target) == ("escalate", f.id, T0 + timedelta(
+        minutes=2), "aya")
+
+
+def test_engine_letters_only_from_the_engine_and_repeats_change_nothing() -> None:
+    d = _delivery({"ack_required": True, "reping_interval_s": 60, "max_repings": 3, "escalation_target": "aya"})
+    book = TrackerBook(OWNER)
+    book.add([d,
+              make_letter({"ts": _ts(1), "agent": "kimi", "kind": "reping", "ref": d.id, "count": 1}),
+              make_letter({"ts": _ts(2), "agent": ENGINE, "kind": "reping", "ref": d.id, "count": 1}),
+              make_letter({"ts": _ts(3), "agent": ENGINE, "kind": "reping", "ref": d.id, "count": 1, "n": 2}),
+              make_letter({"ts": _ts(4), "agent": ENGINE, "kind": "ack_timeout", "ref": d.id}),
+              make_letter({"ts": _ts(5), "agent": ENGINE, "kind": "escalation", "ref": d.id, "message": 7}),
+              make_letter({"ts": _ts(6), "agent": ENGINE, "kind": "notify", "ref": d.id, "about": "timeout",
+                           "outcome": "nudge_sent"}),
+              make_letter({"ts": _ts(7), "agent": ENGINE, "kind": "notify", "ref": d.id, "about": "timeout",
+                           "outcome": "claimed", "n": 2}),
+              make_letter({"ts": _ts(8), "agent": OWNER, "kind": "ack", "ref": "0" * 12}),
+              make_letter({"ts": _ts(9), "agent": ENGINE, "kind": "reping", "ref": "1" * 12})])
+    t = book.tracker(d.id)
+    assert (t.reping_count, t.last_ping_ts) == (1, _ts(2))  # the first letter of a count is its time
+    assert (t.escalated, t.escalation_id, t.timeout_notice) == (True, None, "nudge_sent")
+    assert book.orphans == 2
+
+
+def test_a_result_naming_a_work_item_closes_that_items_tasks() -> None:
+    def task(env: str, work: str | None) -> Letter:
+        return make_letter({"ts": _ts(0), "agent": "aya", "kind": "task", "envelope_id": env, "from": "aya",
+                            "to": OWNER, **({"work_item_id": work} if work else {})})
+
+    by_work, other, bare = task("env_a", "wi_1"), task("env_b", "wi_2"), task("env_c", None)
+    worker = TrackerBook(OWNER)
+    worker.add([by_work, other, bare])
+    requester = TrackerBook("aya")
+    requester.add([make_letter({"ts": _ts(1), "agent": OWNER, "kind": "response", "envelope_id": "env_r",
+                                "from": OWNER, "to": "aya", "parent_id": "wi_1", "response_type": "result",
+                                "status": "completed"})])
+    closed = close_tasks([*worker.trackers(), *requester.trackers()])
+    assert {k: v.envelope_id for k, v in closed.items()} == {by_work.id: "env_r"}
