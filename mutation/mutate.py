@@ -121,7 +121,8 @@ def run_functions(name: str, target: Target, max_children: int) -> dict[str, obj
     (work / "pyproject.toml").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(max_children)]
-    survived = _results(work, target).get("survived", [])
+    before = _results(work, target)
+    survived = before.get("survived", []) + before.get("no tests", [])
     subprocess.run(command, cwd=work, env=env, check=False)  # the mutants with no result yet
     if survived:  # mutmut keeps a result: named, it tries a survivor again (the tests may kill it now)
         subprocess.run([*command, *survived], cwd=work, env=env, check=False)
