@@ -350,3 +350,20 @@ def test_regressions_in_streak_order_and_each_case_its_own_streak() -> None:
     book.feed(None, [placed])
     w = book.witnesses[placed.id]
     assert (w.brain, w.repo, w.box, w.honesty) == ("b1", "r1", None, True)
+
+
+def test_last_match_is_the_newest_instant_and_survives_the_snapshot() -> None:
+    import msgspec
+
+    def seek(what: str, ts: str | None, agent: str = "a") -> Letter:
+        return make_letter({"agent": agent, "tool": "seek", "class": "win", "what": what, **({"ts": ts} if ts else {})})
+
+    book = CaseBook()
+    # an undated letter, then a dated one of the same signature, then another signature's letter half a
+    # second earlier: times are compared as instants (a fraction of a second is later than none)
+    book.feed("home", [seek("undated", None), seek("later", "2026-07-02T10:00:00.5Z"),
+                       seek("earlier", "2026-07-02T10:00:00Z", agent="b")])
+    assert book.last_match({"tool": "seek"}) == "2026-07-02T10:00:00.5Z"
+    again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
+    assert again.last_match({"tool": "seek"}) == "2026-07-02T10:00:00.5Z"
+    assert again.last_match({"tool": "north"}) is None
