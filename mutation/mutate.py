@@ -253,7 +253,8 @@ def run_tables(name: str, target: Target) -> dict[str, object]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("half", choices=("functions", "tables", "all"))
+    parser.add_argument("half", choices=("functions", "tables", "all", "scores"),
+                        help="scores: count mutmut's kept results again (after equivalents.txt changed), run nothing")
     parser.add_argument("modules", nargs="*", help=f"any of {', '.join(TARGETS)} (default: all)")
     parser.add_argument("--max-children", type=int, default=1)
     args = parser.parse_args()
@@ -265,6 +266,9 @@ def main() -> int:
     scores = {(s["module"], s["kind"]): s for s in (json.loads(kept.read_text()) if kept.exists() else [])}
     for name in args.modules or list(TARGETS):
         target = TARGETS[name]
+        if args.half == "scores" and _results(OUT / name, target):
+            results = {m: status for status, names in _results(OUT / name, target).items() for m in names}
+            scores[name, "functions"] = score(name, "functions", results)
         if args.half in ("functions", "all"):
             scores[name, "functions"] = run_functions(name, target, args.max_children)
         if args.half in ("tables", "all") and target.tables:
