@@ -86,12 +86,13 @@ def score(name: str, kind: str, results: dict[str, str]) -> dict[str, object]:
     def dead(status: str) -> bool:
         return status.split(":", 1)[0] in ("killed", "timeout")
 
+    unrun = sorted(m for m, s in results.items() if s == "not checked")  # a run stopped early: no score for them
     killed = sorted(m for m, s in results.items() if dead(s) and m not in skip)
-    survived = sorted(m for m, s in results.items() if not dead(s) and m not in skip)
+    survived = sorted(m for m, s in results.items() if not dead(s) and m not in skip and m not in unrun)
     total = len(killed) + len(survived)
     pct = round(100 * len(killed) / total) if total else 100
     print(f"{name} {kind}: {pct}% ({len(killed)} killed, {len(survived)} survived, "
-          f"{sum(m in skip for m in results)} equivalent)")
+          f"{sum(m in skip for m in results)} equivalent" + (f", {len(unrun)} not run yet)" if unrun else ")"))
     for m in survived:
         print(f"  survived: {m} ({results[m]})")
     return {"module": name, "kind": kind, "score": pct, "killed": len(killed), "survived": survived}
