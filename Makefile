@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test stress lint bench bench-check clean screenshots
+.PHONY: run test stress lint bench bench-check clean screenshots mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ MYPY_TESTS := --implicit-reexport --allow-untyped-calls --no-warn-unused-ignores
 	$(addprefix --disable-error-code=,arg-type union-attr attr-defined misc no-any-return assignment index func-returns-value)
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench mutation
 	$(BIN)/mypy
 	$(BIN)/mypy $(MYPY_TESTS) tests bench
 
@@ -61,8 +61,14 @@ stress: $(VENV)/.installed
 
 # The README's pictures of the Human View, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)
-	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser.py tests/browser/test_http_browser_cases.py tests/browser/test_http_browser_delivery.py -k screenshot -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser.py tests/browser/test_http_browser_cases.py tests/browser/test_http_browser_delivery.py -m screenshots -q
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser_missions.py -q
+
+# Mutation testing of the core, each module against its own test files (mutation/mutate.py holds the map):
+# mutmut over function bodies, then one change at a time to each module-level table. Not part of make test:
+# it runs the tests once per mutant. One module at a time on one worker: MODULES=letters narrows it.
+mutate: $(VENV)/.installed
+	$(BIN)/python mutation/mutate.py all $(MODULES) --max-children 1
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dovecote.derive.cases.book import CaseBook, CaseState
 from dovecote.derive.cases.claims import claims, labels
 from dovecote.derive.cases.symptoms import fingerprint_of
-from dovecote.model.letters import Letter, make_letter
+from dovecote.model.letters import Letter, decode_line, make_letter
 from dovecote.model.vocab import ENGINE_AGENT, REPORT_KINDS
 from dovecote.util.timeutil import instant_text
 
@@ -150,3 +150,220 @@ def test_the_state_round_trips_through_its_snapshot(pairs: list[tuple[str | None
     again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
     assert again.cases() == book.cases() and again.state() == book.state()
     assert claims(again) == claims(book) and labels(again) == labels(book)
+
+
+def _engine(**fields: Any) -> Letter:
+    return make_letter({"agent": ENGINE_AGENT, **fields})
+
+
+def test_monitor_and_engine_letters_through_the_fold() -> None:
+    """The letters the engine writes (and monitor definitions) are read for what they are: never a
+    kindless report, each in its role, and the case, streak and monitor answers follow them."""
+    fp = "fp:north/false_absence"
+    w1 = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "north", "class": "bug",
+                      "symptom": "false_absence", "what": "w1"})
+    w2 = make_letter({"ts": "2026-07-02T10:00:00Z", "agent": "b", "tool": "North (beat)", "class": "bug",
+                      "symptom": "false_absence", "what": "w2"})
+    fixed = make_letter({"ts": "2026-07-03T10:00:00Z", "agent": "t", "tool": "triage", "class": "triage",
+                         "answers": [w1.id, w2.id], "fingerprint": fp, "disposition": "fixed",
+                         "sentinel": {"probe": "grep -c absent x", "expect": "absent"}})
+    esc = _engine(ts="2026-07-02T10:00:00Z", **{"class": "triage"}, tool="north", symptom="false_absence",
+                  fingerprint=fp, escalation=2, witnesses=[w1.id, w2.id], what="escalation")
+    red = _engine(ts="2026-07-04T10:00:00Z", **{"class": "bug"}, tool="north", symptom="false_absence",
+                  fingerprint=fp, receipt=fixed.id, sentinel_streak=1, what="sentinel regression")
+    defs = [make_letter({"ts": f"2026-07-0{n}T00:00:00Z", "agent": "op", "kind": "monitor", "name": "backup",
+                         "expect": "tool=backup", "every": f"{n}d", "paused": n == 2}) for n in (1, 2)]
+    half = make_letter({"ts": "2026-07-01T00:00:00Z", "agent": "op", "kind": "monitor", "name": "x", "expect": "e"})
+    down = _engine(ts="2026-07-05T00:00:00Z", **{"class": "bug"}, tool="monitor:backup", symptom="silent_drop",
+                   monitor="backup", monitor_streak=1, what="monitor backup down")
+    quit_ = _engine(ts="2026-07-05T00:00:00Z", **{"class": "friction"}, tool="claude", session="s-1", what="quit")
+    not_engine = make_letter({"agent": "a", "kind": "sentinel_green", "fingerprint": fp, "sentinel_streak": 1})
+    book = CaseBook()
+    book.feed("home", [w1, w2, fixed, esc, red, *defs, half, down, quit_, not_engine])
+    roles = {e.id: (e.role, e.fingerprint, e.streak, e.subject) for e in book.engine.values()}
+    assert roles == {
+        esc.id: ("escalation", fp, 0, None), red.id: ("regression", fp, 1, None),
+        down.id: ("monitor_down", None, 1, "backup"), quit_.id: ("abandonment", None, 0, "s-1"),
+    }
+    assert book.kindless == 0  # an engine letter without a fingerprint is no one's kindless report
+    assert not_engine.id not in book.seen  # only the engine writes markers
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    # a regression is a new witness of its case, which no receipt answers yet: the case is open again
+    assert (case["escalation"], case["regressions"], case["label"]) == (esc.id, [red.id], "open")
+    assert (case["witness_ids"], case["unanswered"]) == ([w1.id, w2.id, red.id], [red.id])
+    assert case["sentinel"] == {"probe": "grep -c absent x", "expect": "absent", "state": "red", "streak": 1}
+    assert book.streak(fp) == (1, True) and book.monitor_streak("backup") == (1, True)
+    assert {name: (m.id, m.every, m.paused) for name, m in book.monitor_defs().items()} == {
+        "backup": (defs[1].id, "2d", True)
+    }
+    green = _engine(ts="2026-07-06T00:00:00Z", kind="sentinel_green", fingerprint=fp, receipt=fixed.id,
+                    sentinel_streak=1, what="green")
+    up = _engine(ts="2026-07-06T00:00:00Z", kind="monitor_up", monitor="backup", monitor_streak=1, what="up")
+    book.feed("project:a", [green, up, esc])
+    assert book.engine[green.id].role == "green" and book.engine[up.id].role == "monitor_up"
+    assert book.engine[esc.id].box == "home"  # the first box by label keeps it
+    assert book.streak(fp) == (1, False) and book.monitor_streak("backup") == (1, False)
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    assert case["sentinel"]["state"] == "guarded"
+    assert book.last_match({"tool": "monitor:backup"}) == "2026-07-05T00:00:00Z"
+    assert book.last_match({"tool": "nothing"}) is None
+
+
+def test_one_case_in_full_as_every_face_shows_it() -> None:
+    fp = "fp:seek/crash"
+    w1 = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "Seek (v2)", "class": "bug",
+                      "symptom": "crash", "what": "w1", "repo": "r1"})
+    w2 = make_letter({"agent": "b", "tool": "seek", "class": "bug", "symptom": "crash", "what": "undated"})
+    w3 = make_letter({"ts": "2026-07-03T10:00:00Z", "agent": "c", "tool": "seek", "class": "honesty",
+                      "symptom": "crash", "what": "w3", "brain": "b3"})
+    older = make_letter({"ts": "2026-07-03T11:00:00Z", "agent": "t", "class": "triage", "answers": [w1.id],
+                         "fingerprint": fp, "disposition": "declined"})
+    latest = make_letter({"ts": "2026-07-04T10:00:00Z", "agent": "t", "class": "triage", "fingerprint": fp,
+                          "answers": [w2.id, w1.id, w1.id], "disposition": "fixed", "case_id": "seek-crash",
+                          "commit": "9f3c2ab", "sentinel": {"probe": "true"}})
+    book = CaseBook()
+    book.feed("project:b", [w1, w3, older])
+    book.feed(None, [w2, latest])
+    book.feed("project:a", [w3, latest])
+    [case] = book.cases()
+    assert case == {
+        "fingerprint": fp, "case_id": "seek-crash", "label": "open", "witnesses": 3,
+        "witness_ids": [w2.id, w1.id, w3.id], "unanswered": [w3.id],
+        "first_seen": "2026-07-01T10:00:00Z", "last_seen": "2026-07-03T10:00:00Z",
+        "boxes": ["project:a", "project:b"],
+        "receipt": {"id": latest.id, "ts": "2026-07-04T10:00:00Z", "disposition": "fixed", "ref": "9f3c2ab",
+                    "box": "project:a"},
+        "answered": sorted({w1.id, w2.id}), "escalation": None,
+        "sentinel": {"probe": "true", "expect": "exit0", "state": "guarded", "streak": 0},
+        "regressions": [],
+        "line": f"case {fp} — 3 witnesses · fixed @9f3c2ab · sentinel: true",
+    }
+    assert book.recurrence() == {fp: 3}
+    assert [(r.id, r.disposition) for r in book.receipts.values()] == [(older.id, "declined"), (latest.id, "fixed")]
+    book.feed("home", [make_letter({"ts": "2026-07-05T10:00:00Z", "agent": "t", "class": "triage",
+                                    "answers": [w3.id]})])
+    [case] = book.cases()
+    assert (case["label"], case["unanswered"]) == ("closed·guarded", [])
+
+
+def test_the_case_line_names_count_disposition_commit_and_sentinel() -> None:
+    from dovecote.derive.cases.book import Receipt, case_line
+
+    def receipt(disposition: str | None, ref: str | None) -> Receipt:
+        return Receipt("k", "i" * 12, None, "fp:x/crash", None, disposition, ref, None, None, [], None)
+
+    assert case_line("fp:x/crash", 1, None, None) == "case fp:x/crash — 1 witness · open"
+    assert case_line("fp:x/crash", 2, receipt(None, None), None) == "case fp:x/crash — 2 witnesses · answered"
+    assert case_line("fp:x/crash", 0, receipt("moot", "abc"), None) == "case fp:x/crash — 0 witnesses · moot @abc"
+    red = {"probe": "p", "state": "red"}
+    assert case_line("fp:x/crash", 1, receipt("fixed", None), red) == (
+        "case fp:x/crash — 1 witness · fixed · sentinel: p (red)")
+
+
+def test_what_the_fold_keeps_is_the_same_whatever_the_order_and_box_of_arrival() -> None:
+    """The snapshot in cache/ is the fold's state: the same letters give the same bytes, and each
+    letter (engine markers and monitors too) keeps the lowest box that holds it."""
+    import msgspec
+
+    from dovecote.derive.cases.book import MonitorDef
+
+    fp = "fp:seek/crash"
+    newer = make_letter({"ts": "2026-07-02T10:00:00Z", "agent": "a", "tool": "seek", "class": "bug",
+                         "symptom": "crash", "what": "newer"})
+    older = make_letter({"ts": "2026-07-01T10:00:00Z", "agent": "a", "tool": "seek", "class": "bug",
+                         "symptom": "crash", "what": "older"})
+    typed = make_letter({"ts": "2026-07-01T09:00:00Z", "agent": "a", "kind": "report", "tool": "seek",
+                         "symptom": "crash", "what": "a report that says it is one"})
+    classless = make_letter({"ts": "2026-07-01T08:00:00Z", "agent": "a", "tool": "north", "what": "no class"})
+    early_answer = make_letter({"ts": "2026-07-03T00:00:00Z", "agent": "t", "class": "triage",
+                                "answers": [classless.id, "0" * 12], "fingerprint": fp, "case_id": 7,
+                                "commit": ["not", "text"]})
+    green = _engine(ts="2026-07-04T00:00:00Z", kind="sentinel_green", fingerprint=fp, sentinel_streak=1, what="g")
+    down = _engine(ts="2026-07-04T00:00:00Z", **{"class": "bug"}, tool="monitor:nightly", symptom="silent_drop",
+                   monitor="nightly", monitor_streak=2, what="down")
+    other_down = _engine(ts="2026-07-04T00:00:00Z", **{"class": "bug"}, tool="monitor:weekly",
+                         symptom="silent_drop", monitor="weekly", monitor_streak=5, what="down")
+    nightly = make_letter({"ts": "2026-07-02T00:00:00Z", "agent": "op", "kind": "monitor", "name": "nightly",
+                           "expect": "tool=seek", "every": "1d", "grace": "2h"})
+    renamed = make_letter({"ts": "2026-07-01T00:00:00Z", "agent": "op", "kind": "monitor", "name": "nightly",
+                           "expect": "tool=seek", "every": "7d", "grace": 5, "paused": "yes"})
+    letters = [newer, older, typed, early_answer, classless, green, down, other_down, nightly, renamed]
+    states = []
+    for order, boxes in ((letters, ("project:b", "project:a")), (letters[::-1], ("project:a", "project:b"))):
+        book = CaseBook()
+        for box in boxes:
+            book.feed(box, order)
+        states.append(msgspec.msgpack.encode(book.state()))
+        assert {e.id: e.box for e in book.engine.values()} == dict.fromkeys((green.id, down.id, other_down.id),
+                                                                             "project:a")
+        assert book.monitor_defs() == {"nightly": MonitorDef(
+            "2026-07-02T00:00:00.000000" + nightly.id, nightly.id, "2026-07-02T00:00:00Z", "nightly", "tool=seek", "1d",
+            "2h", False)}
+        assert book.monitors[renamed.id].grace is None and book.monitors[renamed.id].paused is False
+        assert book.last_match({"tool": "seek", "class": "bug"}) == "2026-07-02T10:00:00Z"
+        assert book.last_match({"tool": "seek"}) == "2026-07-02T10:00:00Z"
+        assert book.last_match({"kind": "report"}) == "2026-07-01T09:00:00Z"
+        assert (book.monitor_streak("nightly"), book.monitor_streak("never")) == ((2, True), (0, False))
+        assert book.kindless == 1 and book.closed == {"0" * 12}  # the classless letter arrived: no longer "unseen"
+        [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+        assert (case["witness_ids"], case["case_id"], case["receipt"]["ref"]) == (
+            [typed.id, older.id, newer.id], None, None)
+    assert states[0] == states[1]
+
+
+def test_a_receipt_whose_fields_the_quick_decoder_refuses_is_read_whole() -> None:
+    # bytes that are not UTF-8 in a receipt field: the fields are read from the whole line instead
+    line = (b'{"ts":"2026-07-03T00:00:00Z","agent":"t","class":"triage","answers":["' + b"a" * 12 + b'"],'
+            b'"fingerprint":"fp:seek/crash","case_id":"caf\xe9","disposition":"fixed","commit":"9f3c2ab",'
+            b'"sentinel":{"probe":"true","expect":"absent"}}')
+    receipt = decode_line(line)
+    assert receipt is not None
+    book = CaseBook()
+    book.feed("home", [receipt])
+    [case] = book.cases()
+    assert (case["case_id"], case["receipt"]["ref"], case["receipt"]["disposition"]) == (
+        "caf\ufffd", "9f3c2ab", "fixed")
+    assert case["sentinel"] == {"probe": "true", "expect": "absent", "state": "guarded", "streak": 0}
+
+
+def test_regressions_in_streak_order_and_each_case_its_own_streak() -> None:
+    fp, other = "fp:seek/crash", "fp:north/crash"
+
+    def regression(f: str, streak: int) -> Letter:
+        family, _, symptom = f[3:].rpartition("/")
+        return _engine(ts="2026-07-04T10:00:00Z", **{"class": "bug"}, tool=family, symptom=symptom, fingerprint=f,
+                       sentinel_streak=streak, what=f"regression {streak}")
+
+    second, first, elsewhere = regression(fp, 2), regression(fp, 1), regression(other, 3)
+    only_case_id = make_letter({"ts": "2026-07-05T00:00:00Z", "agent": "t", "class": "triage",
+                                "answers": [first.id], "case_id": "seek-crash"})
+    book = CaseBook()
+    book.feed("home", [second, elsewhere, first, only_case_id])
+    [case] = [c for c in book.cases() if c["fingerprint"] == fp]
+    assert case["regressions"] == [first.id, second.id]
+    assert (book.streak(fp), book.streak(other), book.streak("fp:none/crash")) == ((2, True), (3, True), (0, False))
+    assert list(book.receipts) == [only_case_id.id]  # a receipt naming only its case is kept
+    w = book.witnesses[first.id]
+    assert (w.brain, w.repo, w.box, w.fingerprint, w.honesty) == (None, None, "home", fp, False)
+    placed = make_letter({"agent": "a", "tool": "seek", "class": "honesty", "symptom": "crash", "what": "w",
+                          "brain": "b1", "repo": "r1"})
+    book.feed(None, [placed])
+    w = book.witnesses[placed.id]
+    assert (w.brain, w.repo, w.box, w.honesty) == ("b1", "r1", None, True)
+
+
+def test_last_match_is_the_newest_instant_and_survives_the_snapshot() -> None:
+    import msgspec
+
+    def seek(what: str, ts: str | None, agent: str = "a") -> Letter:
+        return make_letter({"agent": agent, "tool": "seek", "class": "win", "what": what, **({"ts": ts} if ts else {})})
+
+    book = CaseBook()
+    # an undated letter, then a dated one of the same signature, then another signature's letter half a
+    # second earlier: times are compared as instants (a fraction of a second is later than none)
+    book.feed("home", [seek("undated", None), seek("later", "2026-07-02T10:00:00.5Z"),
+                       seek("earlier", "2026-07-02T10:00:00Z", agent="b")])
+    assert book.last_match({"tool": "seek"}) == "2026-07-02T10:00:00.5Z"
+    again = CaseBook(msgspec.msgpack.decode(msgspec.msgpack.encode(book.state()), type=CaseState))
+    assert again.last_match({"tool": "seek"}) == "2026-07-02T10:00:00.5Z"
+    assert again.last_match({"tool": "north"}) is None

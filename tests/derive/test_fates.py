@@ -264,3 +264,97 @@ def test_any_order_and_batching_equals_one_fold_and_the_definition(
     assert _observe(book, ids) == seen
     for old, answers in lent:
         assert _observe(old, ids) == answers
+
+
+def test_open_letters_called_again_as_letters_arrive_between_calls() -> None:
+    """The open list is kept between calls (tombstones, appends, a late arrival merged in): each call
+    must still give what a fold of everything so far gives, oldest first."""
+    a, b, c = L("a", "2026-07-05T10:00:00Z"), L("b", "2026-07-05T11:00:00Z"), L("c", "2026-07-05T12:00:00Z")
+    book = FateBook(MARKERS)
+    seen: list[Letter] = []
+
+    def feed(*letters: Letter) -> list[str]:
+        book.add(letters)
+        seen.extend(letters)
+        got = book.open_letters()
+        assert got == fold(seen, MARKERS).open_letters() == book.open_letters()
+        return got
+
+    assert feed(a, b, c) == [a.id, b.id, c.id]
+    d = L("d", "2026-07-05T13:00:00Z")
+    picked = L("picks c", "2026-07-05T13:30:00Z", answers=[c.id])  # picked up, still open
+    assert feed(receipt("2026-07-05T14:00:00Z", b.id), d, picked) == [a.id, c.id, d.id, picked.id]
+    late = L("late", "2026-07-05T10:30:00Z")
+    assert feed(late, receipt("2026-07-05T14:01:00Z", d.id)) == [a.id, late.id, c.id, picked.id]
+    assert feed(receipt("2026-07-05T14:02:00Z", a.id, c.id, picked.id)) == [late.id]
+    early, same_time = L("early", "2026-07-05T09:00:00Z"), L("same time", "2026-07-05T09:00:00Z")
+    assert feed(early, same_time) == [*sorted([early.id, same_time.id]), late.id]  # one instant: by id
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 59), st.lists(st.integers(0, 99), max_size=3), st.booleans()),
+                min_size=1, max_size=40),
+       st.lists(st.integers(1, 6), min_size=1, max_size=12))
+def test_open_letters_after_every_batch_is_the_fold_of_everything_so_far(
+    specs: list[tuple[int, list[int], bool]], cuts: list[int]
+) -> None:
+    """The kept open list (tombstones, appends, late letters merged in, re-sorts) read after every
+    batch: each read equals a fresh fold's, for letters of many times closing each other in any order."""
+    letters: list[Letter] = []
+    for n, (minute, closes, is_receipt) in enumerate(specs):
+        ts = f"2026-07-05T10:{minute:02d}:00Z"
+        if is_receipt and letters:
+            letters.append(receipt(ts, *{letters[c % len(letters)].id for c in closes}, n=n))
+        else:
+            letters.append(L(f"letter {n}", ts))
+    book = FateBook(MARKERS)
+    pos = 0
+    for cut in cuts * 40:
+        if pos >= len(letters):
+            break
+        book.add(letters[pos : pos + cut])
+        pos += cut
+        assert book.open_letters() == fold(letters[:pos], MARKERS).open_letters()
+
+
+def test_the_kept_open_list_after_a_merge_a_close_at_its_end_and_letters_closed_unlisted() -> None:
+    t = [L(f"t{n}", f"2026-07-05T1{n}:00:00Z") for n in range(8)]
+    book = FateBook(MARKERS)
+    seen: list[Letter] = []
+
+    def feed(*letters: Letter) -> list[str]:
+        book.add(letters)
+        seen.extend(letters)
+        got = book.open_letters()
+        assert got == fold(seen, MARKERS).open_letters()
+        return got
+
+    assert feed(t[0], t[2], t[4]) == [t[0].id, t[2].id, t[4].id]
+    assert feed(receipt("2026-07-06T00:00:00Z", t[0].id), t[5], t[6]) == [t[2].id, t[4].id, t[5].id, t[6].id]
+    # appended after a close built the positions: closing the second appended one hides no other
+    assert feed(receipt("2026-07-06T00:01:00Z", t[6].id)) == [t[2].id, t[4].id, t[5].id]
+    assert feed(t[3]) == [t[2].id, t[3].id, t[4].id, t[5].id]  # late: merged in
+    assert feed(t[7]) == [t[2].id, t[3].id, t[4].id, t[5].id, t[7].id]  # newer than the merge's newest
+    assert feed(receipt("2026-07-06T00:02:00Z", t[7].id), t[1]) == [t[1].id, t[2].id, t[3].id, t[4].id, t[5].id]
+    closed_at_once = L("closed before it was listed", "2026-07-05T23:00:00Z")
+    assert feed(closed_at_once, receipt("2026-07-06T00:03:00Z", closed_at_once.id)) == [
+        t[1].id, t[2].id, t[3].id, t[4].id, t[5].id]
+
+
+def test_is_external_matches_a_marker_anywhere_in_the_tool_case_insensitively() -> None:
+    book = FateBook(["SemGrep", "context7"])
+    assert [book.is_external(t) for t in ("my-semgrep-2", "CONTEXT7", "seek", None)] == [True, True, False, False]
+    assert [book.is_external(t) for t in ("my-semgrep-2", "CONTEXT7", "seek", None)] == [True, True, False, False]
+
+
+def test_referrers_grow_with_each_answer_once_however_often_they_are_read() -> None:
+    # the sweep's rows and its snapshot take these lists as they are: a second read must not repeat them
+    a, b = L("a"), L("b")
+    pick = L("pick", answers=[a.id, b.id])
+    book = fold([a, b, pick], MARKERS)
+    assert book.referrers() == {a.id: [pick.id], b.id: [pick.id]}
+    assert book.referrers() == {a.id: [pick.id], b.id: [pick.id]}
+    r = receipt("2026-07-06T00:00:00Z", a.id)
+    book.add([r])
+    assert book.referrers() == {a.id: [pick.id, r.id], b.id: [pick.id]}
+    assert book.referrers() == {a.id: [pick.id, r.id], b.id: [pick.id]}

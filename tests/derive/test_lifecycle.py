@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.derive.lifecycle import (
+    ARCHIVING,
     LINK_KINDS,
+    PROGRESS,
     TERMINAL,
     TRANSITIONS,
     Link,
@@ -209,3 +211,157 @@ def test_the_steps_between_two_states_walk_the_table_and_never_rest_in_defer(src
     assert state is dst
     one = move_verb(src, dst)
     assert (one is not None) == (len(steps) == 1) or src is dst
+
+
+# -- the tables written out, and what each entry does ---------------------------------------------
+
+
+def test_the_tables_are_the_documented_ones_written_out() -> None:
+    # by hand, not from the tables: one changed entry is one changed rule (DESIGN 3)
+    w, a, d, done, nack = State.WAIT, State.ACTIVE, State.DEFER, State.DONE, State.NACK
+    assert {
+        w: {"claim": a, "defer": d, "nack": nack, "seen": w},
+        a: {"complete": done, "defer": d, "seen": a},
+        d: {"undefer": w, "resurface": w, "seen": d},
+        done: {},
+        nack: {},
+    } == TRANSITIONS
+    assert {done, nack} == TERMINAL
+    assert {"complete", "nack"} == ARCHIVING
+    assert {"claim", "complete", "defer", "undefer", "resurface", "nack", "seen"} == LINK_KINDS
+
+
+def test_resurface_lands_in_wait_and_clears_the_due() -> None:
+    r = replay(ITEM, State.WAIT, chain("defer", "resurface", until_tic=110))
+    assert r.state is State.WAIT and not r.conflicts
+    assert (r.due_tic, r.due_time) == (None, None)
+    assert r.head == f"{2:012x}"
+    assert r.entered_ts == "2026-07-05T10:00:02Z"
+    claimed = replay(ITEM, State.WAIT, chain("defer", "resurface", "claim", until_tic=110))
+    assert claimed.state is State.ACTIVE and not claimed.conflicts
+
+
+def test_progress_ranks_the_copies_a_tree_import_meets() -> None:
+    # a tree holding two copies of one item (a copy, a crashed move) keeps the one further along:
+    # an ACTIVE copy beats a DEFER copy beats a WAIT copy; DONE and NACK, both terminal, tie (the first one kept)
+    assert PROGRESS == {State.WAIT: 0, State.DEFER: 1, State.ACTIVE: 2, State.DONE: 3, State.NACK: 3}
+    ranked = sorted(State, key=lambda s: (PROGRESS[s], list(State).index(s)))
+    assert ranked == [State.WAIT, State.DEFER, State.ACTIVE, State.DONE, State.NACK]
+
+
+def test_nack_is_terminal() -> None:
+    r = replay(ITEM, State.WAIT, chain("seen", "nack", "claim", "undefer", until_tic=110))
+    assert r.state is State.NACK and r.head == f"{2:012x}"
+    assert [(lk.kind, why) for lk, why in r.conflicts] == [("claim", "illegal_transition"), ("undefer", "orphan")]
+    for kind in sorted(LINK_KINDS):
+        with pytest.raises(Refusal) as e:
+            check_transition(State.NACK, kind, ITEM)
+        assert e.value.reason == "illegal_transition"
+
+
+def test_a_claim_after_a_time_based_defer_came_due() -> None:
+    links = chain("defer", until="2026-07-05T11:00:00Z")
+    late = link(9, "claim", links[-1].id, ts="2026-07-05T11:05:00Z")  # no tic: the time alone decides
+    r = replay(ITEM, State.WAIT, [*links, late])
+    assert r.state is State.ACTIVE and not r.conflicts
+    assert (r.entered_ts, r.due_time) == ("2026-07-05T11:05:00Z", None)
+    early = link(9, "claim", links[-1].id, ts="2026-07-05T10:59:59Z")
+    r2 = replay(ITEM, State.WAIT, [*links, early])
+    assert r2.state is State.DEFER and r2.due_time == "2026-07-05T11:00:00Z"
+    assert [why for _, why in r2.conflicts] == ["illegal_transition"]
+
+
+def test_wait_begins_at_the_due_not_at_the_link_that_noticed_it() -> None:
+    # a seen after the due changes no state, but the WAIT it sees began at the due
+    by_tic = chain("defer", until_tic=110)
+    seen = link(9, "seen", by_tic[-1].id, ts="2026-07-05T12:00:00Z", tic=115)
+    r = replay(ITEM, State.WAIT, [*by_tic, seen])
+    assert r.state is State.WAIT and r.seen
+    assert (r.entered_tic, r.entered_ts) == (110, "2026-07-05T12:00:00Z")
+    assert (r.due_tic, r.due_time) == (None, None)
+    by_time = chain("defer", until="2026-07-05T11:00:00Z")
+    seen = link(9, "seen", by_time[-1].id, ts="2026-07-05T12:00:00Z", tic=115)
+    r2 = replay(ITEM, State.WAIT, [*by_time, seen])
+    assert r2.state is State.WAIT
+    assert (r2.entered_tic, r2.entered_ts) == (115, "2026-07-05T11:00:00Z")
+    before = link(9, "seen", by_time[-1].id, ts="2026-07-05T10:30:00Z", tic=101)
+    r3 = replay(ITEM, State.WAIT, [*by_time, before])
+    assert r3.state is State.DEFER and (r3.entered_tic, r3.entered_ts) == (None, "2026-07-05T10:00:01Z")
+
+
+def test_is_due_never_guesses_an_unknown_clock() -> None:
+    now = datetime(2026, 7, 5, 12, tzinfo=UTC)
+    assert not is_due(110, None, None, now)  # no tic known
+    assert not is_due(None, "2026-07-05T11:00:00Z", 200, None)  # no time known
+    assert not is_due(None, "not a time", 200, now)
+    assert not is_due(110, None, 109, now)
+    assert is_due(110, None, 110, None)
+    assert is_due(110, "2026-07-05T11:00:00Z", 100, now)  # the tic has not come, the time has
+    assert not is_due(110, "2026-07-05T12:00:01Z", 100, now)
+    assert is_due(None, "2026-07-05T12:00:00Z", None, now)
+
+
+def test_the_steps_between_states_are_the_shortest_routes() -> None:
+    from dovecote.derive.lifecycle import move_verb, steps_between
+
+    assert steps_between(State.DEFER, State.NACK) == ["undefer", "nack"]
+    assert steps_between(State.DEFER, State.DONE) == ["undefer", "claim", "complete"]
+    assert steps_between(State.WAIT, State.DONE) == ["claim", "complete"]
+    assert steps_between(State.ACTIVE, State.DEFER) == ["defer"]
+    assert steps_between(State.ACTIVE, State.WAIT) is None
+    assert steps_between(State.NACK, State.WAIT) is None
+    assert steps_between(State.DONE, State.DONE) == []
+    assert move_verb(State.DEFER, State.WAIT) == "undefer"  # never time's resurface
+    assert move_verb(State.WAIT, State.WAIT) is None  # never a seen
+    assert move_verb(State.WAIT, State.DONE) is None
+
+
+def test_a_links_fields_read_as_show_prints_them() -> None:
+    lk = Link.from_data(ITEM, {
+        "kind": "complete", "ref": "b" * 12, "prev": "c" * 12, "ts": "2026-07-05T10:00:00Z", "agent": "ent_b",
+        "tic": 7, "until_tic": 9, "until": "2026-07-06T00:00:00Z", "reason": "done by hand", "result_ref": "d" * 12,
+    })
+    assert lk == Link(
+        id=ITEM, kind="complete", ref="b" * 12, prev="c" * 12, ts="2026-07-05T10:00:00Z", agent="ent_b",
+        tic=7, until_tic=9, until="2026-07-06T00:00:00Z", reason="done by hand", result_ref="d" * 12,
+    )
+    odd = Link.from_data(ITEM, {"kind": "seen", "ref": "b" * 12, "tic": True, "until_tic": "9", "reason": 5,
+                                "result_ref": ["x"], "ts": 3})
+    assert odd == Link(id=ITEM, kind="seen", ref="b" * 12, prev="b" * 12, ts="", agent="")
+    assert Link.from_data(ITEM, {}) == Link(id=ITEM, kind="", ref="", prev="", ts="", agent="")
+
+
+def test_only_a_seen_marks_the_item_read() -> None:
+    r = replay(ITEM, State.WAIT, chain("claim", "defer", until_tic=110))
+    assert r.state is State.DEFER and not r.seen
+
+
+def test_an_item_that_arrives_in_a_state_keeps_when_it_entered_it() -> None:
+    r = replay(ITEM, State.DEFER, [], entered_ts="2026-07-05T09:00:00Z", entered_tic=90, due_tic=120)
+    assert (r.state, r.head, r.entered_ts, r.entered_tic, r.due_tic) == (
+        State.DEFER, ITEM, "2026-07-05T09:00:00Z", 90, 120)
+
+
+def test_each_refusal_says_what_was_refused_and_why() -> None:
+    def detail(call: object, *args: object, **kw: object) -> tuple[str, str]:
+        with pytest.raises(Refusal) as e:
+            call(*args, **kw)  # type: ignore[operator]
+        return e.value.reason, e.value.detail
+
+    assert detail(check_transition, State.WAIT, "archive", ITEM) == (
+        "illegal_transition", "'archive' is not a lifecycle verb")
+    assert detail(check_transition, State.ACTIVE, "claim", ITEM) == (
+        "already_claimed", f"item {ITEM} is already ACTIVE")
+    assert detail(check_transition, State.WAIT, "complete", ITEM) == (
+        "illegal_transition", f"complete is not allowed from WAIT (item {ITEM})")
+    ok = {"seen": True, "response_required": False, "responded": False, "until_tic": None, "until": None}
+    assert detail(check_rails, "defer", ITEM, **ok) == (
+        "no_due", f"defer of {ITEM} needs a due: --until-tic or --until (no dead ends)")
+    assert detail(check_rails, "nack", ITEM, **{**ok, "seen": False}) == (
+        "not_seen", f"item {ITEM} must be marked seen before it is archived by nack")
+    waiting = {**ok, "response_required": True}
+    assert detail(check_rails, "complete", ITEM, **waiting) == ("response_required", (
+        f"item {ITEM} expects a response sent to its sender (a response, or a reply in its thread, with"
+        f" --reply-to {ITEM}); none has been delivered yet"))
+    assert "expects a response sent to ent_a (" in detail(check_rails, "complete", ITEM, **waiting,
+                                                          response_to="ent_a")[1]

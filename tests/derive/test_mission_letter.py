@@ -76,7 +76,15 @@ def test_each_rule_refuses_with_its_keyword(change: dict[str, Any], keyword: str
 
 
 def test_words_that_are_not_paths_pass() -> None:
-    ml.validate({**VECTOR, "phase": "judging", "verdict": {"decision": "CHANGE", "gist": "~5 tests, a/b https://x/y"}})
+    # a tilde before a number, a slash between words and a URL are words: kept as written
+    gist = "~5 tests, a/b https://x/y"
+    m = ml.validate({**VECTOR, "phase": "judging", "verdict": {"decision": "CHANGE", "gist": gist}})
+    assert m.phase == "judging" and m.verdict is not None
+    assert (m.verdict.decision, m.verdict.gist) == ("CHANGE", gist)
+    assert decode_line(ml.line_of(m, VECTOR_AGENT)).data()["mission"]["verdict"]["gist"] == gist  # type: ignore[union-attr]
+    # the same place with a path in it is refused: the words above passed on their merits
+    assert reason({**VECTOR, "phase": "judging", "verdict": {"decision": "CHANGE", "gist": "see ~/x"}}) == (
+        "absolute_path")
 
 
 #: The rules in the issue's order; a letter breaking several is refused by the first.

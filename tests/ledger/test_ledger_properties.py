@@ -23,7 +23,7 @@ import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dovecote.ledger.jsonl import WINDOW, LedgerReader
+from dovecote.ledger.jsonl import ABSENT, WINDOW, Checkpoint, LedgerReader, window_digest
 from dovecote.model.letters import canonical_line, letter_id
 from helpers import VECTOR as VECTOR_DICT
 from helpers import VECTOR_LINE
@@ -437,3 +437,77 @@ def test_what_an_appender_reads_of_its_own_lines_equals_a_whole_read(before: byt
             assert (r.offset, r.line_no, r.torn) == (whole.offset, whole.line_no, whole.torn)
             assert r.count_at(r.offset) == len(r.letters) and r.checkpoint() == whole.checkpoint()
             assert r.refresh() == []  # nothing new, and nothing taken twice
+
+
+# -- a snapshot bound, and a byte offset turned back into a count of letters ------------------------
+
+
+def test_a_bound_reads_only_the_snapshot_and_absent_reads_nothing(tmp_path: Path) -> None:
+    """``verify`` reads one fixed snapshot: bytes appended past the bound are not read until it is lifted."""
+    path = tmp_path / "letters.jsonl"
+    first = _lines({"what": "a"}, {"what": "b"})
+    path.write_bytes(first + _lines({"what": "c"}))
+    r = LedgerReader(path)
+    r.bound = len(first)
+    assert [x.id for x in r.refresh()] == _model_of(first).ids
+    assert r.offset == len(first) and r.torn is None
+    r.bound = len(first) - 1  # inside the second line: the reader has gone further than the snapshot
+    r.refresh()
+    assert [x.id for x in r.letters] == _model_of(first).ids[:1] and r.generation == 1
+    r.bound = None
+    r.refresh()
+    assert [x.id for x in r.letters] == _model_of(path.read_bytes()).ids
+    r.bound = ABSENT  # the file did not exist when the snapshot was taken
+    assert r.refresh() == [] and r.letters == [] and not r.exists
+    whole = LedgerReader(path)
+    whole.bound = ABSENT
+    assert whole.refresh() == [] and not whole.exists
+
+
+def test_count_at_turns_an_offset_the_reader_stood_at_into_a_count(tmp_path: Path) -> None:
+    """A store cursor is a byte offset: the reader answers how many letters it had read there, or None."""
+    path = tmp_path / "letters.jsonl"
+    first = _lines({"what": "a"}, {"what": "b"})
+    path.write_bytes(first)
+    r = LedgerReader(path)
+    assert r.count_at(0) == 0
+    r.refresh()
+    with open(path, "ab") as f:
+        f.write(_lines({"what": "c"}))
+    r.refresh()
+    end = path.stat().st_size
+    assert (r.count_at(0), r.count_at(len(first)), r.count_at(end)) == (0, 2, 3)
+    assert r.count_at(end + 1) is None  # past the end: never stood there
+    assert r.count_at(len(first) - 1) is None  # inside a line: never stood there either
+    assert r.count_at(1) is None
+    resumed = LedgerReader.resume(path, r.checkpoint())
+    assert resumed.count_at(end) == 0 and resumed.count_at(0) is None  # a resumed reader knows only its start
+
+
+def test_a_snapshot_of_an_empty_ledger_is_not_an_absent_one(tmp_path: Path) -> None:
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(b"")
+    r = LedgerReader(path)
+    r.bound = 0  # the file was there, empty, when the snapshot was taken
+    assert r.refresh() == [] and r.exists
+
+
+def test_a_checkpoint_keeps_the_digest_of_exactly_the_last_4096_bytes(tmp_path: Path) -> None:
+    """Checkpoints are kept in cache/ across versions: the window they hash is part of their format."""
+    path = tmp_path / "letters.jsonl"
+    data = _lines(*({"what": f"letter {n:04d}"} for n in range(300)))
+    assert len(data) > 4096 + 1
+    path.write_bytes(data)
+    r = _read_whole(path)
+    assert r.checkpoint() == Checkpoint(path.stat().st_ino, len(data), 300, window_digest(data[-4096:]))
+    # a rewrite just inside the window is seen; one byte further back is not (verify's job)
+    edited = bytearray(data)
+    edited[len(data) - 4097] ^= 1
+    path.write_bytes(bytes(edited))
+    assert LedgerReader.resume(path, r.checkpoint()).refresh() == []
+    edited[len(data) - 4097] ^= 1
+    edited[len(data) - 4096] ^= 1
+    path.write_bytes(bytes(edited))
+    again = LedgerReader.resume(path, r.checkpoint())
+    again.refresh()
+    assert again.generation == 1

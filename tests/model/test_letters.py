@@ -16,9 +16,12 @@ from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.letters import (
     canonical_line,
     decode_line,
+    decode_lines_fast,
     is_letter_id,
     letter_id,
+    letter_ids,
     make_letter,
+    text_or_none,
 )
 from dovecote.verbs import Sweep
 from helpers import VECTOR, VECTOR_ID, VECTOR_LINE, lid, new_home, rep
@@ -64,6 +67,54 @@ def test_report_with_exactly_the_vector_fields_gets_the_vector_id(tmp_path: Path
 def test_canonical_form_orders_known_fields_first_then_the_rest_sorted() -> None:
     line = canonical_line({"zeta": 1, "what": "w", "alpha": {"b": 1, "a": 2}, "ts": "t", "class": "bug"})
     assert line == b'{"ts":"t","class":"bug","what":"w","alpha":{"a":2,"b":1},"zeta":1}'
+
+
+#: One letter with every field the canonical order names, plus an unknown key that sorts before all of
+#: them, given in reverse order: written out by hand, not built from ``CANONICAL_ORDER``, so a change
+#: of that order (a field dropped from it, two fields swapped) changes these bytes and every id.
+GOLDEN = {
+    "a_extra": {"b": [2, {"d": 1, "c": 0}], "a": None},
+    "ref": "0123456789ab",
+    "answers": ["e59b1adb1c4b"],
+    "snippet": "s",
+    "expected": "e",
+    "what": "w",
+    "misdelivery_kind": "false_absence",
+    "symptom": "crash",
+    "class": "bug",
+    "tool": "seek",
+    "to": "project:alpha",
+    "repo": "repo-a",
+    "brain": "b1",
+    "kind": "report",
+    "agent": "probe",
+    "ts": "2026-07-05T10:00:00Z",
+}
+GOLDEN_LINE = (
+    b'{"ts":"2026-07-05T10:00:00Z","agent":"probe","kind":"report","brain":"b1","repo":"repo-a",'
+    b'"to":"project:alpha","tool":"seek","class":"bug","symptom":"crash","misdelivery_kind":"false_absence",'
+    b'"what":"w","expected":"e","snippet":"s","answers":["e59b1adb1c4b"],"ref":"0123456789ab",'
+    b'"a_extra":{"a":null,"b":[2,{"c":0,"d":1}]}}'
+)
+
+
+def test_the_canonical_form_of_every_known_field_is_fixed_to_its_bytes_and_id() -> None:
+    # every id ever given depends on these bytes: known fields in m1nd's order, then the rest sorted
+    assert canonical_line(GOLDEN) == GOLDEN_LINE
+    assert letter_id(canonical_line(GOLDEN)) == "f9b7877f7c3b"
+    letter = make_letter(GOLDEN)
+    assert (letter.id, letter.raw) == ("f9b7877f7c3b", GOLDEN_LINE)
+
+
+def test_letter_ids_strip_each_line_ending_and_hash_a_bare_line_as_it_is() -> None:
+    a, b, c = canonical_line(rep("a")), canonical_line(rep("b")), VECTOR_LINE
+    want = [lid(rep("a")), lid(rep("b")), VECTOR_ID]
+    assert letter_ids([a + b"\n", b + b"\r\n", c]) == want
+    assert letter_ids([a, b, c]) == want
+    assert letter_ids([a + b"\r\n", b + b"\r\n", c + b"\r\n"]) == want
+    assert letter_ids([c + b"\r"]) == [VECTOR_ID]  # a lone CR is stripped as a reader strips it
+    assert letter_ids([c + b" "]) == [letter_id(c + b" ")] != [VECTOR_ID]
+    assert letter_ids([]) == []
 
 
 def test_is_letter_id() -> None:
@@ -176,6 +227,24 @@ def test_wrong_typed_known_fields_read_as_absent() -> None:
     assert letter.klass == "bug"
 
 
+def test_lenient_decoding_keeps_every_correctly_typed_field() -> None:
+    # one wrong entry (the 3 in answers) sends the line to the lenient path: every other known field must still be read
+    line = (
+        b'{"ts":"2026-07-05T10:00:00Z","agent":"probe","kind":"message","repo":"repo-a","brain":"b1",'
+        b'"tool":"seek","ref":"0123456789ab","symptom":"crash","class":"bug","answers":["e59b1adb1c4b",3]}'
+    )
+    letter = decode_line(line)
+    assert letter is not None
+    assert (letter.ts, letter.agent, letter.kind, letter.repo, letter.brain, letter.tool, letter.ref) == (
+        "2026-07-05T10:00:00Z", "probe", "message", "repo-a", "b1", "seek", "0123456789ab",
+    )
+    assert (letter.symptom, letter.klass, letter.answers) == ("crash", "bug", [VECTOR_ID])
+    assert (letter.id, letter.raw) == (letter_id(line), line)
+    wrong = decode_line(b'{"ts":"t","kind":7,"class":["bug"],"symptom":null,"ref":{}}')
+    assert wrong is not None
+    assert (wrong.ts, wrong.kind, wrong.klass, wrong.symptom, wrong.ref) == ("t", None, None, None, None)
+
+
 def test_answers_keep_only_their_string_entries() -> None:
     letter = decode_line(b'{"class":"triage","answers":[1,"e59b1adb1c4b",null]}')
     assert letter is not None
@@ -251,6 +320,30 @@ def test_a_letter_with_odd_bytes_still_has_data() -> None:
             continue  # refusing it as malformed would be fine too
         d = letter.data()
         assert d["tool"] == "seek" and d["class"] == "bug", line
+
+
+def test_data_reads_what_orjson_refuses_with_the_standard_library() -> None:
+    # bytes that are not UTF-8 send data() to json; an integer past its digit limit reads as a float there
+    line = b'{"tool":"seek","n":12,"x":' + b"9" * 5000 + b',"what":"caf\xe9"}'
+    letter = decode_line(line)
+    assert letter is not None
+    assert letter.data() == {"tool": "seek", "n": 12, "x": float("inf"), "what": "caf\ufffd"}
+    assert type(letter.data()["n"]) is int
+
+
+def test_text_or_none_reads_only_strings() -> None:
+    assert text_or_none("a") == "a" and text_or_none("") == ""
+    assert [text_or_none(v) for v in (None, 5, 1.5, True, ["a"], {"a": 1}, b"a")] == [None] * 7
+
+
+def test_the_batch_decoder_takes_clean_lines_and_sends_the_rest_back() -> None:
+    lines = [canonical_line(rep("a")), canonical_line(rep("b"))]
+    got = decode_lines_fast(b"\n".join(lines), lines)
+    assert got is not None
+    assert [(lt.tool, lt.klass, lt.ts) for lt in got] == [("seek", "bug", "2026-07-05T10:00:00Z")] * 2
+    assert decode_lines_fast(b"", []) is None  # nothing to decode: the slow path says so
+    for odd in ([b' {"a":1}'], [b""], [b'{"a":1}{"b":2}'], [b'{"tool":5}'], [b"[1]"], [_nested(5000)]):
+        assert decode_lines_fast(b"\n".join(odd), odd) is None, odd
 
 
 def test_a_deeply_nested_line_is_malformed_not_a_crash(tmp_path: Path) -> None:

@@ -189,6 +189,33 @@ def test_two_projects_sharing_a_root_abstain() -> None:
     assert route(None, "/x/same/deeper", ix).reason == "ambiguous_name"
 
 
+def test_the_deepest_containing_root_wins_whatever_the_roster_order() -> None:
+    # the index is built here, in the test: one built at import is never the code under test
+    for projects in ((Project("mono", "/m/mono"), Project("web", "/m/mono/web")),
+                     (Project("web", "/m/mono/web"), Project("mono", "/m/mono"))):
+        ix = RosterIndex(Roster(projects=projects))
+        assert route(None, "/m/mono/web/src/x.py", ix) == Route(to("web"), "web", None)
+        assert route(None, "/m/mono/api", ix) == Route(to("mono"), "mono", None)
+    everything = RosterIndex(Roster(projects=(Project("all-of-it", "/"),)))
+    assert route(None, "/srv/any/where", everything) == Route(to("all-of-it"), "all-of-it", None)
+
+
+def test_a_note_is_cut_at_its_first_parenthesis_and_a_bare_slash_is_pending() -> None:
+    assert route(None, "repo-a (a note (nested) here)", IX).address == to("repo-a")
+    assert route(None, "/", IX) == Route(None, "/", "unknown_project")
+
+
+def test_an_ambiguous_route_carries_the_name_the_letter_gave() -> None:
+    # the pending list names what the author wrote (case kept, note and path cut), so a person can fix it
+    ix = RosterIndex(Roster(projects=(Project("a", "/x/same"), Project("b", "/x/same"))))
+    assert route(None, "/x/same", ix) == Route(None, "same", "ambiguous_name")
+    assert route(None, "/x/same/deeper/", ix) == Route(None, "deeper", "ambiguous_name")
+    assert route(None, "API (gateway or server?)", IX) == Route(None, "API", "ambiguous_name")
+    assert route("lib-x-Feature", None, IX) == Route(None, "lib-x-Feature", "ambiguous_name")
+    north = RosterIndex(Roster(projects=(Project("north", "/a/north"), Project("x", "/a/x", ("NORTH",)))))
+    assert route(None, "North", north) == Route(None, "North", "ambiguous_name")
+
+
 # -- purity --------------------------------------------------------------------------------
 
 _FIELDS = st.one_of(

@@ -15,7 +15,7 @@ import io
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -311,5 +311,12 @@ def test_integers_are_refused_exactly_beyond_the_json_safe_range(n: int) -> None
 @given(st.text(max_size=40) | st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}\Z"))
 def test_parse_time_never_raises_and_what_it_returns_has_a_utc_instant(value: str) -> None:
     t = parse_time(value)
-    if t is not None and t.tzinfo is not None:
-        t.astimezone(UTC)  # comparable with every other zoned time
+    if t is None:
+        return
+    assert t.tzinfo is not None and t.utcoffset() == timedelta(0)  # aware, in UTC: comparable with every other
+    try:
+        written = datetime.fromisoformat(value)
+    except ValueError:
+        return
+    # the instant the text names (a time without a zone is UTC), not the wall clock shifted
+    assert t == (written if written.tzinfo is not None else written.replace(tzinfo=UTC))

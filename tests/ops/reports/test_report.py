@@ -93,7 +93,12 @@ def test_a_misdelivery_with_its_kind(dc: Dovecote) -> None:
 
 @pytest.mark.parametrize("ts", ["2026-07-05T10:00:00Z", "2026-07-05T10:00:00.123Z", "2026-07-05T10:00:00+00:00"])
 def test_good_timestamps(dc: Dovecote, ts: str) -> None:
-    dc.report([rep(ts=ts)])
+    # accepted and kept as written (the id is over the author's bytes, never a normalized time)
+    obj = rep(ts=ts)
+    [(i, appended)] = dc.report([obj])
+    line = dc.layout.spool.read_bytes()
+    assert appended and line == canonical_line(obj) + b"\n"
+    assert orjson.loads(line)["ts"] == ts and i == letter_id(line)
 
 
 # -- refused, with the keyword, nothing written ----------------------------------------------
