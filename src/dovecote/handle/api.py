@@ -572,7 +572,7 @@ def copy_store(
     from dovecote.ops.admin import store_copy
     from dovecote.ops.context import Context
     from dovecote.roster.store_url import shown
-    from dovecote.store.core import FileStore
+    from dovecote.store.files import FileStore
     from dovecote.store.postgres.store import PostgresStore
 
     if (to is None) == (source is None):
