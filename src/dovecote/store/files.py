@@ -44,7 +44,6 @@ def ready(store: Store, where: Where) -> None:
         ledger_append.ready(store._writable(where))
 
 
-
 def _held(r: LedgerReader, after: Cursor | None) -> BoxRead:
     """A file ledger's letters after ``after``, from what its reader holds."""
     count = r.count_at(after.position) if after is not None and after.generation == r.generation else None
