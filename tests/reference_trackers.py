@@ -3,7 +3,7 @@
 ``derive.delivery.trackers.TrackerBook`` is incremental (fed in batches, keeping an open
 set); this one reads the whole history of one box for each delivery, the way a
 person would apply the rules of DESIGN 3 and the module docstring of
-``derive/trackers.py``. The property tests prove the two agree.
+``derive/delivery/trackers.py``. The property tests prove the two agree.
 """
 
 from __future__ import annotations

@@ -215,6 +215,35 @@ def test_the_package_root_holds_only_the_entry_points_and_the_errors() -> None:
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "_version.py", "errors.py"]
 
 
+#: The most lines a module of the package may have: one concern a module, read in one sitting (STYLE: Starlette's
+#: and httpx's small modules). A module that grows past it is split where a reader would look for the half.
+MAX_LINES = 400
+#: Modules that may be longer, each with why it cannot be split: none today.
+LONG_MODULES: dict[str, str] = {}
+
+
+def long_modules(paths: dict[str, Path], limit: int = MAX_LINES) -> list[str]:
+    """``name: lines`` of each module over ``limit`` lines that ``LONG_MODULES`` does not name."""
+    counts = {name: len(path.read_text().splitlines()) for name, path in paths.items()}
+    return [f"{name}: {n} lines" for name, n in sorted(counts.items()) if n > limit and name not in LONG_MODULES]
+
+
+def test_every_module_is_under_400_lines() -> None:
+    """Every module of ``src/dovecote`` stays at most ``MAX_LINES`` long (or is named, with why, in
+    ``LONG_MODULES``), and every exception named is still a module that needs it."""
+    assert long_modules({name: path for name, (path, _) in MODULES.items()}) == []
+    stale = [name for name in LONG_MODULES if name not in MODULES
+             or len(MODULES[name][0].read_text().splitlines()) <= MAX_LINES]
+    assert stale == []
+
+
+def test_the_line_count_sees_a_long_module(tmp_path: Path) -> None:
+    short, long = tmp_path / "short.py", tmp_path / "long.py"
+    short.write_text("x = 1\n" * MAX_LINES)
+    long.write_text("x = 1\n" * (MAX_LINES + 1))
+    assert long_modules({"short": short, "long": long}) == [f"long: {MAX_LINES + 1} lines"]
+
+
 def test_no_package_init_does_work() -> None:
     """An ``__init__`` below the root is a docstring: importing a package loads nothing on a cold start. The one
     namespace that is its package's public face is ``verbs`` (every verb and the vocabularies their fields take)."""

@@ -315,7 +315,7 @@ def test_the_store_scan_sees_a_class_test(source: str) -> None:
 
 def test_each_backend_says_what_it_can_do() -> None:
     from dovecote.store.capability import Capability, can
-    from dovecote.store.core import FileStore
+    from dovecote.store.files import FileStore
     from dovecote.store.memory import MemoryStore
     from dovecote.store.postgres.store import PostgresStore
 

@@ -23,12 +23,13 @@ import pytest
 from crashsweep import DEPTHS, SWEEPS, Sweeper
 from deliveryhelpers import T0, delivery_home, drop, envelope, intake_files
 from dovecote.handle.api import Dovecote
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl as ledger
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import entity
 from dovecote.model.envelope import Envelope
 from dovecote.model.letters import canonical_line, letter_id
-from dovecote.store.core import FileStore
+from dovecote.store.files import FileStore
 from dovecote.verbs import Inbox, Message, Move, MoveKind
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, mail_home
@@ -69,7 +70,7 @@ def _ledger_check(intended: list[bytes], prior: list[bytes]) -> Callable[[Path, 
             return
         # the next operation (a retry of the same lines) succeeds and leaves each exactly once
         again = LedgerReader(path)
-        ledger.append(again, FIRST + intended)
+        ledger_append.append(again, FIRST + intended)
         r2 = _read(path)
         assert sorted(x.id for x in r2.letters) == sorted(known), where
         assert r2.torn is None and r2.duplicates == 0, where
@@ -93,12 +94,12 @@ def test_every_crash_point_of_an_append(
     base = tmp_path / "base"
     base.mkdir()
     if prior:
-        ledger.append(LedgerReader(base / "box" / "letters.jsonl"), prior)
+        ledger_append.append(LedgerReader(base / "box" / "letters.jsonl"), prior)
 
     def op(root: Path, acked: list[str]) -> None:
         r = LedgerReader(root / "box" / "letters.jsonl")
-        acked += [i for i, _ in ledger.append(r, FIRST)]  # acknowledged in this process, then the one swept
-        acked += [i for i, _ in ledger.append(r, intended)]
+        acked += [i for i, _ in ledger_append.append(r, FIRST)]  # acknowledged in this process, then the one swept
+        acked += [i for i, _ in ledger_append.append(r, intended)]
 
     points = sweeper(name, base, tmp_path / "work", op, _ledger_check(intended, prior), depth)
     # open, write the whole batch at once, then the group commit's fsync (it opens the file

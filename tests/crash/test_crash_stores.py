@@ -25,7 +25,7 @@ import pytest
 from crashsweep import DEPTHS, SWEEPS, Sweeper, ledger_ids, where
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, init
-from dovecote.ledger import jsonl as ledger
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.letters import canonical_line
 from dovecote.ops.admin import store_copy
@@ -33,7 +33,7 @@ from dovecote.ops.admin.merge import merge_files
 from dovecote.ops.context import Context
 from dovecote.roster import config as roster
 from dovecote.roster.home import Layout
-from dovecote.store.core import FileStore
+from dovecote.store.files import FileStore
 from dovecote.verbs import EntityAdd, ProjectAdd
 from faultfs import FaultFS
 from mailhelpers import ENTITY, mail_home, send
@@ -174,7 +174,7 @@ def test_every_crash_point_of_a_copy_between_stores(
         again = target_ledgers(tree)
         if not any(_defects(tree / "target" / ".dovecote" / "boxes" / b) for b in again):
             assert again == reference, f"the re-run's ledgers are not byte-identical {where(fs)}"
-        ledger.append(LedgerReader(tree / "target" / ".dovecote" / "boxes" / "home" / "letters.jsonl"),
+        ledger_append.append(LedgerReader(tree / "target" / ".dovecote" / "boxes" / "home" / "letters.jsonl"),
                       [canonical_line({"agent": "next", "what": "the next append goes through"})])
 
     points = sweeper("copy between stores (files to files)", base, work, _copy, check, depth)

@@ -19,11 +19,11 @@ from starlette.testclient import TestClient
 from dovecote.errors import REASONS, DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
-from dovecote.ledger import jsonl as ledger
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line, letter_id
-from dovecote.store.core import FileStore
+from dovecote.store.files import FileStore
 from dovecote.util import fileops
 from dovecote.verbs import Message
 from faultfs import FaultFS
@@ -44,7 +44,7 @@ def _full(nth: int = 1, *, for_good: bool = True, err: int = errno.ENOSPC) -> Fa
 @pytest.mark.parametrize("torn", [False, True])
 def test_a_full_disk_refuses_the_append_and_leaves_the_ledger_as_it_was(tmp_path: Path, torn: bool) -> None:
     path = tmp_path / "letters.jsonl"
-    ledger.append(LedgerReader(path), [_line("a")])
+    ledger_append.append(LedgerReader(path), [_line("a")])
     if torn:
         with open(path, "ab") as f:
             f.write(b'{"what":"tor')
@@ -54,12 +54,12 @@ def test_a_full_disk_refuses_the_append_and_leaves_the_ledger_as_it_was(tmp_path
     with fileops.installed(fs):
         for _ in range(3):  # full for good: every try is refused the same way, and changes nothing
             with pytest.raises(DiskFull) as refused:
-                ledger.append(LedgerReader(path), batch)
+                ledger_append.append(LedgerReader(path), batch)
             assert path.read_bytes() == before
         assert refused.value.reason == "disk_full" and "No space left" in refused.value.detail
         assert isinstance(refused.value, Refusal) and isinstance(refused.value, StoreError)
         fs.heal()  # space is back
-        assert ledger.append(LedgerReader(path), batch) == [(letter_id(x), True) for x in batch]
+        assert ledger_append.append(LedgerReader(path), batch) == [(letter_id(x), True) for x in batch]
     r = LedgerReader(path)
     r.refresh()
     assert [x.id for x in r.letters] == [letter_id(x) for x in [_line("a"), *batch]]
@@ -70,14 +70,14 @@ def test_a_full_disk_refuses_the_append_and_leaves_the_ledger_as_it_was(tmp_path
 @pytest.mark.parametrize("err", [errno.EIO, errno.ENOSPC])
 def test_a_transient_failure_fails_one_append_and_the_next_goes_on(tmp_path: Path, err: int) -> None:
     path = tmp_path / "letters.jsonl"
-    ledger.append(LedgerReader(path), [_line("a")])
+    ledger_append.append(LedgerReader(path), [_line("a")])
     before = path.read_bytes()
     with fileops.installed(_full(err=err, for_good=False)):
         with pytest.raises(StoreError) as failed:
-            ledger.append(LedgerReader(path), [_line("b")])
+            ledger_append.append(LedgerReader(path), [_line("b")])
         assert isinstance(failed.value, DiskFull) == (err == errno.ENOSPC)
         assert path.read_bytes() == before
-        assert ledger.append(LedgerReader(path), [_line("b")]) == [(letter_id(_line("b")), True)]
+        assert ledger_append.append(LedgerReader(path), [_line("b")]) == [(letter_id(_line("b")), True)]
 
 
 def test_disk_full_is_a_documented_refusal() -> None:
@@ -170,11 +170,11 @@ def test_mcp_shows_the_keyword_first() -> None:
 @pytest.mark.parametrize("err", [errno.EIO, errno.ENOSPC])
 def test_a_failed_fsync_acknowledges_nothing_and_takes_the_bytes_back(tmp_path: Path, err: int) -> None:
     path = tmp_path / "letters.jsonl"
-    ledger.append(LedgerReader(path), [_line("a")])
+    ledger_append.append(LedgerReader(path), [_line("a")])
     before = path.read_bytes()
     with fileops.installed(FaultFS(fail_op="fsync", fail_nth=1, fail_errno=err)):
         with pytest.raises(StoreError, match="not durable") as failed:
-            ledger.append(LedgerReader(path), [_line("b")])
+            ledger_append.append(LedgerReader(path), [_line("b")])
         assert not isinstance(failed.value, Refusal)  # the bytes were written: an io_error, not a refusal
         assert path.read_bytes() == before  # the group commit truncated its own unsynced bytes away
-        assert ledger.append(LedgerReader(path), [_line("b")]) == [(letter_id(_line("b")), True)]
+        assert ledger_append.append(LedgerReader(path), [_line("b")]) == [(letter_id(_line("b")), True)]

@@ -14,8 +14,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dovecote.derive.cases.book import CaseBook, CaseState
+from dovecote.derive.cases.book import CaseBook
 from dovecote.derive.cases.claims import claims, labels
+from dovecote.derive.cases.records import CaseState
 from dovecote.derive.cases.symptoms import fingerprint_of
 from dovecote.model.letters import Letter, decode_line, make_letter
 from dovecote.model.vocab import ENGINE_AGENT, REPORT_KINDS

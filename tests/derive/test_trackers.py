@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deliveryhelpers import T0
-from dovecote.derive.delivery.trackers import TrackerBook, close_tasks, next_step
+from dovecote.derive.delivery.tracker import close_tasks
+from dovecote.derive.delivery.trackers import TrackerBook, next_step
 from dovecote.model.letters import Letter, make_letter
 from dovecote.util.timeutil import format_ts
 from reference_trackers import reference

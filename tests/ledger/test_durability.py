@@ -27,7 +27,7 @@ import pytest
 
 from dovecote.errors import StoreError
 from dovecote.handle.api import Dovecote, init
-from dovecote.ledger import jsonl as ledger
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import HOME
 from dovecote.model.letters import canonical_line, letter_id
@@ -61,7 +61,8 @@ _WORKER = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
-    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.ledger.append import append
+    from dovecote.ledger.jsonl import LedgerReader
     from dovecote.model.letters import canonical_line
 
     path, go = Path(sys.argv[1]), Path(sys.argv[2])
@@ -136,7 +137,8 @@ _CRASHER = textwrap.dedent(
     """
     import random, sys
     from pathlib import Path
-    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.ledger.append import append
+    from dovecote.ledger.jsonl import LedgerReader
     from dovecote.model.letters import canonical_line
 
     path, run = Path(sys.argv[1]), int(sys.argv[2])
@@ -197,7 +199,7 @@ def test_sigkill_never_loses_an_acknowledged_letter(tmp_path: Path) -> None:
     # Appends go on, and start on a fresh line even over a torn tail.
     before = path.read_bytes()
     line = _line(what="after the crashes")
-    assert ledger.append(LedgerReader(path), [line]) == [(letter_id(line), True)]
+    assert ledger_append.append(LedgerReader(path), [line]) == [(letter_id(line), True)]
     after = path.read_bytes()
     assert after.startswith(before)
     assert after.endswith(b"\n" + line + b"\n")
@@ -221,7 +223,7 @@ def test_torn_tail_is_skipped_reported_then_fenced_off(tmp_path: Path) -> None:
     assert r.torn is not None and r.torn.kind == "torn" and r.torn.line == 3
     assert not r.defects
 
-    assert ledger.append(r, [c]) == [(letter_id(c), True)]
+    assert ledger_append.append(r, [c]) == [(letter_id(c), True)]
     assert path.read_bytes() == a + b"\n" + b + b"\n" + fragment + b"\n" + c + b"\n"
     for reader in (r, _read(path)):
         assert [x.id for x in reader.letters] == [letter_id(a), letter_id(b), letter_id(c)]
@@ -236,7 +238,7 @@ def test_torn_tail_with_crlf_ledger(tmp_path: Path) -> None:
     path.write_bytes(a + b"\r\n" + b'{"what":"to')
     r = _read(path)
     assert [x.id for x in r.letters] == [letter_id(a)] and r.torn is not None and r.torn.line == 2
-    ledger.append(r, [c])
+    ledger_append.append(r, [c])
     r2 = _read(path)
     assert [x.id for x in r2.letters] == [letter_id(a), letter_id(c)]
     assert [(d.kind, d.line) for d in r2.defects] == [("malformed", 2)]
@@ -294,7 +296,7 @@ def test_append_fsyncs_file_and_new_directories(tmp_path: Path, fsync_log: Fsync
     line = _line(what="first")
     r = LedgerReader(path)
     fsync_log.watch = path
-    ledger.append(r, [line])
+    ledger_append.append(r, [line])
     final = path.stat().st_size
     assert fsync_log.fsyncs(path) == [final], "the ledger was not fsynced after its bytes were written"
     last_write = max(i for i, (op, p, _) in enumerate(fsync_log.events) if op == "write" and p == str(path))
@@ -310,7 +312,7 @@ def test_append_fsyncs_file_and_new_directories(tmp_path: Path, fsync_log: Fsync
 
     fsync_log.clear()
     more = [_line(what=f"batch {n}") for n in range(50)]
-    ledger.append(r, more)
+    ledger_append.append(r, more)
     assert fsync_log.fsyncs(path) == [path.stat().st_size], "one fsync per batch, after the bytes"
     assert not [e for e in fsync_log.events if e[0] == "fsync" and e[1] != str(path)], "no dir fsync for an old file"
 
@@ -337,15 +339,15 @@ def test_replay_appends_nothing_and_says_so(tmp_path: Path, fsync_log: FsyncLog)
     path = (tmp_path / "letters.jsonl").resolve()
     r = LedgerReader(path)
     a, b = _line(what="a"), _line(what="b")
-    assert ledger.append(r, [a]) == [(letter_id(a), True)]
+    assert ledger_append.append(r, [a]) == [(letter_id(a), True)]
     size = path.stat().st_size
 
     fsync_log.clear()
-    assert ledger.append(LedgerReader(path), [a]) == [(letter_id(a), False)]  # a cold reader knows too
+    assert ledger_append.append(LedgerReader(path), [a]) == [(letter_id(a), False)]  # a cold reader knows too
     assert path.stat().st_size == size
     assert fsync_log.fsyncs(path) == [], "a no-op append should not cost an fsync"
 
-    result = ledger.append(r, [b, a, b, b])
+    result = ledger_append.append(r, [b, a, b, b])
     assert result == [(letter_id(b), True), (letter_id(a), False), (letter_id(b), False), (letter_id(b), False)]
     assert _raw_lines(path) == [a, b]
     assert len(fsync_log.fsyncs(path)) == 1
@@ -366,7 +368,7 @@ def test_a_line_with_a_newline_is_refused_before_writing(tmp_path: Path) -> None
     path = tmp_path / "letters.jsonl"
     ok = _line(what="ok")
     with pytest.raises(ValueError):
-        ledger.append(LedgerReader(path), [ok, b'{"a":\n1}'])
+        ledger_append.append(LedgerReader(path), [ok, b'{"a":\n1}'])
     assert not path.exists() or path.read_bytes() == b""
 
 
@@ -398,12 +400,12 @@ def test_failed_write_leaves_ledger_as_it_was(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(os, "write", _half_then_fail(path, os.write))
     with pytest.raises(StoreError):
-        ledger.append(r, batch)
+        ledger_append.append(r, batch)
     monkeypatch.undo()
     assert path.read_bytes() == before
 
     # Nothing of the failed batch was taken for written: a retry appends it all.
-    assert ledger.append(r, batch) == [(letter_id(x), True) for x in batch]
+    assert ledger_append.append(r, batch) == [(letter_id(x), True) for x in batch]
     r2 = _read(path)
     assert [x.id for x in r2.letters] == [letter_id(a), *(letter_id(x) for x in batch)]
     assert r2.torn is None

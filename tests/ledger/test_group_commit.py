@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from dovecote.errors import Refusal, StoreError
 from dovecote.handle.api import init, open_home
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import group_commit as commit
-from dovecote.ledger import jsonl as ledger
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line, letter_id
@@ -116,7 +116,7 @@ def test_threads_share_fsyncs_and_every_ack_follows_an_fsync_of_its_bytes(
         pytest.skip("needs /proc to name file descriptors")
     path = (tmp_path / "letters.jsonl").resolve()
     reader = LedgerReader(path)
-    ledger.append(reader, [_line(what="first")])  # the file exists: no directory fsyncs below
+    ledger_append.append(reader, [_line(what="first")])  # the file exists: no directory fsyncs below
     trace = Trace(path, monkeypatch)
     acked: dict[int, list[str]] = {}
 
@@ -124,7 +124,7 @@ def test_threads_share_fsyncs_and_every_ack_follows_an_fsync_of_its_bytes(
         mine = acked.setdefault(i, [])
         for n in range(PER_THREAD):
             line = _line(thread=i, seq=n)
-            [(lid, fresh)] = ledger.append(reader, [line])
+            [(lid, fresh)] = ledger_append.append(reader, [line])
             assert fresh
             with trace.lock:
                 # the last write of this thread's bytes, and a finished fsync that started after it
@@ -152,7 +152,8 @@ _PROC = textwrap.dedent(
     """
     import json, sys, threading
     from pathlib import Path
-    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.ledger.append import append
+    from dovecote.ledger.jsonl import LedgerReader
     from dovecote.model.letters import canonical_line
 
     path, w, threads, per = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -200,7 +201,8 @@ _KILLED = textwrap.dedent(
     """
     import sys, threading
     from pathlib import Path
-    from dovecote.ledger.jsonl import LedgerReader, append
+    from dovecote.ledger.append import append
+    from dovecote.ledger.jsonl import LedgerReader
     from dovecote.model.letters import canonical_line
 
     path = Path(sys.argv[1])
@@ -269,7 +271,7 @@ def test_a_failed_fsync_fails_its_whole_batch_and_leaves_nothing_of_it(
     path = (tmp_path / "letters.jsonl").resolve()
     reader = LedgerReader(path)
     base = _line(what="before")
-    ledger.append(reader, [base])
+    ledger_append.append(reader, [base])
     _failing_fsync(path, monkeypatch, times=1)
     ok: list[str] = []
     failed: list[str] = []
@@ -279,7 +281,7 @@ def test_a_failed_fsync_fails_its_whole_batch_and_leaves_nothing_of_it(
         for n in range(5):
             line = _line(thread=i, seq=n)
             try:
-                [(lid, _)] = ledger.append(reader, [line])
+                [(lid, _)] = ledger_append.append(reader, [line])
             except StoreError as e:
                 assert "fsync" in str(e) and "failed" in str(e)
                 with lock:
@@ -299,7 +301,7 @@ def test_a_failed_fsync_fails_its_whole_batch_and_leaves_nothing_of_it(
     assert set(reader.index) == set(ids), "the warm reader still holds letters that were truncated away"
     # the failed ones were never taken for written: a retry appends each
     retry = [_line(thread=i, seq=n) for i in range(THREADS) for n in range(5)]
-    assert [fresh for _, fresh in ledger.append(reader, retry)] == [letter_id(x) in failed for x in retry]
+    assert [fresh for _, fresh in ledger_append.append(reader, retry)] == [letter_id(x) in failed for x in retry]
 
 
 def test_a_send_whose_delivery_fsync_fails_writes_no_sent_record(
@@ -361,7 +363,7 @@ def test_a_group_committed_ledger_reads_as_sequential_appends(tmp_path_factory: 
     results: dict[int, list[tuple[str, bool]]] = {}
 
     def work(i: int) -> None:
-        results[i] = ledger.append(reader, lines[i])
+        results[i] = ledger_append.append(reader, lines[i])
 
     _threads(len(lines), work)
     ids = _ids_in(path)
@@ -374,7 +376,7 @@ def test_a_group_committed_ledger_reads_as_sequential_appends(tmp_path_factory: 
     seq_path = path.with_name("sequential.jsonl")
     seq = LedgerReader(seq_path)
     for i in order:
-        assert ledger.append(seq, lines[i]) == results[i]
+        assert ledger_append.append(seq, lines[i]) == results[i]
     assert seq_path.read_bytes() == path.read_bytes()
     a, b = LedgerReader(path), LedgerReader(seq_path)
     a.refresh()
@@ -402,6 +404,6 @@ def test_deferred_waits_after_every_lock(tmp_path: Path) -> None:
     reader = LedgerReader(path)
     c = commit.of(path)
     with commit.deferred():
-        ledger.append(reader, [_line(n=1)])
+        ledger_append.append(reader, [_line(n=1)])
         assert c._settled < c.latest(), "waited inside the deferred block"
     assert c._settled >= c.latest()

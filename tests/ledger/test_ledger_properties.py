@@ -424,7 +424,7 @@ def test_what_an_appender_reads_of_its_own_lines_equals_a_whole_read(before: byt
     """``LockedLedger.append`` takes the lines it wrote from memory (``took_own``), not the file:
     the reader it leaves must be the one a new reader of the whole file is, batch after batch
     (letters, defects, duplicates, the offset and its cursor marks, and the next refresh)."""
-    from dovecote.ledger.jsonl import locked
+    from dovecote.ledger.append import locked
 
     with _ledger() as path:
         path.write_bytes(before)

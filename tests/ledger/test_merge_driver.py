@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.handle.api import Dovecote, init
-from dovecote.ledger import jsonl as ledger
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import Address
 from dovecote.model.letters import canonical_line, letter_id
@@ -97,11 +97,11 @@ def _diverge(git: Git, tmp_path: Path, origin: Path, box: str, driver: bool) -> 
     b = git.clone(origin, tmp_path / "clone-b", driver)
     c = git.clone(origin, tmp_path / "clone-c", driver)
     common = _letter("seen by both agents", agent="both")
-    ledger.append(LedgerReader(b / box), [_letter("b1", "agent-b"), common, _letter("b2", "agent-b")])
+    ledger_append.append(LedgerReader(b / box), [_letter("b1", "agent-b"), common, _letter("b2", "agent-b")])
     with open(b / box, "ab") as f:  # a malformed line is data too: it must survive the merge
         f.write(b'{"what": "half a letter from b\n')
-    ledger.append(LedgerReader(b / box), [_letter("b3", "agent-b")])
-    ledger.append(LedgerReader(c / box), [_letter("c1", "agent-c"), _letter("c2", "agent-c"), common])
+    ledger_append.append(LedgerReader(b / box), [_letter("b3", "agent-b")])
+    ledger_append.append(LedgerReader(c / box), [_letter("c1", "agent-c"), _letter("c2", "agent-c"), common])
     git.commit_all(b, "agent b files letters")
     git.commit_all(c, "agent c files letters")
     git.run(b, "push", "-q", "origin", "HEAD:main")

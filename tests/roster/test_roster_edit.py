@@ -17,6 +17,7 @@ from msgspec.structs import replace
 from dovecote.errors import Refusal
 from dovecote.handle.api import open_home
 from dovecote.roster import config as roster
+from dovecote.roster import members
 from dovecote.verbs import EntityAdd, EntityRemove, ProjectAdd, ProjectRemove
 from helpers import DOVECOTE_BIN, cli_env, new_home, run_cli
 
@@ -217,16 +218,16 @@ def test_edits_keep_every_comment_and_match_the_rules(edits: list[tuple[str, str
         for verb, name in edits:
             try:
                 if verb == "add_project":
-                    expect = roster.with_project(model, roster.Project(name, f"/srv/{name}"))
+                    expect = members.with_project(model, roster.Project(name, f"/srv/{name}"))
                     dc.add_project(ProjectAdd(name=name, root=f"/srv/{name}"))
                 elif verb == "add_entity":
-                    expect = roster.with_entity(model, roster.Entity(name))
+                    expect = members.with_entity(model, roster.Entity(name))
                     dc.add_entity(EntityAdd(entity_id=name))
                 elif verb == "remove_project":
-                    expect = roster.without_project(model, name)[0]
+                    expect = members.without_project(model, name)[0]
                     dc.remove_project(ProjectRemove(name=name))
                 else:
-                    expect = roster.without_entity(model, name)[0]
+                    expect = members.without_entity(model, name)[0]
                     dc.remove_entity(EntityRemove(entity_id=name))
             except Refusal as e:
                 assert e.reason in {"duplicate_project", "duplicate_entity", "unknown_project", "unknown_entity"}

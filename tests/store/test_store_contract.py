@@ -25,7 +25,8 @@ from dovecote.model.addresses import HOME, Address
 from dovecote.model.letters import canonical_line, letter_id
 from dovecote.roster import config as roster_mod
 from dovecote.roster.home import Layout
-from dovecote.store.core import Cursor, FileStore, Mark, Store, Where
+from dovecote.store.core import Cursor, Mark, Store, Where
+from dovecote.store.files import FileStore
 from dovecote.store.memory import MemoryStore
 from dovecote.store.postgres.store import PostgresStore
 from dovecote.verbs import EntityAdd, Inbox, Message, Sweep

@@ -25,7 +25,7 @@ from dovecote.model.addresses import Address
 from dovecote.model.letters import canonical_line, letter_id
 from dovecote.model.results import builtins
 from dovecote.roster.store_url import shown
-from dovecote.store.core import FileStore
+from dovecote.store.files import FileStore
 from dovecote.store.postgres import schema as store_pgschema
 from dovecote.store.postgres.store import PostgresStore, release
 from dovecote.verbs import Cases, EntityAdd, Inbox, Message, Search, Sweep, Trackers

@@ -10,52 +10,41 @@ since (``verify`` proves a warm answer equals a cold one).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 import msgspec
-from msgspec.structs import replace
 
 from dovecote import verbs
 from dovecote.derive.inbox.state import FLAG_OVERDUE, FLAG_STALE
-from dovecote.errors import Refusal
 from dovecote.handle import inbox as inboxhandle
 from dovecote.handle.agents import AgentVerbs
 from dovecote.handle.cases import CaseVerbs
 from dovecote.handle.core import ActorArg, address_of, fields
 from dovecote.handle.delivery import DeliveryVerbs
 from dovecote.handle.missions import MissionVerbs
+from dovecote.handle.roster import RosterVerbs
 from dovecote.model.addresses import Address
 from dovecote.model.credentials import Principal
-from dovecote.model.results import Result
 from dovecote.ops.agents.feed import Watch
-from dovecote.ops.agents.roster_use import (
-    EntityRow,
-    ProjectRow,
-    Use,
-    entity_rows,
-    entity_use,
-    project_rows,
-    project_use,
-    refuse_if_used,
-)
 from dovecote.ops.context import Actor, Now, utc_now
 from dovecote.ops.mail import send as mail
 from dovecote.ops.mail.injection import inbox_injection
 from dovecote.ops.reports import report as report_op
 from dovecote.ops.reports.distribute import Distribution, distribute
-from dovecote.roster import config as roster_mod
-from dovecote.roster import edit as roster_edit
-from dovecote.roster.home import Layout, find_home
-from dovecote.roster.routing import RosterIndex
 from dovecote.store.core import CALLS_AT_ONCE, Store
-from dovecote.util.osutil import file_stamp
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
+    from dovecote.handle.home import Migrated as Migrated
+    from dovecote.handle.home import copy_store as copy_store
+    from dovecote.handle.home import init as init
+    from dovecote.handle.home import merge_ledgers as merge_ledgers
+    from dovecote.handle.home import migrate_store as migrate_store
     from dovecote.ops.admin import verify as verify_op
+    from dovecote.ops.agents.roster_use import EntityRow, ProjectRow, Use
     from dovecote.ops.cases.abandonment import HookRelayed
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
@@ -77,8 +66,8 @@ __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
     "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
     "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "inbox_injection", "init",
-    "merge_ledgers", "open_home",
+    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "copy_store", "inbox_injection", "init",
+    "merge_ledgers", "migrate_store", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -96,19 +85,28 @@ RESULTS = {
     "ReceiptImported": "dovecote.ops.missions.blocks",
     "Beat": "dovecote.ops.delivery.presence", "Presence": "dovecote.ops.delivery.presence",
     "HookRelayed": "dovecote.ops.cases.abandonment",
+    "EntityRow": "dovecote.ops.agents.roster_use", "ProjectRow": "dovecote.ops.agents.roster_use",
+    "Migrated": "dovecote.handle.home",
+}
+#: The rest of the handle a face names from here, defined beside what it needs and imported on first use as
+#: ``RESULTS`` are: making, migrating and copying a home (``handle.home``), and what a removal found in use.
+ELSEWHERE = {
+    "init": "dovecote.handle.home", "migrate_store": "dovecote.handle.home", "copy_store": "dovecote.handle.home",
+    "merge_ledgers": "dovecote.handle.home", "Use": "dovecote.ops.agents.roster_use",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """A typed answer of ``RESULTS``, imported when a face first names it."""
-    if name in RESULTS:
+    """A typed answer of ``RESULTS`` (or a name of ``ELSEWHERE``), imported when a face first names it."""
+    where = RESULTS.get(name) or ELSEWHERE.get(name)
+    if where is not None:
         import importlib
 
-        return getattr(importlib.import_module(RESULTS[name]), name)
+        return getattr(importlib.import_module(where), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
+class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     """A dovecote home: roster, store, and the use cases over them.
 
     ``actor`` is who acts when a call names nobody (a face binds it: the CLI
@@ -121,122 +119,9 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     #: PostgreSQL store's pooled connections (``store.CALLS_AT_ONCE`` says why).
     CALLS_AT_ONCE: ClassVar[int] = CALLS_AT_ONCE
 
-    def refresh(self) -> bool:
-        """Read the roster again if ``config.toml`` changed on disk since it was read; True if it had.
-
-        A CLI command opens a new handle each time; a long-lived face (the server)
-        calls this before each call, so a project or entity added by another
-        process is seen (the warm readers and folds are kept).
-        """
-        if file_stamp(self.layout.config) == self._stamp:
-            return False
-        self._load_roster()
-        return True
-
-    def _load_roster(self) -> None:
-        self._stamp = file_stamp(self.layout.config)
-        old = self.context
-        roster = roster_mod.load(old.layout.config)
-        store = old.store.for_roster(roster)  # warm readers kept: the ledgers did not change
-        self.context = replace(old, roster=roster, store=store, index=RosterIndex(roster))
-
-    def _edit_roster(self, change: roster_edit.Change) -> None:
-        """Apply ``change`` to the roster as it is on disk now, under its lock (see ``roster_edit``)."""
-        roster_edit.edit(self.layout.config, change)
-        self._load_roster()
-
     def report_boxes(self) -> list[Address]:
         """The boxes field reports are filed into: home and every project."""
         return self.roster.report_boxes()
-
-    # Every verb below takes its typed input (``verbs.py``) and passes it through
-    # ``verbs.checked`` first, so a library caller meets the ranges and names a
-    # remote one does. ``actor=``/``now=`` are not input: they bind who acts and
-    # when, for one call.
-
-    # -- roster ---------------------------------------------------------------
-
-    @fields(verbs.ProjectAdd)
-    def add_project(self, v: verbs.ProjectAdd, /) -> roster_mod.Project:
-        v = checked(v)
-        p = roster_mod.Project(v.name, roster_mod.given_root(v.root), tuple(v.aliases), v.box_in_repo)
-
-        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
-            new = roster_mod.with_project(r, p)
-            roster_edit.append_table(doc, "projects", roster_edit.project_fields(p))
-            return new
-
-        self._edit_roster(change)
-        return p
-
-    @fields(verbs.EntityAdd)
-    def add_entity(self, v: verbs.EntityAdd, /) -> roster_mod.Entity:
-        v = checked(v)
-        e = roster_mod.Entity(v.entity_id, v.role)
-
-        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
-            new = roster_mod.with_entity(r, e)
-            roster_edit.append_table(doc, "entities", roster_edit.entity_fields(e))
-            return new
-
-        self._edit_roster(change)
-        return e
-
-    @fields(verbs.ProjectRemove)
-    def remove_project(self, v: verbs.ProjectRemove, /) -> Use:
-        """Take a project out of the roster; its ledger stays on disk, unread until it is added again.
-
-        Refused ``in_use`` while letters are in its box or wait in the spool for
-        it, unless ``force``. Returns what still routed there.
-        """
-        v = checked(v)
-
-        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
-            new, p = roster_mod.without_project(r, v.name)
-            return new, r.projects.index(p), project_use(self._store_for(r), r, p.name)
-
-        return self._remove("projects", decide, v.force)
-
-    @fields(verbs.EntityRemove)
-    def remove_entity(self, v: verbs.EntityRemove, /) -> Use:
-        """Take an entity out of the roster; its ledger stays on disk. Refused ``in_use`` while its box has letters."""
-        v = checked(v)
-
-        def decide(r: roster_mod.Roster) -> tuple[roster_mod.Roster, int, Use]:
-            new, e = roster_mod.without_entity(r, v.entity_id)
-            return new, r.entities.index(e), entity_use(self._store_for(r), e.id)
-
-        return self._remove("entities", decide, v.force)
-
-    def _store_for(self, r: roster_mod.Roster) -> Store:
-        """This handle's warm store when ``r`` is the roster it holds, else the same ledgers over ``r``."""
-        return self.store if r.signature == self.roster.signature else self.store.for_roster(r)
-
-    def _remove(
-        self, table: str, decide: Callable[[roster_mod.Roster], tuple[roster_mod.Roster, int, Use]], force: bool
-    ) -> Use:
-        """One removal under the roster lock: decide on the roster read there, refuse if used, drop the table."""
-        found: list[Use] = []
-
-        def change(r: roster_mod.Roster, doc: Any) -> roster_mod.Roster:
-            new, index, use = decide(r)
-            refuse_if_used(use, force)
-            roster_edit.remove_table(doc, table, index)
-            found.append(use)
-            return new
-
-        self._edit_roster(change)
-        return found[0]
-
-    @fields(verbs.ProjectList)
-    def projects(self, v: verbs.ProjectList | None = None, /) -> list[ProjectRow]:
-        """The roster's projects, with where each box is and whether it is reachable here."""
-        return project_rows(self.store, self.roster)
-
-    @fields(verbs.EntityList)
-    def entities(self, v: verbs.EntityList | None = None, /) -> list[EntityRow]:
-        """The roster's entities (id and role)."""
-        return entity_rows(self.roster)
 
     def reachable(self, address: str | Address) -> bool:
         """Whether a box's ledger can be read here (a box in a repository not cloned here cannot)."""
@@ -245,6 +130,11 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     def default_entity(self, *, actor: ActorArg = None) -> str:
         """The entity a call that names none is about: the actor's, else the only one."""
         return inboxhandle.default_entity(self._ctx(actor=actor))
+
+    # Every verb below takes its typed input (``verbs.py``) and passes it through
+    # ``verbs.checked`` first, so a library caller meets the ranges and names a
+    # remote one does. ``actor=``/``now=`` are not input: they bind who acts and
+    # when, for one call.
 
     # -- field reports ----------------------------------------------------------
 
@@ -469,34 +359,6 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return organize_op.organize(self.context, v.entity_id, apply=v.apply, current=v.current_tic, now=now)
 
 
-
-def init(
-    root: str | os.PathLike[str] | None = None, owner_root: str | None = None, store: str | None = None
-) -> tuple[Path, bool]:
-    """Create a home with a fresh roster; an existing roster is left as it is.
-
-    ``store``: a PostgreSQL URL the ledgers live in (no password: refused
-    ``password_in_config``). Its schema is brought up to date first, as
-    ``dovecote db migrate`` does (``migrate_store``, under the same lock): a home
-    that says "created" can be used at once. A database that cannot be reached
-    or migrated is refused ``schema_unmigrated``, naming the command, and no
-    roster is written. Returns (home, created).
-    """
-    if store is not None:
-        roster_mod.check_store(store)
-    home = find_home(root)
-    layout = Layout(home)
-    if layout.config.exists():
-        return home, False
-    if store is not None:
-        _migrate_for_init(store)
-    owner = owner_root or (str(home.parent) if home.name == ".dovecote" else str(home))
-    owner = os.path.abspath(os.path.expanduser(owner))  # "." is this folder, not the text "."
-    fresh = replace(roster_mod.new_roster(owner), store=store)
-    created = roster_edit.create(layout.config, roster_mod.dump(fresh))
-    return home, created  # False: another init got there first, and theirs stands
-
-
 def open_home(
     root: str | os.PathLike[str] | None = None,
     *,
@@ -508,92 +370,3 @@ def open_home(
     from dovecote.handle.search import home_of
 
     return Dovecote(home_of(root), actor=actor, clock=clock, store=store)
-
-
-def _require_url(url: str, option: str) -> None:
-    """Refuse what is not a PostgreSQL URL before any driver sees it: libpq would read it as a
-    connection string, and the pool would retry it until its timeout (15 s) before failing."""
-    from dovecote.roster.store_url import is_url
-
-    if not is_url(url):
-        raise Refusal("invalid_field", f"{option} takes a postgresql:// URL; nothing was read or written")
-
-
-class Migrated(Result, frozen=True):
-    """A database brought to this dovecote's schema: the store (shown without a password), the version it was
-    at (None: no dovecote schema yet), the migrations applied now, and the version it is at."""
-
-    store: str
-    before: int | None
-    applied: list[int]
-    version: int
-
-
-def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -> Migrated:
-    """Bring the database at ``url`` (default: the home's ``store`` setting) to this dovecote's
-    schema (``dovecote db migrate``; idempotent). The home's store is not opened: it would refuse."""
-    from dovecote.handle.search import home_of
-    from dovecote.roster.store_url import shown
-    from dovecote.store.postgres import schema as store_pgschema
-    from dovecote.store.postgres.store import connect
-
-    if url is None:
-        url = roster_mod.load(Layout(home_of(root)).config).store
-        if url is None:
-            raise Refusal("invalid_field", "this home keeps its ledgers in files; give --url postgresql://…")
-
-    _require_url(url, "--url")
-    with connect(url) as conn:
-        before, applied = store_pgschema.migrate(conn)
-    return Migrated(shown(url), before, applied, store_pgschema.VERSION)
-
-
-def _migrate_for_init(url: str) -> None:
-    """``migrate_store(url)`` for ``init``: what stops it is a refusal naming the command to run once the
-    database can be reached (or by a role that may create its tables); nothing was written yet."""
-    import psycopg
-
-    from dovecote.errors import StoreError
-
-    try:
-        migrate_store(url)
-    except (StoreError, psycopg.Error) as e:
-        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise Refusal("schema_unmigrated", f"could not bring the database's dovecote schema up to date ({why}); "
-                      f"no home was created: run `dovecote db migrate --url {url}`, then init again") from None
-
-
-def copy_store(
-    root: str | os.PathLike[str] | None, *, to: str | None = None, source: str | None = None, write: bool = True
-) -> dict[str, Any]:
-    """Copy every ledger of the home ``to`` a database, or from ``source`` (a database) into the
-    home's files, then compare both sides (``dovecote copy``; see ``ops.admin.store_copy``)."""
-    from dovecote.handle.search import home_of
-    from dovecote.ops.admin import store_copy
-    from dovecote.ops.context import Context
-    from dovecote.roster.store_url import shown
-    from dovecote.store.core import FileStore
-    from dovecote.store.postgres.store import PostgresStore
-
-    if (to is None) == (source is None):
-        raise Refusal("invalid_field", "name one side: --to URL (from this home) or --from URL (into its files)")
-    _require_url(to or source or "", "--to" if to is not None else "--from")
-    ctx = Context.open(Layout(home_of(root)))
-    db = PostgresStore(to or source or "", ctx.roster)
-    try:
-        if to is not None:
-            where = "files" if isinstance(ctx.store, FileStore) else "this home's store"
-            report = store_copy.copy(ctx, ctx.store, db, (where, shown(to)), write=write)
-        else:
-            files = FileStore(ctx.layout, ctx.roster)
-            report = store_copy.copy(ctx, db, files, (shown(source or ""), "files"), write=write)
-    finally:
-        db.close()
-    return report.to_dict()
-
-
-def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:
-    """Union two ledgers by id into ``ours`` (the git merge driver; see ``ops.admin.merge``)."""
-    from dovecote.ops.admin.merge import merge_files
-
-    merge_files(ancestor, ours, theirs)

@@ -92,7 +92,7 @@ class DeliveryVerbs(HandleCore):
 
         self._edit_roster(change)
 
-    if TYPE_CHECKING:  # the handle's (``api.Dovecote._edit_roster``): edit the roster, then read it again
+    if TYPE_CHECKING:  # the handle's (``handle.roster.RosterVerbs._edit_roster``): edit the roster, then read it again
         def _edit_roster(self, change: Callable[[Roster, Any], Roster]) -> None: ...
 
     @fields(verbs.Mailman)

@@ -23,7 +23,8 @@ from dovecote.roster import config as roster_mod
 from dovecote.roster.home import Layout
 from dovecote.roster.routing import RosterIndex
 from dovecote.store.capability import Capability, can
-from dovecote.store.core import FileStore, Store
+from dovecote.store.core import Store
+from dovecote.store.files import FileStore
 
 #: The clock: a callable returning an aware UTC datetime.
 Now = Callable[[], datetime]

@@ -81,7 +81,7 @@ def order_ms(ts: str | None) -> int:
     A first build reads every letter's time once, and most are unique, but they fall in few
     hours: dovecote's own form (``YYYY-MM-DDTHH:MM:SSZ``) is its hour, read once, plus its
     minutes and seconds (tests/ops/search/test_search.py holds it equal to ``order_key``); the search
-    index's rowids are made of it (``search_index.ts_key``)."""
+    index's rowids are made of it (``ops.search.sync.ts_key``)."""
     if (ts is not None and len(ts) == 20 and ts[19] == "Z" and ts[4] == "-" and ts[7] == "-" and ts[10] == "T"
             and ts[13] == ":" and ts[16] == ":"):
         mm, ss = ts[14:16], ts[17:19]

@@ -476,7 +476,7 @@ def test_a_crash_between_the_timeout_and_the_escalation_heals_to_one_message(tmp
         "envelope_id": s.envelope_id, "to": "tariq"})])
     t = one_tracker(dc)
     assert (t["ack_state"], t["escalated"]) == ("timed_out", False)
-    from dovecote.derive.delivery.trackers import Tracker
+    from dovecote.derive.delivery.tracker import Tracker
 
     tracker = Tracker(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in t.items()
                          if k in Tracker.__slots__})

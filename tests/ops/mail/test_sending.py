@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from dovecote.errors import PartialWrite, Refusal, StoreError
 from dovecote.handle.api import Dovecote, open_home
-from dovecote.ledger.jsonl import LockedLedger
+from dovecote.ledger.append import LockedLedger
 from dovecote.model import envelope
 from dovecote.model.addresses import entity
 from dovecote.verbs import Message, OutboxSend
@@ -187,7 +187,7 @@ def test_a_sender_box_that_cannot_be_opened_fails_before_anything_is_delivered(t
 def test_a_file_store_send_is_two_guarded_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No rule of a send reads the sender's box: the delivery holds the recipient's box alone,
     then the record's section holds the sender's (not a third section over both first)."""
-    from dovecote.store.core import FileStore
+    from dovecote.store.files import FileStore
 
     dc = mail_home(tmp_path, A, B)
     dc.send(Message(sender=A, recipient=B, subject="warm"))
@@ -301,7 +301,7 @@ _CRASHER = """
 import os, signal, sys
 import dovecote.ops.mail.send
 from dovecote.handle.api import open_home
-from dovecote.ledger.jsonl import LockedLedger
+from dovecote.ledger.append import LockedLedger
 home, crash_at, what, n, run = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 from datetime import UTC, datetime
 real, done = LockedLedger.append, [0]

@@ -9,7 +9,7 @@ import pytest
 from dovecote.handle.api import Dovecote
 from dovecote.model.addresses import HOME, Address
 from dovecote.model.letters import canonical_line
-from dovecote.store.core import GITATTRIBUTES, GITIGNORE
+from dovecote.store.files import GITATTRIBUTES, GITIGNORE
 from dovecote.verbs import Box, ProjectAdd, Sweep
 from helpers import add_project, box_ids, ledger_ids, lid, new_home, open_home, rep, snapshot
 

@@ -10,7 +10,7 @@ import pytest
 from dovecote.errors import StoreError
 from dovecote.handle.api import Dovecote
 from dovecote.ledger.jsonl import LedgerReader
-from dovecote.store.core import FileStore
+from dovecote.store.files import FileStore
 from helpers import add_project, new_home, rep, snapshot
 
 NOW = datetime(2026, 7, 12, 15, 0, tzinfo=UTC)

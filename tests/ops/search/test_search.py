@@ -21,6 +21,7 @@ from dovecote.handle.api import Dovecote
 from dovecote.model.addresses import entity
 from dovecote.ops.search import index as search_index
 from dovecote.ops.search import query as search_mod
+from dovecote.ops.search import sync as search_sync
 from dovecote.ops.search import texts as search_texts
 from dovecote.util.timeutil import order_key, order_ms
 from dovecote.verbs import Message, Move, Search
@@ -212,7 +213,7 @@ def test_equal_times_are_ordered_by_id_and_stable_across_rebuilds(tmp_path: Path
 
 
 def test_colliding_rowids_take_the_next_free_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_index, "ts_key", lambda ts, lid: 1_000_000)
+    monkeypatch.setattr(search_sync, "ts_key", lambda ts, lid: 1_000_000)
     dc = mail_home(tmp_path)
     made = {put_message(dc, "ent_a", f"crane {n}", ts=T(hour=n)) for n in range(4)}
     out = dc.search(Search(query="crane"))

@@ -12,7 +12,7 @@ The fold is incremental and order-free: ``CaseBook.feed`` takes one source's
 letters (the spool or a box, by label) in any order, any split, any number of
 times, and ``cases()`` is the same (``tests/derive/test_cases_fold.py`` proves it
 against a plain reference with hypothesis). Its whole state is one msgspec
-value (``CaseState``), so the ops layer can snapshot it like any other cache.
+value (``CaseState``, with its rows in ``derive.cases.records``), so the ops layer can snapshot it like any other cache.
 
 Labels (no fifth fate): ``open`` (no receipt, or a witness no receipt answers),
 ``closed·guarded`` (every witness answered, the latest receipt is ``fixed`` and
@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from dovecote.derive.cases.monitors import matches
+from dovecote.derive.cases.records import CaseState, Engine, MonitorDef, Receipt, Witness
 from dovecote.derive.cases.symptoms import fingerprint, symptom_of, tool_family
 from dovecote.model.letters import Letter
 from dovecote.model.vocab import ENGINE_AGENT, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS, ReportClass
@@ -43,64 +44,6 @@ _NOT_TROUBLE = frozenset({ReportClass.win.value, RECEIPT_CLASS})
 #: Classes known not to be the receipt class (the fate fold's shortcut, from the same vocabulary).
 _NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
 
-
-class Witness(msgspec.Struct, array_like=True, gc=False):
-    key: str  # instant_text(ts) + id: the case's order
-    id: str
-    ts: str | None
-    fingerprint: str
-    box: str | None  # the first box (by label) holding it; None while only the spool does
-    brain: str | None
-    repo: str | None
-    honesty: bool
-
-
-class Receipt(msgspec.Struct, array_like=True, gc=False):
-    key: str
-    id: str
-    ts: str | None
-    fingerprint: str | None
-    case_id: str | None
-    disposition: str | None
-    ref: str | None
-    probe: str | None
-    expect: str | None
-    answers: list[str]
-    box: str | None
-
-
-class Engine(msgspec.Struct, array_like=True, gc=False):
-    id: str
-    role: str  # escalation, regression, green, monitor_down, monitor_up, abandonment
-    fingerprint: str | None
-    streak: int
-    subject: str | None  # the monitor's name, the session id
-    box: str | None
-
-
-class MonitorDef(msgspec.Struct, array_like=True, gc=False):
-    key: str
-    id: str
-    ts: str | None
-    name: str
-    expect: str
-    every: str
-    grace: str | None
-    paused: bool
-
-
-class CaseState(msgspec.Struct, array_like=True):
-    """Everything the fold knows; a snapshot of it is the whole cache."""
-
-    seen: list[str] = msgspec.field(default_factory=list)
-    kindless: int = 0
-    witnesses: list[Witness] = msgspec.field(default_factory=list)
-    receipts: list[Receipt] = msgspec.field(default_factory=list)
-    engine: list[Engine] = msgspec.field(default_factory=list)
-    closed: list[str] = msgspec.field(default_factory=list)  # answered by a receipt: witnesses, or not seen yet
-    monitors: list[MonitorDef] = msgspec.field(default_factory=list)
-    #: each distinct (agent, brain, class, kind, repo, symptom, tool) of a report, and its newest time key
-    signatures: list[tuple[tuple[str | None, ...], tuple[str, str | None]]] = msgspec.field(default_factory=list)
 
 
 class _ReceiptFields(msgspec.Struct):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dovecote.derive.cases.book import CaseBook, Receipt
+from dovecote.derive.cases.book import CaseBook
+from dovecote.derive.cases.records import Receipt
 
 CLAIM_COUNTS = ("claims", "claimed_right", "claimed_wrong", "unresolved")
 _CLAIM = {"fixed": "claimed_right", "declined": "claimed_wrong", "moot": "unresolved"}

@@ -46,7 +46,8 @@ from dovecote.util import fileops
 
 if TYPE_CHECKING:
     from dovecote.ops.context import Context
-    from dovecote.store.core import FileStore, Where
+    from dovecote.store.core import Where
+    from dovecote.store.files import FileStore
 
 
 @dataclass

@@ -69,7 +69,7 @@ def files_compared(ctx: Context) -> list[dict[str, Any]]:
     """When the home keeps ledger files beside its database (copied in with ``copy --to``), every box
     with letters of the files the database lacks; nothing when it keeps none."""
     from dovecote.ops.admin.store_copy import copy
-    from dovecote.store.core import FileStore
+    from dovecote.store.files import FileStore
 
     if not (ctx.layout.boxes.is_dir() or ctx.layout.spool.exists()):
         return []

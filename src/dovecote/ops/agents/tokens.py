@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal, StoreError
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl as ledger
 from dovecote.model import credentials as tk
 from dovecote.model.addresses import check_name
@@ -94,7 +95,7 @@ def issue(ctx: Context, entity_id: str, role: str = "agent") -> Issued:
     digest = tk.token_hash(token)
     ts = format_ts(ctx.now())
     line = canonical_line(tk.issue_record(digest, entity_id, role, ts, ctx.actor.author()))
-    ledger.append(ledger.LedgerReader(path), [line])
+    ledger_append.append(ledger.LedgerReader(path), [line])
     return Issued(token, tk.TokenRow(tk.token_id(digest), digest, entity_id, role, ts))
 
 
@@ -109,7 +110,7 @@ def revoke(ctx: Context, tid: str) -> tk.TokenRow:
     _check_private(path)
     if _private(path) is None:
         raise Refusal("unknown_token", f"no token {tid!r} was issued (there is no token file)")
-    with ledger.locked(ledger.LedgerReader(path)) as led:
+    with ledger_append.locked(ledger.LedgerReader(path)) as led:
         rows = tk.fold(letter.data() for letter in led.reader.letters)
         row = rows.get(tid)
         if row is None:

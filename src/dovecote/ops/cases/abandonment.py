@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from dovecote.errors import Refusal
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl as ledger
 from dovecote.model.addresses import HOME
 from dovecote.model.results import Result
@@ -93,7 +94,7 @@ def record(ctx: Context, payload: Mapping[str, Any], watch: Sequence[str] = DEFA
              "shape": shape(tool, payload)}
     if isinstance(payload.get("cwd"), str):
         event["cwd"] = payload["cwd"]
-    ledger.append(ledger.LedgerReader(ctx.layout.root / SESSIONS_FILE), [orjson.dumps(event)])
+    ledger_append.append(ledger.LedgerReader(ctx.layout.root / SESSIONS_FILE), [orjson.dumps(event)])
     return True
 
 

@@ -18,6 +18,7 @@ from dovecote.derive.cases.claims import claims as claims_of
 from dovecote.derive.cases.claims import labels as labels_of
 from dovecote.derive.cases.symptoms import check_fingerprint
 from dovecote.errors import Refusal, StoreError
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl as ledger
 from dovecote.model.addresses import parse_address
 from dovecote.model.letters import canonical_line, format_ts
@@ -222,5 +223,5 @@ def _append_labels(ctx: Context, rows: list[dict[str, Any]]) -> int:
     under its lock, fsynced (two runs at once append each row once)."""
     if not rows:
         return 0
-    filed = ledger.append(ledger.LedgerReader(ctx.layout.root / LABELS_FILE), [canonical_line(r) for r in rows])
+    filed = ledger_append.append(ledger.LedgerReader(ctx.layout.root / LABELS_FILE), [canonical_line(r) for r in rows])
     return sum(1 for _, new in filed if new)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.cases.book import Witness, engine_role
+from dovecote.derive.cases.book import engine_role
+from dovecote.derive.cases.records import Witness
 from dovecote.errors import Refusal
 from dovecote.model.addresses import parse_address
 from dovecote.model.letters import Letter, canonical_line, letter_id

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.delivery.trackers import TIMEOUT_NOTICE, Step, Tracker
+from dovecote.derive.delivery.tracker import TIMEOUT_NOTICE, Step, Tracker
 from dovecote.errors import StoreError
 from dovecote.model.addresses import HOME, Address, entity
 from dovecote.model.envelope import build_message, keyed_message_id

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl as ledger
 from dovecote.model.letters import canonical_line, format_ts
 from dovecote.model.results import Result
@@ -85,7 +86,7 @@ def beat(ctx: Context, agent: str, session: str | None) -> Beat:
     """Append one heartbeat (durable when this returns)."""
     ts = format_ts(ctx.now())
     line = canonical_line({"ts": ts, "agent": agent, "kind": "beat", **({"session": session} if session else {})})
-    ((lid, appended),) = ledger.append(_reader(ctx), [line])
+    ((lid, appended),) = ledger_append.append(_reader(ctx), [line])
     return Beat(lid, agent, session, ts, appended)
 
 

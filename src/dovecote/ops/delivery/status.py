@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dovecote.derive.delivery.trackers import Tracker, close_tasks
+from dovecote.derive.delivery.tracker import Tracker, close_tasks
 from dovecote.errors import StoreError
 from dovecote.model.addresses import HOME, Address, entity
 from dovecote.model.letters import Letter, format_ts

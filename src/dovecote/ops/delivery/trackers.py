@@ -1,6 +1,6 @@
 """``trackers``: every (envelope, recipient) tracker across the entity boxes, read-only.
 
-Each row is the v3 tracker (``derive.delivery.trackers.Tracker``) plus, for a task,
+Each row is the v3 tracker (``derive.delivery.tracker.Tracker``) plus, for a task,
 whether a completed result closed it (``task_state``, ``closed_by``) and who
 owns the follow-up (the result's recipient). Filters are exact matches; a box
 this machine cannot read is named in ``unreachable``, never skipped silently.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dovecote.derive.delivery.trackers import Tracker, close_tasks
+from dovecote.derive.delivery.tracker import Tracker, close_tasks
 from dovecote.errors import StoreError
 from dovecote.model.addresses import entity
 from dovecote.model.letters import format_ts
@@ -61,7 +61,7 @@ def matches(t: Tracker, work_item_id: str | None, thread_id: str | None) -> bool
 
 class Trackers(Result, frozen=True):
     """The trackers asked for, oldest first, at most the limit (``total`` counts them all; each row is the
-    tracker's v3 fields as ``derive.delivery.trackers.Tracker.to_dict`` writes them), and the boxes out of reach."""
+    tracker's v3 fields as ``derive.delivery.tracker.Tracker.to_dict`` writes them), and the boxes out of reach."""
 
     total: int
     returned: int

@@ -44,7 +44,8 @@ from dovecote.ops.mail.transitions import Transition, transition
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.warm import inbox as foldcache
 from dovecote.ops.warm.registry import guarded_many
-from dovecote.store.core import commits_together, ready
+from dovecote.store.core import commits_together
+from dovecote.store.files import ready
 
 __all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
 

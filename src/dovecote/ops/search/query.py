@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from dovecote.errors import Refusal, StoreError
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.search import items as search_items
-from dovecote.ops.search.index import SearchIndex, Unusable, connect, ent_token, sync, unusable, yanked
+from dovecote.ops.search.index import SearchIndex, Unusable, connect, ent_token, unusable, yanked
 from dovecote.ops.search.open import held, moved, spoiled
+from dovecote.ops.search.sync import sync
 from dovecote.ops.search.texts import split_words
 from dovecote.ops.warm.inbox import entity_address
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from dovecote.derive.cases.book import CaseBook, CaseState
+from dovecote.derive.cases.book import CaseBook
+from dovecote.derive.cases.records import CaseState
 from dovecote.errors import StoreError
 from dovecote.ledger.jsonl import write_atomic
 from dovecote.model.addresses import Address
