@@ -57,7 +57,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
-    from dovecote.ops.reports.sweep import BoxContents, Progress, SweepResult
+    from dovecote.ops.reports.box import BoxContents
+    from dovecote.ops.reports.sweep import Progress, SweepResult
     from dovecote.ops.tree import tree_import as tree_import_op
     from dovecote.ops.tree import view as view_op
     from dovecote.ops.tree.organize import Organized
@@ -171,7 +172,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     @fields(verbs.Box)
     def box(self, v: verbs.Box, /) -> BoxContents:
         v = checked(v)
-        from dovecote.ops.reports.sweep import box
+        from dovecote.ops.reports.box import box
 
         return box(self.context, address_of(v.address), include_all=v.include_all)
 

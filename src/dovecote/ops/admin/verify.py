@@ -70,7 +70,8 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     from dovecote.ops.cases import cases
     from dovecote.ops.delivery import trackers as tracker_read
     from dovecote.ops.mail import inbox
-    from dovecote.ops.reports.sweep import box, sweep
+    from dovecote.ops.reports.box import box
+    from dovecote.ops.reports.sweep import sweep
     from dovecote.ops.search import query as search
 
     out: dict[str, bytes] = {
