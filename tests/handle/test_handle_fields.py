@@ -16,6 +16,7 @@ import pytest
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, EntityRow
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd, Inbox, Message
 from dovecote.verbs.arguments import order
 from helpers import new_home
@@ -96,7 +97,7 @@ def test_the_natural_calls_build_the_same_verb_as_a_verb_instance(dc: Dovecote) 
     items = dc.inbox("ent_b", include_terminal=True)["items"]
     assert sorted(i["id"] for i in items) == sorted([sent.id, positional.id])
     assert dc.inbox(entity_id="ent_b", now=None)["counts"]["inbound"] == 2  # now= is the method's own
-    assert dc.show("ent_b", sent.id)["item"]["id"] == sent.id
+    assert builtins(dc.show("ent_b", sent.id))["item"]["id"] == sent.id
     assert dc.search("hello", entity_id="ent_b")["count"] == 1
     assert dc.draft(Message(recipient="ent_a", sender="ent_b", subject="a draft")).to == "ent_a"  # whole, as before
 

@@ -56,14 +56,17 @@ from dovecote.verbs import checked
 
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
     from dovecote.ops.admin import verify as verify_op
+    from dovecote.ops.admin.doctor import Doctor
     from dovecote.ops.cases.abandonment import HookRelayed
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
     from dovecote.ops.cases.sentinels import Sentinels
     from dovecote.ops.delivery import import_vnext as import_vnext_op
     from dovecote.ops.delivery.presence import Beat, Presence
+    from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.ops.delivery.work_send import Sent
+    from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
@@ -74,11 +77,11 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.tree.organize import Organized
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Doctor",
     "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
     "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "inbox_injection", "init",
-    "merge_ledgers", "open_home",
+    "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection",
+    "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -96,6 +99,8 @@ RESULTS = {
     "ReceiptImported": "dovecote.ops.missions.blocks",
     "Beat": "dovecote.ops.delivery.presence", "Presence": "dovecote.ops.delivery.presence",
     "HookRelayed": "dovecote.ops.cases.abandonment",
+    "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor",
+    "Shown": "dovecote.ops.mail.show",
 }
 
 
@@ -286,7 +291,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return box(self.context, address_of(v.address), include_all=v.include_all)
 
     @fields(verbs.Doctor)
-    def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> Doctor:
         from dovecote.ops.admin import doctor as doctor_op
 
         return doctor_op.doctor(self.context, now)
@@ -391,7 +396,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return inboxhandle.probe(self.context, entity_id)
 
     @fields(verbs.Show)
-    def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> Shown:
         """One inbound item whole: envelope, body, thread and history (see ``ops.mail.show``)."""
         from dovecote.ops.mail import show as show_op
 

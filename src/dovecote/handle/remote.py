@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         Case,
         Cases,
         Claims,
+        Doctor,
         HookRelayed,
         MissionChain,
         MissionListing,
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
         Presence,
         ReceiptFiled,
         Sentinels,
+        Shown,
+        Status,
         Trackers,
     )
 from dovecote.errors import Refusal
@@ -166,7 +169,7 @@ def box(dc: Dovecote, p: Principal | None, v: verbs.Box) -> dict[str, Any]:
     return dc.box(v).to_dict()
 
 
-def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> dict[str, Any]:
+def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> Doctor:
     return dc.doctor(v)
 
 
@@ -220,7 +223,7 @@ def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> dict[str, Any]:
                                 include_terminal=v.include_terminal))
 
 
-def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> dict[str, Any]:
+def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> Shown:
     own(p, "show", v.entity_id)
     return dc.show(v)
 
@@ -306,7 +309,7 @@ def operator_read(p: Principal | None, verb: str) -> None:
         raise Refusal("forbidden", f"{p.entity} may not {verb}: it is an operator's (an operator token)")
 
 
-def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> dict[str, Any]:
+def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> Status:
     operator_read(p, "read the status of every delivery")
     return dc.status(v)
 

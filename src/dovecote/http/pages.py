@@ -113,7 +113,7 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
                 "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id))["counts"]}
                for e in dc.entities() if remote.may(who, "inbox", e.id)]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
-            "doctor": dc.doctor()["mailbox"]}
+            "doctor": dc.doctor().mailbox}
 
 
 def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class Pages:
     async def item(self, request: Request) -> Response:
         p = rest.parse(verbs.Show, request)
         shown = await self.run(remote.show, rest.principal(request), p)
-        return self._page(request, "item.html", entity=p.entity_id, shown=shown)
+        return self._page(request, "item.html", entity=p.entity_id, shown=shown.to_dict())
 
     async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
         """The signed-in person making a page's action, and its form (its CSRF token checked and taken out).

@@ -45,10 +45,12 @@ def scribble(value: Any) -> None:
         for v in value:
             scribble(v)
         value.append("scribbled")
-    elif hasattr(value, "to_dict"):  # a dataclass result: what it prints, then its plain fields
+    elif hasattr(value, "to_dict"):  # a typed result: what it prints, then its plain fields (a Struct's are slots)
         scribble(value.to_dict())
-        for v in vars(value).values():
-            if isinstance(v, (dict, list)):
+        fields = value.__struct_fields__ if not hasattr(value, "__dict__") else ()
+        inner = [getattr(value, f) for f in fields] if fields else list(vars(value).values())
+        for v in inner:
+            if isinstance(v, (dict, list)) or hasattr(v, "to_dict"):
                 scribble(v)
 
 

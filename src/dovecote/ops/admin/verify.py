@@ -77,7 +77,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         # cache/ when there is one (the fresh run has none: it folds from nothing)
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
-        "doctor": orjson.dumps(doctor.doctor(ctx, now)),
+        "doctor": orjson.dumps(builtins(doctor.doctor(ctx, now))),
         "cases": orjson.dumps(builtins(cases.cases(ctx))),  # a case is derived, its cache no authority
         "claims": orjson.dumps(builtins(cases.claims(ctx))),
     }
