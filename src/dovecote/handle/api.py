@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.ops.delivery.work_send import Sent
+    from dovecote.ops.mail.outbox import OutboxRow, OutboxSent
     from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
@@ -79,9 +80,9 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Doctor",
     "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
-    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection",
-    "init", "merge_ledgers", "open_home",
+    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "Presence", "Principal",
+    "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use",
+    "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -101,6 +102,7 @@ RESULTS = {
     "HookRelayed": "dovecote.ops.cases.abandonment",
     "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor",
     "Shown": "dovecote.ops.mail.show",
+    "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
 }
 
 
@@ -349,9 +351,11 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     @fields(verbs.OutboxSend)
     def outbox_send(
         self, v: verbs.OutboxSend | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[OutboxRow]:
+        from dovecote.ops.mail import outbox
+
         v = checked(v or verbs.OutboxSend())
-        return mail.outbox_send(self._ctx(now=now, actor=actor), v.sender)
+        return outbox.outbox_send(self._ctx(now=now, actor=actor), v.sender)
 
     @fields(verbs.Move)
     def move(self, v: verbs.Move, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Transition:

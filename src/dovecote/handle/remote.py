@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         MissionPosted,
         MonitorAdded,
         Monitors,
+        OutboxSent,
         Presence,
         ReceiptFiled,
         Sentinels,
@@ -200,12 +201,14 @@ def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]
     return dc.draft(v, actor=actor_of(w)).to_dict()
 
 
-def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> dict[str, Any]:
+def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> OutboxSent:
     """An agent delivers its own drafts (by default, and only those); an operator anyone's."""
     w = writer(p, "outbox_send")
     as_self(w, "sender", v.sender)
     sender = reading_scope(w, v.sender)
-    return {"sent": dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w))}
+    from dovecote.handle.api import OutboxSent
+
+    return OutboxSent(dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w)))
 
 
 def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> dict[str, Any]:

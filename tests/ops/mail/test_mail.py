@@ -14,6 +14,7 @@ import pytest
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, init
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.roster import config as roster_mod
 from dovecote.verbs import EntityAdd, Inbox, Message, Move, OutboxSend
 from helpers import box_bytes, open_home
@@ -224,14 +225,14 @@ def test_drafts_and_the_outbox(tmp_path: Path) -> None:
     kept = tuple(e for e in dc.roster.entities if e.id != "ent_c")
     dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, entities=kept)))
     dc = open_home(dc.layout.root)
-    out = dc.outbox_send(OutboxSend(sender="ent_a"))
+    out = builtins(dc.outbox_send(OutboxSend(sender="ent_a")))
     assert [(o["draft"], o["delivered"]) for o in out] == [(d1, True), (d2, False)]
     assert out[1]["reason"] == "unknown_recipient"
     (msg,) = lines(dc, "ent_b")
     assert msg["kind"] == "message" and msg["content"]["subject"] == "first"
-    assert dc.outbox_send(OutboxSend(
+    assert builtins(dc.outbox_send(OutboxSend(
         sender="ent_a"
-    )) == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
+    ))) == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
                                          "reason": "unknown_recipient"}]
     assert len(lines(dc, "ent_b")) == 1  # delivered once
     assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d2]
