@@ -189,5 +189,5 @@ def test_an_entity_added_by_another_process_is_served_at_once(client: TestClient
     watch = dc.watch()
     other.send(Message(recipient="ent_late", sender="ent_ops", subject="welcome", body="b", current_tic=100))
     dc.refresh()
-    assert sorted((e["box"], e["kind"]) for e in dc.poll(watch)) == [("entity:ent_late", "message"),
+    assert sorted((e["box"], e["kind"]) for e in builtins(dc.poll(watch))) == [("entity:ent_late", "message"),
                                                                      ("entity:ent_ops", "sent")]

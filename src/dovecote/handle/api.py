@@ -30,7 +30,7 @@ from dovecote.handle.missions import MissionVerbs
 from dovecote.model.addresses import Address
 from dovecote.model.credentials import Principal
 from dovecote.model.results import Result
-from dovecote.ops.agents.feed import Watch
+from dovecote.ops.agents.feed import Event, Watch
 from dovecote.ops.agents.roster_use import (
     EntityRow,
     ProjectRow,
@@ -79,10 +79,10 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Doctor",
-    "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
-    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "Presence", "Principal",
-    "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use",
-    "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "Dovecote", "EntityRow", "Event", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain",
+    "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "Presence",
+    "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status",
+    "Trackers", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -444,7 +444,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
         return feed_op.start(self.context, cursor, entity_id)
 
-    def poll(self, watch: Watch) -> list[dict[str, Any]]:
+    def poll(self, watch: Watch) -> list[Event]:
         """The letters appended to any box since ``watch``'s place, as events; advances ``watch``."""
         from dovecote.ops.agents import feed as feed_op
 
