@@ -25,6 +25,7 @@ import pytest
 
 from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, based, ledger_ids, note_row, where
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Move, MoveKind, Search, View
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, files_under, mail_home, send, view_root
@@ -79,7 +80,7 @@ def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str, sweeper: 
 
 
 def _inbox(tree: Path) -> object:
-    return Dovecote(_home(tree)).inbox(Inbox(entity_id=ENTITY), now=NOW)
+    return builtins(Dovecote(_home(tree)).inbox(Inbox(entity_id=ENTITY), now=NOW))
 
 
 @pytest.mark.parametrize("sweeper", SWEEPS)

@@ -82,7 +82,7 @@ def test_a_reply_in_the_thread_counts_and_one_that_leaves_it_does_not(tmp_path: 
 
 def test_a_response_that_does_not_name_the_item_does_not_count(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    thread = dc.inbox(Inbox(entity_id=B))["items"][0]["thread_id"]
+    thread = builtins(dc.inbox(Inbox(entity_id=B)))["items"][0]["thread_id"]
     dc.send(Message(
         sender=B, recipient=A, subject="in the thread, answering nothing", category="response", thread_id=thread
     ))

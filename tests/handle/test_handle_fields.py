@@ -93,10 +93,10 @@ def test_the_natural_calls_build_the_same_verb_as_a_verb_instance(dc: Dovecote) 
     sent = dc.send(recipient="ent_b", subject="hi", sender="ent_a", body="one")
     positional = dc.send("ent_b", "hello", "two", sender="ent_a")  # Send's fields in Message's order
     assert sent.to == positional.to == "ent_b" and sent.sender == "ent_a"
-    assert dc.inbox("ent_b") == dc.inbox(Inbox(entity_id="ent_b"))
-    items = dc.inbox("ent_b", include_terminal=True)["items"]
+    assert builtins(dc.inbox("ent_b")) == builtins(dc.inbox(Inbox(entity_id="ent_b")))
+    items = builtins(dc.inbox("ent_b", include_terminal=True))["items"]
     assert sorted(i["id"] for i in items) == sorted([sent.id, positional.id])
-    assert dc.inbox(entity_id="ent_b", now=None)["counts"]["inbound"] == 2  # now= is the method's own
+    assert builtins(dc.inbox(entity_id="ent_b", now=None))["counts"]["inbound"] == 2  # now= is the method's own
     assert builtins(dc.show("ent_b", sent.id))["item"]["id"] == sent.id
     assert dc.search("hello", entity_id="ent_b")["count"] == 1
     assert dc.draft(Message(recipient="ent_a", sender="ent_b", subject="a draft")).to == "ent_a"  # whole, as before

@@ -19,7 +19,7 @@ from dovecote.mcp.tools import TOOLS
 from dovecote.model.results import Result, builtins
 
 #: The public methods that still answer plain data (their results are nested dicts built by folds).
-STILL_PLAIN = {"inbox", "inbox_until", "search"}
+STILL_PLAIN = {"search"}
 
 
 def _plain(fn: object) -> bool:

@@ -37,7 +37,7 @@ def signed_in(dc: Dovecote, **options: object) -> tuple[TestClient, Sessions]:
 
 
 def first_unseen(dc: Dovecote) -> str:
-    return next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if not i["seen"])
+    return next(i["id"] for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"] if not i["seen"])
 
 
 def csrf_of(html: str) -> str:

@@ -37,7 +37,7 @@ def ledgers(dc: Dovecote) -> dict[Path, bytes]:
 
 
 def items(dc: Dovecote, entity: str = ENTITY) -> dict[str, dict[str, Any]]:
-    return {i["id"]: i for i in dc.inbox(Inbox(entity_id=entity, include_terminal=True))["items"]}
+    return {i["id"]: i for i in builtins(dc.inbox(Inbox(entity_id=entity, include_terminal=True)))["items"]}
 
 
 def test_a_send_is_durable_when_it_answers_201_with_the_new_letters_id(client: TestClient, dc: Dovecote) -> None:

@@ -142,7 +142,7 @@ async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> Non
             await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
             await c.read_resource(f"inbox://{ENTITY}")
     assert snapshot(dc.layout.root / "boxes") == before
-    item = dc.inbox(verbs.Inbox(entity_id=ENTITY))["items"][0]
+    item = builtins(dc.inbox(verbs.Inbox(entity_id=ENTITY)))["items"][0]
     assert item["id"] == mid and item["seen"] is False
 
 

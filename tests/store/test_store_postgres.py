@@ -131,7 +131,7 @@ def test_init_with_a_store_keeps_the_ledgers_in_the_database(tmp_path: Path, url
     sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="hello", body="hi"))
     assert not (home / "boxes").exists(), "the ledgers moved; the roster stays in the home"
     cold = api.open_home(home)
-    assert cold.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+    assert builtins(cold.inbox(Inbox(entity_id="ent_a")))["items"][0]["id"] == sent.id
 
 
 def test_doctor_on_postgres_names_the_database_not_a_spool_file(tmp_path: Path, url: str) -> None:
@@ -207,7 +207,7 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
         "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
     }
     for e in dc.entities():
-        out[f"inbox {e.id}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW))
+        out[f"inbox {e.id}"] = orjson.dumps(builtins(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW)))
     return out
 
 

@@ -65,7 +65,7 @@ def demo_cmd(
     render.receipt(dc.distribute().to_dict())
     render.sweep(dc.sweep(Sweep(distribute=False)).to_dict())
     render.doctor(dc.doctor().to_dict())
-    inbox = dc.inbox(Inbox(entity_id="ent_builder", current_tic=107, direction=Direction.both))
+    inbox = dc.inbox(Inbox(entity_id="ent_builder", current_tic=107, direction=Direction.both)).to_dict()
     c.print("\n[bold]entity mail[/bold] (at tic 107)")
     sys.stdout.write(inbox_text(inbox))
     sys.stdout.write(inbox_injection(inbox))

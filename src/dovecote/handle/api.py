@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.ops.delivery.work_send import Sent
+    from dovecote.ops.mail.inbox import InboxView
     from dovecote.ops.mail.outbox import OutboxRow, OutboxSent
     from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
@@ -79,10 +80,10 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Doctor",
-    "Dovecote", "EntityRow", "Event", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain",
-    "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "Presence",
-    "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown", "StaleCheck", "Status",
-    "Trackers", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated", "MissionArchived",
+    "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow",
+    "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown",
+    "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -103,6 +104,7 @@ RESULTS = {
     "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor",
     "Shown": "dovecote.ops.mail.show",
     "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
+    "InboxView": "dovecote.ops.mail.inbox",
 }
 
 
@@ -368,14 +370,14 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     @fields(verbs.Inbox)
     def inbox(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> dict[str, Any]:
+    ) -> InboxView:
         """The audit of one entity's inbox (see ``ops.mail.inbox.read_inbox``)."""
         return self.inbox_until(v, actor=actor, now=now)[0]
 
     @fields(verbs.Inbox)
     def inbox_until(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> tuple[dict[str, Any], datetime | None]:
+    ) -> tuple[InboxView, datetime | None]:
         """``inbox``, and the moment that answer changes with no new letter (None: only a letter changes it).
 
         A face that caches its rendering keeps it until then.

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Claims,
         Doctor,
         HookRelayed,
+        InboxView,
         MissionChain,
         MissionListing,
         MissionPosted,
@@ -217,7 +218,7 @@ def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> dict[str, Any]:
     return dc.move(v, actor=actor_of(w)).to_dict()
 
 
-def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> dict[str, Any]:
+def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> InboxView:
     """The inbox as it is; reading it never marks anything seen (seen is the explicit move)."""
     entity = v.entity_id or (p.entity if p is not None else None)
     if entity is not None:

@@ -93,7 +93,7 @@ CALLS: dict[str, Callable[[Dovecote], Any]] = {
     "stale_check": lambda dc: builtins(dc.stale_check(StaleCheck(current_tic=104), now=NOW)),
     "organize": lambda dc: builtins(dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW)),
     "show": lambda dc: dc.show(
-        Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104))["items"]),
+        Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104)).items or ()),
              current_tic=104)
     ),
     "view": lambda dc: dc.view(View(entity_id=ENTITY, current_tic=104), now=NOW),
@@ -143,11 +143,12 @@ def test_changing_an_inbox_item_never_changes_the_next_inbox(tmp_path: Path) -> 
     """The reported bug: mutating ``dc.inbox(...)["items"][0]`` changed the next answer."""
     dc = home(tmp_path)
     first = dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW)
-    expected = copy.deepcopy(first)
-    first["items"][0]["subject"] = "changed"
-    first["items"][0]["flags"].append("changed")
-    first["counts"]["inbound"] = 99
-    assert dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW) == expected
+    expected = copy.deepcopy(builtins(first))
+    assert first.items
+    first.items[0]["subject"] = "changed"
+    first.items[0]["flags"].append("changed")
+    first.counts["inbound"] = 99
+    assert builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW)) == expected
 
 
 def test_an_import_result_is_a_snapshot(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_a_task_is_one_letter_in_the_recipient_box_with_the_vnext_fields(tmp_pat
     assert (t["delivery_state"], t["ack_state"], t["ack_due_ts"]) == ("durably_delivered", "pending",
                                                                       "2026-03-18T10:05:00Z")
     assert t["schema_version"] == "mailbox-tracker-v3" and t["task_state"] == "open"
-    inbox = dc.inbox(Inbox(entity_id="tariq"))
+    inbox = builtins(dc.inbox(Inbox(entity_id="tariq")))
     assert [i["id"] for i in inbox["items"]] == [s.deliveries[0]["id"]]  # work mail is in the inbox too
 
 
@@ -298,7 +298,7 @@ def test_repings_then_timeout_then_one_escalation_each_a_durable_letter(tmp_path
     t = one_tracker(dc, entity_id="tariq")
     assert (t["reping_count"], t["ack_state"], t["escalated"], t["escalation_id"]) == (
         2, "timed_out", True, kinds(dc, "tariq", "escalation")[0]["message"])
-    assert [i["id"] for i in dc.inbox(Inbox(entity_id="aya"))["items"]] == [t["escalation_id"]]
+    assert [i["id"] for i in builtins(dc.inbox(Inbox(entity_id="aya")))["items"]] == [t["escalation_id"]]
 
 
 def test_b13_9_in_mode_none_the_escalation_is_still_a_message(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())
     for e in ctx.roster.entities:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
-        out[f"inbox {e.id} --all"] = orjson.dumps(view)
+        out[f"inbox {e.id} --all"] = orjson.dumps(view.to_dict())
     # the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
     out["trackers --all"] = orjson.dumps(builtins(tracker_read.trackers(ctx, None, None, None, 2**31, now)))
     for word in search_words(ctx):
@@ -116,7 +116,7 @@ def inbox_answers(ctx: Context, now: datetime) -> dict[str, bytes]:
 
     return {
         SNAPSHOT.format(e.id): orjson.dumps(inbox.read_inbox(ctx, e.id, now=now, include_terminal=True,
-                                                             direction="both")[0])
+                                                             direction="both")[0].to_dict())
         for e in ctx.roster.entities
     }
 

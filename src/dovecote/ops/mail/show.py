@@ -19,6 +19,7 @@ import msgspec
 from dovecote.derive.inbox.book import Clock, InboxBook, Item, item_row
 from dovecote.model.results import Result
 from dovecote.ops.mail import artifacts
+from dovecote.ops.mail.inbox import TicClock
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.warm import inbox as foldcache
 
@@ -86,20 +87,13 @@ class HistoryLink(Result, frozen=True):
     applied: bool
 
 
-class ShowClock(Result, frozen=True):
-    """The tic the item was read at, and where it came from ("flag", "roster" or "none")."""
-
-    tic: int | None
-    source: str
-
-
 class Shown(Result, frozen=True):
     """One inbound item whole: its inbox row (``item_row``'s fields, the row every inbox lists), envelope, body
     (``body_ref``: the artifact it was read from, None when inline), thread and history."""
 
     schema: str
     entity: str
-    clock: ShowClock
+    clock: TicClock
     item: dict[str, Any]
     envelope: ShownEnvelope
     body: str
@@ -157,5 +151,5 @@ def _show(ctx: Context, book: InboxBook, entity_id: str, ref: str, current: int 
                     link.result_ref, link.id in applied)
         for link in item.links  # in ledger order: the order they were written (or merged) in
     ]
-    return Shown(SCHEMA, entity_id, ShowClock(tic, source), item_row(book, item, clock, ctx.roster.limits),
+    return Shown(SCHEMA, entity_id, TicClock(tic, source), item_row(book, item, clock, ctx.roster.limits),
                  _envelope(item), body, body_ref, thread, history)
