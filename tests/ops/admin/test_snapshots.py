@@ -93,7 +93,7 @@ CALLS: dict[str, Callable[[Dovecote], Any]] = {
     "stale_check": lambda dc: builtins(dc.stale_check(StaleCheck(current_tic=104), now=NOW)),
     "organize": lambda dc: builtins(dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW)),
     "show": lambda dc: dc.show(
-        Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104)).items or ()),
+        Show(entity_id=ENTITY, ref=builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=104)))["items"][0]["id"],
              current_tic=104)
     ),
     "view": lambda dc: dc.view(View(entity_id=ENTITY, current_tic=104), now=NOW),
