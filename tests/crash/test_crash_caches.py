@@ -115,7 +115,7 @@ QUERIES = ("kestrel", "3", "body subject", "kestrel 12")
 
 def _answers(home: Path) -> list[object]:
     dc = Dovecote(home)
-    return [dc.search(Search(query=q, limit=100), now=NOW) for q in QUERIES]
+    return [builtins(dc.search(Search(query=q, limit=100), now=NOW)) for q in QUERIES]
 
 
 def _files(cache: Path) -> dict[str, bytes]:

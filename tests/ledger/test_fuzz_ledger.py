@@ -74,7 +74,7 @@ def _reads(dc: Dovecote, ref: str) -> None:
     refused_or_done(lambda: dc.box(Box(address=str(entity(ENTITY)))))
     refused_or_done(lambda: builtins(dc.inbox(Inbox(entity_id=ENTITY, include_terminal=True))))
     refused_or_done(lambda: dc.show(Show(entity_id=ENTITY, ref=ref)))
-    refused_or_done(lambda: dc.search(Search(query="letter")))
+    refused_or_done(lambda: builtins(dc.search(Search(query="letter"))))
     refused_or_done(dc.doctor)
     refused_or_done(dc.verify)
 

@@ -57,6 +57,7 @@ from dovecote.verbs import checked
 if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start loads none of them
     from dovecote.ops.admin import verify as verify_op
     from dovecote.ops.admin.doctor import Doctor
+    from dovecote.ops.admin.store_copy import Copied
     from dovecote.ops.cases.abandonment import HookRelayed
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
@@ -74,16 +75,18 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.reports.sweep import BoxContents, Progress, SweepResult
+    from dovecote.ops.search.query import SearchMatch, SearchResult
     from dovecote.ops.tree import tree_import as tree_import_op
     from dovecote.ops.tree import view as view_op
     from dovecote.ops.tree.organize import Organized
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Doctor",
-    "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated", "MissionArchived",
+    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Copied",
+    "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated", "MissionArchived",
     "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow",
-    "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "Sentinels", "Shown",
-    "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "SearchMatch",
+    "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection", "init",
+    "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -105,6 +108,8 @@ RESULTS = {
     "Shown": "dovecote.ops.mail.show",
     "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
     "InboxView": "dovecote.ops.mail.inbox",
+    "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
+    "Copied": "dovecote.ops.admin.store_copy",
 }
 
 
@@ -457,7 +462,7 @@ class Dovecote(AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     # every other command.
 
     @fields(verbs.Search)
-    def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> SearchResult:
         """Full text over entity mail, newest first (see ``ops.search.query.search``)."""
         from dovecote.handle import search as searchhandle
 
@@ -576,7 +581,7 @@ def _migrate_for_init(url: str) -> None:
 
 def copy_store(
     root: str | os.PathLike[str] | None, *, to: str | None = None, source: str | None = None, write: bool = True
-) -> dict[str, Any]:
+) -> Copied:
     """Copy every ledger of the home ``to`` a database, or from ``source`` (a database) into the
     home's files, then compare both sides (``dovecote copy``; see ``ops.admin.store_copy``)."""
     from dovecote.handle.search import home_of
@@ -600,7 +605,7 @@ def copy_store(
             report = store_copy.copy(ctx, db, files, (shown(source or ""), "files"), write=write)
     finally:
         db.close()
-    return report.to_dict()
+    return report
 
 
 def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:

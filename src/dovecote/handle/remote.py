@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         OutboxSent,
         Presence,
         ReceiptFiled,
+        SearchResult,
         Sentinels,
         Shown,
         Status,
@@ -232,7 +233,7 @@ def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> Shown:
     return dc.show(v)
 
 
-def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]:
+def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> SearchResult:
     """An agent searches its own inbox (by default, and only that); an operator or a local reader all."""
     entity = reading_scope(p, v.entity_id)
     if entity is not None:

@@ -66,6 +66,7 @@ from dovecote.handle.api import (
     Principal,
     ProjectRow,
     ReceiptFiled,
+    SearchResult,
     Sentinels,
     Shown,
     Status,
@@ -272,7 +273,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ENTITY + "/wait", "wait", "Long poll: new mail after a cursor, or the timeout (as `dovecote wait`)",
           "wait", verbs.Wait, dict[str, Any], "own", _remote("wait")),
     Route("GET", "/search", "search", "Full text over entity mail, newest first", "search", verbs.Search,
-          dict[str, Any], "own", _remote("search")),
+          SearchResult, "own", _remote("search")),
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, Doctor, "open",
           _remote("doctor")),
     Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "

@@ -91,7 +91,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
-                search.search(ctx, word, include_terminal=every, now=now, limit=1000)
+                builtins(search.search(ctx, word, include_terminal=every, now=now, limit=1000))
             )
     return out
 
