@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
     from dovecote.ops.cases.sentinels import Sentinels
     from dovecote.ops.delivery import import_vnext as import_vnext_op
+    from dovecote.ops.delivery.acks import Acked
     from dovecote.ops.delivery.presence import Beat, Presence
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
@@ -71,6 +72,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.mail.outbox import OutboxRow, OutboxSent
     from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
+    from dovecote.ops.mail.transitions import Transition
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
@@ -81,12 +83,12 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.tree.organize import Organized
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims", "Copied",
-    "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated", "MissionArchived",
-    "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow",
-    "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "SearchMatch",
-    "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Use", "Watch", "inbox_injection", "init",
-    "merge_ledgers", "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
+    "Copied", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
+    "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
+    "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "SearchMatch",
+    "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use", "Watch",
+    "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -110,6 +112,7 @@ RESULTS = {
     "InboxView": "dovecote.ops.mail.inbox",
     "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
     "Copied": "dovecote.ops.admin.store_copy",
+    "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
 }
 
 

@@ -40,6 +40,7 @@ from dovecote.handle.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
     from dovecote.handle.api import (
+        Acked,
         Beat,
         BlockChange,
         BlockListing,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         Shown,
         Status,
         Trackers,
+        Transition,
     )
 from dovecote.errors import Refusal
 
@@ -182,11 +184,11 @@ def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
     return dc.send(v, actor=actor_of(w)).to_dict()
 
 
-def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
+def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> Acked:
     """Only the recipient acks: the principal's own deliveries (``forbidden`` for another box)."""
     w = writer(p, "ack")
     own(w, "ack", v.entity_id)
-    return dc.ack(v, actor=actor_of(w)).to_dict()
+    return dc.ack(v, actor=actor_of(w))
 
 
 def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
@@ -213,10 +215,10 @@ def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> Outbo
     return OutboxSent(dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w)))
 
 
-def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> dict[str, Any]:
+def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> Transition:
     w = writer(p, v.kind.value)
     own(w, v.kind.value, v.entity_id)
-    return dc.move(v, actor=actor_of(w)).to_dict()
+    return dc.move(v, actor=actor_of(w))
 
 
 def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> InboxView:

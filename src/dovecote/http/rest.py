@@ -45,6 +45,7 @@ from starlette.routing import Route as StarletteRoute
 from dovecote import verbs
 from dovecote.handle import remote
 from dovecote.handle.api import (
+    Acked,
     Beat,
     BlockChange,
     BlockListing,
@@ -71,6 +72,7 @@ from dovecote.handle.api import (
     Shown,
     Status,
     Trackers,
+    Transition,
 )
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
@@ -223,7 +225,7 @@ DELIVERY: tuple[Route, ...] = (
     Route("POST", "/messages", "send_all", "Send to every registered entity but the sender (to_all), or to the "
           "body's recipient", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
     Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
-          dict[str, Any], "recipient", _remote("ack"), status=201),
+          Acked, "recipient", _remote("ack"), status=201),
     Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
           "trackers", verbs.Trackers, Trackers, "own", _remote("trackers")),
     Route("GET", "/status", "status", "The delivery view: intake, tracker counts, overdue acks, escalations",
@@ -283,7 +285,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
           verbs.OutboxSend, OutboxSent, "token", _remote("outbox_send")),
     Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,
-          dict[str, Any], "own_token", _remote("move")),
+          Transition, "own_token", _remote("move")),
     Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,
           dict[str, Any], "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",

@@ -101,7 +101,6 @@ REPORT = _obj("letters")
 #: send: a message's delivery (also id, to, thread_id), or (a task, a response, a broadcast) ``deliveries``.
 SENT = _obj("from", "appended")
 ACKED = _obj("id", "delivery_id", "envelope_id", "status", "late", "ack_state")
-TRANSITION = _obj("id", "item", "kind", "from", "to")
 INBOX = _obj("entity", "counts", "flags", "direction", "cursor", "clock")
 SHOW = _obj("entity", "item", "envelope", "thread", "history")
 WAIT = _obj("entity", "cursor", "timed_out", "items")
