@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.delivery.work_send import Sent
     from dovecote.ops.mail.inbox import InboxView
     from dovecote.ops.mail.outbox import OutboxRow, OutboxSent
+    from dovecote.ops.mail.send import Delivery
     from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
     from dovecote.ops.mail.transitions import Transition
@@ -84,7 +85,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
 
 __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
-    "Copied", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
+    "Copied", "Delivery", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
     "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
     "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "SearchMatch",
     "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use", "Watch",
@@ -113,6 +114,7 @@ RESULTS = {
     "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
     "Copied": "dovecote.ops.admin.store_copy",
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
+    "Delivery": "dovecote.ops.mail.send",
 }
 
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         Case,
         Cases,
         Claims,
+        Delivery,
         Doctor,
         HookRelayed,
         InboxView,
@@ -200,9 +201,9 @@ def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
                                       limit=v.limit))
 
 
-def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
+def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> Delivery:
     w = author(p, "draft", v)
-    return dc.draft(v, actor=actor_of(w)).to_dict()
+    return dc.draft(v, actor=actor_of(w))
 
 
 def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> OutboxSent:

@@ -52,6 +52,7 @@ from dovecote.handle.api import (
     Case,
     Cases,
     Claims,
+    Delivery,
     Doctor,
     Dovecote,
     EntityRow,
@@ -281,7 +282,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "
           "answers", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
     Route("POST", "/entities/{recipient}/drafts", "draft", "Keep a draft in the sender's outbox", "draft",
-          verbs.Message, dict[str, Any], "token", _remote("draft"), status=201),
+          verbs.Message, Delivery, "token", _remote("draft"), status=201),
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
           verbs.OutboxSend, OutboxSent, "token", _remote("outbox_send")),
     Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,

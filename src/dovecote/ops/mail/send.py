@@ -38,6 +38,7 @@ from dovecote.model.addresses import Address, check_name, entity
 from dovecote.model.credentials import cap_trust
 from dovecote.model.envelope import Envelope, build_message
 from dovecote.model.letters import canonical_line, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab import LetterKind
 from dovecote.ops.mail import artifacts
 from dovecote.ops.mail.transitions import Transition, transition
@@ -54,33 +55,24 @@ if TYPE_CHECKING:
     from dovecote.verbs import Message
 
 
-class Delivery(msgspec.Struct):
+class Delivery(Result, frozen=True):
+    """A message delivered (or a draft written): its letter, message id and idempotency key, recipient, sender,
+    thread, whether this call appended it, and the sender's ``sent`` record (None: not written, or a draft)."""
+
     id: str
+    message_id: str | None
+    idempotency_key: str | None
     to: str
-    sender: str
+    sender: str = msgspec.field(name="from")
     thread_id: str
     appended: bool
     sent_record: str | None
-    message_id: str | None = None
-    idempotency_key: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "message_id": self.message_id,
-            "idempotency_key": self.idempotency_key,
-            "to": self.to,
-            "from": self.sender,
-            "thread_id": self.thread_id,
-            "appended": self.appended,
-            "sent_record": self.sent_record,
-        }
 
     @classmethod
     def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Delivery:
         env = Envelope(data)
-        return cls(lid, env.recipient or "", env.sender or "", env.thread_id or "", appended, record,
-                   env.message_id, env.idempotency_key)
+        return cls(lid, env.message_id, env.idempotency_key, env.recipient or "", env.sender or "",
+                   env.thread_id or "", appended, record)
 
 
 def _body(ctx: Context, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
