@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
+    from dovecote.ops.reports.report import ReportsFiled
     from dovecote.ops.reports.sweep import BoxContents, Progress, SweepResult
     from dovecote.ops.search.query import SearchMatch, SearchResult
     from dovecote.ops.tree import tree_import as tree_import_op
@@ -87,9 +88,9 @@ __all__ = [
     "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
     "Copied", "Delivery", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
     "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
-    "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "SearchMatch",
-    "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use", "Watch",
-    "inbox_injection", "init", "merge_ledgers", "open_home",
+    "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled",
+    "SearchMatch", "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use",
+    "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -114,7 +115,7 @@ RESULTS = {
     "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
     "Copied": "dovecote.ops.admin.store_copy",
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
-    "Delivery": "dovecote.ops.mail.send",
+    "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
 }
 
 

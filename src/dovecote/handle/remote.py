@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         OutboxSent,
         Presence,
         ReceiptFiled,
+        ReportsFiled,
         SearchResult,
         Sentinels,
         Shown,
@@ -151,11 +152,12 @@ def refuse_server_files(v: verbs.Verb) -> None:
                                      "sends the body itself")
 
 
-def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> dict[str, Any]:
+def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> ReportsFiled:
+    from dovecote.handle.api import ReportsFiled
+
     w = writer(p, "report")
     as_self(w, "agent", v.agent)
-    filed = dc.report(v, actor=actor_of(w))
-    return {"letters": [{"id": lid, "appended": new} for lid, new in filed]}
+    return ReportsFiled.of(dc.report(v, actor=actor_of(w)))
 
 
 def distribute(dc: Dovecote, p: Principal | None, v: verbs.Distribute) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from dovecote.handle.api import (
     Principal,
     ProjectRow,
     ReceiptFiled,
+    ReportsFiled,
     SearchResult,
     Sentinels,
     Shown,
@@ -288,7 +289,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,
           Transition, "own_token", _remote("move")),
     Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,
-          dict[str, Any], "token", _remote("report"), status=201),
+          ReportsFiled, "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
           verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
     # -- case intelligence: reading cases, claims and monitors is anyone's, a receipt an agent's

@@ -50,7 +50,7 @@ from typing import Any
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
-from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled, Transition
+from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled, ReportsFiled, Transition
 from dovecote.handle.remote import refuse_if_read_only
 from dovecote.mcp import schemas
 
@@ -240,8 +240,8 @@ def _import_text(d: dict[str, Any]) -> str:
 
 TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
-         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS,
-         operator_fields=("agent",)),
+         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.output(ReportsFiled),
+         omit=RECEIPT_FIELDS, operator_fields=("agent",)),
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", remote.sweep, _sweep_text,
          schemas.OBJECT),
     Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", remote.box,

@@ -300,10 +300,10 @@ def test_a_receipts_own_line_filed_again_through_report_is_the_same_letter(dc: D
 
     dc.report([dict(VECTOR)])
     minted = dc.receipt(verbs.Receipt(answers=[ID], disposition=verbs.Disposition.fixed, ref="3f2a9c1"))
-    assert minted["box"] == "spool"
-    [line] = [ln for ln in dc.layout.spool.read_bytes().splitlines() if letter_id(ln) == minted["id"]]
+    assert minted.box == "spool"
+    [line] = [ln for ln in dc.layout.spool.read_bytes().splitlines() if letter_id(ln) == minted.id]
     assert orjson.loads(line)["commit"] == "3f2a9c1"
-    assert dc.report([orjson.loads(line)]) == [(minted["id"], False)]
+    assert dc.report([orjson.loads(line)]) == [(minted.id, False)]
 
 
 def test_every_field_of_the_typed_verb_and_no_other_is_part_of_a_report() -> None:
