@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
     from dovecote.ops.mail.transitions import Transition
+    from dovecote.ops.mail.wait import WaitResult
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
@@ -90,7 +91,7 @@ __all__ = [
     "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
     "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled",
     "SearchMatch", "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use",
-    "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
+    "WaitResult", "Watch", "inbox_injection", "init", "merge_ledgers", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -116,6 +117,7 @@ RESULTS = {
     "Copied": "dovecote.ops.admin.store_copy",
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
     "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
+    "WaitResult": "dovecote.ops.mail.wait",
 }
 
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         Status,
         Trackers,
         Transition,
+        WaitResult,
     )
 from dovecote.errors import Refusal
 
@@ -247,9 +248,9 @@ def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> SearchResult:
                                   limit=v.limit))
 
 
-def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
+def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> WaitResult:
     own(p, "wait", v.entity_id)
-    return dc.wait(v).to_dict()
+    return dc.wait(v)
 
 
 def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:

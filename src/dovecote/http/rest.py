@@ -75,6 +75,7 @@ from dovecote.handle.api import (
     Status,
     Trackers,
     Transition,
+    WaitResult,
 )
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
@@ -275,7 +276,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ITEM, "item", "One inbound item whole: envelope, body, thread, history", "show", verbs.Show,
           Shown, "own", _remote("show")),
     Route("GET", ENTITY + "/wait", "wait", "Long poll: new mail after a cursor, or the timeout (as `dovecote wait`)",
-          "wait", verbs.Wait, dict[str, Any], "own", _remote("wait")),
+          "wait", verbs.Wait, WaitResult, "own", _remote("wait")),
     Route("GET", "/search", "search", "Full text over entity mail, newest first", "search", verbs.Search,
           SearchResult, "own", _remote("search")),
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, Doctor, "open",
