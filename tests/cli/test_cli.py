@@ -377,7 +377,7 @@ def test_verify_exits_1_when_reads_differ(tmp_path: Path) -> None:
     home = busy(tmp_path)
     script = (
         "import sys\n"
-        "from dovecote.ops import verify as v\n"
+        "from dovecote.ops.admin import verify as v\n"
         "real = v.answers\n"
         "calls = []\n"
         "def drift(dc, now):\n"
