@@ -154,7 +154,6 @@ def judge(samples: Sequence[Sample], seconds: float, held_kib: float) -> Flatnes
 #: inbox and search read after it, as the soak's clients do). Prints "<RSS growth KiB> <letters appended>".
 _HOLD = """
 import gc, random, sys
-from dovecote.model.results import builtins
 from dovecote.handle.api import open_home
 from dovecote.verbs import Inbox, Message, Search
 def rss():
