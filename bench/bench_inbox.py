@@ -45,6 +45,7 @@ from dovecote.handle.api import Dovecote, init, open_home
 from dovecote.model.addresses import entity
 from dovecote.model.envelope import build_message
 from dovecote.model.letters import canonical_line, letter_id
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd, Inbox, Move
 
 PATTERNS = (
@@ -128,16 +129,16 @@ def warm(dc: Dovecote) -> tuple[float, list[float], list[float], list[float], li
     repeat = []
     for _ in range(30):
         t = time.perf_counter()
-        orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
+        orjson.dumps(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000))))
         repeat.append(time.perf_counter() - t)
-    waiting = [r["id"] for r in dc.inbox(Inbox(
+    waiting = [r["id"] for r in builtins(dc.inbox(Inbox(
         entity_id="ent_b", current_tic=1000
-    ))["items"] if r["state"] == "WAIT"]
+    )))["items"] if r["state"] == "WAIT"]
     changed, changed_cpu = [], []
     for item in waiting[:30]:
         dc.move(Move(kind="claim", entity_id="ent_b", ref=item, current_tic=1000))
         t, c = time.perf_counter(), time.process_time()
-        orjson.dumps(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000)))
+        orjson.dumps(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=1000))))
         changed.append(time.perf_counter() - t)
         changed_cpu.append(time.process_time() - c)
     return first, repeat, changed, changed_cpu, waiting[30:]

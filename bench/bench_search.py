@@ -181,7 +181,7 @@ def main() -> None:
             t = time.perf_counter()
             res = dc.search(Search(query=q, **opts))  # type: ignore[arg-type]
             samples.append(time.perf_counter() - t)
-            counts.append(res["count"])
+            counts.append(res.count)
         p50, p95 = pct(samples, 50), pct(samples, 95)
         verdict = "meets" if p50 <= TARGET_P50_MS else "MISSES"
         print(f"  {len(samples)} warm searches: p50 {p50:.2f} ms, p95 {p95:.2f} ms, max {max(samples) * 1000:.2f} ms "
@@ -195,7 +195,7 @@ def main() -> None:
             t = time.perf_counter()
             res = dc.search(Search(query=f"qwxyz{k}"))
             after.append(time.perf_counter() - t)
-            assert res["count"] == 1
+            assert res.count == 1
         stats = dc.warm[WARM_KEY].stats
         print(f"  warm search after one new message: p50 {pct(after, 50):.2f} ms, max {max(after) * 1000:.2f} ms "
               f"({stats['indexed'] - before['indexed']} messages indexed for 20 appends; "

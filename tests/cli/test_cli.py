@@ -324,7 +324,7 @@ def test_box_json_matches_the_library(tmp_path: Path) -> None:
 def test_doctor_json_matches_the_library(tmp_path: Path) -> None:
     home = busy(tmp_path)
     out = cli_json(tmp_path, "doctor", "--json", home=home)
-    assert out == open_home(home).doctor()
+    assert out == builtins(open_home(home).doctor())
     assert out["mailbox"]["spool_letters"] == 5
     assert out["mailbox"]["pending_distribution"] == ["zephyr"]
     text = run_cli(tmp_path, "doctor", home=home)

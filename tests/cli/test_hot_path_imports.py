@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd, Inbox, Message, Move
 from helpers import new_home
 
@@ -49,7 +50,7 @@ def test_the_injection_after_a_new_letter_and_the_session_start_hook_stay_lean(t
     dc.add_entity(EntityAdd(entity_id="ent_b"))
     for i in range(3):
         dc.send(Message(sender="ent_a", recipient="ent_b", subject=f"s{i}", priority="urgent", current_tic=1))
-    item = dc.inbox(Inbox(entity_id="ent_b", current_tic=5))["items"][0]["id"]
+    item = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=5)))["items"][0]["id"]
     home = dc.layout.root
     argv = ("inbox", "ent_b", "--format", "injection", "--current-tic", "5")
     hook = ("hook", "session-start", "--entity", "ent_b")

@@ -25,6 +25,7 @@ import pytest
 
 from crashsweep import DEPTHS, SAMPLE, SWEEPS, Sweeper, based, ledger_ids, note_row, where
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Move, MoveKind, Search, View
 from faultfs import FaultFS
 from mailhelpers import ENTITY, SENDER, files_under, mail_home, send, view_root
@@ -79,7 +80,7 @@ def test_every_crash_point_of_a_view_write(tmp_path: Path, depth: str, sweeper: 
 
 
 def _inbox(tree: Path) -> object:
-    return Dovecote(_home(tree)).inbox(Inbox(entity_id=ENTITY), now=NOW)
+    return builtins(Dovecote(_home(tree)).inbox(Inbox(entity_id=ENTITY), now=NOW))
 
 
 @pytest.mark.parametrize("sweeper", SWEEPS)
@@ -114,7 +115,7 @@ QUERIES = ("kestrel", "3", "body subject", "kestrel 12")
 
 def _answers(home: Path) -> list[object]:
     dc = Dovecote(home)
-    return [dc.search(Search(query=q, limit=100), now=NOW) for q in QUERIES]
+    return [builtins(dc.search(Search(query=q, limit=100), now=NOW)) for q in QUERIES]
 
 
 def _files(cache: Path) -> dict[str, bytes]:

@@ -29,6 +29,7 @@ from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import entity
 from dovecote.model.envelope import Envelope
 from dovecote.model.letters import canonical_line, letter_id
+from dovecote.model.results import builtins
 from dovecote.store.files import FileStore
 from dovecote.verbs import Inbox, Message, Move, MoveKind
 from faultfs import FaultFS
@@ -251,11 +252,11 @@ def _moves_check(tree: Path, fs: FaultFS | None, acked: list[str]) -> None:
     moved = [str(x.get("kind")) for x in _box(root, ENTITY) if x.get("kind") in ("seen", "claim")]
     assert len(set(moved)) == len(moved), f"a move written twice {where}"
     assert set(acked) <= set(moved), f"an acknowledged move was lost {where}"
-    state = Dovecote(root).inbox(Inbox(entity_id=ENTITY))["items"][0]["state"]
+    state = builtins(Dovecote(root).inbox(Inbox(entity_id=ENTITY)))["items"][0]["state"]
     assert state == ("ACTIVE" if "claim" in moved else "WAIT"), where
     if fs is not None:  # the next operation: the moves still missing go through
         _moves(tree, [], tuple(k for k in ("seen", "claim") if k not in moved))
-    assert Dovecote(root).inbox(Inbox(entity_id=ENTITY))["items"][0]["state"] == "ACTIVE", where
+    assert builtins(Dovecote(root).inbox(Inbox(entity_id=ENTITY)))["items"][0]["state"] == "ACTIVE", where
     assert Dovecote(root).verify(now=NOW).ok, where
 
 

@@ -24,6 +24,7 @@ from dovecote.derive.inbox import view as inbox_view
 from dovecote.derive.inbox.book import Clock, InboxBook
 from dovecote.derive.inbox.view import current_view, inbox_audit
 from dovecote.errors import Refusal
+from dovecote.model.results import builtins
 from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox
 from inboxhelpers import _ROW, ENTITY, T0
@@ -71,7 +72,7 @@ def test_an_inbox_read_leaves_the_collector_as_it_found_it(tmp_path: Path) -> No
     was = gc.isenabled()  # an in-process CLI test before this one (a sweep) may have left it off
     gc.enable()
     try:
-        assert dc.inbox(Inbox(entity_id=MAIL_ENTITY))["items"]
+        assert builtins(dc.inbox(Inbox(entity_id=MAIL_ENTITY)))["items"]
         assert gc.isenabled()
         with pytest.raises(Refusal):
             dc.inbox(Inbox(entity_id="ent_nobody"))

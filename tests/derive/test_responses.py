@@ -16,6 +16,7 @@ from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Message, Move, OutboxSend
 from helpers import run_cli
 from mailhelpers import mail_home
@@ -62,7 +63,7 @@ def test_a_draft_counts_only_once_it_is_sent(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
     dc.draft(Message(sender=B, recipient=A, subject="8080", category="response", reply_to=q))
     refused(dc, q)
-    (out,) = dc.outbox_send(OutboxSend(sender=B))
+    (out,) = builtins(dc.outbox_send(OutboxSend(sender=B)))
     assert out["delivered"]
     completes(dc, q)
 
@@ -81,7 +82,7 @@ def test_a_reply_in_the_thread_counts_and_one_that_leaves_it_does_not(tmp_path: 
 
 def test_a_response_that_does_not_name_the_item_does_not_count(tmp_path: Path) -> None:
     dc, q = asked(tmp_path)
-    thread = dc.inbox(Inbox(entity_id=B))["items"][0]["thread_id"]
+    thread = builtins(dc.inbox(Inbox(entity_id=B)))["items"][0]["thread_id"]
     dc.send(Message(
         sender=B, recipient=A, subject="in the thread, answering nothing", category="response", thread_id=thread
     ))

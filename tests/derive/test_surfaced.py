@@ -16,6 +16,7 @@ from dovecote.derive.inbox.surfaced import surfaced_letter, surfaced_to
 from dovecote.derive.inbox.view import inbox_audit
 from dovecote.model.addresses import entity
 from dovecote.model.letters import Letter, canonical_line, decode_line, make_letter
+from dovecote.model.results import builtins
 from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Message, Move
 from helpers import open_home
@@ -109,5 +110,5 @@ def test_what_a_session_was_told_survives_deleting_every_cache(tmp_path: Path) -
     cold = open_home(dc.layout.root)
     assert cold.hook("prompt", ENTITY, {"session_id": "s1"}).stdout == ""  # told already, by the ledger
     assert cold.hook("prompt", ENTITY, {"session_id": "s2"}).stdout != ""  # another session was not
-    item = cold.inbox(Inbox(entity_id=ENTITY))["items"][0]
+    item = builtins(cold.inbox(Inbox(entity_id=ENTITY)))["items"][0]
     assert item["seen"] is False and item["state"] == "WAIT"  # being told is not reading

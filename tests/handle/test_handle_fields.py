@@ -16,6 +16,7 @@ import pytest
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, EntityRow
+from dovecote.model.results import builtins
 from dovecote.verbs import EntityAdd, Inbox, Message
 from dovecote.verbs.arguments import order
 from helpers import new_home
@@ -92,12 +93,12 @@ def test_the_natural_calls_build_the_same_verb_as_a_verb_instance(dc: Dovecote) 
     sent = dc.send(recipient="ent_b", subject="hi", sender="ent_a", body="one")
     positional = dc.send("ent_b", "hello", "two", sender="ent_a")  # Send's fields in Message's order
     assert sent.to == positional.to == "ent_b" and sent.sender == "ent_a"
-    assert dc.inbox("ent_b") == dc.inbox(Inbox(entity_id="ent_b"))
-    items = dc.inbox("ent_b", include_terminal=True)["items"]
+    assert builtins(dc.inbox("ent_b")) == builtins(dc.inbox(Inbox(entity_id="ent_b")))
+    items = builtins(dc.inbox("ent_b", include_terminal=True))["items"]
     assert sorted(i["id"] for i in items) == sorted([sent.id, positional.id])
-    assert dc.inbox(entity_id="ent_b", now=None)["counts"]["inbound"] == 2  # now= is the method's own
-    assert dc.show("ent_b", sent.id)["item"]["id"] == sent.id
-    assert dc.search("hello", entity_id="ent_b")["count"] == 1
+    assert dc.inbox(entity_id="ent_b", now=None).counts["inbound"] == 2  # now= is the method's own
+    assert builtins(dc.show("ent_b", sent.id))["item"]["id"] == sent.id
+    assert dc.search("hello", entity_id="ent_b").count == 1
     assert dc.draft(Message(recipient="ent_a", sender="ent_b", subject="a draft")).to == "ent_a"  # whole, as before
 
 
@@ -112,7 +113,7 @@ def test_a_wrong_call_is_a_type_error_and_a_refused_value_the_faces_refusal(dc: 
     with pytest.raises(TypeError, match=r"^inbox: entity_id: Expected `str \| null`, got `int`$"):
         dc.inbox(5)
     with pytest.raises(TypeError, match=r"^search: limit: Expected `int`, got `str`$"):
-        dc.search("hi", limit="3")
+        builtins(dc.search("hi", limit="3"))
     with pytest.raises(TypeError, match=r"^inbox: entity_id: Expected `str \| null`, got `bytes`$"):
         dc.inbox(b"ent_b")  # never quietly base64
     with pytest.raises(TypeError, match=r"^show: missing field ref$"):
@@ -124,7 +125,7 @@ def test_a_wrong_call_is_a_type_error_and_a_refused_value_the_faces_refusal(dc: 
     with pytest.raises(TypeError, match=r"^mission_archive has no field 'gesture_token'"):
         dc.mission_archive("msn_0123456789ab", gesture_token="x")
     with pytest.raises(Refusal) as r:
-        dc.search("hi", limit=0)
+        builtins(dc.search("hi", limit=0))
     assert r.value.reason == "invalid_field" and "search: limit" in r.value.detail
     with pytest.raises(Refusal) as r:
         dc.token_issue("ent_b", "root")

@@ -281,7 +281,7 @@ def test_library_callers_are_range_checked_and_nothing_is_written(tmp_path: Path
         lambda: dc.draft(verbs.Message(sender="ent_a", recipient="ent_b", subject="s", priority="asap")),
         lambda: dc.move(verbs.Move(kind="defer", entity_id="ent_b", ref=item, until_tic=-1)),
         lambda: dc.move(verbs.Move(kind="claim", entity_id="ent_b", ref=item, current_tic=MAX + 1)),
-        lambda: dc.inbox(verbs.Inbox(entity_id="ent_b", direction="up")),
+        lambda: builtins(dc.inbox(verbs.Inbox(entity_id="ent_b", direction="up"))),
         lambda: builtins(dc.stale_check(verbs.StaleCheck(current_tic=-5, emit_signals=True))),
         lambda: dc.report([{"tool": "t", "class": "bug", "what": "w", "when": "now"}]),
         lambda: dc.add_project(verbs.ProjectAdd(name="p", root="/srv/p", aliases=("a\nb",))),

@@ -105,7 +105,7 @@ def home(tmp_path: Path) -> tuple[Dovecote, dict[str, str]]:
     dc = served_home(tmp_path)
     ((report, _),) = dc.report([rep("empty answer over data that exists", repo="atlas", tool="north",
                                     klass="honesty")])
-    ref = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    ref = builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"][0]["id"]
     task = dc.send(verbs.Send(recipient=ENTITY, type=SendType.task, work_item_id="wi-1", subject="do it"),
                    actor=SENDER)
     dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="atlas"))

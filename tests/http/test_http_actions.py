@@ -14,6 +14,7 @@ from dovecote.handle.api import Dovecote
 from dovecote.http.app import create_app
 from dovecote.http.pages import ACTIONS, person_actor
 from dovecote.http.session import COOKIE, Sessions
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Show
 from serverhelpers import ENTITY, served_home
 
@@ -36,7 +37,7 @@ def signed_in(dc: Dovecote, **options: object) -> tuple[TestClient, Sessions]:
 
 
 def first_unseen(dc: Dovecote) -> str:
-    return next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if not i["seen"])
+    return next(i["id"] for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"] if not i["seen"])
 
 
 def csrf_of(html: str) -> str:
@@ -50,7 +51,7 @@ def ledgers(dc: Dovecote) -> dict[Path, bytes]:
 
 
 def history(dc: Dovecote, ref: str) -> list[tuple[str, str]]:
-    return [(h["kind"], h["agent"]) for h in dc.show(Show(entity_id=ENTITY, ref=ref))["history"]]
+    return [(h["kind"], h["agent"]) for h in builtins(dc.show(Show(entity_id=ENTITY, ref=ref)))["history"]]
 
 
 def test_the_pages_offer_only_moves_the_lifecycle_table_has() -> None:

@@ -21,6 +21,7 @@ from dovecote.handle import remote
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.http.app import create_app
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.ops.agents.feed import decode_cursor, encode_cursor
 from dovecote.verbs import Message, Move
 from helpers import DOVECOTE_BIN, cli_env, rep
@@ -57,7 +58,7 @@ def test_a_fresh_watch_starts_at_the_end_and_sees_each_new_letter_once(tmp_path:
     dc.move(Move(kind="seen", entity_id=ENTITY, ref=item, current_tic=101))
     dc.move(Move(kind="claim", entity_id=ENTITY, ref=item, current_tic=101))
     dc.report([rep(repo="atlas", what="late")], actor="p")
-    events = dc.poll(w)
+    events = builtins(dc.poll(w))
     assert [(e["box"], e["kind"]) for e in events] == [
         ("spool", "report"), (f"entity:{ENTITY}", "message"), (f"entity:{ENTITY}", "seen"),
         (f"entity:{ENTITY}", "claim"), (f"entity:{SENDER}", "sent")]  # a send also files the sender's record
@@ -86,14 +87,14 @@ def test_resuming_from_any_event_gives_exactly_the_letters_after_it(tmp_path_fac
             else:
                 dc.report([rep(repo=None, what=f"h{n}")], actor="p")
                 dc.distribute()
-        seen += dc.poll(w)
+        seen += builtins(dc.poll(w))
     letters = [(e["box"], e["letter"]) for e in seen]
     assert len(letters) == len(set(letters))  # never twice
     if not seen:
         return
     k = data.draw(st.integers(min_value=0, max_value=len(seen) - 1))
     again = Dovecote(dc.layout.root)  # another process, in effect: a cold handle
-    resumed = [(e["box"], e["letter"]) for e in again.poll(again.watch(seen[k]["id"]))]
+    resumed = [(e["box"], e["letter"]) for e in builtins(again.poll(again.watch(seen[k]["id"])))]
     assert sorted(resumed) == sorted(letters[k + 1:])  # the same letters, none missed, none twice
     for box in {b for b, _ in resumed}:  # and each box's in ledger order (a resume reads box by box)
         assert [x for x in resumed if x[0] == box] == [x for x in letters[k + 1:] if x[0] == box]
@@ -119,14 +120,15 @@ def test_an_agents_stream_carries_its_own_box_alone_whatever_cursor_it_resumes_f
     send(dc, "for the builder")
     dc.send(Message(recipient=SENDER, sender=ENTITY, subject="for ops", body="b", current_tic=100))
     dc.report([rep(repo="atlas", what="elsewhere")], actor="p")
-    everything = dc.poll(operator)
+    everything = builtins(dc.poll(operator))
     assert {e["box"] for e in everything} == {"spool", f"entity:{ENTITY}", f"entity:{SENDER}"}
     builder = Principal(ENTITY, "agent")
     for cursor in (encode_cursor({}), everything[0]["id"]):  # forged (from the start), and an operator's event id
-        events = dc.poll(remote.watch(dc, builder, cursor))
+        events = builtins(dc.poll(remote.watch(dc, builder, cursor)))
         assert events and {e["box"] for e in events} == {f"entity:{ENTITY}"}
         assert all(set(decode_cursor(e["id"])) == {f"entity:{ENTITY}"} for e in events)  # no other box's count
-    assert dc.poll(remote.watch(dc, Principal(SENDER, "agent"), encode_cursor({})))[-1]["box"] == f"entity:{SENDER}"
+    agent = remote.watch(dc, Principal(SENDER, "agent"), encode_cursor({}))
+    assert builtins(dc.poll(agent))[-1]["box"] == f"entity:{SENDER}"
 
 
 def _read_events(url: str, want: int, headers: dict[str, str], got: list[dict[str, Any]],

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from dovecote.handle.api import Dovecote
 from dovecote.http.app import SERVER_STATE, create_app
 from dovecote.http.session import COOKIE, Sessions
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Message, Sweep
 from serverhelpers import ENTITY, assert_error_shape, served_home
 
@@ -86,7 +87,7 @@ def test_triage_filters_by_fate_and_box(client: TestClient) -> None:
 
 
 def test_the_inbox_page_lists_the_items_and_links_each_to_its_page(client: TestClient, dc: Dovecote) -> None:
-    items = dc.inbox(Inbox(entity_id=ENTITY))["items"]
+    items = builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"]
     html = client.get(f"/entities/{ENTITY}").text
     for it in items:
         assert f'href="/entities/{ENTITY}/items/{it["id"]}"' in html and it["subject"] in html

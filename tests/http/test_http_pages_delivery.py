@@ -50,7 +50,7 @@ def test_every_count_on_the_delivery_page_links_to_exactly_the_rows_it_counts(cl
                                                                else t["ack_state"] == state)]
         assert linked.get(href, 0) == len(want) > 0, state
         assert rows(section(client.get(href).text, "trackers")) == want, state
-    status = dc.status()
+    status = builtins(dc.status())
     assert linked["#overdue"] == status["overdue_total"] == len(rows(section(html, "overdue"))) == 1
     assert [t["delivery_id"] for t in status["overdue_acks"]] == rows(section(html, "overdue"))
     assert rows(section(html, "escalations")) == [t["delivery_id"] for t in status["escalations"]]

@@ -72,7 +72,7 @@ def _without_clock(d: Any) -> Any:
 
 
 def test_an_item_is_show_by_entity_and_ref(client: TestClient, dc: Dovecote) -> None:
-    item = dc.inbox(Inbox(entity_id=ENTITY))["items"][0]["id"]
+    item = builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"][0]["id"]
     got = client.get(f"/api/v1/entities/{ENTITY}/items/{item[:8]}?current_tic=101").json()
     assert got["item"]["id"] == item and got["body"] == "body of index rebuild failed"
     assert [h["kind"] for h in got["history"]] == ["seen"]
@@ -189,5 +189,5 @@ def test_an_entity_added_by_another_process_is_served_at_once(client: TestClient
     watch = dc.watch()
     other.send(Message(recipient="ent_late", sender="ent_ops", subject="welcome", body="b", current_tic=100))
     dc.refresh()
-    assert sorted((e["box"], e["kind"]) for e in dc.poll(watch)) == [("entity:ent_late", "message"),
+    assert sorted((e["box"], e["kind"]) for e in builtins(dc.poll(watch))) == [("entity:ent_late", "message"),
                                                                      ("entity:ent_ops", "sent")]

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from dovecote.handle.api import Dovecote
 from dovecote.http import inputs
+from dovecote.model.results import builtins
 from dovecote.verbs import Inbox, Message, MoveKind, Show
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
 
@@ -36,7 +37,7 @@ def ledgers(dc: Dovecote) -> dict[Path, bytes]:
 
 
 def items(dc: Dovecote, entity: str = ENTITY) -> dict[str, dict[str, Any]]:
-    return {i["id"]: i for i in dc.inbox(Inbox(entity_id=entity, include_terminal=True))["items"]}
+    return {i["id"]: i for i in builtins(dc.inbox(Inbox(entity_id=entity, include_terminal=True)))["items"]}
 
 
 def test_a_send_is_durable_when_it_answers_201_with_the_new_letters_id(client: TestClient, dc: Dovecote) -> None:
@@ -128,7 +129,7 @@ def test_every_move_is_a_route_and_the_tokens_entity_is_its_actor(client: TestCl
     want = {"claim": "ACTIVE", "complete": "DONE", "defer": "DEFER", "undefer": "WAIT", "nack": "NACK",
             "seen": "WAIT"}[kind.value]
     assert items(dc)[ref]["state"] == want
-    shown = dc.show(Show(entity_id=ENTITY, ref=ref))
+    shown = builtins(dc.show(Show(entity_id=ENTITY, ref=ref)))
     assert shown["history"][-1]["agent"] == ENTITY
 
 

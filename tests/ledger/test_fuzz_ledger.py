@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dovecote.handle.api import Dovecote
 from dovecote.ledger.jsonl import LedgerReader
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.verbs import Box, Inbox, Search, Show, Sweep
 from fuzzhelpers import DEPTHS, TEXT, VALUE, assert_only_grew, dumps, fuzz, refused_or_done
 from helpers import snapshot
@@ -71,9 +72,9 @@ def _copy(base: Path, tmp: Path) -> Dovecote:
 def _reads(dc: Dovecote, ref: str) -> None:
     refused_or_done(lambda: dc.sweep(Sweep()))
     refused_or_done(lambda: dc.box(Box(address=str(entity(ENTITY)))))
-    refused_or_done(lambda: dc.inbox(Inbox(entity_id=ENTITY, include_terminal=True)))
+    refused_or_done(lambda: builtins(dc.inbox(Inbox(entity_id=ENTITY, include_terminal=True))))
     refused_or_done(lambda: dc.show(Show(entity_id=ENTITY, ref=ref)))
-    refused_or_done(lambda: dc.search(Search(query="letter")))
+    refused_or_done(lambda: builtins(dc.search(Search(query="letter"))))
     refused_or_done(dc.doctor)
     refused_or_done(dc.verify)
 
@@ -96,7 +97,7 @@ def test_no_hostile_line_breaks_a_read_or_loses_a_letter(base: Path, tmp_path: P
         again = LedgerReader(path)
         again.refresh()
         assert good | {ref} <= {x.id for x in again.letters}  # nothing readable before is lost
-        shown = dc.show(Show(entity_id=ENTITY, ref=ref))
+        shown = builtins(dc.show(Show(entity_id=ENTITY, ref=ref)))
         assert shown["envelope"]["subject"] == "after the storm" and shown["envelope"]["sender"] == SENDER
         assert shown["body"] == "body of after the storm"
         assert after[str(path.relative_to(dc.layout.root))].endswith(b"\n")

@@ -17,6 +17,7 @@ from dovecote.errors import StoreError
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.mcp.server import build, wire
 from dovecote.mcp.tools import TOOLS
+from dovecote.model.results import builtins
 from helpers import DOVECOTE_BIN, cli_env, snapshot
 from mailhelpers import ENTITY, SENDER, mail_home, send
 from mcphelpers import LEGACY
@@ -108,7 +109,7 @@ async def test_send_inbox_show_move_return_structured_content_and_a_line(dc: Dov
         sent = await c.call_tool("send", {"recipient": SENDER, "subject": "re", "body": "ok"})
         assert sent.structured_content is not None
         assert sent.structured_content["from"] == ENTITY  # the principal is the actor of the write
-    row = dc.show(verbs.Show(entity_id=SENDER, ref=sent.structured_content["id"]))
+    row = builtins(dc.show(verbs.Show(entity_id=SENDER, ref=sent.structured_content["id"])))
     assert row["envelope"]["sender"] == ENTITY
 
 
@@ -141,7 +142,7 @@ async def test_fetching_the_inbox_never_marks_anything_seen(dc: Dovecote) -> Non
             await c.call_tool("show", {"entity_id": ENTITY, "ref": mid})
             await c.read_resource(f"inbox://{ENTITY}")
     assert snapshot(dc.layout.root / "boxes") == before
-    item = dc.inbox(verbs.Inbox(entity_id=ENTITY))["items"][0]
+    item = builtins(dc.inbox(verbs.Inbox(entity_id=ENTITY)))["items"][0]
     assert item["id"] == mid and item["seen"] is False
 
 
@@ -225,7 +226,7 @@ async def test_every_tool_that_names_a_box_defaults_it_to_the_connections_own_en
         assert not acked.is_error and acked.structured_content["ack_state"] == "acked"  # type: ignore[index]
         theirs = await c.call_tool("show", {"entity_id": SENDER, "ref": mine})
         assert theirs.is_error and theirs.content[0].text.startswith("forbidden: ")
-    history = dc.show(verbs.Show(entity_id=ENTITY, ref=mine))["history"]
+    history = builtins(dc.show(verbs.Show(entity_id=ENTITY, ref=mine)))["history"]
     assert [h["kind"] for h in history if h["kind"] == "seen"] == ["seen"]
 
 

@@ -367,4 +367,4 @@ def test_odd_lines_never_break_a_sweep(tmp_path: Path) -> None:
     # every line is either a letter or a reported defect, and nothing crashes
     assert d["total"] + len(d["malformed"]) == 4
     assert d["total"] >= 1
-    assert dc.doctor()["mailbox"]["available"] is True
+    assert dc.doctor().mailbox["available"] is True

@@ -161,7 +161,8 @@ def test_a_world_readable_token_file_is_refused_and_reported(tmp_path: Path) -> 
     dc = mail_home(tmp_path)
     issued = dc.token_issue(ENTITY)
     path = dc.layout.root / "tokens.jsonl"
-    assert dc.doctor()["tokens"] == {"path": str(path), "exists": True, "private": True, "issued": 1, "active": 1}
+    assert dc.doctor().tokens.to_dict() == {
+        "path": str(path), "exists": True, "private": True, "issued": 1, "active": 1}
     os.chmod(path, 0o644)
     before = path.read_bytes()
     for call in (lambda: dc.authenticate(issued.token), lambda: dc.token_issue(ENTITY), dc.tokens,
@@ -170,7 +171,7 @@ def test_a_world_readable_token_file_is_refused_and_reported(tmp_path: Path) -> 
             call()
         assert e.value.reason == "insecure_tokens"
     assert path.read_bytes() == before
-    report = dc.doctor()["tokens"]
+    report = dc.doctor().tokens.to_dict()
     assert report["private"] is False and "chmod 600" in report["problem"]
 
 

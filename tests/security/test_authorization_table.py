@@ -37,6 +37,7 @@ from dovecote.http.session import COOKIE, Sessions
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.model import credentials as tokens
+from dovecote.model.results import builtins
 from dovecote.model.vocab import TrustLevel
 from dovecote.ops.agents import feed
 from dovecote.verbs import EntityAdd, Inbox, Message
@@ -311,7 +312,7 @@ def test_a_messages_trust_level_is_capped_by_its_senders_role_on_every_face(tmp_
     wrong = []
     with TestClient(create_app(dc)) as client:
         for level in TrustLevel:
-            before = dc.inbox(Inbox(entity_id=B))
+            before = builtins(dc.inbox(Inbox(entity_id=B)))
             got = {("rest", role): _send_rest(dc, client, role, level) for role in ("agent", "operator")}
             got |= {("mcp", role): _send_mcp(dc, role, level) for role in SENDERS}
             got[("cli", "local")] = _send_cli(tmp_path, dc, level)
@@ -319,7 +320,7 @@ def test_a_messages_trust_level_is_capped_by_its_senders_role_on_every_face(tmp_
                 want = "ok" if cap_allows(role, level) else "forbidden"
                 if answer != want:
                     wrong.append(f"{face} {role} {level}: {answer}, want {want}")
-            sent = {r["subject"] for r in dc.inbox(Inbox(entity_id=B))["items"]} - {
+            sent = {r["subject"] for r in builtins(dc.inbox(Inbox(entity_id=B)))["items"]} - {
                 r["subject"] for r in before["items"]}
             assert sent == {f"{face} {role} {level}" for (face, role), a in got.items() if a == "ok"}, level
     assert wrong == []

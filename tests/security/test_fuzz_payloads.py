@@ -179,6 +179,6 @@ def test_a_roster_file_parses_or_is_refused_with_a_keyword(base: Path, roster_te
         if not isinstance(dc, Refusal):
             refused_or_done(dc.sweep)
             refused_or_done(dc.entities)
-            refused_or_done(lambda: dc.inbox(verbs.Inbox(entity_id=ENTITY)))
+            refused_or_done(lambda: builtins(dc.inbox(verbs.Inbox(entity_id=ENTITY))))
 
     fuzz(depth, "roster files", st.one_of(SECTIONS.map(_render), flipped), check)

@@ -51,7 +51,7 @@ def _home(tmp: Path) -> tuple[Dovecote, str]:
     for seq, phase in enumerate(["judging", "failed"], 1):  # a failed mission: archive is its gesture
         prev = builtins(dc.mission_post(verbs.MissionPost(letter=for_phase(phase, seq, prev, brain_ref="atlas"),
                                                  as_project="atlas"), actor="runner-1"))["letter_id"]
-    ref = next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if not i["seen"])
+    ref = next(i["id"] for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"] if not i["seen"])
     return dc, ref
 
 

@@ -25,6 +25,7 @@ from dovecote.handle.api import Principal
 from dovecote.http.app import create_app
 from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
+from dovecote.model.results import builtins
 from dovecote.model.vocab import ENGINE_AGENT
 from helpers import run_cli, snapshot
 from serverhelpers import ENTITY, SENDER, assert_error_shape, served_home
@@ -166,7 +167,7 @@ def test_path_tricks_and_look_alikes_are_refused_by_the_cli_and_write_nothing(tm
     ``unknown_entity``, ``invalid_name`` for a sender): on a case-insensitive disk it would be the same folder.
     """
     dc = served_home(tmp_path)
-    ref = dc.inbox(verbs.Inbox(entity_id=ENTITY))["items"][0]["id"]
+    ref = builtins(dc.inbox(verbs.Inbox(entity_id=ENTITY)))["items"][0]["id"]
     before = snapshot(tmp_path)
     for v in HOSTILE:
         argv = [a.replace("{v}", v).replace("{p}", _project_twin(v)).replace("{ref}", ref)

@@ -23,6 +23,7 @@ from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote
 from dovecote.model.addresses import HOME, Address
 from dovecote.model.letters import canonical_line, letter_id
+from dovecote.model.results import builtins
 from dovecote.roster import config as roster_mod
 from dovecote.roster.home import Layout
 from dovecote.store.core import Cursor, Mark, Store, Where
@@ -317,12 +318,12 @@ def test_a_handle_over_the_memory_store_writes_no_ledger(tmp_path: Path) -> None
     dc = Dovecote(owner.layout.root, store=store)
     sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="hello", body="hi", current_tic=1))
     dc.report([{"ts": "2026-07-05T10:00:00Z", "agent": "probe", "tool": "t", "class": "bug", "what": "w"}])
-    assert dc.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+    assert builtins(dc.inbox(Inbox(entity_id="ent_a")))["items"][0]["id"] == sent.id
     assert not dc.layout.boxes.exists() and not dc.layout.spool.exists()
     cold = Dovecote(owner.layout.root, store=store)  # a second handle on the same store sees it all
-    assert cold.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+    assert builtins(cold.inbox(Inbox(entity_id="ent_a")))["items"][0]["id"] == sent.id
     assert cold.sweep(Sweep(distribute=False)).to_dict()["total"] == 1
-    assert Dovecote(owner.layout.root).inbox(Inbox(entity_id="ent_a"))["items"] == [], "the files never saw it"
+    assert Dovecote(owner.layout.root).inbox(Inbox(entity_id="ent_a")).items == [], "the files never saw it"
 
 
 # -- marks: cursors that outlive the process ---------------------------------------

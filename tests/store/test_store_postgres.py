@@ -131,7 +131,7 @@ def test_init_with_a_store_keeps_the_ledgers_in_the_database(tmp_path: Path, url
     sent = dc.send(Message(recipient="ent_a", sender="ent_b", subject="hello", body="hi"))
     assert not (home / "boxes").exists(), "the ledgers moved; the roster stays in the home"
     cold = api.open_home(home)
-    assert cold.inbox(Inbox(entity_id="ent_a"))["items"][0]["id"] == sent.id
+    assert builtins(cold.inbox(Inbox(entity_id="ent_a")))["items"][0]["id"] == sent.id
 
 
 def test_doctor_on_postgres_names_the_database_not_a_spool_file(tmp_path: Path, url: str) -> None:
@@ -204,10 +204,10 @@ def _answers(dc: Dovecote) -> dict[str, bytes]:
         "sweep": orjson.dumps(dc.sweep(Sweep(distribute=False)).to_dict()),
         "trackers": orjson.dumps(builtins(dc.trackers(Trackers(), now=NOW))),
         "cases": orjson.dumps(builtins(dc.cases(Cases()))),
-        "search": orjson.dumps(dc.search(Search(query="review"), now=NOW)),
+        "search": orjson.dumps(builtins(dc.search(Search(query="review"), now=NOW))),
     }
     for e in dc.entities():
-        out[f"inbox {e.id}"] = orjson.dumps(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW))
+        out[f"inbox {e.id}"] = orjson.dumps(builtins(dc.inbox(Inbox(entity_id=e.id, current_tic=107), now=NOW)))
     return out
 
 
@@ -215,7 +215,7 @@ def test_a_copied_home_answers_byte_for_byte_as_its_files_do(tmp_path: Path, url
     home = build_demo(tmp_path / "demo")
     files = Dovecote(home, clock=lambda: NOW)
     before = _answers(files)
-    copied = api.copy_store(home, to=url)
+    copied = builtins(api.copy_store(home, to=url))
     assert copied["identical"] and copied["copied"] == copied["letters"] > 20
     db = PostgresStore(url)
     try:
@@ -223,7 +223,7 @@ def test_a_copied_home_answers_byte_for_byte_as_its_files_do(tmp_path: Path, url
     finally:
         db.close()
     assert on_db == before
-    assert api.copy_store(home, to=url)["copied"] == 0, "a second copy appends nothing"
+    assert builtins(api.copy_store(home, to=url))["copied"] == 0, "a second copy appends nothing"
 
 
 def test_copy_resumes_after_an_interruption_and_back_again(tmp_path: Path, url: str) -> None:
@@ -234,9 +234,9 @@ def test_copy_resumes_after_an_interruption_and_back_again(tmp_path: Path, url: 
     partial = PostgresStore(url, dc.roster)
     partial.append(BOX, lines[:12])  # a copy killed after its first chunk
     partial.close()
-    check = api.copy_store(dc.layout.root, to=url, write=False)
+    check = builtins(api.copy_store(dc.layout.root, to=url, write=False))
     assert not check["identical"] and [b["missing"] for b in check["boxes"] if b["box"] == str(BOX)] == [18]
-    got = api.copy_store(dc.layout.root, to=url)
+    got = builtins(api.copy_store(dc.layout.root, to=url))
     assert got["identical"] and got["copied"] == 18
     other = new_home(tmp_path / "other")
     other.add_entity(EntityAdd(entity_id="ent_a"))

@@ -13,6 +13,7 @@ from dovecote.derive.fates import fold
 from dovecote.derive.lifecycle import Link, State, replay
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line, letter_id, make_letter
+from dovecote.model.results import builtins
 from dovecote.util.timeutil import NO_TIME, NO_TIME_TEXT, format_ts, instant_text, order_key, parse_time
 from dovecote.verbs import Inbox, Move
 from helpers import run_cli
@@ -128,7 +129,7 @@ def test_inbox_items_of_one_priority_are_ordered_by_the_instant_they_were_create
             line = canonical_line(env)
             ids[name] = letter_id(line)
             f.write(line + b"\n")
-    order = [i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY))["items"] if i["id"] in ids.values()]
+    order = [i["id"] for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"] if i["id"] in ids.values()]
     assert order == [ids["early"], ids["mid"], ids["late"]]
 
 
@@ -190,5 +191,5 @@ def test_a_zoneless_until_is_utc_at_write_time_too(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     iid = send(dc, "later")
     dc.move(Move(kind="defer", entity_id=ENTITY, ref=iid, until="2099-01-01T00:00:00"))
-    row = next(i for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=100))["items"] if i["id"] == iid)
+    row = next(i for i in builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=100)))["items"] if i["id"] == iid)
     assert (row["state"], row["due_time"]) == ("DEFER", "2099-01-01T00:00:00Z")

@@ -51,7 +51,7 @@ def copy_cmd(
     """
     report = copy_store(home_path(), to=to, source=source, write=not verify_only)
     show(report, json=json, text=_copied)
-    if not report["identical"]:
+    if not report.identical:
         raise typer.Exit(1)
 
 

@@ -65,7 +65,8 @@ def run_inbox(
         text, until = inboxhandle.injection_until(ctx, verb)
         out = text.encode()
     else:
-        view, until = inboxhandle.inbox_until(ctx, verb)
+        typed, until = inboxhandle.inbox_until(ctx, verb)
+        view = typed.to_dict()
         if fmt == "json":
             import orjson  # not on the hook's path: it pulls in dataclasses, json and uuid
 

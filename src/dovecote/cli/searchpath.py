@@ -95,7 +95,7 @@ def try_search(argv: list[str]) -> bool:
     v = Search(query=" ".join(args.words), entity_id=args.entity, include_terminal=args.include_terminal)
     if args.limit is not None:
         v = Search(query=v.query, entity_id=v.entity_id, include_terminal=v.include_terminal, limit=args.limit)
-    result = search_home(args.home, v, actor=bound_actor())
+    result = search_home(args.home, v, actor=bound_actor()).to_dict()
     if args.json:
         emit_json(result)
     else:

@@ -28,7 +28,7 @@ from dovecote.handle.missions import MissionVerbs
 from dovecote.handle.roster import RosterVerbs
 from dovecote.model.addresses import Address
 from dovecote.model.credentials import Principal
-from dovecote.ops.agents.feed import Watch
+from dovecote.ops.agents.feed import Event, Watch
 from dovecote.ops.context import Actor, Now, utc_now
 from dovecote.ops.mail import send as mail
 from dovecote.ops.mail.injection import inbox_injection
@@ -44,31 +44,45 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.handle.home import merge_ledgers as merge_ledgers
     from dovecote.handle.home import migrate_store as migrate_store
     from dovecote.ops.admin import verify as verify_op
+    from dovecote.ops.admin.doctor import Doctor
+    from dovecote.ops.admin.store_copy import Copied
     from dovecote.ops.agents.roster_use import EntityRow, ProjectRow, Use
     from dovecote.ops.cases.abandonment import HookRelayed
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
     from dovecote.ops.cases.sentinels import Sentinels
     from dovecote.ops.delivery import import_vnext as import_vnext_op
+    from dovecote.ops.delivery.acks import Acked
     from dovecote.ops.delivery.presence import Beat, Presence
+    from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.ops.delivery.work_send import Sent
+    from dovecote.ops.mail.inbox import InboxView
+    from dovecote.ops.mail.outbox import OutboxRow, OutboxSent
+    from dovecote.ops.mail.send import Delivery
+    from dovecote.ops.mail.show import Shown
     from dovecote.ops.mail.stale import StaleCheck
+    from dovecote.ops.mail.transitions import Transition
+    from dovecote.ops.mail.wait import WaitResult
     from dovecote.ops.missions.blocks import BlockChange, BlockListing, ReceiptImported
     from dovecote.ops.missions.gestures import KeySet
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.reports.box import BoxContents
+    from dovecote.ops.reports.report import ReportsFiled
     from dovecote.ops.reports.sweep import Progress, SweepResult
+    from dovecote.ops.search.query import SearchMatch, SearchResult
     from dovecote.ops.tree import tree_import as tree_import_op
     from dovecote.ops.tree import view as view_op
     from dovecote.ops.tree.organize import Organized
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
-    "Dovecote", "EntityRow", "HookRelayed", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
-    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "Presence", "Principal", "ProjectRow", "ReceiptFiled",
-    "ReceiptImported", "Sentinels", "StaleCheck", "Trackers", "Use", "Watch", "copy_store", "inbox_injection", "init",
-    "merge_ledgers", "migrate_store", "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
+    "Copied", "Delivery", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
+    "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
+    "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled",
+    "SearchMatch", "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use",
+    "WaitResult", "Watch", "copy_store", "inbox_injection", "init", "merge_ledgers", "migrate_store",
+    "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -86,6 +100,15 @@ RESULTS = {
     "ReceiptImported": "dovecote.ops.missions.blocks",
     "Beat": "dovecote.ops.delivery.presence", "Presence": "dovecote.ops.delivery.presence",
     "HookRelayed": "dovecote.ops.cases.abandonment",
+    "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor",
+    "Shown": "dovecote.ops.mail.show",
+    "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
+    "InboxView": "dovecote.ops.mail.inbox",
+    "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
+    "Copied": "dovecote.ops.admin.store_copy",
+    "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
+    "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
+    "WaitResult": "dovecote.ops.mail.wait",
     "EntityRow": "dovecote.ops.agents.roster_use", "ProjectRow": "dovecote.ops.agents.roster_use",
     "Migrated": "dovecote.handle.home",
 }
@@ -177,7 +200,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return box(self.context, address_of(v.address), include_all=v.include_all)
 
     @fields(verbs.Doctor)
-    def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def doctor(self, v: verbs.Doctor | None = None, /, *, now: datetime | None = None) -> Doctor:
         from dovecote.ops.admin import doctor as doctor_op
 
         return doctor_op.doctor(self.context, now)
@@ -235,9 +258,11 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     @fields(verbs.OutboxSend)
     def outbox_send(
         self, v: verbs.OutboxSend | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[OutboxRow]:
+        from dovecote.ops.mail import outbox
+
         v = checked(v or verbs.OutboxSend())
-        return mail.outbox_send(self._ctx(now=now, actor=actor), v.sender)
+        return outbox.outbox_send(self._ctx(now=now, actor=actor), v.sender)
 
     @fields(verbs.Move)
     def move(self, v: verbs.Move, /, *, actor: ActorArg = None, now: datetime | None = None) -> mail.Transition:
@@ -250,14 +275,14 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     @fields(verbs.Inbox)
     def inbox(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> dict[str, Any]:
+    ) -> InboxView:
         """The audit of one entity's inbox (see ``ops.mail.inbox.read_inbox``)."""
         return self.inbox_until(v, actor=actor, now=now)[0]
 
     @fields(verbs.Inbox)
     def inbox_until(
         self, v: verbs.Inbox | None = None, /, *, actor: ActorArg = None, now: datetime | None = None
-    ) -> tuple[dict[str, Any], datetime | None]:
+    ) -> tuple[InboxView, datetime | None]:
         """``inbox``, and the moment that answer changes with no new letter (None: only a letter changes it).
 
         A face that caches its rendering keeps it until then.
@@ -282,7 +307,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
         return inboxhandle.probe(self.context, entity_id)
 
     @fields(verbs.Show)
-    def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def show(self, v: verbs.Show, /, *, now: datetime | None = None) -> Shown:
         """One inbound item whole: envelope, body, thread and history (see ``ops.mail.show``)."""
         from dovecote.ops.mail import show as show_op
 
@@ -326,7 +351,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
 
         return feed_op.start(self.context, cursor, entity_id)
 
-    def poll(self, watch: Watch) -> list[dict[str, Any]]:
+    def poll(self, watch: Watch) -> list[Event]:
         """The letters appended to any box since ``watch``'s place, as events; advances ``watch``."""
         from dovecote.ops.agents import feed as feed_op
 
@@ -337,7 +362,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     # every other command.
 
     @fields(verbs.Search)
-    def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def search(self, v: verbs.Search, /, *, now: datetime | None = None) -> SearchResult:
         """Full text over entity mail, newest first (see ``ops.search.query.search``)."""
         from dovecote.handle import search as searchhandle
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from dovecote.ops.delivery.intake import IntakeRun
     from dovecote.ops.delivery.mailman import Pass
     from dovecote.ops.delivery.presence import Beat, Presence
+    from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.roster.config import Roster
 
@@ -130,7 +131,7 @@ class DeliveryVerbs(HandleCore):
         return done
 
     @fields(verbs.Status)
-    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> dict[str, Any]:
+    def status(self, v: verbs.Status | None = None, /, *, now: datetime | None = None) -> Status:
         """The operator's delivery view; never writes (see ``ops.delivery.status``)."""
         from dovecote.ops.delivery import intake as intake_op
         from dovecote.ops.delivery import status as delivery_status

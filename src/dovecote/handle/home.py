@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
@@ -20,6 +20,9 @@ from dovecote.model.results import Result
 from dovecote.roster import config as roster_mod
 from dovecote.roster import edit as roster_edit
 from dovecote.roster.home import Layout, find_home
+
+if TYPE_CHECKING:
+    from dovecote.ops.admin.store_copy import Copied
 
 
 def init(
@@ -104,7 +107,7 @@ def _migrate_for_init(url: str) -> None:
 
 def copy_store(
     root: str | os.PathLike[str] | None, *, to: str | None = None, source: str | None = None, write: bool = True
-) -> dict[str, Any]:
+) -> Copied:
     """Copy every ledger of the home ``to`` a database, or from ``source`` (a database) into the
     home's files, then compare both sides (``dovecote copy``; see ``ops.admin.store_copy``)."""
     from dovecote.handle.search import home_of
@@ -128,7 +131,7 @@ def copy_store(
             report = store_copy.copy(ctx, db, files, (shown(source or ""), "files"), write=write)
     finally:
         db.close()
-    return report.to_dict()
+    return report
 
 
 def merge_ledgers(ancestor: Path, ours: Path, theirs: Path) -> None:

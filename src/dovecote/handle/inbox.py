@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import os
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dovecote.handle.search import home_of
 from dovecote.ops.context import Actor, Context
@@ -30,6 +30,9 @@ from dovecote.ops.mail import inbox as inbox_op
 from dovecote.roster import cache as roster_cache
 from dovecote.roster.home import Layout
 from dovecote.verbs import Inbox, checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.mail.inbox import InboxView
 
 
 def open_context(root: str | os.PathLike[str] | None, *, actor: Actor | None = None) -> Context:
@@ -42,7 +45,7 @@ def default_entity(ctx: Context) -> str:
     return inbox_op.default_entity(ctx)
 
 
-def inbox_until(ctx: Context, v: Inbox, /, *, now: datetime | None = None) -> tuple[dict[str, Any], datetime | None]:
+def inbox_until(ctx: Context, v: Inbox, /, *, now: datetime | None = None) -> tuple[InboxView, datetime | None]:
     """The audit of one entity's inbox (``ops.mail.inbox.read_inbox``), and when it changes with no new letter."""
     v = checked(v)
     was = gc.isenabled()

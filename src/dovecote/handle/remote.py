@@ -39,24 +39,25 @@ from dovecote import verbs
 from dovecote.handle.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
-    from dovecote.handle.api import (
-        Beat,
-        BlockChange,
-        BlockListing,
-        Case,
-        Cases,
-        Claims,
-        HookRelayed,
-        MissionChain,
-        MissionListing,
-        MissionPosted,
-        MonitorAdded,
-        Monitors,
-        Presence,
-        ReceiptFiled,
-        Sentinels,
-        Trackers,
-    )
+    from dovecote.ops.admin.doctor import Doctor
+    from dovecote.ops.cases.abandonment import HookRelayed
+    from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
+    from dovecote.ops.cases.monitors import MonitorAdded, Monitors
+    from dovecote.ops.cases.sentinels import Sentinels
+    from dovecote.ops.delivery.acks import Acked
+    from dovecote.ops.delivery.presence import Beat, Presence
+    from dovecote.ops.delivery.status import Status
+    from dovecote.ops.delivery.trackers import Trackers
+    from dovecote.ops.mail.inbox import InboxView
+    from dovecote.ops.mail.outbox import OutboxSent
+    from dovecote.ops.mail.send import Delivery
+    from dovecote.ops.mail.show import Shown
+    from dovecote.ops.mail.transitions import Transition
+    from dovecote.ops.mail.wait import WaitResult
+    from dovecote.ops.missions.blocks import BlockChange, BlockListing
+    from dovecote.ops.missions.post import MissionChain, MissionListing, MissionPosted
+    from dovecote.ops.reports.report import ReportsFiled
+    from dovecote.ops.search.query import SearchResult
 from dovecote.errors import Refusal
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
@@ -142,11 +143,12 @@ def refuse_server_files(v: verbs.Verb) -> None:
                                      "sends the body itself")
 
 
-def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> dict[str, Any]:
+def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> ReportsFiled:
+    from dovecote.handle.api import ReportsFiled
+
     w = writer(p, "report")
     as_self(w, "agent", v.agent)
-    filed = dc.report(v, actor=actor_of(w))
-    return {"letters": [{"id": lid, "appended": new} for lid, new in filed]}
+    return ReportsFiled.of(dc.report(v, actor=actor_of(w)))
 
 
 def distribute(dc: Dovecote, p: Principal | None, v: verbs.Distribute) -> dict[str, Any]:
@@ -166,7 +168,7 @@ def box(dc: Dovecote, p: Principal | None, v: verbs.Box) -> dict[str, Any]:
     return dc.box(v).to_dict()
 
 
-def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> dict[str, Any]:
+def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> Doctor:
     return dc.doctor(v)
 
 
@@ -176,11 +178,11 @@ def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
     return dc.send(v, actor=actor_of(w)).to_dict()
 
 
-def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> dict[str, Any]:
+def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> Acked:
     """Only the recipient acks: the principal's own deliveries (``forbidden`` for another box)."""
     w = writer(p, "ack")
     own(w, "ack", v.entity_id)
-    return dc.ack(v, actor=actor_of(w)).to_dict()
+    return dc.ack(v, actor=actor_of(w))
 
 
 def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
@@ -192,26 +194,28 @@ def trackers(dc: Dovecote, p: Principal | None, v: verbs.Trackers) -> Trackers:
                                       limit=v.limit))
 
 
-def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
+def draft(dc: Dovecote, p: Principal | None, v: verbs.Message) -> Delivery:
     w = author(p, "draft", v)
-    return dc.draft(v, actor=actor_of(w)).to_dict()
+    return dc.draft(v, actor=actor_of(w))
 
 
-def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> dict[str, Any]:
+def outbox_send(dc: Dovecote, p: Principal | None, v: verbs.OutboxSend) -> OutboxSent:
     """An agent delivers its own drafts (by default, and only those); an operator anyone's."""
     w = writer(p, "outbox_send")
     as_self(w, "sender", v.sender)
     sender = reading_scope(w, v.sender)
-    return {"sent": dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w))}
+    from dovecote.handle.api import OutboxSent
+
+    return OutboxSent(dc.outbox_send(verbs.OutboxSend(sender=sender), actor=actor_of(w)))
 
 
-def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> dict[str, Any]:
+def move(dc: Dovecote, p: Principal | None, v: verbs.Move) -> Transition:
     w = writer(p, v.kind.value)
     own(w, v.kind.value, v.entity_id)
-    return dc.move(v, actor=actor_of(w)).to_dict()
+    return dc.move(v, actor=actor_of(w))
 
 
-def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> dict[str, Any]:
+def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> InboxView:
     """The inbox as it is; reading it never marks anything seen (seen is the explicit move)."""
     entity = v.entity_id or (p.entity if p is not None else None)
     if entity is not None:
@@ -220,12 +224,12 @@ def inbox(dc: Dovecote, p: Principal | None, v: verbs.Inbox) -> dict[str, Any]:
                                 include_terminal=v.include_terminal))
 
 
-def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> dict[str, Any]:
+def show(dc: Dovecote, p: Principal | None, v: verbs.Show) -> Shown:
     own(p, "show", v.entity_id)
     return dc.show(v)
 
 
-def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]:
+def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> SearchResult:
     """An agent searches its own inbox (by default, and only that); an operator or a local reader all."""
     entity = reading_scope(p, v.entity_id)
     if entity is not None:
@@ -234,9 +238,9 @@ def search(dc: Dovecote, p: Principal | None, v: verbs.Search) -> dict[str, Any]
                                   limit=v.limit))
 
 
-def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> dict[str, Any]:
+def wait(dc: Dovecote, p: Principal | None, v: verbs.Wait) -> WaitResult:
     own(p, "wait", v.entity_id)
-    return dc.wait(v).to_dict()
+    return dc.wait(v)
 
 
 def watch(dc: Dovecote, p: Principal | None, cursor: str | None) -> Watch:
@@ -306,7 +310,7 @@ def operator_read(p: Principal | None, verb: str) -> None:
         raise Refusal("forbidden", f"{p.entity} may not {verb}: it is an operator's (an operator token)")
 
 
-def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> dict[str, Any]:
+def status(dc: Dovecote, p: Principal | None, v: verbs.Status) -> Status:
     operator_read(p, "read the status of every delivery")
     return dc.status(v)
 

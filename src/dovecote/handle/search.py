@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dovecote.errors import Refusal
 from dovecote.ops.context import Actor as Actor  # re-exported: a face names who acts without loading the handle
 from dovecote.ops.context import Context
 from dovecote.roster.home import Layout, find_home
 from dovecote.verbs import Search, checked
+
+if TYPE_CHECKING:
+    from dovecote.ops.search.query import SearchResult
 
 
 def home_of(root: str | os.PathLike[str] | None) -> Path:
@@ -29,7 +32,7 @@ def home_of(root: str | os.PathLike[str] | None) -> Path:
     return home
 
 
-def search(ctx: Context, v: Search, /, *, now: datetime | None = None) -> dict[str, Any]:
+def search(ctx: Context, v: Search, /, *, now: datetime | None = None) -> SearchResult:
     """Full text over entity mail, newest first (see ``ops.search.query.search``)."""
     from dovecote.ops.search import query as search_op
 
@@ -38,6 +41,6 @@ def search(ctx: Context, v: Search, /, *, now: datetime | None = None) -> dict[s
                             now=now)
 
 
-def search_home(root: str | os.PathLike[str] | None, v: Search, /, *, actor: Actor | None = None) -> dict[str, Any]:
+def search_home(root: str | os.PathLike[str] | None, v: Search, /, *, actor: Actor | None = None) -> SearchResult:
     """``open_home(root, actor=actor).search(v)`` without building the whole handle."""
     return search(Context.open(Layout(home_of(root)), actor=actor), v)

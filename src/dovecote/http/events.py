@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from dovecote.handle import remote
-from dovecote.handle.api import Dovecote, Watch
+from dovecote.handle.api import Dovecote, Event, Watch
 from dovecote.http import rest
 
 PATH = "/events"
@@ -40,9 +40,9 @@ KEEPALIVE = 15.0
 Run = Callable[..., Awaitable[Any]]
 
 
-def frame(event: dict[str, Any]) -> bytes:
+def frame(event: Event) -> bytes:
     """One SSE frame: ``id`` (the cursor), ``event: letter`` and the event as one line of JSON."""
-    return b"id: " + str(event["id"]).encode() + b"\nevent: letter\ndata: " + msgspec.json.encode(event) + b"\n\n"
+    return b"id: " + event.id.encode() + b"\nevent: letter\ndata: " + msgspec.json.encode(event) + b"\n\n"
 
 
 def _cursor(request: Request) -> str | None:
@@ -51,7 +51,7 @@ def _cursor(request: Request) -> str | None:
     return given if given else None
 
 
-def _poll(dc: Dovecote, w: Watch) -> list[dict[str, Any]]:
+def _poll(dc: Dovecote, w: Watch) -> list[Event]:
     return dc.poll(w)
 
 

@@ -16,12 +16,15 @@ the timeout passed with nothing new (200 either way; the CLI's exit 1 is
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
 from dovecote import verbs
+
+if TYPE_CHECKING:
+    from dovecote.handle.api import WaitResult
 
 #: Seconds between two stamps of the watched box.
 POLL = 0.05
@@ -29,21 +32,21 @@ POLL = 0.05
 Run = Callable[..., Awaitable[Any]]
 
 
-async def wait(run: Run, stamp: Run, call: Any, principal: Any, v: verbs.Wait) -> dict[str, Any]:
+async def wait(run: Run, stamp: Run, call: Any, principal: Any, v: verbs.Wait) -> WaitResult:
     """The wait ``v`` for ``principal`` (see the module docstring); ``call`` is the verb's remote call."""
     address = f"entity:{v.entity_id}"
     deadline = anyio.current_time() + v.timeout
     mark = await stamp(address)
     now = msgspec.structs.replace(v, timeout=0.0)
-    got: dict[str, Any] = await run(call, principal, now)
-    while not got["items"]:
+    got: WaitResult = await run(call, principal, now)
+    while not got.items:
         left = deadline - anyio.current_time()
         if left <= 0:
-            return {**got, "timed_out": True}
+            return msgspec.structs.replace(got, timed_out=True)
         await anyio.sleep(min(POLL, left))
         moved = await stamp(address)
         if moved != mark:
             mark = moved
-            now = msgspec.structs.replace(v, timeout=0.0, after=got["cursor"])
+            now = msgspec.structs.replace(v, timeout=0.0, after=got.cursor)
             got = await run(call, principal, now)
     return got

@@ -110,16 +110,16 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
     head = {k: v for k, v in swept.items() if k != "letters"}
     head["in_spool_only"] = sum(1 for row in swept["letters"] if row.get("box") is None)
     inboxes = [{"id": e.id, "role": e.role,
-                "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id))["counts"]}
+                "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id)).counts}
                for e in dc.entities() if remote.may(who, "inbox", e.id)]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
-            "doctor": dc.doctor()["mailbox"]}
+            "doctor": dc.doctor().mailbox}
 
 
 def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
     direction, states = SHOW[p.show] if p.show else ("inbound", ())
     inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
-                                              include_terminal=p.show == "archive"))
+                                              include_terminal=p.show == "archive")).to_dict()
     rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
     if states:
         rows = [r for r in rows if r.get("state") in states]
@@ -159,7 +159,7 @@ class Pages:
     async def item(self, request: Request) -> Response:
         p = rest.parse(verbs.Show, request)
         shown = await self.run(remote.show, rest.principal(request), p)
-        return self._page(request, "item.html", entity=p.entity_id, shown=shown)
+        return self._page(request, "item.html", entity=p.entity_id, shown=shown.to_dict())
 
     async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
         """The signed-in person making a page's action, and its form (its CSRF token checked and taken out).

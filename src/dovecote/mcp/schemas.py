@@ -97,11 +97,9 @@ def output(kind: type[msgspec.Struct]) -> dict[str, Any]:
 #: Any JSON object: the results that have no schema of their own (sweep, box, doctor, search, the views).
 OBJECT: dict[str, Any] = {"type": "object"}
 
-REPORT = _obj("letters")
 #: send: a message's delivery (also id, to, thread_id), or (a task, a response, a broadcast) ``deliveries``.
 SENT = _obj("from", "appended")
 ACKED = _obj("id", "delivery_id", "envelope_id", "status", "late", "ack_state")
-TRANSITION = _obj("id", "item", "kind", "from", "to")
 INBOX = _obj("entity", "counts", "flags", "direction", "cursor", "clock")
 SHOW = _obj("entity", "item", "envelope", "thread", "history")
 WAIT = _obj("entity", "cursor", "timed_out", "items")

@@ -50,7 +50,7 @@ from typing import Any
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
-from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled
+from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled, ReportsFiled, Transition
 from dovecote.handle.remote import refuse_if_read_only
 from dovecote.mcp import schemas
 
@@ -240,8 +240,8 @@ def _import_text(d: dict[str, Any]) -> str:
 
 TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
-         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.REPORT, omit=RECEIPT_FIELDS,
-         operator_fields=("agent",)),
+         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.output(ReportsFiled),
+         omit=RECEIPT_FIELDS, operator_fields=("agent",)),
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", remote.sweep, _sweep_text,
          schemas.OBJECT),
     Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", remote.box,
@@ -252,7 +252,7 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
          _sent_text, schemas.SENT, omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
-         lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.TRANSITION),
+         lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.output(Transition)),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
          schemas.INBOX),
     Tool("show", verbs.Show, "One item whole: envelope, body, thread, history.", remote.show,

@@ -45,10 +45,12 @@ def scribble(value: Any) -> None:
         for v in value:
             scribble(v)
         value.append("scribbled")
-    elif hasattr(value, "to_dict"):  # a dataclass result: what it prints, then its plain fields
+    elif hasattr(value, "to_dict"):  # a typed result: what it prints, then its plain fields (a Struct's are slots)
         scribble(value.to_dict())
-        for v in vars(value).values():
-            if isinstance(v, (dict, list)):
+        fields = value.__struct_fields__ if not hasattr(value, "__dict__") else ()
+        inner = [getattr(value, f) for f in fields] if fields else list(vars(value).values())
+        for v in inner:
+            if isinstance(v, (dict, list)) or hasattr(v, "to_dict"):
                 scribble(v)
 
 
@@ -91,7 +93,7 @@ CALLS: dict[str, Callable[[Dovecote], Any]] = {
     "stale_check": lambda dc: builtins(dc.stale_check(StaleCheck(current_tic=104), now=NOW)),
     "organize": lambda dc: builtins(dc.organize(Organize(entity_id=ENTITY, current_tic=104), now=NOW)),
     "show": lambda dc: dc.show(
-        Show(entity_id=ENTITY, ref=next(i["id"] for i in dc.inbox(Inbox(entity_id=ENTITY, current_tic=104))["items"]),
+        Show(entity_id=ENTITY, ref=builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=104)))["items"][0]["id"],
              current_tic=104)
     ),
     "view": lambda dc: dc.view(View(entity_id=ENTITY, current_tic=104), now=NOW),
@@ -141,11 +143,12 @@ def test_changing_an_inbox_item_never_changes_the_next_inbox(tmp_path: Path) -> 
     """The reported bug: mutating ``dc.inbox(...)["items"][0]`` changed the next answer."""
     dc = home(tmp_path)
     first = dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW)
-    expected = copy.deepcopy(first)
-    first["items"][0]["subject"] = "changed"
-    first["items"][0]["flags"].append("changed")
-    first["counts"]["inbound"] = 99
-    assert dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW) == expected
+    expected = copy.deepcopy(builtins(first))
+    assert first.items
+    first.items[0]["subject"] = "changed"
+    first.items[0]["flags"].append("changed")
+    first.counts["inbound"] = 99
+    assert builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=104), now=NOW)) == expected
 
 
 def test_an_import_result_is_a_snapshot(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ def test_a_search_index_that_lies_is_caught(tmp_path: Path) -> None:
     dc.add_entity(EntityAdd(entity_id="ent_b"))
     dc.send(Message(sender="ent_a", recipient="ent_b", subject="kettle descaling schedule"))
     dc.send(Message(sender="ent_a", recipient="ent_b", subject="kettle warranty"))
-    assert dc.search(Search(query="kettle", include_terminal=True))["count"] == 2
+    assert dc.search(Search(query="kettle", include_terminal=True)).count == 2
     ok = dc.verify()
     assert ok.ok and "search kettle --include-terminal" in ok.checked
     dc.search(Search(query="kettle"))  # the warm handle holds the index open; now it loses a row behind our back
@@ -220,7 +220,7 @@ def test_letters_appended_between_the_two_runs_are_not_a_difference(
     assert dc.sweep(Sweep(
         distribute=False
     )).total == open_home(dc.layout.root).sweep(Sweep(distribute=False)).total == 6
-    assert dc.search(Search(query="egret", include_terminal=True))["count"] == 3
+    assert dc.search(Search(query="egret", include_terminal=True)).count == 3
     assert dc.verify().ok
 
 

@@ -16,7 +16,7 @@ from helpers import run_cli
 def on_postgres(tmp_path: Path, url: str) -> Path:
     """The demo home, its ledgers copied into the database and its config pointing there."""
     home = build_demo(tmp_path / "demo")
-    assert api.copy_store(home, to=url)["identical"]
+    assert api.copy_store(home, to=url).identical
     config = home / "config.toml"
     config.write_text(f'store = "{url}"\n' + config.read_text())
     return home

@@ -250,7 +250,7 @@ def test_session_start_reads_the_block_path_and_answers_what_decide_says_on_the_
     for k in range(5):
         send(dc, f"subject {k}", priority="urgent" if k % 2 else "low")
     view, _ = read_inbox(dc.context, ENTITY)
-    expected = decide("session-start", view, set())
+    expected = decide("session-start", view.to_dict(), set())
     got = dc.hook("session-start", ENTITY, {"session_id": "fresh"})
     assert (got.stdout, got.announce) == (expected.stdout, expected.announce)
     assert len(got.announce) == 5

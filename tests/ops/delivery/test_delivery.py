@@ -51,7 +51,7 @@ def test_a_task_is_one_letter_in_the_recipient_box_with_the_vnext_fields(tmp_pat
     assert (t["delivery_state"], t["ack_state"], t["ack_due_ts"]) == ("durably_delivered", "pending",
                                                                       "2026-03-18T10:05:00Z")
     assert t["schema_version"] == "mailbox-tracker-v3" and t["task_state"] == "open"
-    inbox = dc.inbox(Inbox(entity_id="tariq"))
+    inbox = builtins(dc.inbox(Inbox(entity_id="tariq")))
     assert [i["id"] for i in inbox["items"]] == [s.deliveries[0]["id"]]  # work mail is in the inbox too
 
 
@@ -228,7 +228,7 @@ def test_every_envelope_is_in_exactly_one_folder_and_status_adds_up(tmp_path: Pa
     drop(dc, b"[]", name="list.json")
     dc.intake(Intake(), now=T0)
     drop(dc, envelope(), name="late.json")
-    s = dc.status(now=T0)
+    s = builtins(dc.status(now=T0))
     i = s["intake"]
     assert (i["pending"], i["processed"], i["quarantined"], i["entered"]) == (1, 4, 1, 6)
     assert s["tracker_counts"]["total"] == 4 and s["tracker_counts"]["pending_ack"] == 4
@@ -298,7 +298,7 @@ def test_repings_then_timeout_then_one_escalation_each_a_durable_letter(tmp_path
     t = one_tracker(dc, entity_id="tariq")
     assert (t["reping_count"], t["ack_state"], t["escalated"], t["escalation_id"]) == (
         2, "timed_out", True, kinds(dc, "tariq", "escalation")[0]["message"])
-    assert [i["id"] for i in dc.inbox(Inbox(entity_id="aya"))["items"]] == [t["escalation_id"]]
+    assert [i["id"] for i in builtins(dc.inbox(Inbox(entity_id="aya")))["items"]] == [t["escalation_id"]]
 
 
 def test_b13_9_in_mode_none_the_escalation_is_still_a_message(tmp_path: Path) -> None:
@@ -414,7 +414,7 @@ def test_b13_3_schema_drift_is_counted_as_written(tmp_path: Path) -> None:
                "legacy_fields_preserved": {"ack_status": "pending"}, "schema_drift": ["delivery_state"]}
     tariq = __import__("dovecote.model.addresses", fromlist=["entity"]).entity("tariq")
     dc.store.append(tariq, [canonical_line(drifted)])
-    s = dc.status(now=T0)
+    s = builtins(dc.status(now=T0))
     assert s["tracker_counts"]["schema_drifted"] == 1 and s["tracker_counts"]["legacy_compat_only"] == 1
     assert s["schema_drift_counts"] == {"delivery_state": 1}
 
@@ -424,14 +424,14 @@ def test_status_counts_filters_and_overdue(tmp_path: Path) -> None:
     a = task(dc)
     task(dc, work_item_id="wi-8", recipient="kimi")
     dc.ack(Ack(entity_id="tariq", ref=a.envelope_id), now=T0)
-    s = dc.status(Status(), now=T0 + timedelta(minutes=6))
+    s = builtins(dc.status(Status(), now=T0 + timedelta(minutes=6)))
     assert s["tracker_counts"] == {"total": 2, "pending_ack": 1, "acked": 1, "rejected": 0, "timed_out": 0,
                                    "escalated": 0, "legacy_compat_only": 0, "schema_drifted": 0}
     assert [o["recipient"] for o in s["overdue_acks"]] == ["kimi"]
     assert s["ack_state_counts"]["acked"] == 1 and s["live_notify_state_counts"]["disabled"] == 2
-    only = dc.status(Status(work_item_id="wi-8"), now=T0)
+    only = builtins(dc.status(Status(work_item_id="wi-8"), now=T0))
     assert only["tracker_counts"]["total"] == 1
-    assert dc.status(Status(thread_id="nothing"), now=T0)["tracker_counts"]["total"] == 0
+    assert builtins(dc.status(Status(thread_id="nothing"), now=T0))["tracker_counts"]["total"] == 0
     r = run_cli(tmp_path, "status", "--work-item", "wi-7", home=dc.layout.root)
     assert r.returncode == 0 and b"total 1" in r.stdout
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliveryhelpers import T0, delivery_home
+from dovecote.model.results import builtins
 from dovecote.verbs import Ack, Mailman, Send, Status
 from helpers import run_cli, snapshot
 
@@ -30,7 +31,7 @@ def test_a_filter_finds_an_old_delivery_and_everything_that_refers_to_it(tmp_pat
     dc.ack(Ack(entity_id="tariq", ref=old.envelope_id), now=T0 + timedelta(minutes=20))
     dc.send(Send(recipient="tariq", sender="aya", subject="about the old one", thread_id="wi-old"), now=T0)
     before = snapshot(dc.layout.root)
-    s = dc.status(Status(work_item_id="wi-old", limit=3), now=T0 + timedelta(minutes=30))
+    s = builtins(dc.status(Status(work_item_id="wi-old", limit=3), now=T0 + timedelta(minutes=30)))
     assert snapshot(dc.layout.root) == before  # a read
     found = s["search"]
     assert found["filters"] == {"work_item_id": "wi-old", "thread_id": None}
@@ -43,10 +44,10 @@ def test_a_filter_finds_an_old_delivery_and_everything_that_refers_to_it(tmp_pat
     assert all(m["box"] == "entity:tariq" for m in found["matches"])
     assert {m["ref"] for m in found["matches"] if m["matched_by"] == "ref"} == {delivery}
     assert s["tracker_counts"]["total"] == 1 and s["tracker_counts"]["acked"] == 1
-    by_thread = dc.status(Status(thread_id="wi-old", limit=50), now=T0)["search"]
+    by_thread = builtins(dc.status(Status(thread_id="wi-old", limit=50), now=T0))["search"]
     assert by_thread["source_counts"] == {"ack": 1, "message": 1, "notify": 2, "reping": 1, "task": 1}
-    assert dc.status(Status(work_item_id="wi-none"), now=T0)["search"]["total_matches"] == 0
-    assert dc.status(Status(), now=T0)["search"] is None
+    assert builtins(dc.status(Status(work_item_id="wi-none"), now=T0))["search"]["total_matches"] == 0
+    assert builtins(dc.status(Status(), now=T0))["search"] is None
     r = run_cli(tmp_path, "status", "--work-item", "wi-old", "--json", home=dc.layout.root)
     assert r.returncode == 0 and b'"total_matches":5' in r.stdout.replace(b" ", b"")
     text = run_cli(tmp_path, "status", "--thread", "wi-old", home=dc.layout.root)
@@ -57,5 +58,5 @@ def test_a_value_json_escapes_is_still_matched_exactly(tmp_path: Path) -> None:
     dc = delivery_home(tmp_path)
     _task(dc, 0, "wi-é\"q")
     _task(dc, 1, "wi-é")
-    found = dc.status(Status(work_item_id="wi-é\"q"), now=T0)["search"]
+    found = builtins(dc.status(Status(work_item_id="wi-é\"q"), now=T0))["search"]
     assert found["source_counts"] == {"notify": 1, "task": 1}

@@ -18,6 +18,7 @@ from dovecote.cli.texts import inbox_text as render_text
 from dovecote.errors import Refusal
 from dovecote.handle.api import Actor, Dovecote, init
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.roster import config as roster_mod
 from dovecote.verbs import EntityAdd, Inbox, Message, Move
 from helpers import open_home
@@ -58,10 +59,11 @@ def test_counts_cover_every_state(tmp_path: Path) -> None:
     dc.move(Move(kind="complete", entity_id="ent_b", ref=done))
     dc.move(Move(kind="nack", entity_id="ent_b", ref=n, reason="not mine"))
     dc.draft(Message(sender="ent_b", recipient="ent_a", subject="later"))
-    view = dc.inbox(Inbox(entity_id="ent_b", current_tic=20))
+    view = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=20)))
     assert view["counts"] == {"inbound": 1, "processing": 1, "deferred": 1, "outbound": 1, "archive": 2, "loose": 0}
     assert set(by_id(view)) == {w, a, d}  # terminal items are counted, not listed
-    assert set(by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=20, include_terminal=True)))) == {w, a, d, done, n}
+    every = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=20, include_terminal=True)))
+    assert set(by_id(every)) == {w, a, d, done, n}
 
 
 def test_flags_at_a_tic(tmp_path: Path) -> None:
@@ -71,14 +73,15 @@ def test_flags_at_a_tic(tmp_path: Path) -> None:
     overdue = send(dc, "remind me", current_tic=104, reminder_tic=104)
     soon = send(dc, "expiring", current_tic=104, expires_at_tic=107)
     gone = send(dc, "expired", current_tic=104, expires_at_tic=105)
-    rows = by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=106)))
+    rows = by_id(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=106))))
     assert rows[stale]["flags"] == ["STALE"]  # 6 tics in WAIT > 5
     assert rows[stale]["age_tics"] == 6 and rows[stale]["in_state_tics"] == 6
     assert rows[fresh]["flags"] == []
     assert rows[overdue]["flags"] == ["OVERDUE REMINDER"]
     assert rows[soon]["flags"] == ["EXPIRING SOON"]
     assert rows[gone]["flags"] == ["EXPIRED"]
-    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=105)))[stale]["flags"] == []  # exactly 5 is not stale
+    at_105 = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=105)))
+    assert by_id(at_105)[stale]["flags"] == []  # exactly 5 is not stale
 
 
 def test_the_stale_threshold_is_configurable(tmp_path: Path) -> None:
@@ -87,17 +90,17 @@ def test_the_stale_threshold_is_configurable(tmp_path: Path) -> None:
     limits = msgspec.structs.replace(dc.roster.limits, stale_tics=2)
     dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, limits=limits)))
     dc = open_home(dc.layout.root)
-    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=103)))[item]["flags"] == ["STALE"]
+    assert by_id(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=103))))[item]["flags"] == ["STALE"]
 
 
 def test_without_a_tic_staleness_falls_back_to_hours(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x")
     now = datetime.now(UTC)
-    row = by_id(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=25)))[item]
+    row = by_id(builtins(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=25))))[item]
     assert row["age_tics"] is None and row["age_hours"] == 25
     assert row["flags"] == ["STALE"]
-    assert by_id(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=23)))[item]["flags"] == []
+    assert by_id(builtins(dc.inbox(Inbox(entity_id="ent_b"), now=now + timedelta(hours=23))))[item]["flags"] == []
 
 
 def test_the_tic_comes_from_the_roster_source(tmp_path: Path) -> None:
@@ -113,9 +116,9 @@ def test_the_tic_comes_from_the_roster_source(tmp_path: Path) -> None:
         roster_mod.dump(msgspec.structs.replace(dc.roster, tic_source="audit-logs/tics"))
     )
     dc = open_home(dc.layout.root)
-    view = dc.inbox(Inbox(entity_id="ent_b"))
+    view = builtins(dc.inbox(Inbox(entity_id="ent_b")))
     assert view["clock"] == {"tic": 112, "source": "roster"}
-    assert dc.inbox(Inbox(entity_id="ent_b", current_tic=7))["clock"] == {"tic": 7, "source": "flag"}
+    assert builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=7)))["clock"] == {"tic": 7, "source": "flag"}
 
 
 def test_items_are_ordered_by_priority_then_age(tmp_path: Path) -> None:
@@ -125,18 +128,18 @@ def test_items_are_ordered_by_priority_then_age(tmp_path: Path) -> None:
     norm_old = send(dc, "c", priority="normal", current_tic=3)
     urgent = send(dc, "d", priority="urgent", current_tic=8)
     high = send(dc, "e", priority="high", current_tic=5)
-    order = [r["id"] for r in dc.inbox(Inbox(entity_id="ent_b", current_tic=10))["items"]]
+    order = [r["id"] for r in builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=10)))["items"]]
     assert order == [urgent, high, norm_old, norm_new, low_old]
 
 
 def test_text_injection_and_status_renderings(tmp_path: Path) -> None:
     dc = home(tmp_path)
-    assert render_injection(dc.inbox(Inbox(entity_id="ent_b", current_tic=1))) == "[INBOX: ent_b] Empty.\n"
+    assert render_injection(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=1)))) == "[INBOX: ent_b] Empty.\n"
     hi = send(dc, "server down", priority="high", current_tic=100)
     act = send(dc, "write notes", current_tic=101)
     dc.move(Move(kind="claim", entity_id="ent_b", ref=act, current_tic=102))
     send(dc, "fyi", current_tic=104, reminder_tic=104)
-    view = dc.inbox(Inbox(entity_id="ent_b", current_tic=107))
+    view = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=107)))
     assert render_injection(view) == (
         "[INBOX: ent_b] 2 new, 1 active, 0 deferred.\n"
         "  - [HIGH] server down (from: ent_a, tic 100)\n"
@@ -169,16 +172,17 @@ def test_loose_files_in_the_view_are_counted(tmp_path: Path) -> None:
     (inbound / "notes.md").write_text("hand drop")
     (inbound / "WAIT_0123456789ab").mkdir()  # a view-written name is not loose
     (inbound / ".hidden").write_text("x")
-    assert dc.inbox(Inbox(entity_id="ent_b"))["counts"]["loose"] == 1
+    assert builtins(dc.inbox(Inbox(entity_id="ent_b")))["counts"]["loose"] == 1
 
 
 def test_direction_selects_the_lists(tmp_path: Path) -> None:
     dc = home(tmp_path)
     send(dc, "in")
     dc.draft(Message(sender="ent_b", recipient="ent_a", subject="out"))
-    assert "outbound" not in dc.inbox(Inbox(entity_id="ent_b")) and "items" in dc.inbox(Inbox(entity_id="ent_b"))
-    assert "items" not in dc.inbox(Inbox(entity_id="ent_b", direction="outbound"))
-    both = dc.inbox(Inbox(entity_id="ent_b", direction="both"))
+    inbound = builtins(dc.inbox(Inbox(entity_id="ent_b")))
+    assert "outbound" not in inbound and "items" in inbound
+    assert "items" not in builtins(dc.inbox(Inbox(entity_id="ent_b", direction="outbound")))
+    both = builtins(dc.inbox(Inbox(entity_id="ent_b", direction="both")))
     assert len(both["items"]) == 1 and len(both["outbound"]) == 1
     with pytest.raises(Refusal, match="invalid_field"):
         dc.inbox(Inbox(entity_id="ent_b", direction="sideways"))
@@ -189,8 +193,8 @@ def test_default_entity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("DOVECOTE_ENTITY", "ent_a")  # the library never reads it: a face binds the actor
     with pytest.raises(Refusal, match="missing_field"):
         dc.inbox()
-    assert dc.inbox(actor=Actor(entity="ent_a"))["entity"] == "ent_a"
-    assert open_home(dc.layout.root, actor=Actor(entity="ent_a")).inbox()["entity"] == "ent_a"
+    assert builtins(dc.inbox(actor=Actor(entity="ent_a")))["entity"] == "ent_a"
+    assert builtins(open_home(dc.layout.root, actor=Actor(entity="ent_a")).inbox())["entity"] == "ent_a"
     with pytest.raises(Refusal, match="unknown_entity"):
         dc.inbox(Inbox(entity_id="ent_zz"))
 
@@ -200,13 +204,13 @@ def test_a_warm_handle_answers_like_a_cold_one(tmp_path: Path) -> None:
     for i in range(20):
         send(dc, f"m{i}", current_tic=i)
     now = datetime.now(UTC)
-    first = dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
+    first = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now))
     items = [r["id"] for r in first["items"]]
     dc.move(Move(kind="claim", entity_id="ent_b", ref=items[3]))
     dc.move(Move(kind="defer", entity_id="ent_b", ref=items[5], until_tic=40, current_tic=30))
     send(dc, "late", current_tic=29)
-    warm = dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
-    cold = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", current_tic=30), now=now)
+    warm = builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=30), now=now))
+    cold = builtins(open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", current_tic=30), now=now))
     assert orjson.dumps(warm) == orjson.dumps(cold)
     assert warm != first
 
@@ -239,9 +243,9 @@ def test_the_cold_call_cache_is_exact_and_invalidated_by_any_new_letter(tmp_path
     shutil.rmtree(dc.layout.cache)
     assert run(tmp_path, *args).stdout == third.stdout
     if fmt == "json":
-        assert orjson.loads(third.stdout) == orjson.loads(orjson.dumps(dc.inbox(Inbox(
+        assert orjson.loads(third.stdout) == orjson.loads(orjson.dumps(builtins(dc.inbox(Inbox(
             entity_id="ent_b", current_tic=9
-        ))))
+        )))))
 
 
 def test_the_cache_never_serves_a_stale_roster_or_tic(tmp_path: Path) -> None:
@@ -302,12 +306,13 @@ def test_cli_lifecycle_round_trip(tmp_path: Path) -> None:
 def test_stale_in_hours_means_more_than_the_threshold_to_the_second_even_on_a_warm_handle(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x")
-    created = datetime.fromisoformat(dc.inbox(Inbox(
+    created = datetime.fromisoformat(builtins(dc.inbox(Inbox(
         entity_id="ent_b"
-    ))["items"][0]["created_at"].replace("Z", "+00:00"))
-    before = dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24))
+    )))["items"][0]["created_at"].replace("Z", "+00:00"))
+    before = builtins(dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24)))
     assert by_id(before)[item]["flags"] == []  # exactly 24 h is not more than 24 h
-    after = dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24, seconds=1))  # same warm handle
+    # the same warm handle
+    after = builtins(dc.inbox(Inbox(entity_id="ent_b"), now=created + timedelta(hours=24, seconds=1)))
     assert by_id(after)[item]["flags"] == ["STALE"]
     assert by_id(after)[item]["in_state_hours"] == 24
 
@@ -315,9 +320,9 @@ def test_stale_in_hours_means_more_than_the_threshold_to_the_second_even_on_a_wa
 def test_the_expiring_soon_window_is_the_roster_setting(tmp_path: Path) -> None:
     dc = home(tmp_path)
     item = send(dc, "x", current_tic=105, expires_at_tic=110)
-    assert by_id(dc.inbox(Inbox(entity_id="ent_b", current_tic=106)))[item]["flags"] == []  # 4 tics left > 2
+    assert by_id(builtins(dc.inbox(Inbox(entity_id="ent_b", current_tic=106))))[item]["flags"] == []  # 4 tics left > 2
     limits = msgspec.structs.replace(dc.roster.limits, expiring_tics=4)
     dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, limits=limits)))
-    assert by_id(open_home(dc.layout.root).inbox(Inbox(
+    assert by_id(builtins(open_home(dc.layout.root).inbox(Inbox(
         entity_id="ent_b", current_tic=106
-    )))[item]["flags"] == ["EXPIRING SOON"]
+    ))))[item]["flags"] == ["EXPIRING SOON"]

@@ -23,6 +23,7 @@ from dovecote.derive.inbox import snapshot as inbox_snapshot
 from dovecote.derive.inbox.book import Clock, InboxBook
 from dovecote.derive.inbox.view import inbox_audit, inbox_block
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.ops.mail.injection import inbox_injection
 from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Move
@@ -91,10 +92,10 @@ def test_the_handle_prints_the_block_its_view_renders(tmp_path: Path) -> None:
     dc: Dovecote = mail_home(tmp_path)
     for k, priority in enumerate(["urgent", "normal", "high", "low"]):
         send(dc, f"subject {k}", priority=priority)
-    first = dc.inbox(Inbox(entity_id=MAIL_ENTITY, current_tic=5))["items"][0]["id"]
+    first = builtins(dc.inbox(Inbox(entity_id=MAIL_ENTITY, current_tic=5)))["items"][0]["id"]
     dc.move(Move(kind="claim", entity_id=MAIL_ENTITY, ref=first, current_tic=5))
     for direction in ("inbound", "outbound", "both"):
         v = Inbox(entity_id=MAIL_ENTITY, current_tic=9, direction=direction)
         text, _ = Dovecote(dc.layout.root).injection_until(v)  # a cold handle: from the snapshot
-        assert text == inbox_injection(dc.inbox(v))
+        assert text == inbox_injection(builtins(dc.inbox(v)))
         assert ("[ACTIVE]" in text) == (direction != "outbound")

@@ -14,6 +14,7 @@ import pytest
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, init
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.roster import config as roster_mod
 from dovecote.verbs import EntityAdd, Inbox, Message, Move, OutboxSend
 from helpers import box_bytes, open_home
@@ -45,7 +46,7 @@ def send(dc: Dovecote, **kw: Any) -> str:
 
 
 def state(dc: Dovecote, who: str, item: str, tic: int | None = None) -> str:
-    view = dc.inbox(Inbox(entity_id=who, current_tic=tic, include_terminal=True))
+    view = builtins(dc.inbox(Inbox(entity_id=who, current_tic=tic, include_terminal=True)))
     (row,) = [r for r in view["items"] if r["id"] == item]
     return str(row["state"])
 
@@ -219,22 +220,22 @@ def test_drafts_and_the_outbox(tmp_path: Path) -> None:
     d1 = dc.draft(Message(sender="ent_a", recipient="ent_b", subject="first")).id
     d2 = dc.draft(Message(sender="ent_a", recipient="ent_c", subject="second")).id
     assert ledger_bytes(dc, "ent_b") == b""  # a draft is not delivered
-    assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d1, d2]
+    assert [o["id"] for o in builtins(dc.inbox(Inbox(entity_id="ent_a", direction="outbound")))["outbound"]] == [d1, d2]
     # the roster loses ent_c before delivery: that draft is kept and reported
     kept = tuple(e for e in dc.roster.entities if e.id != "ent_c")
     dc.layout.config.write_bytes(roster_mod.dump(msgspec.structs.replace(dc.roster, entities=kept)))
     dc = open_home(dc.layout.root)
-    out = dc.outbox_send(OutboxSend(sender="ent_a"))
+    out = builtins(dc.outbox_send(OutboxSend(sender="ent_a")))
     assert [(o["draft"], o["delivered"]) for o in out] == [(d1, True), (d2, False)]
     assert out[1]["reason"] == "unknown_recipient"
     (msg,) = lines(dc, "ent_b")
     assert msg["kind"] == "message" and msg["content"]["subject"] == "first"
-    assert dc.outbox_send(OutboxSend(
+    assert builtins(dc.outbox_send(OutboxSend(
         sender="ent_a"
-    )) == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
+    ))) == [{"draft": d2, "from": "ent_a", "to": "ent_c", "delivered": False,
                                          "reason": "unknown_recipient"}]
     assert len(lines(dc, "ent_b")) == 1  # delivered once
-    assert [o["id"] for o in dc.inbox(Inbox(entity_id="ent_a", direction="outbound"))["outbound"]] == [d2]
+    assert [o["id"] for o in builtins(dc.inbox(Inbox(entity_id="ent_a", direction="outbound")))["outbound"]] == [d2]
 
 
 def _claim(home_path: str, item: str, who: str, q: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -275,7 +276,7 @@ def test_a_warm_handle_decides_from_the_box_under_its_lock_not_from_its_fold(tmp
     dc = home(tmp_path)
     item = send(dc, subject="one")
     warm = open_home(dc.layout.root)
-    assert warm.inbox(Inbox(entity_id="ent_b"))["items"][0]["state"] == "WAIT"
+    assert builtins(warm.inbox(Inbox(entity_id="ent_b")))["items"][0]["state"] == "WAIT"
     open_home(dc.layout.root).move(Move(kind="claim", entity_id="ent_b", ref=item), actor="ent_other")
     with pytest.raises(Refusal) as e:
         warm.move(Move(kind="claim", entity_id="ent_b", ref=item), actor="ent_w")
@@ -319,14 +320,14 @@ def test_a_git_merged_fork_resolves_to_one_state_and_reports_the_loser(tmp_path:
 
     for merged in (union(ours, theirs), union(theirs, ours)):
         path.write_bytes(merged)
-        view = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))
+        view = builtins(open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True)))
         (row,) = view["items"]
         assert row["conflicts"] >= 1
         states = row["state"]
     assert states in ("ACTIVE", "NACK")
     # both merge orders agree
     path.write_bytes(union(ours, theirs))
-    a = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))["items"][0]["state"]
+    a = builtins(open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True)))["items"][0]["state"]
     path.write_bytes(union(theirs, ours))
-    b = open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True))["items"][0]["state"]
+    b = builtins(open_home(dc.layout.root).inbox(Inbox(entity_id="ent_b", include_terminal=True)))["items"][0]["state"]
     assert a == b

@@ -29,6 +29,7 @@ from dovecote.handle.api import Dovecote, open_home
 from dovecote.ledger.append import LockedLedger
 from dovecote.model import envelope
 from dovecote.model.addresses import entity
+from dovecote.model.results import builtins
 from dovecote.verbs import Message, OutboxSend
 from helpers import cli_env, run_cli
 from mailhelpers import mail_home
@@ -230,7 +231,7 @@ def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
     assert f"before it this run delivered {drafts[0]}" in msg
     assert [d["draft"] for d in e.value.details["delivered"]] == drafts[:2]  # type: ignore[union-attr]
     assert e.value.details["failed"] == drafts[1]
-    out = dc.outbox_send(OutboxSend(sender=A))
+    out = builtins(dc.outbox_send(OutboxSend(sender=A)))
     assert [o["draft"] for o in out] == drafts[1:]
     delivered = Counter(m["content"]["subject"] for m in letters(dc, B, "message"))
     assert delivered == {"d0": 1, "d1": 1, "d2": 1}
@@ -242,7 +243,7 @@ def test_the_outbox_after_a_partial_failure_delivers_each_draft_once(
 def test_a_delivered_draft_is_the_draft_itself(tmp_path: Path) -> None:
     dc = mail_home(tmp_path, A, B)
     d = dc.draft(Message(sender=A, recipient=B, subject="as drafted", idempotency_key="kd"))
-    ((out,),) = [dc.outbox_send(OutboxSend(sender=A))]
+    ((out,),) = [builtins(dc.outbox_send(OutboxSend(sender=A)))]
     (draft,) = letters(dc, A, "draft")
     (msg,) = letters(dc, B, "message")
     assert msg == {**draft, "kind": "message"}  # no fresh ts or id at delivery

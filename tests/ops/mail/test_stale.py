@@ -338,11 +338,11 @@ def test_signal_is_not_a_report_kind() -> None:
 def test_stale_check_and_the_inbox_flag_agree_to_the_second(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     item = dc.send(Message(recipient="ent_a", sender="ent_b", subject="quiet")).id
-    created = datetime.fromisoformat(dc.inbox(Inbox(
+    created = datetime.fromisoformat(builtins(dc.inbox(Inbox(
         entity_id="ent_a"
-    ))["items"][0]["created_at"].replace("Z", "+00:00"))
+    )))["items"][0]["created_at"].replace("Z", "+00:00"))
     for delta, stale in ((timedelta(hours=24), False), (timedelta(hours=24, seconds=1), True)):
         now = created + delta
-        flagged = "STALE" in dc.inbox(Inbox(entity_id="ent_a"), now=now)["items"][0]["flags"]
+        flagged = "STALE" in builtins(dc.inbox(Inbox(entity_id="ent_a"), now=now))["items"][0]["flags"]
         listed = [i for d in builtins(dc.stale_check(now=now))["details"] for i in d["ids"]]
         assert flagged is stale and (item in listed) is stale, delta

@@ -16,6 +16,7 @@ from dovecote.errors import Refusal
 from dovecote.handle.api import open_home
 from dovecote.model.addresses import entity
 from dovecote.model.letters import make_letter
+from dovecote.model.results import builtins
 from dovecote.ops.mail.wait import cursor_text, parse_cursor, position
 from dovecote.store.memory import MemoryStore
 from dovecote.verbs import Inbox, Move, Wait
@@ -54,9 +55,9 @@ def test_a_malformed_cursor_is_refused(text: str) -> None:
 
 def test_the_inbox_prints_the_cursor_wait_takes(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
-    assert dc.inbox(Inbox(entity_id=ENTITY))["cursor"] == "0"
+    assert builtins(dc.inbox(Inbox(entity_id=ENTITY)))["cursor"] == "0"
     first = send(dc, "one")
-    cur = dc.inbox(Inbox(entity_id=ENTITY))["cursor"]
+    cur = builtins(dc.inbox(Inbox(entity_id=ENTITY)))["cursor"]
     assert cur == f"1.{first}" == dc.inbox_cursor(ENTITY)
     second = send(dc, "two", priority="high")
     got = dc.wait(Wait(entity_id=ENTITY, after=cur, timeout=5))  # already there: no waiting

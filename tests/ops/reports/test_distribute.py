@@ -323,7 +323,7 @@ def test_a_box_that_cannot_be_read_keeps_its_letters_pending_in_distribute_and_d
     assert broken is not None
     broken.mkdir(parents=True)  # a directory where the ledger should be: it can be neither read nor written
     for handle in (dc, open_home(dc.layout.root)):
-        doc = handle.doctor()["mailbox"]
+        doc = handle.doctor().mailbox
         r = handle.distribute()
         assert r.pending_detail == [
             {"name": "ghost", "reason": "unreachable", "letters": 1},
@@ -333,4 +333,4 @@ def test_a_box_that_cannot_be_read_keeps_its_letters_pending_in_distribute_and_d
         assert doc["pending_detail"] == r.pending_detail
         assert doc["pending_distribution"] == r.pending
         assert doc["pending_letters"] == 3
-        assert handle.doctor()["mailbox"]["pending_detail"] == r.pending_detail  # and after the run
+        assert handle.doctor().mailbox["pending_detail"] == r.pending_detail  # and after the run

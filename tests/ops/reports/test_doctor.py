@@ -44,7 +44,7 @@ def home_with_letters(tmp: Path) -> Dovecote:
 
 def test_the_block_and_its_counts(tmp_path: Path) -> None:
     dc = home_with_letters(tmp_path)
-    m = dc.doctor(now=NOW)["mailbox"]
+    m = dc.doctor(now=NOW).mailbox
     assert set(m) == MAILBOX_KEYS
     assert m["available"] is True
     assert m["spool_letters"] == 5
@@ -61,15 +61,15 @@ def test_a_project_in_the_roster_is_not_pending(tmp_path: Path) -> None:
     dc = new_home(tmp_path)
     add_project(dc, tmp_path, "repo-a", aliases=("ra",))
     dc.report([rep("1", repo="repo-a"), rep("2", repo="RA"), rep("3", repo="repo-a-feature")])
-    m = dc.doctor(now=NOW)["mailbox"]
+    m = dc.doctor(now=NOW).mailbox
     assert m["pending_distribution"] == [] and m["pending_letters"] == 0
 
 
 def test_pending_is_counted_before_and_after_distribution(tmp_path: Path) -> None:
     dc = home_with_letters(tmp_path)
-    before = dc.doctor(now=NOW)["mailbox"]
+    before = dc.doctor(now=NOW).mailbox
     dc.distribute()
-    after = dc.doctor(now=NOW)["mailbox"]
+    after = dc.doctor(now=NOW).mailbox
     assert before["pending_distribution"] == after["pending_distribution"] == ["ghost", "zephyr"]
     assert after["spool_letters"] == 5, "distribution never empties the spool"
 
@@ -92,7 +92,7 @@ def test_misdelivery_7d_window(tmp_path: Path) -> None:
         mis("2026-07-14"),                    # 2 days ahead: out
         rep("not a misdelivery", ts="2026-07-12T00:00:00Z"),
     ])
-    m = dc.doctor(now=NOW)["mailbox"]
+    m = dc.doctor(now=NOW).mailbox
     assert m["misdelivery_total"] == 5
     assert m["misdelivery_7d"] == 3
     assert m["misdelivery_by_kind"] == {
@@ -100,7 +100,7 @@ def test_misdelivery_7d_window(tmp_path: Path) -> None:
     }
     assert m["misdelivery_unrecognized_kind"] == 0
     # a week later the same letters are all outside
-    later = dc.doctor(now=datetime(2026, 7, 30, tzinfo=UTC))["mailbox"]
+    later = dc.doctor(now=datetime(2026, 7, 30, tzinfo=UTC)).mailbox
     assert later["misdelivery_total"] == 5 and later["misdelivery_7d"] == 0
 
 
@@ -112,7 +112,7 @@ def test_legacy_misdelivery_lines_count_by_their_kind(tmp_path: Path) -> None:
         b'{"ts":"garbage","class":"memory_misdelivery","kind":"report","what":"no sub-kind"}\n'
     )
     dc.layout.spool.write_bytes(legacy)
-    m = dc.doctor(now=NOW)["mailbox"]
+    m = dc.doctor(now=NOW).mailbox
     assert m["misdelivery_total"] == 2
     assert m["misdelivery_7d"] == 1, "an unparseable ts is outside the window"
     assert m["misdelivery_by_kind"]["false_absence"] == 1
@@ -123,7 +123,7 @@ def test_malformed_lines_are_counted(tmp_path: Path) -> None:
     dc = home_with_letters(tmp_path)
     with open(dc.layout.spool, "ab") as f:
         f.write(b"junk\n{\"torn")
-    assert dc.doctor(now=NOW)["mailbox"]["malformed_lines"] == 2
+    assert dc.doctor(now=NOW).mailbox["malformed_lines"] == 2
 
 
 # -- fails open -----------------------------------------------------------------------------
@@ -143,9 +143,9 @@ def test_an_unreadable_spool_marks_the_block_unavailable(
 
     monkeypatch.setattr(FileStore, "read", failing)
     out = dc.doctor(now=NOW)
-    assert out["mailbox"]["available"] is False
-    assert out["mailbox"]["spool_path"] == str(dc.layout.spool)
-    assert out["mailbox"]["error"]
+    assert out.mailbox["available"] is False
+    assert out.mailbox["spool_path"] == str(dc.layout.spool)
+    assert out.mailbox["error"]
 
 
 def test_a_reader_failing_everywhere_still_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,7 +156,7 @@ def test_a_reader_failing_everywhere_still_answers(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(LedgerReader, "refresh", boom)
     out = dc.doctor(now=NOW)
-    assert out["mailbox"]["available"] is False
+    assert out.mailbox["available"] is False
 
 
 def test_a_spool_that_is_a_directory_fails_open(tmp_path: Path) -> None:
@@ -165,5 +165,5 @@ def test_a_spool_that_is_a_directory_fails_open(tmp_path: Path) -> None:
     dc.layout.spool.mkdir()
     (dc.layout.spool / "x").write_bytes(b"x" * 100)
     out = dc.doctor(now=NOW)
-    assert out["mailbox"]["available"] is False
-    assert str(dc.layout.spool) in out["mailbox"]["error"]
+    assert out.mailbox["available"] is False
+    assert str(dc.layout.spool) in out.mailbox["error"]

@@ -23,6 +23,7 @@ from dovecote.derive.lifecycle import TERMINAL, Link, effective
 from dovecote.model.addresses import entity
 from dovecote.model.envelope import build_message
 from dovecote.model.letters import canonical_line, decode_line, letter_id
+from dovecote.model.results import builtins
 from dovecote.ops.search.items import LinkRow, link_row
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home
@@ -86,7 +87,7 @@ def test_search_states_equal_a_cold_fold(box: tuple[list[bytes], list[int]]) -> 
                 dc.store.append(entity("ent_a"), lines[done:cut])
                 done = cut
             for include_terminal in (False, True):
-                out = dc.search(Search(query="heron", include_terminal=include_terminal, limit=100), now=NOW)
+                out = builtins(dc.search(Search(query="heron", include_terminal=include_terminal, limit=100), now=NOW))
                 got = {(m["id"], m["state"]) for m in out["matches"]}
                 assert (out["count"], got) == cold(lines[:done], include_terminal)
 
@@ -101,10 +102,10 @@ def test_verify_catches_a_state_table_that_lies(tmp_path: Path) -> None:
     done = put_message(dc, "ent_a", "kettle descaling", ts=T(hour=1))
     put_message(dc, "ent_a", "kettle warranty", ts=T(hour=2))
     finish(dc, "ent_a", done)
-    assert dc.search(Search(query="kettle"))["count"] == 1
+    assert dc.search(Search(query="kettle")).count == 1
     ok = dc.verify()
     assert ok.ok and {"search kettle", "search kettle --include-terminal"} <= set(ok.checked)
-    dc.search(Search(query="kettle"))
+    builtins(dc.search(Search(query="kettle")))
     db = sqlite3.connect(dc.layout.cache / "search.sqlite")
     db.execute("DELETE FROM term")  # the DONE item is no longer known to be DONE
     db.commit()

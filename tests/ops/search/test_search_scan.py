@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.verbs import Search
 from searchhelpers import T, mail_home, put_message
 
@@ -33,7 +34,7 @@ def test_a_first_build_answers_what_a_plain_scan_answers(msgs: list[tuple[str, s
         expect = [(mid, to) for mid, (to, terms) in ids.items() if all(w.lower() in terms for w in words)]
         expect.reverse()  # newest first
         cold = Dovecote(dc.layout.root)  # a new handle: the index file is built from nothing
-        out = cold.search(Search(query=" ".join(words), limit=100))
+        out = builtins(cold.search(Search(query=" ".join(words), limit=100)))
         assert [(m["id"], m["entity"]) for m in out["matches"]] == expect
         assert out["count"] == len(expect)
         index = dc.layout.cache / "search.sqlite"
@@ -41,5 +42,6 @@ def test_a_first_build_answers_what_a_plain_scan_answers(msgs: list[tuple[str, s
         with sqlite3.connect(index) as conn:  # built through a rollback journal, then kept in WAL mode
             assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         conn.close()
-        again = Dovecote(dc.layout.root).search(Search(query=" ".join(words), limit=100))  # reopened, not rebuilt
+        # reopened, not rebuilt
+        again = builtins(Dovecote(dc.layout.root).search(Search(query=" ".join(words), limit=100)))
         assert again == out

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.ops.search import index as search_index
 from dovecote.ops.search import open as search_open
 from dovecote.verbs import Search
@@ -45,10 +46,10 @@ def test_a_first_build_beside_another_open_connection_answers(tmp_path: Path) ->
     first = home_with_mail(tmp_path)
     other = open_home(first.layout.root)
     search_open.open_index(other._ctx())  # the second worker's connection: tables made, nothing indexed
-    answer = first.search(Search(query="heron"))
+    answer = builtins(first.search(Search(query="heron")))
     assert answer["count"] == 5
     assert first.warm[search_index.WARM_KEY].stats["indexed"] == 5
-    assert other.search(Search(query="loon"))["count"] == 5
+    assert other.search(Search(query="loon")).count == 5
     assert other.warm[search_index.WARM_KEY].stats["indexed"] == 0  # it read the rows the first one wrote
     assert journal_mode(index_file(first)) == "wal"
 
@@ -57,7 +58,7 @@ def test_a_connection_opened_while_another_holds_the_write_lock_waits_for_it(tmp
     """The index in rollback mode with a writer inside (another's first build): opening it is not
     'stayed locked'; the search waits for the writer, answers, and puts the file back in WAL."""
     dc = home_with_mail(tmp_path)
-    assert dc.search(Search(query="heron"))["count"] == 5
+    assert dc.search(Search(query="heron")).count == 5
     warm = dc.warm.pop(search_index.WARM_KEY)
     assert warm is not None
     warm.close()
@@ -70,11 +71,11 @@ def test_a_connection_opened_while_another_holds_the_write_lock_waits_for_it(tmp
     release.start()
     try:
         cold = open_home(dc.layout.root)
-        assert cold.search(Search(query="loon"))["count"] == 5
+        assert cold.search(Search(query="loon")).count == 5
     finally:
         release.join()
     assert cold.warm[search_index.WARM_KEY].stats["rebuilds"] == 0  # the index was kept, not thrown away
-    assert cold.search(Search(query="loon 3"))["count"] == 1
+    assert cold.search(Search(query="loon 3")).count == 1
     assert cold.warm[search_index.WARM_KEY].wal
     writer.close()
     assert journal_mode(path) == "wal"

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.ops.search import index as search_index
 from dovecote.ops.search import open as search_open
 from dovecote.verbs import Search
@@ -53,7 +54,7 @@ def run_beside(
     def search() -> None:
         while not stop.is_set():
             try:
-                answer = dc.search(Search(query="heron"))
+                answer = builtins(dc.search(Search(query="heron")))
                 assert answer["count"] == MESSAGES, answer["count"]
             except BaseException as e:  # every failure is the test's finding
                 if not tolerated(e):
@@ -78,7 +79,7 @@ def run_beside(
 def test_threads_search_while_the_index_file_is_deleted_again_and_again(tmp_path: Path) -> None:
     """Each deletion makes the next opener replace the warm index while others are inside it."""
     dc = home_with_mail(tmp_path)
-    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    assert dc.search(Search(query="heron")).count == MESSAGES
     errors = run_beside(dc, lambda: search_index.discard(index_file(dc)))
     assert errors == []
     assert dc.warm[search_index.WARM_KEY].stats["rebuilds"] > 1  # the file really went, and came back
@@ -87,7 +88,7 @@ def test_threads_search_while_the_index_file_is_deleted_again_and_again(tmp_path
 def test_threads_search_while_the_index_goes_bad_and_is_rebuilt(tmp_path: Path) -> None:
     """A thread that meets a foreign file rebuilds the index under the others' feet."""
     dc = home_with_mail(tmp_path)
-    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    assert dc.search(Search(query="heron")).count == MESSAGES
 
     def spoil() -> None:
         idx = dc.warm.get(search_index.WARM_KEY)
@@ -106,12 +107,12 @@ def test_threads_search_while_the_index_goes_bad_and_is_rebuilt(tmp_path: Path) 
 def test_a_retired_index_is_closed_by_its_last_user_not_under_it(tmp_path: Path) -> None:
     """Deterministic: one thread is inside the index when another finds its file gone."""
     dc = home_with_mail(tmp_path)
-    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    assert dc.search(Search(query="heron")).count == MESSAGES
     ctx = dc._ctx()
     with search_open.held(ctx) as inside:
         search_index.discard(index_file(dc))
         other: list[int] = []
-        t = threading.Thread(target=lambda: other.append(dc.search(Search(query="heron"))["count"]))
+        t = threading.Thread(target=lambda: other.append(dc.search(Search(query="heron")).count))
         t.start()
         t.join(10)
         assert other == [MESSAGES]  # it did not wait for this thread to leave
@@ -140,11 +141,11 @@ def test_a_search_whose_index_is_deleted_beneath_every_attempt_answers_from_memo
             idx.conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")  # SQLite notices
 
     monkeypatch.setattr(search_op, "sync", yanking_sync)
-    answer = dc.search(Search(query="heron"))
+    answer = builtins(dc.search(Search(query="heron")))
     assert attempts[:-1] == [index_file(dc)] * search_op._ATTEMPTS and attempts[-1] is None
     monkeypatch.setattr(search_op, "sync", real_sync)
     assert answer["count"] == MESSAGES
-    assert answer == dc.search(Search(query="heron"))  # the same answer the file index (back again) gives
+    assert answer == builtins(dc.search(Search(query="heron")))  # the same answer the file index (back again) gives
 
 
 def test_an_index_file_gone_before_its_inode_is_read_is_never_current(
@@ -152,7 +153,7 @@ def test_an_index_file_gone_before_its_inode_is_read_is_never_current(
 ) -> None:
     """The file went between SQLite opening it and the look at its inode: the next search opens anew."""
     dc = home_with_mail(tmp_path)
-    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    assert dc.search(Search(query="heron")).count == MESSAGES
     ctx = dc._ctx()
     real_connect = search_open.connect
 
@@ -170,4 +171,4 @@ def test_an_index_file_gone_before_its_inode_is_read_is_never_current(
     assert search_open.moved(gone)
     again = search_open.open_index(ctx)
     assert again is not gone and index_file(dc).exists()
-    assert dc.search(Search(query="heron"))["count"] == MESSAGES
+    assert dc.search(Search(query="heron")).count == MESSAGES

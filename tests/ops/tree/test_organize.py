@@ -126,14 +126,14 @@ def test_apply_groups_and_never_deletes_or_touches_the_ledger(tmp_path: Path) ->
 def test_apply_twice_moves_nothing_more_and_the_inbox_sees_no_loose_files(tmp_path: Path) -> None:
     dc = mail_home(tmp_path)
     drop(dc)
-    assert dc.inbox(Inbox(entity_id="ent_a"))["counts"]["loose"] == 7
+    assert builtins(dc.inbox(Inbox(entity_id="ent_a")))["counts"]["loose"] == 7
     dc.organize(Organize(entity_id="ent_a", apply=True))
     view = view_dir(dc, "ent_a")
     settled = tree(view)
     again = builtins(dc.organize(Organize(entity_id="ent_a", apply=True)))
     assert again["loose"] == [] and again["applied"] == []
     assert tree(view) == settled
-    assert dc.inbox(Inbox(entity_id="ent_a"))["counts"]["loose"] == 0
+    assert builtins(dc.inbox(Inbox(entity_id="ent_a")))["counts"]["loose"] == 0
 
 
 def test_a_name_clash_gets_a_numeric_suffix_and_overwrites_nothing(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from dovecote.derive.lifecycle import State, steps_between
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote
 from dovecote.model.envelope import DROP_SENDER
+from dovecote.model.results import builtins
 from dovecote.verbs import ImportInboxTree, Inbox, Move, View
 from helpers import DOVECOTE_BIN, cli_env, run_cli, snapshot
 from mailhelpers import (
@@ -48,9 +49,9 @@ def ledger_bytes(dc: Dovecote, entity: str = ENTITY) -> bytes:
 
 def states(dc: Dovecote, current: int = 110) -> dict[str, str]:
     """Item id -> state, as every face reads it."""
-    return {i["id"]: i["state"] for i in dc.inbox(Inbox(
+    return {i["id"]: i["state"] for i in builtins(dc.inbox(Inbox(
         entity_id=ENTITY, current_tic=current, include_terminal=True
-    ))["items"]}
+    )))["items"]}
 
 
 def links_of(dc: Dovecote, iid: str) -> list[dict[str, Any]]:
@@ -111,7 +112,8 @@ def test_a_tree_of_every_form_in_every_state_is_adopted(tmp_path: Path, dc: Dove
     assert out["adopted_as_wait"] == [
         {"path": f"{ENTITY}/deferred/someday.md", "id": ids["bare_defer"], "detail": "DEFER without a due tic"},
     ]
-    rows = {r["id"]: r for r in dc.inbox(Inbox(entity_id=ENTITY, current_tic=110, include_terminal=True))["items"]}
+    view = builtins(dc.inbox(Inbox(entity_id=ENTITY, current_tic=110, include_terminal=True)))
+    rows = {r["id"]: r for r in view["items"]}
     assert rows[ids["flat_defer"]]["due_tic"] == 130 and rows[ids["dir_defer"]]["due_tic"] == 140
     assert rows[ids["dir_wait"]]["source_tic"] == 104  # read from provenance
     assert [x["kind"] for x in links_of(dc, ids["flat_done"])] == ["seen", "claim", "complete"]

@@ -14,6 +14,7 @@ from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote, open_home
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line
+from dovecote.model.results import builtins
 from dovecote.ops.tree import view as view_op
 from dovecote.roster.config import Limits
 from dovecote.verbs import Inbox, Message, Move, OutboxSend, View
@@ -234,9 +235,9 @@ def test_hand_dropped_files_are_never_touched(dc: Dovecote) -> None:
     after = files_under(root)
     for rel, data in dropped.items():
         assert after.get(rel) == data, rel
-    assert dc.inbox(Inbox(
+    assert builtins(dc.inbox(Inbox(
         entity_id=ENTITY, current_tic=106
-    ))["counts"]["loose"] == 3  # notes.md, WAIT_handmade, WAIT_1a2b3c4d.json
+    )))["counts"]["loose"] == 3  # notes.md, WAIT_handmade, WAIT_1a2b3c4d.json
 
 
 def test_a_hand_move_is_adopted_as_its_verb_or_refused_and_put_back(dc: Dovecote) -> None:

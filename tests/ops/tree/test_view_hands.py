@@ -21,6 +21,7 @@ from dovecote.cli.texts import view_text
 from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote
+from dovecote.model.results import builtins
 from dovecote.ops.tree import view as view_op
 from dovecote.ops.tree.viewtree import FOLDER_DEFAULT, FOLDER_STATES, STATE_FOLDERS, disagreement, tree_state
 from dovecote.verbs import Inbox, Move, OutboxSend, View
@@ -34,9 +35,9 @@ def dc(tmp_path: Path) -> Dovecote:
 
 
 def states(dc: Dovecote, current: int = 101) -> dict[str, str]:
-    return {i["id"]: i["state"] for i in dc.inbox(Inbox(
+    return {i["id"]: i["state"] for i in builtins(dc.inbox(Inbox(
         entity_id=ENTITY, current_tic=current, include_terminal=True
-    ))["items"]}
+    )))["items"]}
 
 
 def links(dc: Dovecote, iid: str) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from dovecote.derive.inbox.book import Clock, InboxBook
 from dovecote.derive.inbox.view import inbox_audit
 from dovecote.handle.api import Dovecote, open_home
 from dovecote.model.letters import Letter, make_letter
+from dovecote.model.results import builtins
 from dovecote.ops.mail.wait import cursor_of, cursor_text
 from dovecote.roster.config import Limits
 from dovecote.store.memory import MemoryStore
@@ -108,14 +109,14 @@ def snap_path(dc: Dovecote, entity: str = ENTITY) -> Path:
 
 def read(dc: Dovecote) -> bytes:
     v = Inbox(entity_id=ENTITY, current_tic=120, include_terminal=True, direction="both")
-    return orjson.dumps(dc.inbox(v, now=NOW))
+    return orjson.dumps(builtins(dc.inbox(v, now=NOW)))
 
 
 def filled(tmp: Path, n: int = 6) -> Dovecote:
     dc = mail_home(tmp)
     for k in range(n):
         send(dc, f"subject {k}", priority="high" if k % 2 else "normal")
-    item = dc.inbox(Inbox(entity_id=ENTITY), now=NOW)["items"][0]["id"]
+    item = builtins(dc.inbox(Inbox(entity_id=ENTITY), now=NOW))["items"][0]["id"]
     dc.move(Move(kind="claim", entity_id=ENTITY, ref=item), now=NOW)
     return dc
 
@@ -153,7 +154,7 @@ def test_a_cold_handle_answers_from_the_snapshot_reading_only_what_is_new(
     read(dc)
     assert snap_path(dc).is_file()
     other = open_home(dc.layout.root)
-    item = other.inbox(Inbox(entity_id=ENTITY), now=NOW)["items"][-1]["id"]
+    item = builtins(other.inbox(Inbox(entity_id=ENTITY), now=NOW))["items"][-1]["id"]
     other.move(Move(kind="seen", entity_id=ENTITY, ref=item), now=NOW)  # one new letter behind the snapshot
     fed = counting(monkeypatch)
     cold = read(open_home(dc.layout.root))
@@ -181,7 +182,7 @@ def test_a_book_folded_from_nothing_is_replaced_by_its_snapshot_decoded(tmp_path
     assert vs is not None and vs.rows
     assert not any(isinstance(held, dict) for _, held, _ in vs.rows.values())  # still packed: the snapshot's
     assert read(warm) == first == read(open_home(dc.layout.root))
-    item = warm.inbox(Inbox(entity_id=ENTITY), now=NOW)["items"][-1]["id"]
+    item = builtins(warm.inbox(Inbox(entity_id=ENTITY), now=NOW))["items"][-1]["id"]
     warm.move(Move(kind="seen", entity_id=ENTITY, ref=item), now=NOW)
     assert read(warm) == fresh_answer(warm) != first
 
@@ -258,7 +259,7 @@ def test_one_handle_serves_eight_threads_reading_and_transitioning(tmp_path: Pat
     dc = mail_home(tmp_path, ENTITY, SENDER)
     for k in range(24):
         send(dc, f"work {k}", recipient=ENTITY if k % 2 else SENDER, sender=SENDER if k % 2 else ENTITY)
-    items = {e: [r["id"] for r in dc.inbox(Inbox(entity_id=e), now=NOW)["items"]] for e in (ENTITY, SENDER)}
+    items = {e: [r["id"] for r in builtins(dc.inbox(Inbox(entity_id=e), now=NOW))["items"]] for e in (ENTITY, SENDER)}
     errors: list[BaseException] = []
     start = threading.Barrier(8)
 
@@ -271,7 +272,7 @@ def test_one_handle_serves_eight_threads_reading_and_transitioning(tmp_path: Pat
     def reader(entity: str) -> None:
         start.wait()
         for _ in range(30):
-            view = dc.inbox(Inbox(entity_id=entity), now=NOW)
+            view = builtins(dc.inbox(Inbox(entity_id=entity), now=NOW))
             assert sum(view["counts"][b] for b in ("inbound", "processing")) == 12
 
     def guard(fn: Any, *args: Any) -> None:
@@ -289,8 +290,8 @@ def test_one_handle_serves_eight_threads_reading_and_transitioning(tmp_path: Pat
     assert not any(t.is_alive() for t in threads), "a thread is stuck (a lock order broken?)"
     assert errors == []
     for e in items:
-        warm = dc.inbox(Inbox(entity_id=e), now=NOW)
-        assert warm == open_home(dc.layout.root).inbox(Inbox(entity_id=e), now=NOW)
+        warm = builtins(dc.inbox(Inbox(entity_id=e), now=NOW))
+        assert warm == builtins(open_home(dc.layout.root).inbox(Inbox(entity_id=e), now=NOW))
         assert warm["counts"]["processing"] == 12
 
 
@@ -338,7 +339,7 @@ def test_a_tic_less_hook_after_one_new_letter_does_not_write_the_snapshot_again(
     from dovecote.verbs import Message
 
     dc = filled(tmp_path)
-    born = parse_time(dc.inbox(Inbox(entity_id=ENTITY), now=NOW)["items"][0]["created_at"])
+    born = parse_time(builtins(dc.inbox(Inbox(entity_id=ENTITY), now=NOW))["items"][0]["created_at"])
     assert born is not None
     hour = timedelta(hours=1)
     open_home(dc.layout.root).hook("session-start", ENTITY, {"session_id": "s1"}, now=born + hour * 1.1)

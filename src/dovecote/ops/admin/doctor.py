@@ -13,7 +13,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from dovecote.errors import DovecoteError
+from dovecote.model.results import Result, typed
 from dovecote.model.vocab import MISDELIVERY_KINDS
 from dovecote.ops.agents.tokens import health as tokens_health
 from dovecote.ops.reports.distribute import filed, pending_detail, plan
@@ -43,13 +46,33 @@ def misdelivery_kind(letter_data: dict[str, Any], legacy_kind: str | None) -> st
     return legacy_kind if legacy_kind in MISDELIVERY_KINDS else None
 
 
-def doctor(ctx: Context, now: datetime | None = None) -> dict[str, Any]:
+class TokenHealth(Result, frozen=True):
+    """The token file: where it is, whether it exists and is private, then its counts (issued, active) or the
+    problem that stopped reading it (never a token)."""
+
+    path: str
+    exists: bool
+    private: bool | None
+    issued: int | msgspec.UnsetType = msgspec.UNSET
+    active: int | msgspec.UnsetType = msgspec.UNSET
+    problem: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Doctor(Result, frozen=True):
+    """The mailbox block (its counts, or ``available: false`` with the error that stopped it: two shapes, so
+    an open row) and the token file's health."""
+
+    mailbox: dict[str, Any]
+    tokens: TokenHealth
+
+
+def doctor(ctx: Context, now: datetime | None = None) -> Doctor:
     spool_path = spool_location(ctx)
     try:
-        block = {"mailbox": _mailbox(ctx, now or ctx.now())}
+        mailbox = _mailbox(ctx, now or ctx.now())
     except (OSError, DovecoteError) as e:
-        block = {"mailbox": {"available": False, "error": str(e), "spool_path": spool_path}}
-    return {**block, "tokens": tokens_health(ctx)}
+        mailbox = {"available": False, "error": str(e), "spool_path": spool_path}
+    return Doctor(mailbox, typed(TokenHealth, tokens_health(ctx)))
 
 
 def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:

@@ -13,11 +13,11 @@ letter (malformed) is not copied, and is counted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from dovecote.errors import Refusal
 from dovecote.model.addresses import Address, parse_address
+from dovecote.model.results import Result
 from dovecote.ops.context import Context
 from dovecote.store.capability import Capability, can
 from dovecote.store.core import Store, Where
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 CHUNK = 5000
 
 
-@dataclass(frozen=True, slots=True)
-class BoxCompared:
+class BoxCompared(Result, frozen=True):
     """One box on both sides: letters in each, how many this run copied, and what differs."""
 
     box: str
@@ -42,29 +41,24 @@ class BoxCompared:
     same_order: bool
     malformed: int = 0  # lines of the source that are no letter (not copied)
 
-    def to_dict(self) -> dict[str, object]:
-        return {"box": self.box, "source": self.source, "target": self.target, "copied": self.copied,
-                "missing": self.missing, "extra": self.extra, "same_order": self.same_order,
-                "malformed": self.malformed}
 
-
-@dataclass(frozen=True, slots=True)
-class CopyReport:
-    """What ``copy`` did and found: ``identical`` when every box holds the same letters in the same order."""
+class Copied(Result, frozen=True):
+    """What ``copy`` did and found: ``identical`` when every box holds the same letters in the same order;
+    ``copied`` and ``letters`` are the boxes' sums (appended by this run, in the source)."""
 
     source: str
     target: str
+    identical: bool
+    copied: int
+    letters: int
     boxes: list[BoxCompared]
-    unreachable: list[str] = field(default_factory=list)
+    unreachable: list[str]
 
-    @property
-    def identical(self) -> bool:
-        return all(not b.missing and not b.extra and b.same_order for b in self.boxes)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"source": self.source, "target": self.target, "identical": self.identical,
-                "copied": sum(b.copied for b in self.boxes), "letters": sum(b.source for b in self.boxes),
-                "boxes": [b.to_dict() for b in self.boxes], "unreachable": self.unreachable}
+    @classmethod
+    def of(cls, source: str, target: str, boxes: list[BoxCompared], unreachable: list[str]) -> Copied:
+        same = all(not b.missing and not b.extra and b.same_order for b in boxes)
+        return cls(source, target, same, sum(b.copied for b in boxes), sum(b.source for b in boxes), boxes,
+                   unreachable)
 
 
 def ledgers(ctx: Context, stores: Iterable[Store]) -> list[Where]:
@@ -94,7 +88,7 @@ def held(ctx: Context, store: Store) -> list[Where]:
     return out
 
 
-def copy(ctx: Context, source: Store, target: Store, names: tuple[str, str], *, write: bool) -> CopyReport:
+def copy(ctx: Context, source: Store, target: Store, names: tuple[str, str], *, write: bool) -> Copied:
     """Copy every ledger from ``source`` to ``target`` (unless not ``write``), then compare them."""
     boxes: list[BoxCompared] = []
     unreachable: list[str] = []
@@ -112,7 +106,7 @@ def copy(ctx: Context, source: Store, target: Store, names: tuple[str, str], *, 
         if src.exists or dst.exists:
             boxes.append(compared(str(where), [x.id for x in src.letters], [x.id for x in dst.letters], copied,
                                   len(src.defects)))
-    return CopyReport(names[0], names[1], boxes, unreachable)
+    return Copied.of(names[0], names[1], boxes, unreachable)
 
 
 def compared(box: str, src: Sequence[str], dst: Sequence[str], copied: int, malformed: int) -> BoxCompared:

@@ -79,7 +79,7 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         # cache/ when there is one (the fresh run has none: it folds from nothing)
         "sweep": b"".join(sweep(ctx, do_distribute=False).json_chunks()),
         "sweep --all": orjson.dumps(sweep(ctx, do_distribute=False, include_all=True).to_dict()),
-        "doctor": orjson.dumps(doctor.doctor(ctx, now)),
+        "doctor": orjson.dumps(builtins(doctor.doctor(ctx, now))),
         "cases": orjson.dumps(builtins(cases.cases(ctx))),  # a case is derived, its cache no authority
         "claims": orjson.dumps(builtins(cases.claims(ctx))),
     }
@@ -87,13 +87,13 @@ def answers(ctx: Context, now: datetime) -> dict[str, bytes]:
         out[f"box {addr} --all"] = orjson.dumps(box(ctx, addr, include_all=True).to_dict())
     for e in ctx.roster.entities:
         view, _ = inbox.read_inbox(ctx, e.id, now=now, include_terminal=True, direction="both")
-        out[f"inbox {e.id} --all"] = orjson.dumps(view)
+        out[f"inbox {e.id} --all"] = orjson.dumps(view.to_dict())
     # the warm tracker folds (fed incrementally, and under each compare-and-swap) are a cache too
     out["trackers --all"] = orjson.dumps(builtins(tracker_read.trackers(ctx, None, None, None, 2**31, now)))
     for word in search_words(ctx):
         for every in (True, False):  # with the filter too: the index keeps the items' states
             out[f"search {word}" + (" --include-terminal" if every else "")] = orjson.dumps(
-                search.search(ctx, word, include_terminal=every, now=now, limit=1000)
+                builtins(search.search(ctx, word, include_terminal=every, now=now, limit=1000))
             )
     return out
 
@@ -118,7 +118,7 @@ def inbox_answers(ctx: Context, now: datetime) -> dict[str, bytes]:
 
     return {
         SNAPSHOT.format(e.id): orjson.dumps(inbox.read_inbox(ctx, e.id, now=now, include_terminal=True,
-                                                             direction="both")[0])
+                                                             direction="both")[0].to_dict())
         for e in ctx.roster.entities
     }
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -38,6 +38,7 @@ from dovecote.derive.inbox.book import Clock
 from dovecote.derive.lifecycle import LINK_KINDS, effective
 from dovecote.errors import Refusal
 from dovecote.model.addresses import HOME, SPOOL, Address, entity, project
+from dovecote.model.results import Result
 from dovecote.model.vocab_delivery import DELIVERY_KINDS
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.warm.inbox import book_for
@@ -136,27 +137,37 @@ def _kind(letter: Letter) -> str:
     return "receipt" if letter.is_receipt else "report"
 
 
-def _states(ctx: Context, entity_id: str, letters: list[Letter]) -> dict[str, dict[str, str]]:
+class Event(Result, frozen=True):
+    """One letter appended to a box: ``id`` is the cursor after it (the SSE event id); a letter of entity mail
+    that is or moves an item also names the item and its state now."""
+
+    id: str
+    letter: str
+    box: str
+    kind: str
+    agent: str | None
+    ts: str | None
+    item: str | msgspec.UnsetType = msgspec.UNSET
+    state: str | msgspec.UnsetType = msgspec.UNSET
+
+
+def _states(ctx: Context, entity_id: str, letters: list[Letter]) -> dict[str, tuple[str, str]]:
     """For each letter of an entity box that is or moves an item: that item's id and state now."""
     book = book_for(ctx, entity_id)
     tic, _ = current_tic(ctx, None)
     clock = Clock(tic, ctx.now())
-    out: dict[str, dict[str, str]] = {}
+    out: dict[str, tuple[str, str]] = {}
     for letter in letters:
         target = letter.id if letter.kind in DELIVERY_KINDS else letter.ref if letter.kind in LINK_KINDS else None
         item = book.items.get(target) if target else None
         if item is not None:
-            out[letter.id] = {"item": item.id, "state": effective(book.replay_of(item), clock.tic, clock.now).value}
+            out[letter.id] = (item.id, effective(book.replay_of(item), clock.tic, clock.now).value)
     return out
 
 
-def poll(ctx: Context, w: Watch) -> list[dict[str, Any]]:
-    """Every letter appended since the watch's place, oldest first per box; advances the watch.
-
-    Each event: ``id`` (the cursor after it), ``letter``, ``box``, ``kind``,
-    ``agent``, ``ts``, and for entity mail ``item`` and ``state``.
-    """
-    events: list[dict[str, Any]] = []
+def poll(ctx: Context, w: Watch) -> list[Event]:
+    """Every letter appended since the watch's place, oldest first per box; advances the watch."""
+    events: list[Event] = []
     for label, where in sources(ctx, w.only):
         letters = _new(ctx, w, label, where)
         if not letters:
@@ -164,10 +175,6 @@ def poll(ctx: Context, w: Watch) -> list[dict[str, Any]]:
         states = _states(ctx, where.name, letters) if isinstance(where, Address) and where.kind == "entity" else {}
         for letter in letters:
             w.counts[label] = w.counts.get(label, 0) + 1
-            ev: dict[str, Any] = {
-                "id": w.cursor, "letter": letter.id, "box": label, "kind": _kind(letter),
-                "agent": letter.agent, "ts": letter.ts,
-            }
-            ev.update(states.get(letter.id, {}))
-            events.append(ev)
+            item, state = states.get(letter.id, (msgspec.UNSET, msgspec.UNSET))
+            events.append(Event(w.cursor, letter.id, label, _kind(letter), letter.agent, letter.ts, item, state))
     return events

@@ -101,7 +101,7 @@ def run_hook(ctx: Context, kind: str, entity_id: str, payload: Mapping[str, Any]
     session = session_of(payload)
     active = payload.get("stop_hook_active") is True
     # session-start prints the block alone: read it as ``inbox --format injection`` does, no rows built
-    seen = read_injection_items(ctx, entity_id) if kind == "session-start" else read_inbox(ctx, entity_id)[0]
+    seen = read_injection_items(ctx, entity_id) if kind == "session-start" else read_inbox(ctx, entity_id)[0].to_dict()
     told = told_to(ctx, entity_id, session)  # from the fold: the whole box is read only to append
     answer = _decide(kind, seen, told, active)
     if not answer.announce:

@@ -19,12 +19,12 @@ agent-turn-nudge the mailman's next pass claims and runs it, off this path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dovecote.errors import Refusal
 from dovecote.model.addresses import entity
 from dovecote.model.letters import canonical_line, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab_delivery import ACK, AckState
 from dovecote.ops.delivery.notify import mode_of, passive_line
 from dovecote.ops.warm.inbox import entity_address
@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from dovecote.ops.context import Context
 
 
-@dataclass(frozen=True, slots=True)
-class Acked:
+class Acked(Result, frozen=True):
+    """An ack recorded (or found: ``appended`` false): its letter, the delivery and envelope, who acked, the
+    status given, whether it came after the ack timed out, and the ack state now."""
+
     id: str
     delivery_id: str
     envelope_id: str
@@ -44,9 +46,6 @@ class Acked:
     late: bool
     ack_state: str
     appended: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
 
 
 def ack(ctx: Context, entity_id: str, ref: str, status: str, reason: str | None) -> Acked:

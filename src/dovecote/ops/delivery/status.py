@@ -34,10 +34,11 @@ from dovecote.derive.delivery.tracker import Tracker, close_tasks
 from dovecote.errors import StoreError
 from dovecote.model.addresses import HOME, Address, entity
 from dovecote.model.letters import Letter, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab import LetterKind
 from dovecote.model.vocab_delivery import AckState, DeliveryState, NotifyState
 from dovecote.ops.delivery import intake as intake_op
-from dovecote.ops.delivery.presence import presence
+from dovecote.ops.delivery.presence import AgentPresence, Discovery, presence
 from dovecote.ops.delivery.trackers import all_trackers, matches, row
 
 if TYPE_CHECKING:
@@ -94,10 +95,49 @@ def intake_view(folders: list[Path], limit: int) -> dict[str, Any]:
             "quarantine_files": listed[intake_op.QUARANTINE][:limit], "folders": rows, "unreachable": unreachable}
 
 
+class StatusFilters(Result, frozen=True):
+    """The exact-match filters the view was read with (None: not filtered)."""
+
+    work_item_id: str | None
+    thread_id: str | None
+
+
+class Work(Result, frozen=True):
+    """Tasks among the trackers, how many a completed result closed, and the completed results."""
+
+    tasks: int
+    tasks_closed: int
+    completed_results: int
+
+
+class Status(Result, frozen=True):
+    """The status view (see the module docstring). Its tracker rows are ``trackers.row``'s v3 fields and its
+    intake block ``intake_view``'s (open rows, as ``Trackers`` keeps them); ``search`` is None unless filtered."""
+
+    ts: str
+    filters: StatusFilters
+    intake: dict[str, Any]
+    tracker_counts: dict[str, int]
+    delivery_state_counts: dict[str, int]
+    ack_state_counts: dict[str, int]
+    live_notify_state_counts: dict[str, int]
+    schema_drift_counts: dict[str, int]
+    work: Work
+    overdue_acks: list[dict[str, Any]]
+    overdue_total: int
+    recent_deliveries: list[dict[str, Any]]
+    escalations: list[dict[str, Any]]
+    recently_active_agents: list[AgentPresence]
+    known_agents: list[str]
+    discovery: Discovery
+    unreachable: list[dict[str, str]]
+    search: dict[str, Any] | None
+
+
 def status(
     ctx: Context, folders: list[Path], *, active_minutes: int, work_item_id: str | None, thread_id: str | None,
     limit: int, now: datetime,
-) -> dict[str, Any]:
+) -> Status:
     """The status view (see the module docstring); ``folders``: every intake folder, the home's own first."""
     every, unreachable = all_trackers(ctx)
     closed = close_tasks(every)
@@ -107,32 +147,32 @@ def status(
                      key=lambda t: (t.ack_due_ts or "", t.delivery_id))
     recent = sorted(rows, key=lambda t: (t.delivered_ts, t.delivery_id), reverse=True)
     escalated = [t for t in recent if t.escalated]
-    seen = presence(ctx, active_minutes, now).to_dict()
+    seen = presence(ctx, active_minutes, now)
     drift = Counter(field for t in rows for field in t.schema_drift)
-    return {
-        "ts": ts,
-        "filters": {"work_item_id": work_item_id, "thread_id": thread_id},
-        "intake": intake_view(folders, limit),
-        "tracker_counts": tracker_counts(rows),
-        "delivery_state_counts": _counts([t.delivery_state for t in rows], list(DeliveryState)),
-        "ack_state_counts": _counts([t.ack_state for t in rows], list(AckState)),
-        "live_notify_state_counts": _counts([t.live_notify_state for t in rows], list(NotifyState)),
-        "schema_drift_counts": dict(sorted(drift.items())),
-        "work": {
-            "tasks": sum(1 for t in rows if t.kind == LetterKind.task),
-            "tasks_closed": sum(1 for t in rows if t.kind == LetterKind.task and t.delivery_id in closed),
-            "completed_results": sum(1 for t in rows if t.is_completed_result),
-        },
-        "overdue_acks": [row(t, closed, now) for t in overdue[:limit]],
-        "overdue_total": len(overdue),
-        "recent_deliveries": [row(t, closed, now) for t in recent[:limit]],
-        "escalations": [row(t, closed, now) for t in escalated[:limit]],
-        "recently_active_agents": [a for a in seen["agents"] if a["recently_active"]],
-        "known_agents": [a["agent"] for a in seen["agents"]],
-        "discovery": seen["discovery"],
-        "unreachable": unreachable,
-        "search": search(ctx, work_item_id, thread_id, limit) if work_item_id or thread_id else None,
-    }
+    return Status(
+        ts=ts,
+        filters=StatusFilters(work_item_id, thread_id),
+        intake=intake_view(folders, limit),
+        tracker_counts=tracker_counts(rows),
+        delivery_state_counts=_counts([t.delivery_state for t in rows], list(DeliveryState)),
+        ack_state_counts=_counts([t.ack_state for t in rows], list(AckState)),
+        live_notify_state_counts=_counts([t.live_notify_state for t in rows], list(NotifyState)),
+        schema_drift_counts=dict(sorted(drift.items())),
+        work=Work(
+            tasks=sum(1 for t in rows if t.kind == LetterKind.task),
+            tasks_closed=sum(1 for t in rows if t.kind == LetterKind.task and t.delivery_id in closed),
+            completed_results=sum(1 for t in rows if t.is_completed_result),
+        ),
+        overdue_acks=[row(t, closed, now) for t in overdue[:limit]],
+        overdue_total=len(overdue),
+        recent_deliveries=[row(t, closed, now) for t in recent[:limit]],
+        escalations=[row(t, closed, now) for t in escalated[:limit]],
+        recently_active_agents=[a for a in seen.agents if a.recently_active],
+        known_agents=[a.agent for a in seen.agents],
+        discovery=seen.discovery,
+        unreachable=unreachable,
+        search=search(ctx, work_item_id, thread_id, limit) if work_item_id or thread_id else None,
+    )
 
 
 def _needle(value: str | None) -> bytes | None:

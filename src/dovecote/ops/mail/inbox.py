@@ -15,9 +15,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from dovecote.derive.inbox.book import Clock
 from dovecote.derive.inbox.view import inbox_audit, inbox_block
 from dovecote.errors import Refusal
+from dovecote.model.results import Result
 from dovecote.model.vocab import DIRECTIONS
 from dovecote.ops.mail.wait import cursor_of
 from dovecote.ops.reports.tics import current_tic, tic_dir
@@ -29,6 +32,29 @@ if TYPE_CHECKING:
     from dovecote.store.core import Probe
 
 SCHEMA = "dovecote-inbox-v1"
+
+
+class TicClock(Result, frozen=True):
+    """The tic a read was made at (None: no tic known), and where it came from ("flag", "roster" or "none")."""
+
+    tic: int | None
+    source: str
+
+
+class InboxView(Result, frozen=True):
+    """The audit of one entity's inbox: its counts and flags, the direction read, the cursor after the letters
+    shown (``wait --after`` skips none), and its rows, inbound ``items`` and ``outbound`` as the direction asks
+    (each row ``derive.inbox.book.item_row``'s fields: the fold's open row)."""
+
+    schema: str
+    entity: str
+    clock: TicClock
+    counts: dict[str, int]
+    flags: dict[str, int]
+    direction: str
+    cursor: str
+    items: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
+    outbound: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
 
 
 def default_entity(ctx: Context) -> str:
@@ -72,25 +98,20 @@ def read_inbox(
     now: datetime | None = None,
     direction: str = "inbound",
     include_terminal: bool = False,
-) -> tuple[dict[str, Any], datetime | None]:
-    """The audit of one entity's inbox (see ``inbox_audit``) as a JSON-ready dict,
-    and the moment that answer would change with no new letter."""
+) -> tuple[InboxView, datetime | None]:
+    """The audit of one entity's inbox (see ``inbox_audit``), and the moment that answer would change with no
+    new letter."""
     who, clock, source = _asked(ctx, entity_id, current, now, direction)
     tic = clock.tic
     loose = len(loose_files(ctx, who))
     with foldcache.inbox(ctx, who) as book:  # the view is computed under the box's fold lock
         view, until = inbox_audit(book, clock, limits=ctx.roster.limits, loose=loose, include_terminal=include_terminal)
         cursor = cursor_of(book.count, book.last)  # after exactly the letters shown: `wait --after` skips none
-    out: dict[str, Any] = {"schema": SCHEMA, "entity": who, "clock": {"tic": tic, "source": source}}
-    out["counts"] = view["counts"]
-    out["flags"] = view["flags"]
-    out["direction"] = direction
-    out["cursor"] = cursor
-    if direction in ("inbound", "both"):
-        out["items"] = view["items"]
-    if direction in ("outbound", "both"):
-        out["outbound"] = view["outbound"]
-    return out, until
+    return InboxView(
+        SCHEMA, who, TicClock(tic, source), view["counts"], view["flags"], direction, cursor,
+        view["items"] if direction in ("inbound", "both") else msgspec.UNSET,
+        view["outbound"] if direction in ("outbound", "both") else msgspec.UNSET,
+    ), until
 
 
 def _asked(

@@ -1,4 +1,4 @@
-"""Entity mail: send, drafts and the outbox (the lifecycle verbs are in ``transitions``).
+"""Entity mail: send and drafts (the outbox is ``outbox``, the lifecycle verbs are in ``transitions``).
 
 Sending writes two boxes: the message into the recipient's, then a ``sent``
 record into the sender's. No lock makes two files one write, so the order is
@@ -27,17 +27,18 @@ rule of a send reads the sender's) and the sender's ledger is opened first
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from dovecote.derive.inbox.book import Draft, InboxBook
+from dovecote.derive.inbox.book import InboxBook
 from dovecote.derive.inbox.responses import REDIRECT
 from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.model.addresses import Address, check_name, entity
 from dovecote.model.credentials import cap_trust
 from dovecote.model.envelope import Envelope, build_message
 from dovecote.model.letters import canonical_line, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab import LetterKind
 from dovecote.ops.mail import artifacts
 from dovecote.ops.mail.transitions import Transition, transition
@@ -47,7 +48,7 @@ from dovecote.ops.warm.registry import guarded_many
 from dovecote.store.core import commits_together
 from dovecote.store.files import ready
 
-__all__ = ["Delivery", "Transition", "compose", "draft", "outbox_send", "send", "transition"]
+__all__ = ["Delivery", "Transition", "compose", "draft", "send", "transition"]
 
 if TYPE_CHECKING:
     from dovecote.ops.context import Context
@@ -55,33 +56,24 @@ if TYPE_CHECKING:
     from dovecote.verbs import Message
 
 
-class Delivery(msgspec.Struct):
+class Delivery(Result, frozen=True):
+    """A message delivered (or a draft written): its letter, message id and idempotency key, recipient, sender,
+    thread, whether this call appended it, and the sender's ``sent`` record (None: not written, or a draft)."""
+
     id: str
+    message_id: str | None
+    idempotency_key: str | None
     to: str
-    sender: str
+    sender: str = msgspec.field(name="from")
     thread_id: str
     appended: bool
     sent_record: str | None
-    message_id: str | None = None
-    idempotency_key: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "message_id": self.message_id,
-            "idempotency_key": self.idempotency_key,
-            "to": self.to,
-            "from": self.sender,
-            "thread_id": self.thread_id,
-            "appended": self.appended,
-            "sent_record": self.sent_record,
-        }
 
     @classmethod
     def of(cls, lid: str, data: dict[str, Any], *, appended: bool, record: str | None = None) -> Delivery:
         env = Envelope(data)
-        return cls(lid, env.recipient or "", env.sender or "", env.thread_id or "", appended, record,
-                   env.message_id, env.idempotency_key)
+        return cls(lid, env.message_id, env.idempotency_key, env.recipient or "", env.sender or "",
+                   env.thread_id or "", appended, record)
 
 
 def _body(ctx: Context, body: str | None, body_file: Path | None) -> tuple[str, str | None]:
@@ -313,72 +305,3 @@ def draft(ctx: Context, m: Message) -> Delivery:
                     return Delivery.of(d.id, d.letter.data(), appended=False)
         did, appended = _append(led, canonical_line(msg), addr)
     return Delivery.of(did, msg, appended=appended)
-
-
-def delivery_of(data: dict[str, Any]) -> dict[str, Any]:
-    """The message a draft becomes: its own bytes, ``kind: message``; nothing
-    taken from the clock at delivery, so every retry is the same line."""
-    return {**data, "kind": LetterKind.message.value}
-
-
-def _deliver_draft(
-    ctx: Context, who: str, to: str, d: Draft, held: dict[Address, Guard]
-) -> tuple[str, dict[str, Any]] | None:
-    """Deliver one draft under both locks (the caller writes the record after them);
-    None if someone else did meanwhile."""
-    if d.id in foldcache.book_for(ctx, who, held[entity(who)]).delivered:
-        return None
-    msg = delivery_of(d.env.data)
-    known = None
-    if d.env.idempotency_key is not None and d.env.message_id:  # a send of the same key may have delivered it
-        book = foldcache.book_for(ctx, to, held[entity(to)])
-        known = book.alias.get(d.env.message_id)
-        known = known if known is not None and book.items[known].env.sender == who else None
-    if known is not None:
-        mid = known
-    else:
-        mid, _ = _append(held[entity(to)], canonical_line(msg), entity(to))
-    return mid, msg
-
-
-def _stopped(e: StoreError, out: list[dict[str, Any]], failed: str, what: str) -> PartialWrite:
-    """The error of an outbox run stopped by ``e`` at ``failed``: what was
-    delivered before it, and what was half done (``what`` says it was not)."""
-    done = [o for o in out if o["delivered"]]
-    before = "; before it this run delivered " + ", ".join(
-        f"{o['draft']} as {o['message']} to {o['to']}" for o in done
-    ) if done else "; this run delivered nothing before it"
-    half = cast(list[dict[str, Any]], e.details["delivered"]) if isinstance(e, PartialWrite) else []
-    return PartialWrite(f"{e if half else f'{what} ({e})'}{before}", delivered=[*done, *half], failed=failed)
-
-
-def outbox_send(ctx: Context, sender: str | None = None) -> list[dict[str, Any]]:
-    """Deliver every pending draft (of one entity, or of all), verifying each recipient.
-
-    A failure stops the run with a ``PartialWrite`` that lists every delivery
-    made before it (and the one half made, if any); re-running completes it.
-    """
-    senders = [sender] if sender else [e.id for e in ctx.roster.entities]
-    out: list[dict[str, Any]] = []
-    for who in senders:
-        foldcache.entity_address(ctx, who)
-        try:
-            with foldcache.inbox(ctx, who) as b:
-                pending = b.pending_drafts()
-        except StoreError as e:
-            raise _stopped(e, out, who, f"the drafts of {who} could not be read") from e
-        for d in pending:
-            to = d.env.recipient or ""
-            if not to or ctx.roster.entity(to) is None:
-                out.append({"draft": d.id, "from": who, "to": to, "delivered": False, "reason": "unknown_recipient"})
-                continue
-            try:
-                with guarded_many(ctx.store, [entity(who), entity(to)]) as held:
-                    done = _deliver_draft(ctx, who, to, d, held)
-                if done is not None:
-                    _record(ctx, done[0], done[1], fresh=False, draft=d.id)
-            except StoreError as e:
-                raise _stopped(e, out, d.id, f"draft {d.id} was not delivered") from e
-            if done is not None:
-                out.append({"draft": d.id, "from": who, "to": to, "delivered": True, "message": done[0]})
-    return out

@@ -19,6 +19,7 @@ from dovecote.derive.lifecycle import check_due, check_rails, check_transition, 
 from dovecote.errors import Refusal
 from dovecote.model.addresses import Address, check_name, entity
 from dovecote.model.letters import canonical_line, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab import LetterKind
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.warm.inbox import entity_address, inbox
@@ -69,15 +70,14 @@ def _until(value: str | None) -> str | None:
     return format_ts(t)
 
 
-class Transition(msgspec.Struct):
+class Transition(Result, frozen=True):
+    """A move made: the letter written (``id``), the item, the move, and the states it went from and to."""
+
     id: str
     item: str
     kind: str
-    from_state: str
-    to_state: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "item": self.item, "kind": self.kind, "from": self.from_state, "to": self.to_state}
+    from_state: str = msgspec.field(name="from")
+    to_state: str = msgspec.field(name="to")
 
 
 def transition(

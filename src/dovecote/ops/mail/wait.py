@@ -19,11 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from dovecote.derive.inbox.book import Clock, item_row
 from dovecote.errors import Refusal
 from dovecote.model.letters import Letter, is_letter_id
+from dovecote.model.results import Result
 from dovecote.model.vocab_delivery import DELIVERY_KINDS
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.warm.inbox import book_for, entity_address
@@ -72,16 +71,14 @@ def box_cursor(ctx: Context, entity_id: str) -> str:
     return cursor_text(ctx.store.read(entity_address(ctx, entity_id)).letters)
 
 
-class WaitResult(msgspec.Struct, frozen=True):
-    """What ``wait`` saw: the new inbound items (rows as ``inbox`` shows them) and the cursor after them."""
+class WaitResult(Result, frozen=True):
+    """What ``wait`` saw: the cursor after the new inbound items, whether it timed out first, and the items
+    (rows as ``inbox`` shows them)."""
 
     entity: str
     cursor: str
-    items: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    timed_out: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"entity": self.entity, "cursor": self.cursor, "timed_out": self.timed_out, "items": self.items}
+    timed_out: bool
+    items: list[dict[str, Any]]
 
 
 def wait(
@@ -108,9 +105,9 @@ def wait(
     while True:
         new = [letter for letter in letters[start:] if letter.kind in DELIVERY_KINDS]
         if new:
-            return WaitResult(entity_id, cursor_text(letters), _rows(ctx, entity_id, new))
+            return WaitResult(entity_id, cursor_text(letters), False, _rows(ctx, entity_id, new))
         if deadline is not None and ctx.now() >= deadline:
-            return WaitResult(entity_id, cursor_text(letters), timed_out=True)
+            return WaitResult(entity_id, cursor_text(letters), True, [])
         sleep(poll)
         moved = store.stamp(addr)
         if moved == stamp:

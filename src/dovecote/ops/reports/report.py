@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dovecote.derive.cases.symptoms import check_fingerprint
 from dovecote.errors import Refusal
 from dovecote.model.letters import canonical_line, format_ts
+from dovecote.model.results import Result
 from dovecote.model.vocab import (
     ENGINE_AGENT,
     MISDELIVERY_CLASS,
@@ -91,6 +92,23 @@ def _check_classes(letter: dict[str, Any]) -> None:
             raise Refusal("invalid_field", "sentinel must be an object of strings, e.g. {probe, expect}")
     if "answers" in letter and not letter["answers"]:
         raise Refusal("invalid_field", "answers must be a non-empty list of letter ids")
+
+
+class FiledLetter(Result, frozen=True):
+    """One field report in the spool: its id, and whether this call appended it (false: it was there)."""
+
+    id: str
+    appended: bool
+
+
+class ReportsFiled(Result, frozen=True):
+    """The reports a remote caller filed, in the order given (the library answers the (id, appended) pairs)."""
+
+    letters: list[FiledLetter]
+
+    @classmethod
+    def of(cls, filed: list[tuple[str, bool]]) -> ReportsFiled:
+        return cls([FiledLetter(lid, new) for lid, new in filed])
 
 
 def report(ctx: Context, objs: list[Any]) -> list[tuple[str, bool]]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dovecote.errors import Refusal, StoreError
+from dovecote.model.results import Result
 from dovecote.ops.reports.tics import current_tic
 from dovecote.ops.search import items as search_items
 from dovecote.ops.search.index import SearchIndex, Unusable, connect, ent_token, unusable, yanked
@@ -54,6 +55,29 @@ def fts_query(terms: list[str]) -> str:
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
+class SearchMatch(Result, frozen=True):
+    """One message that holds every word: its item's id, entity and state now, subject, sender, ts, and the
+    snippet around the words (marked ``**``)."""
+
+    id: str
+    entity: str
+    state: str | None
+    subject: str | None
+    sender: str | None
+    ts: str | None
+    snippet: str
+
+
+class SearchResult(Result, frozen=True):
+    """The query, how many messages match (``count``), the limit, and the newest ``limit`` matches."""
+
+    query: str
+    count: int
+    limit: int
+    truncated: bool
+    matches: list[SearchMatch]
+
+
 def _answer(
     ctx: Context,
     idx: SearchIndex,
@@ -64,7 +88,7 @@ def _answer(
     include_terminal: bool,
     limit: int,
     now: datetime,
-) -> dict[str, Any]:
+) -> SearchResult:
     sync(ctx, idx, entities, prune=entity_id is None)
     terms = split_words(idx.conn, words)
     if not terms:
@@ -91,20 +115,12 @@ def _answer(
     names = {ent_token(n): e for e, (n, _) in idx.boxes.items()}
     tic, _ = current_tic(ctx, None)
     shown = search_items.states(conn, [(int(meta[r][0][1:]), meta[r][1]) for r, _ in hits], tic, now)
-    matches: list[dict[str, Any]] = []
+    matches: list[SearchMatch] = []
     for rowid, snippet in hits:
         ent, lid, ts, subject, sender = meta[rowid]
-        matches.append(
-            {"id": lid, "entity": names.get(ent, ent), "state": shown[(int(ent[1:]), lid)], "subject": subject,
-             "sender": sender or None, "ts": ts or None, "snippet": snippet}
-        )
-    return {
-        "query": query,
-        "count": count,
-        "limit": limit,
-        "truncated": count > len(matches),
-        "matches": matches,
-    }
+        matches.append(SearchMatch(lid, names.get(ent, ent), shown[(int(ent[1:]), lid)], subject, sender or None,
+                                   ts or None, snippet))
+    return SearchResult(query, count, limit, count > len(matches), matches)
 
 
 def search(
@@ -115,10 +131,10 @@ def search(
     include_terminal: bool = False,
     limit: int = DEFAULT_LIMIT,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> SearchResult:
     """Messages whose subject, body or text artifacts hold every word of ``query``.
 
-    Returns ``{query, count, limit, truncated, matches}``: ``count`` is every
+    Returns ``SearchResult`` (query, count, limit, truncated, matches): ``count`` is every
     match, ``matches`` the newest ``limit`` of them (newest first by letter
     ``ts``), each ``{id, entity, state, subject, sender, ts, snippet}``. DONE
     and NACK items are left out unless ``include_terminal``.
