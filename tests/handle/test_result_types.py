@@ -28,10 +28,13 @@ def test_no_public_method_of_the_handle_answers_plain_data() -> None:
 
 
 def test_no_function_of_the_library_api_answers_plain_data() -> None:
-    """``copy_store``, ``migrate_store``, ``init``...: the module's own functions, as the handle's methods."""
-    own = {n: f for n, f in inspect.getmembers(api, inspect.isfunction)
-           if f.__module__ == api.__name__ and not n.startswith("_")}
-    assert "copy_store" in own and {n for n, f in own.items() if _plain(f)} == set()
+    """``copy_store``, ``migrate_store``, ``init``...: the library's own functions (``handle.api`` and the
+    home's, ``handle.home``, which ``api`` names), as the handle's methods."""
+    from dovecote.handle import home
+
+    own = {n: f for module in (api, home) for n, f in inspect.getmembers(module, inspect.isfunction)
+           if f.__module__ == module.__name__ and not n.startswith("_")}
+    assert {"copy_store", "migrate_store", "init"} <= set(own) and {n for n, f in own.items() if _plain(f)} == set()
 
 
 def test_every_typed_answer_the_handle_names_is_a_frozen_result() -> None:
