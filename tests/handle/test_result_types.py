@@ -12,7 +12,7 @@ import inspect
 import msgspec
 
 from dovecote.handle import api
-from dovecote.handle.api import Cases, Dovecote, ReceiptFiled
+from dovecote.handle.api import Acked, Cases, Delivery, Dovecote, InboxView, ReceiptFiled, SentAnswer, Shown, WaitResult
 from dovecote.mcp import schemas
 from dovecote.mcp.tools import TOOLS
 from dovecote.model.results import Result, builtins
@@ -60,3 +60,15 @@ def test_mcp_output_schemas_of_typed_answers_come_from_their_types() -> None:
         "type": "object", "required": ["cases", "count", "kindless", "recurrence", "unreachable"]}
     assert TOOLS["receipt"].output == schemas.output(ReceiptFiled) == {
         "type": "object", "required": ["answers", "appended", "box", "fingerprint", "id"]}
+
+
+def test_mcp_output_schemas_are_generated_never_listed_by_hand() -> None:
+    """The mail tools' output schemas are their answers' types' (an inbox's ``schema`` tag and a show's body were
+    missing from the hand lists); a send's is what a message's ``Delivery`` and a work send's ``Sent`` both write."""
+    assert not [n for n in vars(schemas) if n.isupper() and n != "OBJECT" and isinstance(getattr(schemas, n), dict)]
+    assert TOOLS["inbox"].output == schemas.output(InboxView) and "schema" in TOOLS["inbox"].output["required"]
+    assert TOOLS["show"].output == schemas.output(Shown) and "body" in TOOLS["show"].output["required"]
+    assert TOOLS["wait"].output == schemas.output(WaitResult)
+    assert TOOLS["ack"].output == schemas.output(Acked)
+    assert TOOLS["send"].output == schemas.output(Delivery, SentAnswer) == {
+        "type": "object", "required": ["appended", "from", "id", "thread_id", "to"]}

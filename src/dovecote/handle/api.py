@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.delivery import import_vnext as import_vnext_op
     from dovecote.ops.delivery.acks import Acked
     from dovecote.ops.delivery.presence import Beat, Presence
+    from dovecote.ops.delivery.shapes import IntakeAnswer, PassAnswer, SentAnswer
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.ops.delivery.work_send import Sent
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.missions.post import MissionArchived, MissionChain, MissionListing, MissionPosted
     from dovecote.ops.reports.box import BoxContents
     from dovecote.ops.reports.report import ReportsFiled
+    from dovecote.ops.reports.shapes import BoxAnswer, DistributionAnswer, SweepAnswer
     from dovecote.ops.reports.sweep import Progress, SweepResult
     from dovecote.ops.search.query import SearchMatch, SearchResult
     from dovecote.ops.tree import tree_import as tree_import_op
@@ -76,13 +78,13 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.tree.organize import Organized
 
 __all__ = [
-    "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "Case", "Cases", "Claims",
-    "Copied", "Delivery", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed", "InboxView", "KeySet", "Migrated",
-    "MissionArchived", "MissionChain", "MissionListing", "MissionPosted", "MonitorAdded", "Monitors", "Organized",
-    "OutboxRow", "OutboxSent", "Presence", "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled",
-    "SearchMatch", "SearchResult", "Sentinels", "Shown", "StaleCheck", "Status", "Trackers", "Transition", "Use",
-    "WaitResult", "Watch", "copy_store", "inbox_injection", "init", "merge_ledgers", "migrate_store",
-    "open_home",
+    "FLAG_OVERDUE", "FLAG_STALE", "Acked", "Actor", "Beat", "BlockChange", "BlockListing", "BoxAnswer", "Case", "Cases",
+    "Claims", "Copied", "Delivery", "DistributionAnswer", "Doctor", "Dovecote", "EntityRow", "Event", "HookRelayed",
+    "InboxView", "IntakeAnswer", "KeySet", "Migrated", "MissionArchived", "MissionChain", "MissionListing",
+    "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "PassAnswer", "Presence",
+    "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled", "SearchMatch", "SearchResult",
+    "SentAnswer", "Sentinels", "Shown", "StaleCheck", "Status", "SweepAnswer", "Trackers", "Transition", "Use",
+    "WaitResult", "Watch", "copy_store", "inbox_injection", "init", "merge_ledgers", "migrate_store", "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -92,25 +94,23 @@ RESULTS = {
     "MissionArchived": "dovecote.ops.missions.post", "MissionChain": "dovecote.ops.missions.post",
     "MissionListing": "dovecote.ops.missions.post", "MissionPosted": "dovecote.ops.missions.post",
     "Case": "dovecote.ops.cases.cases", "Cases": "dovecote.ops.cases.cases", "Claims": "dovecote.ops.cases.cases",
-    "ReceiptFiled": "dovecote.ops.cases.cases",
-    "MonitorAdded": "dovecote.ops.cases.monitors", "Monitors": "dovecote.ops.cases.monitors",
-    "Sentinels": "dovecote.ops.cases.sentinels", "StaleCheck": "dovecote.ops.mail.stale",
-    "Organized": "dovecote.ops.tree.organize", "Trackers": "dovecote.ops.delivery.trackers",
-    "KeySet": "dovecote.ops.missions.gestures",
-    "ReceiptImported": "dovecote.ops.missions.blocks",
-    "Beat": "dovecote.ops.delivery.presence", "Presence": "dovecote.ops.delivery.presence",
-    "HookRelayed": "dovecote.ops.cases.abandonment",
-    "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor",
-    "Shown": "dovecote.ops.mail.show",
+    "ReceiptFiled": "dovecote.ops.cases.cases", "MonitorAdded": "dovecote.ops.cases.monitors",
+    "Monitors": "dovecote.ops.cases.monitors", "Sentinels": "dovecote.ops.cases.sentinels",
+    "StaleCheck": "dovecote.ops.mail.stale", "Organized": "dovecote.ops.tree.organize",
+    "Trackers": "dovecote.ops.delivery.trackers", "KeySet": "dovecote.ops.missions.gestures",
+    "ReceiptImported": "dovecote.ops.missions.blocks", "Beat": "dovecote.ops.delivery.presence",
+    "Presence": "dovecote.ops.delivery.presence", "HookRelayed": "dovecote.ops.cases.abandonment",
+    "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor", "Shown": "dovecote.ops.mail.show",
     "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
-    "InboxView": "dovecote.ops.mail.inbox",
-    "SearchMatch": "dovecote.ops.search.query", "SearchResult": "dovecote.ops.search.query",
-    "Copied": "dovecote.ops.admin.store_copy",
+    "InboxView": "dovecote.ops.mail.inbox", "SearchMatch": "dovecote.ops.search.query",
+    "SearchResult": "dovecote.ops.search.query", "Copied": "dovecote.ops.admin.store_copy",
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
     "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
-    "WaitResult": "dovecote.ops.mail.wait",
-    "EntityRow": "dovecote.ops.agents.roster_use", "ProjectRow": "dovecote.ops.agents.roster_use",
-    "Migrated": "dovecote.handle.home",
+    "WaitResult": "dovecote.ops.mail.wait", "SweepAnswer": "dovecote.ops.reports.shapes",
+    "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
+    "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
+    "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",
+    "ProjectRow": "dovecote.ops.agents.roster_use", "Migrated": "dovecote.handle.home",
 }
 #: The rest of the handle a face names from here, defined beside what it needs and imported on first use as
 #: ``RESULTS`` are: making, migrating and copying a home (``handle.home``), and what a removal found in use.

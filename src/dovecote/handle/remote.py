@@ -14,9 +14,8 @@ event stream's place is ``watch``'s (an agent's stream: its own box alone).
 
 ``principal`` is None only for a request with no token on a loopback server
 (the person at this machine reading with curl or the page) or with the login
-link's session (the person at the screen): it reads
-everything and writes nothing (``unauthorized``): a write always has a token's
-entity behind it. A remote caller never names a file on the server
+link's session (the person at the screen): it reads everything and writes nothing
+(``unauthorized``): a write always has a token's entity behind it. A remote caller never names a file on the server
 (``server_file``): ``body_file`` and ``artifact_paths`` would let it read any
 file the server can, and ``dir`` (intake's and the mailman's folder) any
 folder; they take the home's intake folder. The one caller who names a folder
@@ -59,6 +58,8 @@ if TYPE_CHECKING:
     from dovecote.ops.reports.report import ReportsFiled
     from dovecote.ops.search.query import SearchResult
 from dovecote.errors import Refusal
+from dovecote.handle.api import DistributionAnswer, IntakeAnswer, PassAnswer, SentAnswer
+from dovecote.model.results import Result, typed
 
 Call = Callable[[Dovecote, "Principal | None", Any], Any]
 
@@ -151,9 +152,9 @@ def report(dc: Dovecote, p: Principal | None, v: verbs.Report) -> ReportsFiled:
     return ReportsFiled.of(dc.report(v, actor=actor_of(w)))
 
 
-def distribute(dc: Dovecote, p: Principal | None, v: verbs.Distribute) -> dict[str, Any]:
+def distribute(dc: Dovecote, p: Principal | None, v: verbs.Distribute) -> DistributionAnswer:
     writer(p, "distribute")
-    return dc.distribute(v).to_dict()
+    return typed(DistributionAnswer, dc.distribute(v).to_dict())
 
 
 def sweep(dc: Dovecote, p: Principal | None, v: verbs.Sweep) -> dict[str, Any]:
@@ -172,10 +173,10 @@ def doctor(dc: Dovecote, p: Principal | None, v: verbs.Doctor) -> Doctor:
     return dc.doctor(v)
 
 
-def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> dict[str, Any]:
-    """A message, or (``verbs.Send``) a task or response, to one recipient or to all."""
-    w = author(p, "send", v)
-    return dc.send(v, actor=actor_of(w)).to_dict()
+def send(dc: Dovecote, p: Principal | None, v: verbs.Message) -> Delivery | SentAnswer:
+    """A message (``Delivery``), or (``verbs.Send``) a task or response, to one recipient or to all."""
+    sent = dc.send(v, actor=actor_of(author(p, "send", v)))
+    return sent if isinstance(sent, Result) else typed(SentAnswer, sent.to_dict())  # a Delivery is typed already
 
 
 def ack(dc: Dovecote, p: Principal | None, v: verbs.Ack) -> Acked:
@@ -330,13 +331,13 @@ def hook_event(dc: Dovecote, p: Principal | None, v: verbs.HookEvent) -> HookRel
     return dc.hook_event(v)
 
 
-def intake(dc: Dovecote, p: Principal | None, v: verbs.Intake) -> dict[str, Any]:
+def intake(dc: Dovecote, p: Principal | None, v: verbs.Intake) -> IntakeAnswer:
     operator(p, "run intake")
     refuse_server_files(v)
-    return dc.intake(v).to_dict()
+    return typed(IntakeAnswer, dc.intake(v).to_dict())
 
 
-def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, Any]:
+def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> PassAnswer:
     """One pass: a remote call answers when it is done (``loop`` is a terminal's ``dovecote mailman --loop``)."""
     operator(p, "run the mailman")
     refuse_server_files(v)
@@ -344,7 +345,7 @@ def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> dict[str, An
         raise Refusal("invalid_field", "loop: a remote call runs one mailman pass; loop at a terminal "
                                        "(dovecote mailman --loop)")
     (one,) = dc.mailman(v, passes=1)
-    return one.to_dict()
+    return typed(PassAnswer, one.to_dict())
 
 
 def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dict[str, Any]:

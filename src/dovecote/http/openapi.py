@@ -131,8 +131,10 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
         if desc:
             p["description"] = desc
         parameters.append(p)
-    (ok,), comps = msgspec.json.schema_components([route.response], ref_template=REF)
+    kinds = route.response if isinstance(route.response, tuple) else (route.response,)
+    oks, comps = msgspec.json.schema_components(kinds, ref_template=REF)
     components.update(comps)
+    ok = oks[0] if len(oks) == 1 else {"anyOf": list(oks)}
     responses: dict[str, Any] = {str(route.status): {"description": route.summary,
                                                       "content": {"application/json": {"schema": ok}}}}
     if route.name in LINKS:

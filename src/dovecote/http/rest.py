@@ -49,30 +49,36 @@ from dovecote.handle.api import (
     Beat,
     BlockChange,
     BlockListing,
+    BoxAnswer,
     Case,
     Cases,
     Claims,
     Delivery,
+    DistributionAnswer,
     Doctor,
     Dovecote,
     EntityRow,
     HookRelayed,
     InboxView,
+    IntakeAnswer,
     MissionChain,
     MissionListing,
     MissionPosted,
     MonitorAdded,
     Monitors,
     OutboxSent,
+    PassAnswer,
     Presence,
     Principal,
     ProjectRow,
     ReceiptFiled,
     ReportsFiled,
     SearchResult,
+    SentAnswer,
     Sentinels,
     Shown,
     Status,
+    SweepAnswer,
     Trackers,
     Transition,
     WaitResult,
@@ -139,6 +145,25 @@ class Boxes(msgspec.Struct):
     boxes: list[BoxSummary]
 
 
+class SweepFilter(msgspec.Struct, frozen=True):
+    """The filters a ``GET /sweep`` applied (``all``: every letter, the closed ones too)."""
+
+    fate: str | None
+    box: str | None
+    klass: str | None = msgspec.field(name="class")
+    all: bool
+
+
+class FilteredSweep(SweepAnswer, frozen=True):
+    """``GET /sweep``'s answer: the sweep's JSON, its letters narrowed, and the filter that narrowed them."""
+
+    filter: SweepFilter
+
+
+#: A send answers a message's ``Delivery``, or (a task, a response, a broadcast) a ``Sent``'s JSON.
+SENT = (Delivery, SentAnswer)
+
+
 def box_summary(dc: Dovecote, address: str) -> dict[str, Any]:
     """A box's counts (``BoxSummary``): one read of the box, its letters left out."""
     d = dc.box(verbs.Box(address=address)).to_dict()
@@ -191,6 +216,7 @@ class Route:
     summary: str
     verb: str
     params: type[msgspec.Struct]
+    #: the answer's type, or a tuple of the types it may be (the OpenAPI's ``anyOf``)
     response: Any
     access: str
     call: Call
@@ -226,7 +252,7 @@ ITEM = ENTITY + "/items/{ref}"
 #: Delivery: tasks and responses, acks, trackers, presence, status, intake and the mailman.
 DELIVERY: tuple[Route, ...] = (
     Route("POST", "/messages", "send_all", "Send to every registered entity but the sender (to_all), or to the "
-          "body's recipient", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
+          "body's recipient", "send", verbs.Send, SENT, "token", _remote("send"), status=201),
     Route("POST", ENTITY + "/acks", "ack", "Ack a task or response delivered to this entity, once", "ack", verbs.Ack,
           Acked, "recipient", _remote("ack"), status=201),
     Route("GET", "/trackers", "trackers", "Delivery, ack and notify state of each delivery (an agent's own)",
@@ -238,9 +264,9 @@ DELIVERY: tuple[Route, ...] = (
     Route("POST", "/presence/beats", "presence_beat", "Record that an agent's session is alive", "presence_beat",
           verbs.PresenceBeat, Beat, "operator", _remote("presence_beat"), status=201),
     Route("POST", "/intake", "intake", "Deliver every envelope in the home's intake pending/, once per recipient",
-          "intake", verbs.Intake, dict[str, Any], "operator", _remote("intake")),
+          "intake", verbs.Intake, IntakeAnswer, "operator", _remote("intake")),
     Route("POST", "/mailman", "mailman", "One mailman pass: intake, then repings, timeouts and escalations due",
-          "mailman", verbs.Mailman, dict[str, Any], "operator", _remote("mailman")),
+          "mailman", verbs.Mailman, PassAnswer, "operator", _remote("mailman")),
 )
 
 #: Missions: blocks and mission letters. The two human gestures (archive, receipt import) are no
@@ -264,8 +290,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
           "open", _read(boxes)),
     Route("GET", "/sweep", "sweep", "Fates across the spool and every reachable box (no distribution)", "sweep",
-          SweepParams, dict[str, Any], "open", _read(sweep)),
-    Route("GET", "/boxes/{address}", "box", "One box read alone", "box", verbs.Box, dict[str, Any], "own",
+          SweepParams, FilteredSweep, "open", _read(sweep)),
+    Route("GET", "/boxes/{address}", "box", "One box read alone", "box", verbs.Box, BoxAnswer, "own",
           _remote("box")),
     Route("GET", "/projects", "projects", "The roster's projects and where their boxes are", "project_list",
           verbs.ProjectList, list[ProjectRow], "open", _read(lambda dc, v: dc.projects(v))),
@@ -282,7 +308,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, Doctor, "open",
           _remote("doctor")),
     Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "
-          "answers", "send", verbs.Send, dict[str, Any], "token", _remote("send"), status=201),
+          "answers", "send", verbs.Send, SENT, "token", _remote("send"), status=201),
     Route("POST", "/entities/{recipient}/drafts", "draft", "Keep a draft in the sender's outbox", "draft",
           verbs.Message, Delivery, "token", _remote("draft"), status=201),
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
@@ -292,7 +318,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,
           ReportsFiled, "token", _remote("report"), status=201),
     Route("POST", "/distribute", "distribute", "File every spool letter into its box", "distribute",
-          verbs.Distribute, dict[str, Any], "token", _remote("distribute")),
+          verbs.Distribute, DistributionAnswer, "token", _remote("distribute")),
     # -- case intelligence: reading cases, claims and monitors is anyone's, a receipt an agent's
     # (without a sentinel probe, as on MCP); probes, monitors and labels are operator work.
     Route("GET", "/cases", "cases", "Every case, with recurrence and kindless counts", "cases", verbs.Cases,

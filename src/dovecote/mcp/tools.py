@@ -50,7 +50,21 @@ from typing import Any
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
-from dovecote.handle.api import Cases, Dovecote, Principal, ReceiptFiled, ReportsFiled, Transition
+from dovecote.handle.api import (
+    Acked,
+    Cases,
+    Delivery,
+    Dovecote,
+    InboxView,
+    Principal,
+    ReceiptFiled,
+    ReportsFiled,
+    SentAnswer,
+    Shown,
+    Trackers,
+    Transition,
+    WaitResult,
+)
 from dovecote.handle.remote import refuse_if_read_only
 from dovecote.mcp import schemas
 
@@ -250,25 +264,25 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
          schemas.OBJECT),
     Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
-         _sent_text, schemas.SENT, omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
+         _sent_text, schemas.output(Delivery, SentAnswer), omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
     Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
          lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.output(Transition)),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
-         schemas.INBOX),
+         schemas.output(InboxView)),
     Tool("show", verbs.Show, "One item whole: envelope, body, thread, history.", remote.show,
          lambda d: f"{d['item'].get('state')} {d['item'].get('id')}: {d['envelope'].get('subject')} "
-                   f"(from: {d['envelope'].get('sender')})", schemas.SHOW),
+                   f"(from: {d['envelope'].get('sender')})", schemas.output(Shown)),
     Tool("search", verbs.Search, "Full-text search of mail, newest first.", remote.search,
          lambda d: f"search: {d['count']} matches, {_n(d, 'matches')} shown", schemas.OBJECT),
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
-         + (" (timed out)" if d["timed_out"] else ""), schemas.WAIT),
+         + (" (timed out)" if d["timed_out"] else ""), schemas.output(WaitResult)),
     # -- delivery: an agent acks and reads its trackers and presence; the rest is an operator's
     Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
-         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.ACKED),
+         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.output(Acked)),
     Views("trackers", "Delivery reads by view", (
         Tool("trackers", verbs.Trackers, "your deliveries' delivery, ack and notify states", remote.trackers,
-             lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.TRACKERS),
+             lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.output(Trackers)),
         Tool("presence", verbs.Presence, "agents recently active", remote.presence,
              lambda d: f"presence: {d['recently_active']} of {_n(d, 'agents')} agents recently active",
              schemas.OBJECT),
