@@ -192,3 +192,37 @@ def test_a_failed_fsync_names_the_ledger_and_its_cause(tmp_path: Path, monkeypat
     monkeypatch.undo()
     assert str(failed.value).startswith(f"cannot append to {path}: not durable: fsync of ")
     assert isinstance(failed.value.__cause__, OSError) and failed.value.__cause__.errno == errno.EIO
+
+
+def test_a_line_with_a_newline_is_refused_saying_why(tmp_path: Path) -> None:
+    path = tmp_path / "letters.jsonl"
+    with pytest.raises(ValueError) as refused:
+        ledger_append.append(LedgerReader(path), [b'{"a":\n1}'])
+    assert str(refused.value) == "a ledger line cannot contain a newline"
+    assert not path.exists() or path.read_bytes() == b""
+
+
+class _Interrupted(BaseException):
+    """Not an OSError: a signal's exception arriving mid-write."""
+
+
+def test_an_interrupted_write_is_truncated_back_and_its_own_error_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever stops a write half-way, no partial line stays and the caller sees what stopped it."""
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(_line(what="first") + b"\n")
+    before = path.read_bytes()
+    real, ino = os.write, path.stat().st_ino
+
+    def write(fd: int, data: Any) -> int:
+        if os.fstat(fd).st_ino != ino:
+            return real(fd, data)
+        real(fd, memoryview(data)[: len(data) // 2])
+        raise _Interrupted
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(_Interrupted):
+        ledger_append.append(LedgerReader(path), [_line(what="half", pad="z" * 200)])
+    monkeypatch.undo()
+    assert path.read_bytes() == before
