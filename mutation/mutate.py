@@ -51,7 +51,7 @@ class Target:
 
 LEDGER_TESTS = (
     "tests/ledger/test_ledger_properties.py", "tests/ledger/test_durability.py", "tests/ledger/test_group_commit.py",
-    "tests/ledger/test_append.py",
+    "tests/ledger/test_append.py", "tests/ledger/test_jsonl.py",
 )
 
 TARGETS: dict[str, Target] = {
@@ -68,7 +68,7 @@ TARGETS: dict[str, Target] = {
     "cases": Target(
         "src/dovecote/derive/cases/book.py", ("tests/derive/test_cases_fold.py",), ("ENGINE_KINDS", "_NOT_TROUBLE")
     ),
-    # the ledger's own tests: its properties, the writer's durability and edges, the group commit (not the
+    # the ledger's own tests: its properties, the writer's durability and edges, the reader's helpers, the group commit (not the
     # crash sweeps, which kill real processes: minutes per mutant)
     "ledger": Target("src/dovecote/ledger/jsonl.py", LEDGER_TESTS, ("WINDOW", "ABSENT")),
     "ledger_append": Target("src/dovecote/ledger/append.py", LEDGER_TESTS),

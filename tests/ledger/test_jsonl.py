@@ -1,0 +1,91 @@
+"""The reader side's small helpers (``ledger.jsonl``): a defect's JSON, the settled size, a cache file's
+replacement and the checkpoint's window digest. Each is read by a face (``verify`` names defects, a snapshot
+is bounded by the settled size) or by every warm reader, so what they answer is pinned here.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dovecote.errors import StoreError
+from dovecote.ledger.jsonl import ABSENT, Defect, settled_size, window_digest, write_atomic
+from dovecote.util.digests import blake2b
+
+
+@pytest.fixture
+def umask0() -> Iterator[None]:
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_defect_reads_as_its_four_fields() -> None:
+    d = Defect("/home/box/letters.jsonl", 7, "malformed", "not a JSON object")
+    assert d.to_dict() == {"path": "/home/box/letters.jsonl", "line": 7, "kind": "malformed",
+                           "detail": "not a JSON object"}
+    assert list(d.to_dict()) == ["path", "line", "kind", "detail"]
+
+
+def test_the_settled_size_is_the_files_size_or_absent(tmp_path: Path) -> None:
+    path = tmp_path / "letters.jsonl"
+    assert settled_size(path) == ABSENT
+    path.write_bytes(b'{"a":1}\n')
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    assert settled_size(path) == 8
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds, "settled_size left the ledger open"
+
+
+def test_the_settled_size_of_a_ledger_that_cannot_be_opened_names_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"")
+    path = tmp_path / "file" / "letters.jsonl"
+    with pytest.raises(StoreError) as failed:
+        settled_size(path)
+    assert str(failed.value) == f"cannot open {path}: {os.strerror(errno.ENOTDIR)}"
+    assert isinstance(failed.value.__cause__, OSError)
+
+
+def test_the_settled_size_waits_for_a_writer_but_not_for_other_readers(tmp_path: Path) -> None:
+    """Shared with readers (a snapshot never waits on another snapshot), exclusive with an appender."""
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(b'{"a":1}\n')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        got: list[int] = []
+        t = threading.Thread(target=lambda: got.append(settled_size(path)), daemon=True)
+        t.start()
+        t.join(timeout=10)
+        assert got == [8], "settled_size waited on a reader's shared lock"
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        t = threading.Thread(target=lambda: got.append(settled_size(path)), daemon=True)
+        t.start()
+        t.join(timeout=0.2)
+        assert got == [8], "settled_size read while an appender held the ledger"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        t.join(timeout=10)
+        assert got == [8, 8]
+    finally:
+        os.close(fd)
+
+
+def test_write_atomic_creates_the_folder_and_gives_the_mode_asked(tmp_path: Path, umask0: None) -> None:
+    cache = tmp_path / "cache" / "deep" / "state.bin"
+    write_atomic(cache, b"first")
+    assert cache.read_bytes() == b"first" and cache.stat().st_mode & 0o777 == 0o666
+    write_atomic(cache, [b"sec", b"ond"], mode=0o600)
+    assert cache.read_bytes() == b"second" and cache.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_window_digest_is_a_16_byte_blake2b() -> None:
+    assert window_digest(b"abc") == blake2b(b"abc", digest_size=16).hexdigest()
+    assert len(window_digest(b"")) == 32
