@@ -68,8 +68,8 @@ TARGETS: dict[str, Target] = {
     "cases": Target(
         "src/dovecote/derive/cases/book.py", ("tests/derive/test_cases_fold.py",), ("ENGINE_KINDS", "_NOT_TROUBLE")
     ),
-    # the ledger's own tests: its properties, the writer's durability and edges, the reader's helpers, the group commit (not the
-    # crash sweeps, which kill real processes: minutes per mutant)
+    # the ledger's own tests: its properties, the writer's durability and edges, the reader's helpers, the group
+    # commit (not the crash sweeps, which kill real processes: minutes per mutant)
     "ledger": Target("src/dovecote/ledger/jsonl.py", LEDGER_TESTS, ("WINDOW", "ABSENT")),
     "ledger_append": Target("src/dovecote/ledger/append.py", LEDGER_TESTS),
     "letters": Target(
