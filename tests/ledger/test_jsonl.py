@@ -11,11 +11,15 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dovecote.errors import StoreError
-from dovecote.ledger.jsonl import ABSENT, Defect, settled_size, window_digest, write_atomic
+from dovecote.ledger import append as ledger_append
+from dovecote.ledger import jsonl
+from dovecote.ledger.jsonl import ABSENT, Defect, LedgerReader, settled_size, window_digest, write_atomic
+from dovecote.model.letters import canonical_line
 from dovecote.util.digests import blake2b
 
 
@@ -89,3 +93,48 @@ def test_write_atomic_creates_the_folder_and_gives_the_mode_asked(tmp_path: Path
 def test_the_window_digest_is_a_16_byte_blake2b() -> None:
     assert window_digest(b"abc") == blake2b(b"abc", digest_size=16).hexdigest()
     assert len(window_digest(b"")) == 32
+
+
+def _line(n: int) -> bytes:
+    return canonical_line({"ts": "2026-12-05T10:00:00Z", "agent": "reader", "n": n})
+
+
+def test_an_appender_takes_its_own_lines_without_reading_the_file_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm reader that appends holds the new letters at once: neither this append nor the next
+    locked section opens the ledger to read them back (what makes a busy box's sends cheap)."""
+    path = tmp_path / "letters.jsonl"
+    reader = LedgerReader(path)
+    ledger_append.append(reader, [_line(0)])
+    opened: list[object] = []
+    real = open
+
+    def counting(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(file)
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(jsonl, "open", counting, raising=False)
+    ledger_append.append(reader, [_line(1), _line(2)])
+    ledger_append.append(reader, [_line(3)])
+    assert opened == [], "the appender read its own lines back from the file"
+    monkeypatch.undo()
+    whole = LedgerReader(path)
+    whole.refresh()
+    assert [x.raw for x in reader.letters] == [x.raw for x in whole.letters] == [_line(n) for n in range(4)]
+    assert reader.offset == whole.offset == path.stat().st_size
+
+
+def test_a_resumed_reader_appends_and_reads_as_a_whole_read(tmp_path: Path) -> None:
+    """A reader resumed from a checkpoint knows only the digest of the bytes before it: its own
+    append is read back from the file, and it reads as a reader that read everything."""
+    path = tmp_path / "letters.jsonl"
+    ledger_append.append(LedgerReader(path), [_line(0), _line(1)])
+    first = LedgerReader(path)
+    first.refresh()
+    resumed = LedgerReader.resume(path, first.checkpoint())
+    ledger_append.append(resumed, [_line(2)])
+    assert [x.raw for x in resumed.letters] == [_line(2)]
+    assert resumed.offset == path.stat().st_size
+    ledger_append.append(resumed, [_line(3)])
+    assert [x.raw for x in resumed.letters] == [_line(2), _line(3)]
