@@ -18,7 +18,7 @@ import pytest
 from dovecote.errors import StoreError
 from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl
-from dovecote.ledger.jsonl import ABSENT, Defect, LedgerReader, settled_size, window_digest, write_atomic
+from dovecote.ledger.jsonl import ABSENT, Checkpoint, Defect, LedgerReader, settled_size, window_digest, write_atomic
 from dovecote.model.letters import canonical_line
 from dovecote.util.digests import blake2b
 
@@ -138,3 +138,19 @@ def test_a_resumed_reader_appends_and_reads_as_a_whole_read(tmp_path: Path) -> N
     assert resumed.offset == path.stat().st_size
     ledger_append.append(resumed, [_line(3)])
     assert [x.raw for x in resumed.letters] == [_line(2), _line(3)]
+
+
+def test_a_malformed_line_is_a_defect_naming_its_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(_line(0) + b"\r\n" + b"not json\r\n" + _line(1) + b"\r\n")
+    reader = LedgerReader(path)
+    reader.refresh()
+    assert reader.defects == [Defect(str(path), 2, "malformed", "not a JSON object")]
+    assert [x.raw for x in reader.letters] == [_line(0), _line(1)]
+    assert all(reader.index[x.id] is x for x in reader.letters)
+
+
+def test_a_fresh_readers_checkpoint_is_all_zero_with_the_empty_window(tmp_path: Path) -> None:
+    """What a cache stores for a box with no ledger yet: resuming from it reads from the start."""
+    assert LedgerReader(tmp_path / "letters.jsonl").checkpoint() == Checkpoint(0, 0, 0, window_digest(b""))
+
