@@ -49,6 +49,11 @@ class Target:
     unordered: tuple[str, ...] = ()  # tables read only for membership: swapping two entries changes nothing
 
 
+LEDGER_TESTS = (
+    "tests/ledger/test_ledger_properties.py", "tests/ledger/test_durability.py", "tests/ledger/test_group_commit.py",
+    "tests/ledger/test_append.py", "tests/ledger/test_jsonl.py",
+)
+
 TARGETS: dict[str, Target] = {
     "lifecycle": Target(
         "src/dovecote/derive/lifecycle.py",
@@ -63,7 +68,10 @@ TARGETS: dict[str, Target] = {
     "cases": Target(
         "src/dovecote/derive/cases/book.py", ("tests/derive/test_cases_fold.py",), ("ENGINE_KINDS", "_NOT_TROUBLE")
     ),
-    "ledger": Target("src/dovecote/ledger/jsonl.py", ("tests/ledger/test_ledger_properties.py",), ("WINDOW", "ABSENT")),
+    # the ledger's own tests: its properties, the writer's durability and edges, the reader's helpers, the group
+    # commit (not the crash sweeps, which kill real processes: minutes per mutant)
+    "ledger": Target("src/dovecote/ledger/jsonl.py", LEDGER_TESTS, ("WINDOW", "ABSENT")),
+    "ledger_append": Target("src/dovecote/ledger/append.py", LEDGER_TESTS),
     "letters": Target(
         "src/dovecote/model/letters.py", ("tests/model/test_letters.py",), ("CANONICAL_ORDER", "_STR_FIELDS"),
         ("_STR_FIELDS",),
