@@ -66,7 +66,7 @@ TARGETS: dict[str, Target] = {
         ("_ENGINE_KINDS",),
     ),
     "cases": Target(
-        "src/dovecote/derive/cases/book.py", ("tests/derive/test_cases_fold.py",), ("ENGINE_KINDS", "_NOT_TROUBLE")
+        "src/dovecote/derive/cases/book.py", ("tests/derive/test_cases_fold.py",), ("ENGINE_KINDS",)
     ),
     # the ledger's own tests: its properties, the writer's durability and edges, the reader's helpers, the group
     # commit (not the crash sweeps, which kill real processes: minutes per mutant)

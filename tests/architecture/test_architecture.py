@@ -48,7 +48,8 @@ CLI_EXCEPTIONS = {
 }
 #: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
-HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote"}
+HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote",
+                                    "dovecote.model.vocab"}  # the closed vocabularies a page filters by
 
 
 #: The layers, bottom to top: each a package (or a module) and the layers it may import besides its own. The

@@ -22,13 +22,11 @@ from dovecote import verbs
 from dovecote.handle.api import Case, Dovecote
 from dovecote.http import rest
 from dovecote.http.pages import Pages, render
+from dovecote.model.vocab import ENGINE_AGENT, NOT_TROUBLE
 
 #: A case's letter lists a count links to (``show``), each a key of the case's row.
 LISTS = {"witnesses": "witness_ids", "unanswered": "unanswered", "answered": "answered",
          "regressions": "regressions"}
-#: Classes that are never trouble in a case (a win, a receipt): not kindless (``derive.cases.book``).
-NOT_TROUBLE = ("win", "triage")
-ENGINE_AGENT = "dovecote:engine"
 
 
 class CasesPageParams(rest.Params):

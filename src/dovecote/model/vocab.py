@@ -30,6 +30,9 @@ REPORT_CLASSES: tuple[str, ...] = tuple(c.value for c in ReportClass)
 
 #: The class that makes a letter a receipt (compared case-insensitively).
 RECEIPT_CLASS = ReportClass.triage.value
+#: Classes never counted kindless in a case: a win is no trouble, a receipt is no witness (the case fold and
+#: the cases page both read it here).
+NOT_TROUBLE: frozenset[str] = frozenset({ReportClass.win.value, RECEIPT_CLASS})
 
 #: The class counted as a memory misdelivery (compared exactly, as m1nd does).
 MISDELIVERY_CLASS = ReportClass.memory_misdelivery.value

@@ -30,7 +30,7 @@ from dovecote.derive.cases.monitors import matches
 from dovecote.derive.cases.records import CaseState, Engine, MonitorDef, Receipt, Witness
 from dovecote.derive.cases.symptoms import fingerprint, symptom_of, tool_family
 from dovecote.model.letters import Letter
-from dovecote.model.vocab import ENGINE_AGENT, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS, ReportClass
+from dovecote.model.vocab import ENGINE_AGENT, NOT_TROUBLE, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 from dovecote.util.timeutil import instant_text
 
 #: The kind of a monitor's definition letter (in home; see ``derive.cases.monitors``).
@@ -39,8 +39,6 @@ MONITOR = "monitor"
 SENTINEL_GREEN = "sentinel_green"
 MONITOR_UP = "monitor_up"
 ENGINE_KINDS = frozenset({SENTINEL_GREEN, MONITOR_UP})
-#: Classes never counted kindless: a win is no trouble, a receipt is no witness.
-_NOT_TROUBLE = frozenset({ReportClass.win.value, RECEIPT_CLASS})
 #: Classes known not to be the receipt class (the fate fold's shortcut, from the same vocabulary).
 _NOT_RECEIPT = frozenset(REPORT_CLASSES) - {RECEIPT_CLASS}
 
@@ -168,7 +166,7 @@ class CaseBook:
             if agent == ENGINE_AGENT:
                 self._engine(lt, box)
             if fp is None:
-                if klass not in _NOT_TROUBLE and agent != ENGINE_AGENT:
+                if klass not in NOT_TROUBLE and agent != ENGINE_AGENT:
                     kindless += 1
                 if closed:
                     closed.discard(lid)
