@@ -14,7 +14,7 @@ import msgspec
 from dovecote.handle import api
 from dovecote.handle.api import Acked, Cases, Delivery, Dovecote, InboxView, ReceiptFiled, SentAnswer, Shown, WaitResult
 from dovecote.mcp import schemas
-from dovecote.mcp.tools import TOOLS
+from dovecote.mcp.tools import TOOLS, Tool, Views
 from dovecote.model.results import Result, builtins
 
 
@@ -65,10 +65,37 @@ def test_mcp_output_schemas_of_typed_answers_come_from_their_types() -> None:
 def test_mcp_output_schemas_are_generated_never_listed_by_hand() -> None:
     """The mail tools' output schemas are their answers' types' (an inbox's ``schema`` tag and a show's body were
     missing from the hand lists); a send's is what a message's ``Delivery`` and a work send's ``Sent`` both write."""
-    assert not [n for n in vars(schemas) if n.isupper() and n != "OBJECT" and isinstance(getattr(schemas, n), dict)]
+    assert not [n for n in vars(schemas) if n.isupper() and isinstance(getattr(schemas, n), dict)]
     assert TOOLS["inbox"].output == schemas.output(InboxView) and "schema" in TOOLS["inbox"].output["required"]
     assert TOOLS["show"].output == schemas.output(Shown) and "body" in TOOLS["show"].output["required"]
     assert TOOLS["wait"].output == schemas.output(WaitResult)
     assert TOOLS["ack"].output == schemas.output(Acked)
     assert TOOLS["send"].output == schemas.output(Delivery, SentAnswer) == {
         "type": "object", "required": ["appended", "from", "id", "thread_id", "to"]}
+
+
+def _tools() -> list[Tool]:
+    return [v for t in TOOLS.values() for v in (t.views if isinstance(t, Views) else (t,))]
+
+
+def test_every_tool_has_a_generated_output_schema_naming_keys_its_answer_always_carries() -> None:
+    """No tool answers a bare object: each one's schema is its result types' always-written keys."""
+    for tool in _tools():
+        assert tool.results and all(issubclass(k, Result) for k in tool.results), tool.name
+        assert tool.output == schemas.output(*tool.results) and tool.output["required"], tool.name
+    for group in (t for t in TOOLS.values() if isinstance(t, Views)):
+        assert group.output == schemas.output(*(k for v in group.views for k in v.results)), group.name
+
+
+def test_a_tools_result_type_is_the_type_its_call_answers() -> None:
+    """A call annotated with its typed answer names the tool's result type (so the schema cannot describe another
+    type); the two that answer plain data (sweep and box, the lazy reads) name their REST route's type,
+    which the route's schema test validates their answers against."""
+    plain = {}
+    for tool in _tools():
+        answer = tool.call.__annotations__["return"]
+        if answer == "dict[str, Any]":
+            plain[tool.name] = [k.__name__ for k in tool.results]
+        else:
+            assert answer == " | ".join(k.__name__ for k in tool.results), (tool.name, answer)
+    assert plain == {"sweep": ["SweepAnswer"], "box": ["BoxAnswer"]}

@@ -51,8 +51,8 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
     from dovecote.ops.cases.sentinels import Sentinels
-    from dovecote.ops.delivery import import_vnext as import_vnext_op
     from dovecote.ops.delivery.acks import Acked
+    from dovecote.ops.delivery.import_vnext import VnextImported
     from dovecote.ops.delivery.presence import Beat, Presence
     from dovecote.ops.delivery.shapes import IntakeAnswer, PassAnswer, SentAnswer
     from dovecote.ops.delivery.status import Status
@@ -84,7 +84,8 @@ __all__ = [
     "MissionPosted", "MonitorAdded", "Monitors", "Organized", "OutboxRow", "OutboxSent", "PassAnswer", "Presence",
     "Principal", "ProjectRow", "ReceiptFiled", "ReceiptImported", "ReportsFiled", "SearchMatch", "SearchResult",
     "SentAnswer", "Sentinels", "Shown", "StaleCheck", "Status", "SweepAnswer", "Trackers", "Transition", "Use",
-    "WaitResult", "Watch", "copy_store", "inbox_injection", "init", "merge_ledgers", "migrate_store", "open_home",
+    "VnextImported", "WaitResult", "Watch", "copy_store", "inbox_injection", "init", "merge_ledgers", "migrate_store",
+    "open_home",
 ]
 
 #: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
@@ -107,6 +108,7 @@ RESULTS = {
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
     "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
     "WaitResult": "dovecote.ops.mail.wait", "SweepAnswer": "dovecote.ops.reports.shapes",
+    "VnextImported": "dovecote.ops.delivery.import_vnext",
     "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
     "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
     "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",
@@ -335,7 +337,7 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
     # -- vNext mailbox directories ---------------------------------------------
 
     @fields(verbs.ImportVnext)
-    def import_vnext(self, v: verbs.ImportVnext, /) -> import_vnext_op.VnextImport:
+    def import_vnext(self, v: verbs.ImportVnext, /) -> VnextImported:
         """Read a vNext mailbox directory; with ``write``, import it (see ``ops.delivery.import_vnext``)."""
         v = checked(v)
         from dovecote.ops.delivery import import_vnext as import_vnext_op

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from dovecote.ops.cases.monitors import MonitorAdded, Monitors
     from dovecote.ops.cases.sentinels import Sentinels
     from dovecote.ops.delivery.acks import Acked
+    from dovecote.ops.delivery.import_vnext import VnextImported
     from dovecote.ops.delivery.presence import Beat, Presence
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
@@ -348,14 +349,13 @@ def mailman(dc: Dovecote, p: Principal | None, v: verbs.Mailman) -> PassAnswer:
     return typed(PassAnswer, one.to_dict())
 
 
-def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> dict[str, Any]:
-    """The folder it reads is on the server: only the local operator (the person at this machine, whose own
-    terminal could read it) names one; an operator token is ``server_file``, an agent's ``forbidden``."""
+def import_vnext(dc: Dovecote, p: Principal | None, v: verbs.ImportVnext) -> VnextImported:
+    """It reads a folder on the server: only the local operator names one (an operator token: ``server_file``)."""
     w = operator(p, "import a vNext mailbox")
     if not w.local:
         raise Refusal("server_file", "import_vnext reads a folder on the server: only the local operator names "
                                      "one (dovecote mcp on this machine without a token, or dovecote import vnext)")
-    return dc.import_vnext(v).to_dict()
+    return dc.import_vnext(v)
 # -- missions: reading missions and blocks is anyone's; a post is a token's (its entity posts); a
 # block is an operator's to add or bump. The two human gestures (mission_archive, receipt_import) are not here:
 # no token reaches them (the Human View's session does, ``http.pages_missions``).

@@ -17,17 +17,12 @@ refused ``unknown_field``, as the server's instructions say once for all
 tools). This is what keeps ``tools/list`` small.
 
 The output schemas are generated from the results' types (``output``), never
-listed by hand: the keys an answer always carries (``required``, every field its
-type always writes), what a client may rely on; each allows more keys, so a
-result may grow without breaking a client. They leave the values' types to the
-one-line text, the README and the OpenAPI: spelling each key's type out cost a
-fifth of the catalog and tells an agent nothing it does not read from the answer
-itself. Even the keys alone do not all fit the budget: the local catalog is at
-3,985 of its 4,000 tokens, and the other tools' keys would add about 200 more,
-so the tools agents call on their own mail (send, move, inbox, show, wait, ack,
-report, receipt, the cases view) carry theirs, and the others (sweep, box,
-search, doctor, the views, the operator's work) answer ``OBJECT``; their REST
-routes declare the whole type.
+listed by hand, for every tool: the keys an answer always carries (``required``,
+every field its type always writes), what a client may rely on; each allows more
+keys, so a result may grow without breaking a client. They leave the values'
+types to the one-line text, the API reference and the OpenAPI: spelling each
+key's type out would cost more than the catalog's budget holds, and tells an
+agent nothing it does not read from the answer itself.
 """
 
 from __future__ import annotations
@@ -36,10 +31,13 @@ from typing import Any
 
 import msgspec
 
-from dovecote.verbs import MAX_SECONDS, NAME_SCHEMA_PATTERN
+from dovecote.verbs import LETTER_ID_SCHEMA_PATTERN, MAX_SECONDS, NAME_SCHEMA_PATTERN
 
 #: The largest integers the verbs take (``verbs.MAX_INT``, a delivery's century in seconds and in minutes).
 _HUGE = (2**53 - 1, MAX_SECONDS, MAX_SECONDS // 60)
+#: The patterns a caller is told by the refusal instead: a bad name is ``invalid_name``, a bad letter id
+#: ``invalid_field``, each naming the rule.
+_TOLD = (NAME_SCHEMA_PATTERN, LETTER_ID_SCHEMA_PATTERN)
 #: The length bounds of strings and lists: the decoder refuses an out-of-bounds one, naming the bound.
 _LENGTHS = ("minLength", "maxLength", "minItems", "maxItems")
 
@@ -72,7 +70,7 @@ def inline(schema: dict[str, Any], omit: tuple[str, ...] = ()) -> dict[str, Any]
             del out["maximum"]
         if out.get("minimum") == 0 and out.get("type") == "integer":  # a negative count or tic: invalid_field
             del out["minimum"]
-        if out.get("pattern") == NAME_SCHEMA_PATTERN:  # a bad name is refused invalid_name, naming the rule
+        if out.get("pattern") in _TOLD:
             del out["pattern"]
         if "default" in out and out["default"] in (False, [], ()) and out.get("type") in ("boolean", "array"):
             del out["default"]
@@ -102,6 +100,3 @@ def output(*kinds: type[msgspec.Struct]) -> dict[str, Any]:
         always = mine if always is None else always & mine
     return {"type": "object", "required": sorted(always or ())}
 
-
-#: Any JSON object: the results whose output schema would not fit the catalog's budget (see the module doc).
-OBJECT: dict[str, Any] = {"type": "object"}

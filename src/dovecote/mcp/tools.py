@@ -47,22 +47,44 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import (
     Acked,
+    Beat,
+    BlockListing,
+    BoxAnswer,
+    Case,
     Cases,
+    Claims,
     Delivery,
+    Doctor,
     Dovecote,
+    HookRelayed,
     InboxView,
+    IntakeAnswer,
+    MissionChain,
+    MissionListing,
+    MissionPosted,
+    MonitorAdded,
+    Monitors,
+    PassAnswer,
+    Presence,
     Principal,
     ReceiptFiled,
     ReportsFiled,
+    SearchResult,
     SentAnswer,
+    Sentinels,
     Shown,
+    Status,
+    SweepAnswer,
     Trackers,
     Transition,
+    VnextImported,
     WaitResult,
 )
 from dovecote.handle.remote import refuse_if_read_only
@@ -89,20 +111,27 @@ def _requires_own(verb: type[verbs.Verb]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool: its verb (input), description (one line), call, one-line text, and output schema."""
+    """One tool: its verb (input), description (one line), call, one-line text, and result types (the output
+    schema is generated from them: ``output``)."""
 
     name: str
     verb: type[verbs.Verb]
     description: str
     call: Call
     text: Callable[[dict[str, Any]], str]
-    output: dict[str, Any]
+    #: The typed answers its call gives (one of them per call), from which its output schema is generated.
+    results: tuple[type[msgspec.Struct], ...]
     #: Fields of the verb this face does not offer besides ``NOT_OFFERED`` (not in the schema; ``refuse_omitted``).
     omit: tuple[str, ...] = ()
     #: The catalogs that list it.
     roles: frozenset[str] = EVERYONE
     #: Fields only an operator may use: not in an agent's schema (``remote`` refuses an agent that sends them).
     operator_fields: tuple[str, ...] = ()
+
+    @property
+    def output(self) -> dict[str, Any]:
+        """The output schema: what every one of ``results`` always carries (``schemas.output``)."""
+        return schemas.output(*self.results)
 
     def omitted(self) -> tuple[str, ...]:
         """Every field of the verb this tool leaves out."""
@@ -164,8 +193,8 @@ class Views:
 
     @property
     def output(self) -> dict[str, Any]:
-        """Any object: each view answers its own verb's result."""
-        return schemas.OBJECT
+        """What every view's answer always carries: each view answers its own verb's result."""
+        return schemas.output(*(kind for t in self.views for kind in t.results))
 
     @property
     def roles(self) -> frozenset[str]:
@@ -198,7 +227,7 @@ class Views:
 #: The field naming whose box a call touches; a tool whose verb requires it takes it as optional and defaults it
 #: to the connection's own entity (``Tool.own_entity``), what its schema says (``OWN_DEFAULT``).
 OWN = "entity_id"
-OWN_DEFAULT = " (default: your own entity)."
+OWN_DEFAULT = " (default: yours)."
 #: Verb fields no tool offers: the server's tic source is the clock of record (an agent does not set it).
 NOT_OFFERED = ("current_tic",)
 #: The receipt fields of ``report``: the ``receipt`` tool files receipts (one tool per job, a smaller catalog).
@@ -254,85 +283,85 @@ def _import_text(d: dict[str, Any]) -> str:
 
 TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
     Tool("report", verbs.Report, "File a field report into the spool.", remote.report,
-         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", schemas.output(ReportsFiled),
+         lambda d: f"filed {', '.join(x['id'] for x in d['letters'])}", (ReportsFiled,),
          omit=RECEIPT_FIELDS, operator_fields=("agent",)),
     Tool("sweep", verbs.Sweep, "Fates across the spool and every reachable box.", remote.sweep, _sweep_text,
-         schemas.OBJECT),
-    Tool("box", verbs.Box, "Read one box (home, project:NAME, entity:ID).", remote.box,
+         (SweepAnswer,)),
+    Tool("box", verbs.Box, "Read one box.", remote.box,
          lambda d: f"box {d['box']}: {d['total']} letters, {d['open']} open, {_n(d, 'letters')} listed",
-         schemas.OBJECT),
+         (BoxAnswer,)),
     Tool("doctor", verbs.Doctor, "Health counts of the mailbox.", remote.doctor, lambda d: "doctor: counts only",
-         schemas.OBJECT),
-    Tool("send", verbs.Send, "Send a message, task or response (or to_all); durable when this returns.", remote.send,
-         _sent_text, schemas.output(Delivery, SentAnswer), omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
-    Tool("move", verbs.Move, "Lifecycle move on an item in your inbox, as compare-and-swap.", remote.move,
-         lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", schemas.output(Transition)),
+         (Doctor,)),
+    Tool("send", verbs.Send, "Send a message, task or response; durable when this returns.", remote.send,
+         _sent_text, (Delivery, SentAnswer), omit=remote.MESSAGE_FILES, operator_fields=("sender",)),
+    Tool("move", verbs.Move, "A lifecycle move on an item in your inbox (compare-and-swap).", remote.move,
+         lambda d: f"{d['kind']} {d['item']}: {d['from']} -> {d['to']}", (Transition,)),
     Tool("inbox", verbs.Inbox, "Your inbox: counts, flags, open items (marks nothing seen).", remote.inbox, _inbox_text,
-         schemas.output(InboxView)),
+         (InboxView,)),
     Tool("show", verbs.Show, "One item whole: envelope, body, thread, history.", remote.show,
          lambda d: f"{d['item'].get('state')} {d['item'].get('id')}: {d['envelope'].get('subject')} "
-                   f"(from: {d['envelope'].get('sender')})", schemas.output(Shown)),
+                   f"(from: {d['envelope'].get('sender')})", (Shown,)),
     Tool("search", verbs.Search, "Full-text search of mail, newest first.", remote.search,
-         lambda d: f"search: {d['count']} matches, {_n(d, 'matches')} shown", schemas.OBJECT),
+         lambda d: f"search: {d['count']} matches, {_n(d, 'matches')} shown", (SearchResult,)),
     Tool("wait", verbs.Wait, "Block until new mail arrives after a cursor.", remote.wait,
          lambda d: f"wait {d['entity']}: {len(d['items'])} new, cursor {d['cursor']}"
-         + (" (timed out)" if d["timed_out"] else ""), schemas.output(WaitResult)),
+         + (" (timed out)" if d["timed_out"] else ""), (WaitResult,)),
     # -- delivery: an agent acks and reads its trackers and presence; the rest is an operator's
     Tool("ack", verbs.Ack, "Ack a task or response delivered to you, once (accepted or rejected).", remote.ack,
-         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), schemas.output(Acked)),
-    Views("trackers", "Delivery reads by view", (
-        Tool("trackers", verbs.Trackers, "your deliveries' delivery, ack and notify states", remote.trackers,
-             lambda d: f"trackers: {d['returned']} of {d['total']}", schemas.output(Trackers)),
-        Tool("presence", verbs.Presence, "agents recently active", remote.presence,
+         lambda d: f"{d['status']} {d['delivery_id']}" + (" (late)" if d["late"] else ""), (Acked,)),
+    Views("trackers", "Delivery reads", (
+        Tool("trackers", verbs.Trackers, "your deliveries' states", remote.trackers,
+             lambda d: f"trackers: {d['returned']} of {d['total']}", (Trackers,)),
+        Tool("presence", verbs.Presence, "active agents", remote.presence,
              lambda d: f"presence: {d['recently_active']} of {_n(d, 'agents')} agents recently active",
-             schemas.OBJECT),
-        Tool("status", verbs.Status, "intake and tracker counts, overdue acks, escalations", remote.status,
-             _status_text, schemas.OBJECT, roles=OPERATORS),
+             (Presence,)),
+        Tool("status", verbs.Status, "counts, overdue acks", remote.status,
+             _status_text, (Status,), roles=OPERATORS),
     )),
     # -- case intelligence
-    Views("cases", "Case reads by view", (
-        Tool("cases", verbs.Cases, "letters grouped by fingerprint", remote.cases,
-             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", schemas.output(Cases)),
-        Tool("case", verbs.Case, "one, by fingerprint", remote.case, lambda d: str(d["line"]), schemas.OBJECT),
-        Tool("claims", verbs.Claims, "claim vs measure counts", remote.claims,
+    Views("cases", "Case reads", (
+        Tool("cases", verbs.Cases, "by fingerprint", remote.cases,
+             lambda d: f"cases: {d['count']} cases, {d['kindless']} kindless letters", (Cases,)),
+        Tool("case", verbs.Case, "one", remote.case, lambda d: str(d["line"]), (Case,)),
+        Tool("claims", verbs.Claims, "claims vs measures", remote.claims,
              lambda d: f"claims: {_counts(d['totals'], 'claims', 'claimed_right', 'claimed_wrong', 'unresolved')}"
-             + (f"; {d['labels_appended']} labels appended" if d["labels_appended"] else ""), schemas.OBJECT,
+             + (f"; {d['labels_appended']} labels appended" if d["labels_appended"] else ""), (Claims,),
              operator_fields=("write_labels",)),
-        Tool("monitors", verbs.Monitors, "dead-man's switches and their states", remote.monitors,
-             lambda d: f"monitors: {d['count']} ({_counts(d, 'up', 'late', 'down', 'new', 'paused')})", schemas.OBJECT),
+        Tool("monitors", verbs.Monitors, "dead-man's switches", remote.monitors,
+             lambda d: f"monitors: {d['count']} ({_counts(d, 'up', 'late', 'down', 'new', 'paused')})", (Monitors,)),
     )),
     Tool("receipt", verbs.Receipt, "File a triage receipt: closes the letters it answers, names their case.",
          remote.receipt, lambda d: f"receipt {d['id']} in {d['box']}, case {d['fingerprint'] or 'none'}",
-         schemas.output(ReceiptFiled), operator_fields=("sentinel_probe", "sentinel_expect")),
+         (ReceiptFiled,), operator_fields=("sentinel_probe", "sentinel_expect")),
     # -- missions: archive and receipt import are human gestures, never tools
     Tool("mission_post", verbs.MissionPost, "Post a mission's next letter (CAS on its head).", remote.mission_post,
          lambda d: f"{'deduped' if d['deduped'] else 'posted'} {d['letter_id']}: seq {d['mission_seq']} {d['phase']}",
-         schemas.OBJECT),
-    Views("missions", "Mission reads by view", (
-        Tool("missions", verbs.Missions, "heads, counts by phase, landing count", remote.missions,
-             lambda d: f"missions: {d['count']}, {d['landing']} waiting to land", schemas.OBJECT),
-        Tool("mission", verbs.Mission, "one chain, root to head", remote.mission,
-             lambda d: f"{d['mission_id']}: {d['phase']} at seq {d['mission_seq']}", schemas.OBJECT),
-        Tool("blocks", verbs.Blocks, "blocks with versions, each project's skeleton id", remote.blocks,
-             lambda d: f"blocks: {d['count']}", schemas.OBJECT),
+         (MissionPosted,)),
+    Views("missions", "Mission reads", (
+        Tool("missions", verbs.Missions, "heads by phase", remote.missions,
+             lambda d: f"missions: {d['count']}, {d['landing']} waiting to land", (MissionListing,)),
+        Tool("mission", verbs.Mission, "one chain", remote.mission,
+             lambda d: f"{d['mission_id']}: {d['phase']} at seq {d['mission_seq']}", (MissionChain,)),
+        Tool("blocks", verbs.Blocks, "versions, skeletons", remote.blocks,
+             lambda d: f"blocks: {d['count']}", (BlockListing,)),
     )),
     # -- operator work: not in an agent's catalog
-    Tool("intake", verbs.Intake, "Deliver every envelope in the home's intake pending/, once per recipient.",
-         remote.intake, _intake_text, schemas.OBJECT, omit=("dir",), roles=OPERATORS),
-    Tool("mailman", verbs.Mailman, "One mailman pass: intake, then the repings, timeouts and escalations due.",
-         remote.mailman, _mailman_text, schemas.OBJECT, omit=("dir", "loop", "interval"), roles=OPERATORS),
-    Tool("presence_beat", verbs.PresenceBeat, "Record that an agent's session is alive (assistive).",
-         remote.presence_beat, lambda d: f"beat {d['agent']} at {d['ts']}", schemas.OBJECT, roles=OPERATORS),
+    Tool("intake", verbs.Intake, "Deliver the intake's pending envelopes, once per recipient.",
+         remote.intake, _intake_text, (IntakeAnswer,), omit=("dir",), roles=OPERATORS),
+    Tool("mailman", verbs.Mailman, "One mailman pass: intake, then repings, timeouts, escalations due.",
+         remote.mailman, _mailman_text, (PassAnswer,), omit=("dir", "loop", "interval"), roles=OPERATORS),
+    Tool("presence_beat", verbs.PresenceBeat, "Record an agent's session as alive.",
+         remote.presence_beat, lambda d: f"beat {d['agent']} at {d['ts']}", (Beat,), roles=OPERATORS),
     Tool("hook_event", verbs.HookEvent, "Relay an agent's hook (abandonment).",
          remote.hook_event, lambda d: f"{d['event']}: " + (d["letter"] or ("watched" if d["watched"] else "nothing")),
-         schemas.OBJECT, roles=OPERATORS),
-    Tool("sentinels", verbs.Sentinels, "Run every fixed receipt's probe; a red one mints a regression letter.",
-         remote.sentinels, lambda d: str(d["line"]), schemas.OBJECT, roles=OPERATORS),
-    Tool("monitor_add", verbs.MonitorAdd, "Add (or redefine) a dead-man's switch monitor.", remote.monitor_add,
-         lambda d: f"monitor {d['name']}: {d['id']}" + ("" if d["appended"] else " (unchanged)"), schemas.OBJECT,
+         (HookRelayed,), roles=OPERATORS),
+    Tool("sentinels", verbs.Sentinels, "Run each fixed receipt's probe; a red one mints a regression letter.",
+         remote.sentinels, lambda d: str(d["line"]), (Sentinels,), roles=OPERATORS),
+    Tool("monitor_add", verbs.MonitorAdd, "Add or redefine a dead-man's switch.", remote.monitor_add,
+         lambda d: f"monitor {d['name']}: {d['id']}" + ("" if d["appended"] else " (unchanged)"), (MonitorAdded,),
          roles=OPERATORS),
     Tool("import_vnext", verbs.ImportVnext, "Read a vNext mailbox folder on this machine; write imports it.",
-         remote.import_vnext, _import_text, schemas.OBJECT, roles=LOCAL),
+         remote.import_vnext, _import_text, (VnextImported,), roles=LOCAL),
 )}
 
 

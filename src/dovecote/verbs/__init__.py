@@ -43,6 +43,7 @@ from dovecote.model.vocab import (
 from dovecote.model.vocab_delivery import ACK_TIMEOUT_S, MAX_REPINGS, REPING_INTERVAL_S
 from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
+    LETTER_ID_SCHEMA_PATTERN,
     MAX_INT,
     NAME_SCHEMA_PATTERN,
     Verb,
@@ -89,6 +90,7 @@ from dovecote.verbs.vnext import ImportVnext
 
 __all__ = [
     "ACK_TIMEOUT_S",
+    "LETTER_ID_SCHEMA_PATTERN",
     "MAX_BODY",
     "MAX_DEPTH",
     "MAX_HEAD",

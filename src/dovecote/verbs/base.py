@@ -42,11 +42,13 @@ Count = Annotated[int, Meta(ge=0, le=MAX_INT)]
 NAME_SCHEMA_PATTERN = f"^{NAME_PATTERN}$"
 Name = Annotated[str, Meta(extra_json_schema={"pattern": NAME_SCHEMA_PATTERN, "maxLength": NAME})]
 #: A letter id (12 lowercase hex digits).
-LetterId = Annotated[str, Meta(pattern=f"^{LETTER_ID_PATTERN}$")]
+#: A letter id as a schema pattern says it (what ``inline`` recognises to leave out of MCP's schemas).
+LETTER_ID_SCHEMA_PATTERN = f"^{LETTER_ID_PATTERN}$"
+LetterId = Annotated[str, Meta(pattern=LETTER_ID_SCHEMA_PATTERN)]
 
 CurrentTic = Annotated[Count | None, Meta(description="The tic now (default: the roster's tic source).")]
 EntityId = Annotated[Name, Meta(description="The entity (its box is entity:ID).")]
-Ref = Annotated[str, Meta(min_length=1, max_length=ID, description="The item id, or a unique prefix of it.")]
+Ref = Annotated[str, Meta(min_length=1, max_length=ID, description="The item id or a unique prefix.")]
 
 
 class Verb(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, weakref=True):

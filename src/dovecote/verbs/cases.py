@@ -22,20 +22,20 @@ class Receipt(Verb, frozen=True):
     """A triage receipt: it closes the letters it answers and names their case."""
 
     answers: Annotated[
-        list[LetterId], Meta(min_length=1, max_length=ITEMS, description="The letters the receipt answers (closes).")
+        list[LetterId], Meta(min_length=1, max_length=ITEMS, description="The letters it answers (closes).")
     ]
-    disposition: Annotated[Disposition, Meta(description="The verdict: fixed, declined or moot.")]
+    disposition: Annotated[Disposition, Meta(description="The verdict.")]
     fingerprint: Annotated[
         FingerprintText | None,
-        Meta(description="The case, fp:<tool_family>/<symptom> (default: the answered letters' one)."),
+        Meta(description="fp:<tool_family>/<symptom> (default: the answered letters')."),
     ] = None
     case_id: Annotated[Short | None, Meta(description="An alias of the case.")] = None
     ref: Annotated[Short | None, Meta(description="The fix: a commit or change id.")] = None
     sentinel_probe: Annotated[
-        Command | None, Meta(description="A fixed receipt's probe: a command run read-only, without a shell.")
+        Command | None, Meta(description="A fixed receipt's probe command (no shell).")
     ] = None
     sentinel_expect: Annotated[
-        SentinelExpect | None, Meta(description="What the probe must show: absent (no output) or exit0.")
+        SentinelExpect | None, Meta(description="absent: no output; exit0: exit status 0.")
     ] = None
 
 
@@ -44,7 +44,7 @@ class Cases(Verb, frozen=True):
 
     box: Annotated[
         Annotated[str, Meta(max_length=ID)] | None,
-        Meta(description="Only the cases with a witness or receipt in this box."),
+        Meta(description="Only cases with a letter in this box."),
     ] = None
 
 
@@ -64,7 +64,7 @@ class Claims(Verb, frozen=True):
     """Claim vs measure: per fingerprint, claimed right, claimed wrong, unresolved (counts only)."""
 
     write_labels: Annotated[
-        bool, Meta(description="Append the resolved claims to field-labels.jsonl (deduplicated).")
+        bool, Meta(description="Append resolved claims as labels.")
     ] = False
 
 
@@ -76,10 +76,10 @@ class MonitorAdd(Verb, frozen=True):
     name: Annotated[Name, Meta(description="The monitor's name.")]
     expect: Annotated[
         str,
-        Meta(min_length=1, max_length=TEXT, description="The letters that count: key=value pairs, comma-separated."),
+        Meta(min_length=1, max_length=TEXT, description="The letters that count: key=value,..."),
     ]
-    every: Annotated[Duration, Meta(description="The period: a letter at least this often (90s, 15m, 1h, 2d).")]
-    grace: Annotated[Duration | None, Meta(description="How long past the period it is late before down.")] = None
+    every: Annotated[Duration, Meta(description="A letter at least this often (90s, 15m, 1h, 2d).")]
+    grace: Annotated[Duration | None, Meta(description="How long late before down.")] = None
     paused: Annotated[bool, Meta(description="Add it paused (never late, never down).")] = False
 
 

@@ -45,7 +45,7 @@ Seconds = Annotated[int, Meta(ge=1, le=MAX_SECONDS)]
 WorkId = Annotated[str, Meta(min_length=1, max_length=ID)]
 Limit = Annotated[int, Meta(ge=1, le=MAX_INT, description="List at most N rows per list.")]
 ActiveMinutes = Annotated[
-    int, Meta(ge=1, le=MAX_SECONDS // 60, description="An agent beat within N minutes is recently active.")
+    int, Meta(ge=1, le=MAX_SECONDS // 60, description="Active: a beat within N minutes.")
 ]
 
 #: The fields only a task takes, and those only a response takes.
@@ -63,16 +63,16 @@ class Send(Message, frozen=True, kw_only=True):
 
     # optional here (a broadcast names none); the handle gives ``send`` one Message per recipient
     recipient: Annotated[Name | None, Meta(description="The recipient entity (or to_all).")] = None  # type: ignore[assignment]
-    type: Annotated[SendType, Meta(description="message, task, response, or work_complete (a completed result).")] = (
+    type: Annotated[SendType, Meta(description="work_complete: a completed result.")] = (
         SendType.message
     )
-    to_all: Annotated[bool, Meta(description="Deliver to every registered entity but the sender, one each.")] = False
-    work_item_id: Annotated[WorkId | None, Meta(description="The work item (required for task and response).")] = None
+    to_all: Annotated[bool, Meta(description="To every registered entity but the sender.")] = False
+    work_item_id: Annotated[WorkId | None, Meta(description="The work item (task and response).")] = None
     trust_plane: Annotated[TrustPlane, Meta(description="Trust plane; plane-a with execute is refused.")] = (
         TrustPlane.plane_b
     )
-    intent_class: Annotated[IntentClass, Meta(description="What the sender intends.")] = IntentClass.investigate
-    risk: Annotated[Risk, Meta(description="How risky the work is.")] = Risk.low
+    intent_class: Annotated[IntentClass, Meta(description="Intent.")] = IntentClass.investigate
+    risk: Annotated[Risk, Meta(description="Risk.")] = Risk.low
     task_type: Annotated[TaskType, Meta(description="Task only: the kind of task.")] = TaskType.general
     constraints: Annotated[tuple[Text, ...], Meta(max_length=ITEMS, description="Task only: constraints.")] = ()
     acceptance_criteria: Annotated[
@@ -90,7 +90,7 @@ class Send(Message, frozen=True, kw_only=True):
     reping_interval: Annotated[Seconds, Meta(description="Seconds between repings.")] = REPING_INTERVAL_S
     escalation_target: Annotated[
         Annotated[str, Meta(max_length=ID)] | None,
-        Meta(description="Who a timeout escalates to (an entity, or none; default the sender)."),
+        Meta(description="An entity or none (default: the sender)."),
     ] = None
 
     def __post_init__(self) -> None:
@@ -144,7 +144,7 @@ class Mailman(Verb, frozen=True):
         Meta(description="The intake folder (default: the home's intake/)."),
     ] = None
     notify_mode: Annotated[
-        NotifyMode | None, Meta(description="The notifier mode for this run (default: the roster's).")
+        NotifyMode | None, Meta(description="The notifier mode (default: the roster's).")
     ] = None
 
 
@@ -154,7 +154,7 @@ class Ack(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
     entity_id: Annotated[Name, Meta(description="The recipient acking.")]
-    ref: Annotated[str, Meta(min_length=1, max_length=ID, description="The delivery id (or prefix), or envelope id.")]
+    ref: Annotated[str, Meta(min_length=1, max_length=ID, description="A delivery id (or prefix) or envelope id.")]
     status: Annotated[AckStatus, Meta(description="accepted or rejected.")] = AckStatus.accepted
     reason: Annotated[Text | None, Meta(description="Why (for a rejection).")] = None
 

@@ -20,16 +20,16 @@ class Message(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"recipient": "recipient", "sender": "sender"}
 
     recipient: Annotated[Name, Meta(description="The recipient entity.")]
-    subject: Annotated[str, Meta(max_length=SUBJECT, description=f"The subject line (at most {SUBJECT} characters).")]
+    subject: Annotated[str, Meta(max_length=SUBJECT, description=f"At most {SUBJECT} characters.")]
     body: Annotated[Body | None, Meta(description="The body text.")] = None
     body_file: Annotated[PathText | None, Meta(description="Read the body from this file.")] = None
-    sender: Annotated[Name | None, Meta(description="The sender (default: the entity the actor speaks for).")] = None
-    priority: Annotated[Priority, Meta(description="How urgent it is.")] = Priority.normal
-    category: Annotated[Category, Meta(description="What kind of message it is.")] = Category.notification
-    trust_level: Annotated[TrustLevel, Meta(description="How far the recipient may trust it.")] = TrustLevel.peer
+    sender: Annotated[Name | None, Meta(description="Default: the actor's entity.")] = None
+    priority: Annotated[Priority, Meta(description="Urgency.")] = Priority.normal
+    category: Annotated[Category, Meta(description="Kind of message.")] = Category.notification
+    trust_level: Annotated[TrustLevel, Meta(description="Trust to grant.")] = TrustLevel.peer
     thread_id: Annotated[Id | None, Meta(description="The thread id (replies inherit it).")] = None
     reply_to: Annotated[
-        Id | None, Meta(description="The item this answers, or entity:<id> to answer to.")
+        Id | None, Meta(description="The item answered, or entity:<id>.")
     ] = None
     expires_at_tic: Annotated[Count | None, Meta(description="Expiry (flagged, never enforced).")] = None
     defer_until_tic: Annotated[Count | None, Meta(description="Arrives DEFERred until this tic.")] = None
@@ -38,11 +38,11 @@ class Message(Verb, frozen=True):
         tuple[PathText, ...], Meta(max_length=ITEMS, description="Files to attach (paths on this machine).")
     ] = ()
     response_expected: Annotated[
-        bool | None, Meta(description="Whether a response is expected (default: yes for query and directive).")
+        bool | None, Meta(description="Default: yes for query and directive.")
     ] = None
     current_tic: CurrentTic = None
     idempotency_key: Annotated[
-        Id | None, Meta(description="A retry with the same key is the same message, never a second.")
+        Id | None, Meta(description="A retry with this key is the same message.")
     ] = None
 
 
@@ -70,7 +70,7 @@ class Move(Verb, frozen=True):
 
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
-    kind: Annotated[MoveKind, Meta(description="The move: claim, complete, defer, undefer, nack or seen.")]
+    kind: Annotated[MoveKind, Meta(description="The move.")]
     entity_id: Annotated[Name, Meta(description="Whose inbox.")]
     ref: Ref
     until_tic: Annotated[Count | None, Meta(description="Defer until this tic.")] = None
@@ -99,7 +99,7 @@ class Inbox(Verb, frozen=True):
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
     entity_id: Annotated[
-        Name | None, Meta(description="Whose inbox (default: the actor's entity, else the only one).")
+        Name | None, Meta(description="Whose inbox (default: yours, else the only one).")
     ] = None
     current_tic: CurrentTic = None
     direction: Annotated[Direction, Meta(description="Inbound items, the outbox, or both.")] = Direction.inbound
@@ -150,11 +150,11 @@ class Wait(Verb, frozen=True):
 
     entity_id: Annotated[Name, Meta(description="Whose box to watch.")]
     timeout: Annotated[
-        float, Meta(ge=0, le=MAX_WAIT, description=f"Give up after this many seconds (at most {MAX_WAIT}).")
+        float, Meta(ge=0, le=MAX_WAIT, description=f"Seconds (at most {MAX_WAIT}).")
     ] = MAX_WAIT
     after: Annotated[
         Id | None,
-        Meta(description="A cursor printed by wait or inbox (default: now)."),
+        Meta(description="A cursor from wait or inbox (default: now)."),
     ] = None
 
 

@@ -55,7 +55,7 @@ class MissionPost(Verb, frozen=True):
         dict[str, Any], Meta(max_length=ITEMS, description="The mission letter (dovecote-mission-v1 or m1nd's v0).")
     ]
     as_project: Annotated[
-        Name | None, Meta(description="The project the caller is bound to (its box; default: home).")
+        Name | None, Meta(description="The caller's project (its box; default: home).")
     ] = None
 
 

@@ -28,21 +28,21 @@ class Report(Verb, frozen=True):
     brain: Annotated[PathText | None, Meta(description="The project; beats repo.")] = None
     expected: Annotated[Body | None, Meta(description="What was expected.")] = None
     snippet: Annotated[Body | None, Meta(description="Evidence.")] = None
-    symptom: Annotated[Symptom | None, Meta(description="A symptom from the closed vocabulary.")] = None
+    symptom: Annotated[Symptom | None, Meta(description="The symptom.")] = None
     misdelivery_kind: Annotated[
-        MisdeliveryKind | None, Meta(description="Sub-kind of a memory_misdelivery (required for that class).")
+        MisdeliveryKind | None, Meta(description="Required for a memory_misdelivery.")
     ] = None
     answers: Annotated[
         Annotated[list[LetterId], Meta(max_length=ITEMS)] | None,
         Meta(description="Ids this letter answers (a receipt)."),
     ] = None
     agent: Annotated[Id | None, Meta(description="The author (default: the acting agent).")] = None
-    ts: Annotated[Id | None, Meta(description="When it happened, ISO-8601 UTC (default: now).")] = None
+    ts: Annotated[Id | None, Meta(description="ISO-8601 UTC (default: now).")] = None
     kind: Annotated[Id | None, Meta(description="The letter kind: absent or report.")] = None
     disposition: Annotated[Disposition | None, Meta(description="A receipt's verdict.")] = None
     fingerprint: Annotated[Id | None, Meta(description="A receipt's case: fp:<tool_family>/<symptom>.")] = None
     case_id: Annotated[Id | None, Meta(description="A receipt's case id.")] = None
-    commit: Annotated[Id | None, Meta(description="A receipt's fix: the commit or ref it landed in.")] = None
+    commit: Annotated[Id | None, Meta(description="A receipt's fix: its commit or ref.")] = None
     sentinel: Annotated[
         Annotated[dict[Id, PathText], Meta(max_length=ITEMS)] | None,
         Meta(description="A fixed receipt's probe, e.g. {probe, expect}."),
@@ -57,13 +57,13 @@ class Distribute(Verb, frozen=True):
     """File every spool letter into exactly one box (a re-run appends 0)."""
 
 
-IncludeAll = Annotated[bool, Meta(description="List every letter, not only the open ones.")]
+IncludeAll = Annotated[bool, Meta(description="Every letter, not only open ones.")]
 
 
 class Sweep(Verb, frozen=True):
     """Fates across the spool and every reachable box, each letter once."""
 
-    distribute: Annotated[bool, Meta(description="Distribute the spool first (false: only read).")] = True
+    distribute: Annotated[bool, Meta(description="Distribute the spool first.")] = True
     include_all: IncludeAll = False
 
 

@@ -14,8 +14,8 @@ class ImportVnext(Verb, frozen=True):
     """Read a vNext mailbox directory; with write, import its envelopes, acks and tracker history as letters."""
 
     path: Annotated[
-        PathText, Meta(min_length=1, description="The vNext mailbox root (intake/, agents/, haiku/tracking/, ledger/).")
+        PathText, Meta(min_length=1, description="The vNext mailbox root folder.")
     ]
     write: Annotated[
-        bool, Meta(description="Append the letters (default: a dry run that reports what it would import).")
+        bool, Meta(description="Append the letters (default: a dry run).")
     ] = False

@@ -23,7 +23,6 @@ its history and ack name the letter that is there.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,7 @@ from dovecote.derive.delivery import vnext_letters
 from dovecote.derive.delivery import vnext_trackers as vt
 from dovecote.errors import Refusal
 from dovecote.model.addresses import Address, entity
+from dovecote.model.results import Result
 from dovecote.model.vnext_tree import VnextTree
 from dovecote.ops.delivery.vnext_read import INTAKE_FOLDERS, read_tree
 from dovecote.ops.warm.registry import guarded_many
@@ -41,33 +41,30 @@ if TYPE_CHECKING:
     from dovecote.store.core import Guard
 
 
-@dataclass
-class VnextImport:
-    """What importing a vNext directory found, and (with ``write``) appended."""
+class VnextImported(Result, frozen=True):
+    """What importing a vNext directory found, and (with ``write``) appended: the tracker counts are the vNext
+    status view's (``tracker_summary``), the letters what the plan built and the boxes took."""
 
     path: str
     write: bool
     intake: dict[str, int]
-    trackers: dict[str, Any]
+    tracker_counts: dict[str, int]
+    delivery_state_counts: dict[str, int]
+    ack_state_counts: dict[str, int]
+    live_notify_state_counts: dict[str, int]
+    schema_drift_counts: dict[str, int]
+    needs_migration: int
     envelopes: dict[str, int]
     acks: dict[str, int]
     ledger_rows: dict[str, int]
+    malformed_count: int
     malformed: list[dict[str, Any]]
     letters: dict[str, int]
-    by_kind: dict[str, int]
-    boxes: dict[str, int]
+    letters_by_kind: dict[str, int]
+    letters_by_box: dict[str, int]
     entities_missing: list[str]
-    migrated: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path, "write": self.write, "intake": self.intake, **self.trackers,
-            "envelopes": self.envelopes, "acks": self.acks, "ledger_rows": self.ledger_rows,
-            "malformed_count": len(self.malformed), "malformed": self.malformed, "letters": self.letters,
-            "letters_by_kind": self.by_kind, "letters_by_box": self.boxes,
-            "entities_missing": self.entities_missing, "migrated_trackers": self.migrated, "notes": self.notes,
-        }
+    migrated_trackers: list[dict[str, Any]]
+    notes: list[dict[str, Any]]
 
 
 def tracker_summary(tree: VnextTree) -> vt.TrackerSummary:
@@ -95,7 +92,7 @@ def _rows(tree: VnextTree) -> dict[str, int]:
     return dict(sorted(kinds.items()))
 
 
-def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImport:
+def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImported:
     """Read the vNext directory at ``path``; with ``write``, append its letters (see the module doc).
 
     Raises ``Refusal``: ``invalid_field`` (no directory there), ``vnext_malformed``
@@ -126,15 +123,13 @@ def import_vnext(ctx: Context, path: Path, *, write: bool = False) -> VnextImpor
                 for _, new in held[addr].append(lines):
                     appended += new
                     present += not new
-    return VnextImport(
-        path=str(root), write=write,
-        intake={name: len(tree.intake[name]) for name in INTAKE_FOLDERS},
-        trackers=tracker_summary(tree).to_dict(),
-        envelopes=plan.envelope_counts, acks=plan.ack_counts, ledger_rows=_rows(tree),
-        malformed=[m.to_dict() for m in tree.malformed],
-        letters={"planned": len(plan.letters), "appended": appended, "already_present": present},
-        by_kind=dict(sorted(plan.kinds.items())), boxes=_box_counts(plan.letters), entities_missing=missing,
-        migrated=migrated_trackers(tree), notes=plan.notes,
+    letters = {"planned": len(plan.letters), "appended": appended, "already_present": present}
+    return VnextImported(
+        path=str(root), write=write, intake={name: len(tree.intake[name]) for name in INTAKE_FOLDERS},
+        **tracker_summary(tree).to_dict(), envelopes=plan.envelope_counts, acks=plan.ack_counts,
+        ledger_rows=_rows(tree), malformed_count=len(tree.malformed), malformed=[m.to_dict() for m in tree.malformed],
+        letters=letters, letters_by_kind=dict(sorted(plan.kinds.items())), letters_by_box=_box_counts(plan.letters),
+        entities_missing=missing, migrated_trackers=migrated_trackers(tree), notes=plan.notes,
     )
 
 
@@ -154,4 +149,4 @@ def _box_counts(letters: list[tuple[Address, bytes]]) -> dict[str, int]:
     return dict(sorted(Counter(str(a) for a, _ in letters).items()))
 
 
-__all__ = ["VnextImport", "import_vnext", "tracker_summary"]
+__all__ = ["VnextImported", "import_vnext", "tracker_summary"]
