@@ -37,7 +37,7 @@ def schema_type(schema: dict[str, Any]) -> str:
         name = schema["$ref"].rsplit("/", 1)[-1]
         return f"[{name}](#schema-{anchor(name)})"
     if "anyOf" in schema:
-        return " or ".join(schema_type(s) for s in schema["anyOf"])
+        return " or ".join(schema_type(s) for s in schema["anyOf"] if s.get("type") != "null")
     if "enum" in schema:
         return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
     kind = schema.get("type", "any")
@@ -87,7 +87,7 @@ def rest_routes() -> str:
             out.append("")
         body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
         if body:
-            out += [f"Body: {schema_type(body)}.", ""]
+            out += ["Body (JSON):", ""] + (_fields(body) or [f"{schema_type(body)}.", ""])
         answers = [f"`{code}` {schema_type(r['content']['application/json']['schema'])}"
                    if "application/json" in r.get("content", {}) and not code.startswith(("4", "5"))
                    else f"`{code}`" for code, r in op.get("responses", {}).items()]
