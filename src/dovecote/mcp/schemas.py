@@ -20,7 +20,7 @@ The output schemas are generated from the results' types (``output``), never
 listed by hand: the keys an answer always carries (``required``, every field its
 type always writes), what a client may rely on; each allows more keys, so a
 result may grow without breaking a client. They leave the values' types to the
-one-line text, the README and the OpenAPI: spelling each key's type out cost a
+one-line text, the JSON outputs page and the OpenAPI: spelling each key's type out cost a
 fifth of the catalog and tells an agent nothing it does not read from the answer
 itself. Even the keys alone do not all fit the budget: the local catalog is at
 3,985 of its 4,000 tokens, and the other tools' keys would add about 200 more,
