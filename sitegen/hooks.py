@@ -28,6 +28,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "errors": reference.errors,
     "crash-points": reference.crash_points,
     "bench-goals": reference.bench_goals,
+    "bench-figures": reference.bench_figures,
     "lifecycle": lifecycle.lifecycle,
 }
 

@@ -177,6 +177,17 @@ def crash_points() -> str:
     return "\n".join(out) + "\n"
 
 
+def bench_figures() -> str:
+    """The guard's rule, its choices and its runs, and the last full measurement, as ``bench/README.md`` has them
+    (that file keeps every measurement; the site shows these, from its section on the guard up to the first
+    sub-section of "Last measured"), headings one level down to sit under the page's own."""
+    lines = (ROOT / "bench" / "README.md").read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("## The guard"))
+    last = next(i for i, ln in enumerate(lines) if ln.startswith("## Last measured"))
+    end = next((i for i, ln in enumerate(lines) if i > last and ln.startswith("#")), len(lines))
+    return "\n".join("#" + ln if ln.startswith("## ") else ln for ln in lines[start:end]) + "\n"
+
+
 def bench_goals() -> str:
     """The goals ``make bench-check`` holds dovecote to, as ``bench/thresholds.toml`` writes them."""
     table = tomllib.loads((ROOT / "bench" / "thresholds.toml").read_text())

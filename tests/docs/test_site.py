@@ -127,6 +127,14 @@ def test_the_site_loads_nothing_from_another_server(site: Path) -> None:
     assert found == [], "\n".join(found)
 
 
+def test_no_built_page_cites_a_tracker_number(site: Path) -> None:
+    """What the hooks draw in (help texts, bench/README.md's figures) is held to the pages' rule too."""
+    cite = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    found = [f"{p.relative_to(site)}: {m.group(0)}" for p in sorted(site.rglob("*.html"))
+             for m in cite.finditer(html.unescape(re.sub(r"<[^>]+>", "", p.read_text())))]
+    assert found == [], "\n".join(found)
+
+
 def test_a_page_naming_an_unknown_generated_section_fails_the_build() -> None:
     from sitegen.hooks import UnknownSection, on_page_markdown
 
