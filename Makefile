@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= demo-home
 
-.PHONY: run test stress lint bench bench-check clean screenshots mutate
+.PHONY: run test stress lint bench bench-check clean screenshots mutate docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,9 +35,9 @@ MYPY_TESTS := --implicit-reexport --allow-untyped-calls --no-warn-unused-ignores
 	$(addprefix --disable-error-code=,arg-type union-attr attr-defined misc no-any-return assignment index func-returns-value)
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check src tests bench mutation
+	$(BIN)/ruff check src tests bench mutation sitegen
 	$(BIN)/mypy
-	$(BIN)/mypy $(MYPY_TESTS) tests bench
+	$(BIN)/mypy $(MYPY_TESTS) tests bench sitegen
 
 # Four workers on this machine's two cores: the suite's real processes (servers, killed writers, browsers)
 # wait on disks, pipes and sockets more than on CPUs, so two more workers fill the waits (2026-12-02, quiet:
@@ -59,7 +59,7 @@ stress: $(VENV)/.installed
 	$(PYTEST) -m stress -n 2 -rP tests/load/test_soak.py
 	$(PYTEST) -m stress tests/load/test_multihost_stress.py
 
-# The README's pictures of the Human View, taken by the browser test.
+# The pictures of the Human View in the README and the documentation site, taken by the browser test.
 screenshots: $(VENV)/.installed | $(CHROMIUM)
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser.py tests/browser/test_http_browser_cases.py tests/browser/test_http_browser_delivery.py -m screenshots -q
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser_missions.py -q
@@ -69,6 +69,11 @@ screenshots: $(VENV)/.installed | $(CHROMIUM)
 # it runs the tests once per mutant. One module at a time on one worker: MODULES=letters narrows it.
 mutate: $(VENV)/.installed
 	$(BIN)/python mutation/mutate.py all $(MODULES) --max-children 1
+
+# The documentation site (mkdocs.yml, docs/), served with live reload at http://127.0.0.1:8000/ until Ctrl-C.
+# make test builds it with --strict (tests/docs/test_site.py): a broken link or a stale reference fails.
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs serve
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
@@ -82,4 +87,4 @@ bench-check: $(VENV)/.installed
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python bench/check.py
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache site

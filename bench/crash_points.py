@@ -1,4 +1,4 @@
-"""How many crash points each swept operation has, and that every one was run: the table for the README.
+"""How many crash points each swept operation has, and that every one was run: the table for the site.
 
 Not a timing: it runs the crash-point and I/O-fault sweeps (``tests/crash/test_crash_*.py``)
 through pytest with ``DOVECOTE_CRASH_TABLE`` set, so each sweep appends its row
@@ -9,9 +9,9 @@ without it, the sample ``make test`` runs.
     .venv/bin/python bench/crash_points.py --full -n 2 --save docs/crash_points.json
 
 ``--save`` (with ``--full``, after a green run) keeps the rows in the file the
-README's table is generated from (``cog -r README.md``); every sweep, sample or
+site's crash-point page is drawn from when it is built (``docs/design/crash-points.md``); every sweep, sample or
 full, fails when its operation's count of crash points is not the one saved, so
-the README cannot go on naming a count the code no longer has.
+the site cannot go on naming a count the code no longer has.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def main() -> int:
         keep = sorted(({k: r[k] for k in ("operation", "points", "run", "crashes")} for r in rows),
                       key=lambda r: r["operation"])
         args.save.write_bytes(orjson.dumps(keep, option=orjson.OPT_INDENT_2) + b"\n")
-        print(f"kept {len(keep)} rows in {args.save}: now run .venv/bin/cog -r README.md")
+        print(f"kept {len(keep)} rows in {args.save}: the site's crash-point page is drawn from it at its next build")
     return rc
 
 

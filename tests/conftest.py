@@ -28,7 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_stores: run each test over the files, the memory store and PostgreSQL")
     config.addinivalue_line("markers", "files_only: the test needs ledgers on disk (or the CLI, or processes)")
-    config.addinivalue_line("markers", "screenshots: takes the README's pictures of the Human View; only with "
+    config.addinivalue_line("markers", "screenshots: takes the docs' pictures of the Human View; only with "
                             "-m screenshots (make screenshots)")
     config.addinivalue_line("markers", "stress: the long sweeps (every crash point, every hostile argument), the soaks "
                             "and the PostgreSQL restart; only with -m stress (make stress; CI runs it after make test)")

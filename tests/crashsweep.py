@@ -164,19 +164,20 @@ def _fresh(base: Path, work: Path) -> Path:
     return work
 
 
-#: The counts the README's durability table is generated from (``bench/crash_points.py --full --save``).
+#: The counts the site's crash-point page (docs/design/crash-points.md) is drawn from
+#: (``bench/crash_points.py --full --save``).
 SAVED = Path(__file__).resolve().parent.parent / "docs" / "crash_points.json"
 
 
 def note_row(name: str, points: int, run: int, ran: int, depth: str, *, counted_at_every_depth: bool = True) -> None:
-    """Check a sweep's count of crash points against the README's saved table (unless it is being recounted;
-    ``counted_at_every_depth`` false: a sample counts fewer, so only the full sweep is checked), and append the
-    sweep's row to ``$DOVECOTE_CRASH_TABLE`` when it is set (``bench/crash_points.py``)."""
+    """Check a sweep's count of crash points against the saved counts the site's table shows (unless it is being
+    recounted; ``counted_at_every_depth`` false: a sample counts fewer, so only the full sweep is checked), and
+    append the sweep's row to ``$DOVECOTE_CRASH_TABLE`` when it is set (``bench/crash_points.py``)."""
     if not os.environ.get("DOVECOTE_CRASH_RECOUNT") and (counted_at_every_depth or depth == "full"):
         saved = {r["operation"]: r["points"] for r in orjson.loads(SAVED.read_bytes())}
         assert saved.get(name) == points, (
-            f"{name}: {points} crash points, the README's table says {saved.get(name)}: recount them with"
-            " bench/crash_points.py --full --save docs/crash_points.json, then .venv/bin/cog -r README.md")
+            f"{name}: {points} crash points, docs/crash_points.json says {saved.get(name)}: recount them with"
+            " bench/crash_points.py --full --save docs/crash_points.json (the site's next build shows them)")
     table = os.environ.get("DOVECOTE_CRASH_TABLE")
     if table:
         with open(table, "ab") as f:

@@ -288,13 +288,20 @@ def cli_json(tmp: Path, *args: str, home: Path | None = None, cwd: Path | None =
     return orjson.loads(r.stdout)
 
 
-#: The README, whose quick tour runs as a test (``tests/cli/test_readme_tour.py``) and names the hooks.
+#: The README, whose quick tour runs as a test (``tests/cli/test_readme_tour.py``).
 README = Path(__file__).resolve().parent.parent / "README.md"
+#: The documentation site's pages (``mkdocs.yml``): commands they print run as tests too.
+DOCS = README.parent / "docs"
 
 
-def tour_block() -> str:
-    """The README's quick tour: the ``sh`` block under "A quick tour"."""
-    section = README.read_text().split("## A quick tour", 1)[1]
+def sh_block(page: Path, heading: str) -> str:
+    """The first ``sh`` block under ``heading`` (a line of ``page``, e.g. ``## A quick tour``)."""
+    section = page.read_text().split(heading + "\n", 1)[1]
     match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match, "the tour has no sh block"
+    assert match, f"{page.name}: no sh block under {heading!r}"
     return match.group(1)
+
+
+def tour_block(page: Path = README) -> str:
+    """A quick tour: the ``sh`` block under "A quick tour" of the README, or of the site's Getting started."""
+    return sh_block(page, "## A quick tour")

@@ -144,9 +144,9 @@ PAGES = {
 }
 
 
-@pytest.mark.screenshots  # the README's pictures: make screenshots, not every make test
+@pytest.mark.screenshots  # the docs' pictures: make screenshots, not every make test
 def test_a_screenshot_of_each_page(browser: Any, tmp_path: Path) -> None:
-    """Of the demo home (``make run``), signed in with the login link, so the README shows what a newcomer
+    """Of the demo home (``make run``), signed in with the login link, so the docs show what a newcomer
     sees, the actions included."""
     import httpx2 as httpx
 

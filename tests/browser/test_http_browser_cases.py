@@ -52,7 +52,7 @@ def test_a_report_with_a_symptom_filed_through_the_api_shows_as_a_case_without_a
         page.close()
 
 
-@pytest.mark.screenshots  # the README's pictures: make screenshots, not every make test
+@pytest.mark.screenshots  # the docs' pictures: make screenshots, not every make test
 def test_a_screenshot_of_the_cases_page(browser: Any, tmp_path: Path) -> None:  # noqa: F811 (the fixture)
     out = Path(os.environ.get("DOVECOTE_SCREENSHOTS") or tmp_path / "shots")
     out.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,7 @@ def test_a_task_sent_through_the_api_appears_on_the_open_delivery_page_without_a
         page.close()
 
 
-@pytest.mark.screenshots  # the README's pictures: make screenshots, not every make test
+@pytest.mark.screenshots  # the docs' pictures: make screenshots, not every make test
 def test_a_screenshot_of_the_delivery_page(browser: Any, tmp_path: Path) -> None:
     out = Path(os.environ.get("DOVECOTE_SCREENSHOTS") or tmp_path / "shots")
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
-"""The README's tour and the demo's hints run as printed (issue 6), so they cannot drift.
+"""The README's tour, the site's longer tour and the demo's hints run as printed, so they cannot drift.
 
-The tour's ``sh`` block runs in an empty folder with a fresh home and the
+Each tour's ``sh`` block runs in an empty folder with a fresh home and the
 installed ``dovecote`` on PATH (what ``. .venv/bin/activate`` gives); the demo's
 "Look around" lines run with PATH *not* finding ``dovecote``, as right after
 ``make run``.
@@ -11,14 +11,15 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from helpers import DOVECOTE_BIN, cli_env, tour_block
+from helpers import DOCS, DOVECOTE_BIN, cli_env, tour_block
 
 
-def test_the_readme_tour_runs_as_printed(tmp_path: Path) -> None:
-    script = tour_block()
+def _run_tour(tmp_path: Path, script: str) -> tuple[str, str, dict[str, str], Path]:
+    """Run a tour with ``bash -e``; answer the ids it kept in ``$bug`` and ``$msg``, its env and its home."""
     assert "<id>" not in script  # nothing a reader must fill in
     work = tmp_path / "work"
     work.mkdir()
@@ -33,17 +34,31 @@ def test_the_readme_tour_runs_as_printed(tmp_path: Path) -> None:
     assert r.returncode == 0, err[-3000:]
     assert "Traceback" not in out + err
     _, bug, msg = out.strip().splitlines()[-1].split()
-    home = work / ".dovecote"
-    box = orjson.loads(subprocess.run(
-        [str(DOVECOTE_BIN), "box", "project:atlas", "--all", "--json"],
-        env={**env, "DOVECOTE_HOME": str(home)}, capture_output=True, check=True,
-    ).stdout)
+    return bug, msg, {**env, "DOVECOTE_HOME": str(work / ".dovecote")}, work
+
+
+def _read(env: dict[str, str], *args: str) -> Any:
+    return orjson.loads(subprocess.run([str(DOVECOTE_BIN), *args, "--json"], env=env, capture_output=True,
+                                       check=True).stdout)
+
+
+def test_the_readme_tour_runs_as_printed(tmp_path: Path) -> None:
+    script = tour_block()
+    assert len([ln for ln in script.splitlines() if ln.strip()]) <= 10  # the README's tour is ten lines
+    bug, msg, env, _ = _run_tour(tmp_path, script)
+    box = _read(env, "box", "project:atlas", "--all")
+    # the tour's promises: the sweep filed the report into its project's box, open; the message was worked
+    assert {x["id"]: x["fate"] for x in box["letters"]}[bug] == "wet_ink" and box["open"] == 1
+    inbox = _read(env, "inbox", "ent_builder", "--all")
+    assert {i["id"]: i["state"] for i in inbox["items"]}[msg] == "DONE"
+
+
+def test_the_sites_tour_runs_as_printed(tmp_path: Path) -> None:
+    bug, msg, env, _ = _run_tour(tmp_path, tour_block(DOCS / "getting-started.md"))
+    box = _read(env, "box", "project:atlas", "--all")
     # the tour's promise: the receipt was distributed, so the bug shows as answered
     assert {x["id"]: x["fate"] for x in box["letters"]}[bug] == "fired_clay" and box["receipts"] == 1
-    inbox = orjson.loads(subprocess.run(
-        [str(DOVECOTE_BIN), "inbox", "ent_builder", "--all", "--json"],
-        env={**env, "DOVECOTE_HOME": str(home)}, capture_output=True, check=True,
-    ).stdout)
+    inbox = _read(env, "inbox", "ent_builder", "--all")
     assert {i["id"]: i["state"] for i in inbox["items"]}[msg] == "DONE"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 import time
@@ -141,21 +140,21 @@ async def test_http_subscribers_of_both_eras_hear_a_send_from_another_process(
             await heard.wait()
 
 
-def readme_config_block() -> str:
-    section = (Path(__file__).resolve().parents[2] / "README.md").read_text().split("## MCP\n", 1)[1]
-    match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match, "the MCP section has no sh block"
-    return match.group(1)
+def guide_config_block() -> str:
+    """The client configuration the Agents guide prints (its Claude Code section)."""
+    from helpers import DOCS, sh_block
+
+    return sh_block(DOCS / "guides" / "agents.md", "## Claude Code: `.mcp.json` and `dovecote hooks install`")
 
 
-async def test_the_readme_client_config_runs_as_printed(tmp_path: Path) -> None:
-    """The config the README prints, run from a checkout after `make run`, starts working servers."""
+async def test_the_guides_client_config_runs_as_printed(tmp_path: Path) -> None:
+    """The config the Agents guide prints, run from a checkout after `make run`, starts working servers."""
     checkout = tmp_path / "checkout"
     (checkout / ".venv" / "bin").mkdir(parents=True)
     (checkout / ".venv" / "bin" / "dovecote").symlink_to(DOVECOTE_BIN)
     env = cli_env(tmp_path, None)
     subprocess.run([str(DOVECOTE_BIN), "demo", "demo-home"], cwd=checkout, env=env, check=True, capture_output=True)
-    printed = subprocess.run(["bash", "-e", "-c", readme_config_block()], cwd=checkout, env={**env, "PWD": str(
+    printed = subprocess.run(["bash", "-e", "-c", guide_config_block()], cwd=checkout, env={**env, "PWD": str(
         checkout)}, check=True, capture_output=True, text=True).stdout
     servers = json.loads(printed)["mcpServers"]
     assert set(servers) == {"dovecote-builder", "dovecote-ops"}

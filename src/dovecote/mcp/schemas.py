@@ -20,7 +20,7 @@ The output schemas are generated from the results' types (``output``), never
 listed by hand, for every tool: the keys an answer always carries (``required``,
 every field its type always writes), what a client may rely on; each allows more
 keys, so a result may grow without breaking a client. They leave the values'
-types to the one-line text, the API reference and the OpenAPI: spelling each
+types to the one-line text, the JSON outputs page and the OpenAPI: spelling each
 key's type out would cost more than the catalog's budget holds, and tells an
 agent nothing it does not read from the answer itself.
 """

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dovecote.handle.api import Dovecote
 from dovecote.ops.agents.hooks_config import EVENTS, is_ours, merged
 from dovecote.verbs import EntityAdd
-from helpers import DOVECOTE_BIN, README, cli_env, cli_json, run_cli, snapshot, tour_block
+from helpers import DOCS, DOVECOTE_BIN, cli_env, cli_json, run_cli, sh_block, snapshot, tour_block
 from mailhelpers import ENTITY, mail_home, send
 
 OURS = {event: f"/x/dovecote --home /h hook {kind} --entity {ENTITY}" for event, kind in EVENTS}
@@ -168,15 +168,13 @@ def test_merging_is_idempotent_and_keeps_every_foreign_handler(existing: dict[st
     assert orjson.dumps(existing)  # never mutated into something unserializable
 
 
-def test_the_readme_waking_block_runs_as_printed(tmp_path: Path) -> None:
-    section = README.read_text().split("## Waking agents", 1)[1]
-    match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match
+def test_the_agents_guide_waking_block_runs_as_printed(tmp_path: Path) -> None:
+    """The Agents guide's block, run after the tour it says to run first (Getting started's)."""
     work = tmp_path / "work"
     work.mkdir()
     env = cli_env(tmp_path, None)
     env["PATH"] = f"{DOVECOTE_BIN.parent}{os.pathsep}{env['PATH']}"
-    script = tour_block() + match.group(1)
+    script = tour_block(DOCS / "getting-started.md") + sh_block(DOCS / "guides" / "agents.md", "## Waking agents")
     r = subprocess.run(["bash", "-e", "-u", "-o", "pipefail", "-c", script], cwd=work, env=env,
                        capture_output=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr.decode()[-3000:]

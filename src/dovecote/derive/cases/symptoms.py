@@ -8,8 +8,8 @@ to one), else the first deterministic rule of ``RULES`` that matches its text.
 Rules never guess past their words: a letter no rule matches stays kindless,
 which is the signal that the vocabulary needs to grow (``kindless``).
 
-Pure: nothing here opens a file. The rule table is also listed in the README
-(``tests/derive/test_symptoms.py`` checks that every rule has its own test and a row
+Pure: nothing here opens a file. The rule table is also listed on the site's cases page,
+``docs/concepts/cases.md`` (``tests/derive/test_symptoms.py`` checks that every rule has its own test and a row
 there).
 """
 
@@ -101,7 +101,7 @@ class Rule(msgspec.Struct, frozen=True):
 _PROBLEMS = frozenset({ReportClass.honesty, ReportClass.bug, ReportClass.friction})
 
 
-#: The backfill rules, first match wins. Each has its own test and a row in the README.
+#: The backfill rules, first match wins. Each has its own test and a row on docs/concepts/cases.md.
 RULES: tuple[Rule, ...] = (
     Rule(
         "empty_answer_over_data", frozenset({ReportClass.honesty}), "false_absence",
