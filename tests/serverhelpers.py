@@ -69,10 +69,11 @@ class Server:
 
 
 @contextmanager
-def serving(tmp: Path, home: Path, *args: str) -> Iterator[Server]:
-    """Start ``dovecote serve --port 0`` on ``home``, wait for its addresses, stop it (SIGINT) afterwards."""
+def serving(tmp: Path, home: Path, *args: str, exe: Path = DOVECOTE_BIN) -> Iterator[Server]:
+    """Start ``dovecote serve --port 0`` on ``home``, wait for its addresses, stop it (SIGINT) afterwards;
+    ``exe`` is the ``dovecote`` to run (another install's, for the packaging test)."""
     env = cli_env(tmp, home, USER="alice")
-    proc = subprocess.Popen([str(DOVECOTE_BIN), "serve", "--port", "0", *args], env=env, cwd=tmp,
+    proc = subprocess.Popen([str(exe), "serve", "--port", "0", *args], env=env, cwd=tmp,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     lines: list[str] = []

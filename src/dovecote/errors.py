@@ -28,6 +28,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "brain_mismatch": (409, "the mission letter's brain_ref is not the project the caller is bound to"),
     "csrf_failed": (403, "a page's form came without this session's CSRF token, or from another origin"),
     "disk_full": (507, "the disk (or quota) is full: the append was taken back whole; free space and retry"),
+    "driver_missing": (500, "the store is a PostgreSQL database and this install has no driver for it: "
+                            "install dovecote[postgres]"),
     "duplicate_entity": (409, "an entity with that id is already in the roster"),
     "duplicate_project": (409, "a project with that name is already in the roster"),
     "duplicate_root": (409, "another project already has that root (one root, one box)"),

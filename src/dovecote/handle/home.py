@@ -93,13 +93,12 @@ def migrate_store(url: str | None, root: str | os.PathLike[str] | None = None) -
 def _migrate_for_init(url: str) -> None:
     """``migrate_store(url)`` for ``init``: what stops it is a refusal naming the command to run once the
     database can be reached (or by a role that may create its tables); nothing was written yet."""
-    import psycopg
-
     from dovecote.errors import StoreError
+    from dovecote.store.postgres.driver import DriverError  # refused driver_missing without the postgres extra
 
     try:
         migrate_store(url)
-    except (StoreError, psycopg.Error) as e:
+    except (StoreError, DriverError) as e:
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise Refusal("schema_unmigrated", f"could not bring the database's dovecote schema up to date ({why}); "
                       f"no home was created: run `dovecote db migrate --url {url}`, then init again") from None

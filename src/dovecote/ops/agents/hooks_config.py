@@ -58,10 +58,21 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and "dovecote" in command and _OURS.search(command) is not None
 
 
-def hook_command(prefix: str, kind: str, entity: str, agent: str = "claude-code") -> str:
-    """The command a handler runs; Codex's names itself, so its output is Codex's JSON form."""
+def hook_command(prefix: str, kind: str, entity: str | None, agent: str = "claude-code") -> str:
+    """The command a handler runs; Codex's names itself, so its output is Codex's JSON form.
+
+    With no ``entity`` the command names none: the hook reads ``$DOVECOTE_ENTITY`` (else the only entity)
+    when it runs, which is how the Claude Code plugin, installed once for every project, is told whose mail.
+    """
+    who = f" --entity {shlex.quote(entity)}" if entity is not None else ""
     tail = " --agent codex" if agent == "codex" else ""
-    return f"{prefix} hook {kind} --entity {shlex.quote(entity)}{tail}"
+    return f"{prefix} hook {kind}{who}{tail}"
+
+
+def commands(prefix: str, entity: str | None, agent: str = "claude-code") -> dict[str, str]:
+    """Agent event -> the command its handler runs: what ``install`` writes into a project's settings, and
+    (``merged({}, commands("dovecote", None))``) what the Claude Code plugin's ``hooks/hooks.json`` holds."""
+    return {event: hook_command(prefix, kind, entity, agent) for event, kind in EVENTS}
 
 
 def _list(value: object, where: str) -> list[Any]:
@@ -178,7 +189,7 @@ def install(
     path = project_dir.resolve() / folder / name  # where it truly writes: the path it prints has no ``..`` left
     _refuse_links(path)
     old_text, old = _read(path)
-    new = merged(old, {event: hook_command(prefix, kind, entity_id, agent) for event, kind in EVENTS})
+    new = merged(old, commands(prefix, entity_id, agent))
     notes = [NOTES[agent]] if agent in NOTES else []
     if new == old:
         return Installed(agent, str(path), False, dry_run, "", notes=notes)

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-import psycopg
 from msgspec.structs import force_setattr
 
 from dovecote.ledger.jsonl import Defect
 from dovecote.model.ids import line_id
 from dovecote.model.letters import Letter, decode_line, decode_lines_fast, letter_id
 from dovecote.store.core import BoxRead, Cursor
+from dovecote.store.postgres.driver import psycopg
 from dovecote.util.osutil import collector_paused
 
 Conn = psycopg.Connection[tuple[object, ...]]

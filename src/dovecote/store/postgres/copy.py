@@ -26,9 +26,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from types import TracebackType
 
-from psycopg import Copy
-
 from dovecote.store.postgres.box import Box, Conn
+from dovecote.store.postgres.driver import Copy
 
 COPY = "COPY dovecote_letters (box, generation, seq, id, line) FROM STDIN (FORMAT BINARY)"
 #: From how many new lines an append copies rather than inserts.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-import psycopg
+from dovecote.store.postgres.driver import psycopg
 
 CHANNEL = "dovecote"
 #: The statement an append runs in its transaction (the payload: schema, a colon, the box).

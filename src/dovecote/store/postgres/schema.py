@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import secrets
 
-import psycopg
-
 from dovecote.errors import Refusal
+from dovecote.store.postgres.driver import psycopg
 
 #: (version, statements). Append only.
 MIGRATIONS: tuple[tuple[int, str], ...] = (

@@ -37,10 +37,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
-import psycopg
-from psycopg import pq
-from psycopg_pool import ConnectionPool
-
 from dovecote.errors import StoreError
 from dovecote.roster.config import Roster
 from dovecote.roster.store_url import shown
@@ -60,6 +56,7 @@ from dovecote.store.core import (
 )
 from dovecote.store.postgres import schema as store_pgschema
 from dovecote.store.postgres.box import ROWS, Box, Conn, decode, held, refresh
+from dovecote.store.postgres.driver import ConnectionPool, pq, psycopg
 from dovecote.store.postgres.notify import Listener
 from dovecote.store.postgres.write import PostgresGuard, Session, Transaction
 

@@ -34,13 +34,11 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import psycopg
-from psycopg import pq
-
 from dovecote.model.letters import Letter, letter_ids
 from dovecote.store.core import BoxRead, Cursor, Mark, Tail
 from dovecote.store.postgres.box import SCALARS, Box, Conn, held, refresh
 from dovecote.store.postgres.copy import CHUNK, Batch
+from dovecote.store.postgres.driver import pq, psycopg
 from dovecote.store.postgres.notify import CHANNEL, NOTIFY
 from dovecote.util.osutil import collector_paused
 
