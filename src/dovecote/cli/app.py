@@ -101,6 +101,21 @@ cmd_missions.register(app)  # block, blocks, mission, missions, receipt import
 cmd_gestures.register(app)  # gesture-key set
 
 
+def _place_in_panels() -> None:
+    """Each top-level command's ``rich_help_panel``, from the one table of panels (``panels``)."""
+    from dovecote.cli.panels import PANEL_OF
+
+    for info in app.registered_commands:
+        assert info.callback is not None
+        info.rich_help_panel = PANEL_OF.get(info.name or typer.main.get_command_name(info.callback.__name__))
+    for group in app.registered_groups:
+        assert isinstance(group.name, str), "every sub-app is added with its name"
+        group.rich_help_panel = PANEL_OF.get(group.name)
+
+
+_place_in_panels()
+
+
 class _LazyGroup(Group):
     """The top group, which builds a subcommand's click command only when it is asked for.
 
