@@ -10,12 +10,12 @@ answer over HTTP, and is stopped.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
-import select
 import shutil
 import subprocess
-import termios
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -28,6 +28,7 @@ import typer.main
 from dovecote.cli.app import app
 from helpers import DOVECOTE_BIN
 from missionhelpers import PASSPHRASE, VECTOR, for_phase, keyed
+from ptyhelpers import at_terminal
 
 MID = VECTOR["mission_id"]
 EXAMPLE_DB = "dovecote_example"
@@ -58,42 +59,9 @@ def example_of(path: tuple[str, ...], env: dict[str, str], cwd: Path) -> list[st
     heads = [n for n, line in enumerate(lines) if line in ("Example:", "Examples:")]
     assert heads, f"dovecote {' '.join(path)} --help ends with no example:\n{res.stdout}"
     body = lines[heads[-1] + 1:]
-    assert body and all(line.startswith("  dovecote") or line.startswith("  ") for line in body), res.stdout
-    assert any("dovecote" in line for line in body)
+    assert body and all(line.startswith("  ") for line in body), res.stdout
+    assert any("dovecote" in line for line in body), res.stdout
     return [line[2:] for line in body]
-
-
-def at_terminal(script: str, env: dict[str, str], cwd: Path, timeout: float = 90) -> tuple[int, str]:
-    """Run ``script`` in bash with a pty as its controlling terminal; type the passphrase at each prompt."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], stdin=slave, stdout=slave,
-                            stderr=slave, cwd=cwd, env=env, start_new_session=True,
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-    os.close(slave)
-    out, answered = b"", 0
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:  # every writer closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            tail = out[answered:]
-            if b"passphrase" in tail and tail.rstrip(b" ").endswith(b":"):
-                os.write(master, PASSPHRASE.encode() + b"\n")
-                answered = len(out)
-            if proc.poll() is not None and not ready:
-                break
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    return proc.wait(timeout=30), out.decode(errors="replace")
 
 
 def _post(home: Path, env: dict[str, str], cwd: Path, phases: list[str]) -> None:
@@ -126,6 +94,19 @@ def _database(home: Path, env: dict[str, str], cwd: Path) -> None:
         conn.execute(f"DROP DATABASE IF EXISTS {EXAMPLE_DB} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {EXAMPLE_DB}")
 
+
+#: The prompts of the human gestures, answered at the terminal with the passphrase (``missionhelpers.keyed``
+#: set it in the homes these run in; ``gesture-key set`` sets it, typed twice, in a home that has none).
+ASKED: dict[str, tuple[bytes, ...]] = {
+    "gesture-key": (b"new gesture passphrase: ", b"again: "),
+    "gesture-key set": (b"new gesture passphrase: ", b"again: "),
+    "mission archive": (b"gesture passphrase: ",),
+    "receipt import": (b"gesture passphrase: ",),
+}
+
+#: The examples that use one fixed thing on this machine (the example database, the example port): one at a
+#: time, across the workers of this run and any other run here.
+SHARED = {"copy", "db", "db migrate", "serve"}
 
 #: What a home needs before an example of a command that acts on a mission or a database can run.
 SETUPS: dict[str, Callable[[Path, dict[str, str], Path], None]] = {
@@ -165,13 +146,26 @@ def test_every_example_runs_as_printed(path: tuple[str, ...], demo: tuple[Path, 
     env = _env(work / ".dovecote", user)
     lines = example_of(path, env, work)
     key = " ".join(path)
-    if key in SETUPS:
-        SETUPS[key](work / ".dovecote", env, work)
-    if key == "serve":
-        _serves(lines, env, work)
-        return
-    code, out = at_terminal("\n".join(lines), env, work)
+    with _one_at_a_time() if key in SHARED else contextlib.nullcontext():
+        if key in SETUPS:
+            SETUPS[key](work / ".dovecote", env, work)
+        if key == "serve":
+            _serves(lines, env, work)
+            return
+        script = ["bash", "-e", "-o", "pipefail", "-c", "\n".join(lines)]
+        code, out = at_terminal(script, env, work, *((p, PASSPHRASE) for p in ASKED.get(key, ())), timeout=90)
     assert code == 0, f"dovecote {key}: the example exits {code}:\n" + "\n".join(lines) + f"\n---\n{out}"
+    assert PASSPHRASE not in out  # typed with echo off
+
+
+@contextlib.contextmanager
+def _one_at_a_time() -> Iterator[None]:
+    with open(Path(tempfile.gettempdir()) / "dovecote-cli-examples.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _serves(lines: list[str], env: dict[str, str], cwd: Path) -> None:

@@ -54,7 +54,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     ) -> None:
         """Issue a token and print it once.
 
-        Issue a token and print it once; only its hash is stored (tokens.jsonl, mode 0600).
+        Only its hash is stored (tokens.jsonl, mode 0600).
         """
         issued = open_home().token_issue(decode(TokenIssue, {"entity_id": entity_id, "role": role}))
         if json:
@@ -68,7 +68,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     def token_list(json: JsonOpt = False) -> None:
         """List issued tokens (never the token itself).
 
-        List issued tokens: id, entity, role, created, revoked (never the token)."""
+        Id, entity, role, created and revoked."""
         rows = [r.to_dict() for r in open_home().tokens(TokenList())]
         if json:
             emit_json(rows)
@@ -85,7 +85,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     ) -> None:
         """Revoke a token; it stops working at once.
 
-        Revoke a token (an appended record; the token stops working at once)."""
+        The revocation is an appended record."""
         row = open_home().token_revoke(decode(TokenRevoke, {"token_id": token_id}))
         if json:
             emit_json(row.to_dict())
@@ -101,7 +101,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     ) -> None:
         """Block until new mail arrives for an entity, or time out.
 
-        Block until new mail arrives for ENTITY (exit 0, prints it) or the timeout passes (exit 1).
+        Exit 0 with the new mail printed; exit 1 when the timeout passes.
 
         It watches the size of one ledger, reading only when it grows.
         """
@@ -129,7 +129,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     ) -> None:
         """Write an agent's hooks to call `dovecote hook`.
 
-        Write the agent's hooks (SessionStart, UserPromptSubmit, Stop) to call `dovecote hook`.
+        The hooks are SessionStart, UserPromptSubmit and Stop.
 
         Claude Code: <project>/.claude/settings.json; Codex: <project>/.codex/hooks.json. Idempotent;
         a changed file is first copied to <file>.bak-<time>.
@@ -166,8 +166,8 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         hook_app.command(kind)(command)
 
     _hook("session-start", "Print the injection block for a new session.\n\n"
-                           "Print the injection block and record what was surfaced to this session.")
+                           "It records what was surfaced to this session.")
     _hook("prompt", "Print only the items new to this session.\n\n"
-                    "Print only the items not yet surfaced to this session (nothing when nothing is new).")
+                    "Nothing when nothing is new.")
     _hook("stop", "Block the stop once if urgent mail arrived.\n\n"
-                  "Block the stop once, naming new high/urgent items that arrived during the turn; else allow.")
+                  "It names new high or urgent items that arrived during the turn; else it allows the stop.")

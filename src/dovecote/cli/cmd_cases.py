@@ -32,7 +32,7 @@ def receipt_cmd(
 ) -> None:
     """File a triage receipt closing the letters it answers.
 
-    File a triage receipt into the case's box: it closes the letters it answers.
+    It is filed into the case's box.
 
     A sentinel probe is run by `dovecote sentinels`; with --sentinel-expect absent (the default)
     it is green when it prints nothing, so give it a command that prints what it finds.
@@ -66,7 +66,7 @@ def cases_cmd(
 ) -> None:
     """Every case: its witnesses, boxes, receipt and label.
 
-    Every case: witnesses, first and last seen, boxes, receipt, label, and its one-line case receipt."""
+    Each with its first and last seen, and its one-line case receipt."""
     show(opened().cases(Cases(box=box)), json=json, text=lambda d: _cases_text(d, rows_shown(rows, every)))
 
 
@@ -84,7 +84,7 @@ def case_cmd(
 ) -> None:
     """One case whole, with its receipt and regressions.
 
-    One case whole: witnesses, boxes, receipt, sentinel, regressions."""
+    Its witnesses, boxes, receipt, sentinel and regressions."""
     show(opened().case(Case(fingerprint=fingerprint)), json=json, text=_case_text)
 
 
@@ -105,7 +105,7 @@ def sentinels_cmd(
 ) -> None:
     """Run the probe of every fixed receipt (read-only).
 
-    Run the probe of every fixed receipt (read-only, no shell); a red one mints one regression letter."""
+    No probe runs in a shell; a red one mints one regression letter."""
     show(opened().sentinels(Sentinels(timeout=timeout)), json=json, text=_sentinels_text)
 
 
@@ -120,7 +120,7 @@ def claims_cmd(
 ) -> None:
     """Claim vs measure per fingerprint family (counts).
 
-    Claim vs measure per fingerprint: claimed right, claimed wrong, unresolved (counts, each of its claims)."""
+    Claimed right, claimed wrong and unresolved, with each of its claims."""
     show(opened().claims(Claims(write_labels=write_labels)), json=json, text=_claims_text)
 
 
@@ -149,7 +149,7 @@ def monitor_add_cmd(
 ) -> None:
     """Add a dead-man's switch for letters matching --expect.
 
-    Add a dead-man's switch: a letter matching --expect at least every period, else it goes down.
+    A letter must match at least every period, else the monitor goes down.
     """
     v = MonitorAdd(name=name, expect=expect, every=every, grace=grace, paused=paused)
     show(opened().monitor_add(v), json=json, text=lambda d: f"monitor {d['name']}: {d['id']}\n")
@@ -158,7 +158,7 @@ def monitor_add_cmd(
 def monitors_cmd(json: JsonOpt = False) -> None:
     """Every monitor and its state: new, up, late or down.
 
-    Every monitor and its state: new, up, late, down or paused (a distributing sweep mints a down letter)."""
+    A monitor may also be paused; a distributing sweep mints a down letter."""
     show(opened().monitors(Monitors()), json=json, text=_monitors_text)
 
 
@@ -180,7 +180,7 @@ def post_tool_cmd(
 ) -> None:
     """Record a watched tool's call (for abandonment).
 
-    Record a call to a watched tool for abandonment (a failed last call, then a stop, mints one letter)."""
+    A failed last call, then a stop, mints one letter."""
     from dovecote.cli.common import home_path
     from dovecote.cli.hookrun import main
 

@@ -92,7 +92,7 @@ def intake_cmd(
 ) -> None:
     """Deliver every envelope file waiting in an intake.
 
-    Deliver every envelope file in <intake>/pending/ once per recipient; quarantine the undeliverable once.
+    Each file in <intake>/pending/ once per recipient; the undeliverable is quarantined once.
     """
     run = opened().intake(decode(Intake, {"dir": None if dir is None else str(dir)}))
     show(run, json=json, text=lambda r: (
@@ -112,7 +112,7 @@ def mailman_cmd(
 ) -> None:
     """Intake, then repings, timeouts and escalations.
 
-    Intake, then each pending ack past due: reping (up to the max), timeout, one escalation.
+    Each pending ack past due is repinged (up to the max), timed out, then escalated once.
     """
     v = decode(Mailman, {"loop": loop, "interval": interval, "dir": None if dir is None else str(dir),
                          "notify_mode": notify_mode})
@@ -142,7 +142,7 @@ def ack_cmd(
 ) -> None:
     """Acknowledge a delivery as its recipient.
 
-    Acknowledge a delivery as its recipient (once; a late ack is recorded late).
+    Once; a late ack is recorded late.
     """
     a = opened().ack(decode(Ack, {"entity_id": entity_id, "ref": ref, "status": status, "reason": reason}))
     show(a, json=json, text=lambda r: f"{r['id']}: {r['entity']} {r['status']} {r['delivery_id']}"
@@ -167,7 +167,7 @@ def trackers_cmd(
 ) -> None:
     """The delivery, ack and notify states of each envelope.
 
-    The v3 tracker of each (envelope, recipient): delivery, ack and notify states, repings, escalation, dues."""
+    One v3 tracker per (envelope, recipient), with its repings, escalation and dues."""
     got = opened().trackers(decode(Trackers, {"entity_id": entity_id, "work_item_id": work_item_id,
                                               "thread_id": thread_id, "limit": limit}))
     show(got, json=json, text=lambda r: "".join(_tracker_line(t) for t in r["trackers"]) + (
@@ -201,7 +201,7 @@ def presence_list(
 ) -> None:
     """Each known agent: recently active or not.
 
-    Each known agent: recently active, or no recent session (reads only)."""
+    Reads only."""
     show(opened().presence(decode(Presence, {"active_minutes": active_minutes})), json=json, text=_presence_text)
 
 
@@ -213,7 +213,7 @@ def presence_beat(
 ) -> None:
     """Record a heartbeat for an agent's session.
 
-    Record a heartbeat for an agent's session (a separate, assistive ledger)."""
+    Heartbeats are kept in a separate, assistive ledger."""
     show(opened().presence_beat(decode(PresenceBeat, {"agent": agent, "session": session})), json=json,
          text=lambda r: f"beat {one_line(r['agent'])} at {r['ts']}\n")
 
@@ -254,7 +254,7 @@ def status_cmd(
 ) -> None:
     """The delivery view: counts, overdue acks, escalations.
 
-    The delivery view: intake, tracker and state counts, overdue acks, escalations, recently active agents.
+    Intake, tracker and state counts, and the recently active agents.
 
     It never writes, and runs the discovery command at most once.
     """

@@ -44,7 +44,7 @@ def inbox_cmd(
 ) -> None:
     """Audit an entity's inbox: counts, flags and open items.
 
-    Audit an entity's inbox: counts, flags, and open items by priority then age.
+    Open items are listed by priority, then age.
     """
     from dovecote.cli.quick import run_inbox
 
@@ -60,7 +60,7 @@ def show_cmd(
 ) -> None:
     """Read one message whole, with its thread and history.
 
-    Read one message whole: envelope, body, thread and lifecycle history.
+    Its envelope, body, thread and lifecycle history.
     """
     show(opened().show(Show(entity_id=entity_id, ref=ref, current_tic=current_tic)), json=json, text=texts.show_text)
 
@@ -73,7 +73,7 @@ def view_cmd(
 ) -> None:
     """Write the /inbox folder layout of an entity's ledger.
 
-    Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
+    It is written under views/agent-mailboxes/ (a cache).
 
     Files you put there (inside entries too) are never touched; an entry you move to another folder is
     adopted as its verb, or reported and put back when the lifecycle refuses the move.
@@ -91,7 +91,7 @@ def import_inbox_tree_cmd(
 ) -> None:
     """Adopt an existing /inbox tree with its states.
 
-    Adopt an existing /inbox tree: flat, directory and bare-drop envelopes, with their states.
+    Flat, directory and bare-drop envelopes alike.
 
     A re-import appends nothing; a move the lifecycle forbids is reported, never forced.
     """
@@ -108,7 +108,7 @@ def search_cmd(
 ) -> None:
     """Full-text search over entity mail, newest first.
 
-    Full-text search over subjects, bodies and text artifacts, newest first.
+    It searches subjects, bodies and text artifacts.
 
     The index (cache/search.sqlite) is a cache: it catches up with the ledgers
     before each answer and is rebuilt from them when missing or replaced.
@@ -124,7 +124,7 @@ def stale_check_cmd(
 ) -> None:
     """Attention debt: the stale items of every inbox.
 
-    Attention debt across every entity: items stale in WAIT or ACTIVE, counts and the oldest.
+    Items stale in WAIT or ACTIVE: their counts and the oldest.
     """
     result = opened().stale_check(StaleCheck(current_tic=current_tic, emit_signals=emit_signals))
     show(result, json=json, text=texts.stale_text)
@@ -138,7 +138,7 @@ def organize_cmd(
 ) -> None:
     """Report loose files, expired items and duplicates.
 
-    Report loose files, expired items, duplicate threads and files over 10 MiB, with proposals.
+    Also files over 10 MiB, each with a proposed action.
     """
     result = opened().organize(Organize(entity_id=entity_id, apply=apply, current_tic=current_tic))
     show(result, json=json, text=texts.organize_text)

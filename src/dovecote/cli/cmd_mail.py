@@ -99,7 +99,7 @@ def outbox_send_cmd(
 ) -> None:
     """Deliver every pending draft, each exactly once.
 
-    Deliver every pending draft, verifying each recipient (a re-run never delivers one twice)."""
+    Each recipient is verified; a re-run never delivers one twice."""
 
     def text(rows: list[dict[str, Any]]) -> str:
         out = []

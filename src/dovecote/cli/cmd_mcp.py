@@ -53,7 +53,7 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote]) -> None:
     ) -> None:
         """Serve the MCP face: agent tools and box resources.
 
-        Serve MCP: tools over the agent verbs, inbox:// and box:// resources with subscribe.
+        Tools over the agent verbs, and inbox:// and box:// resources with subscribe.
 
         On stdio the connection is bound to --as / --token; over --http each request sends
         Authorization: Bearer <token>.

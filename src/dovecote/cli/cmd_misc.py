@@ -30,7 +30,7 @@ def init_cmd(
 ) -> None:
     """Create a dovecote home (an existing one is kept).
 
-    Create a dovecote home with a fresh config.toml (an existing one is kept).
+    It writes a fresh config.toml (the roster); an existing home is kept as it is.
     """
     home, created = init(home_path(), owner_root, store)
     show({"home": str(home), "created": created}, json=json,
@@ -45,7 +45,7 @@ def merge_driver_cmd(
 ) -> None:
     """Git merge driver for ledgers: a union by id.
 
-    Git merge driver for ledgers: union by id, never a conflict, never a lost letter.
+    Never a conflict, never a lost letter.
 
     Set up: git config merge.dovecote.driver "dovecote merge-driver %O %A %B"
     and in .gitattributes: letters.jsonl merge=dovecote
@@ -58,7 +58,7 @@ def demo_cmd(
 ) -> None:
     """Build a demo home; print its sweep, doctor and inbox.
 
-    Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
+    The home has projects, letters of every fate and an entity inbox."""
     from dovecote.cli.demo import build_demo, look_around, mcp_config
     from dovecote.cli.texts import inbox_injection, inbox_text
 

@@ -42,7 +42,7 @@ def block_add_cmd(
 ) -> None:
     """Add a block (a work unit) to a project.
 
-    Add a block (a work unit) to a project: boundary version 1, store version 0.
+    It starts at boundary version 1, store version 0.
     """
     show(opened().block_add(BlockAdd(block_id=block_id, project=project)), json=json, text=_block_text)
 
@@ -54,7 +54,7 @@ def block_bump_cmd(
 ) -> None:
     """Move a block's boundary one version on.
 
-    Move a block's boundary one version on: a receipt candidate for the old boundary is stale."""
+    A receipt candidate for the old boundary is stale."""
     show(opened().block_bump(BlockBump(block_id=block_id, project=project)), json=json, text=_block_text)
 
 
@@ -67,7 +67,7 @@ def _block_text(d: dict[str, Any]) -> str:
 def blocks_cmd(project: Optional[str] = option(Blocks, "project", "--project"), json: JsonOpt = False) -> None:
     """Every block with its versions, and project skeletons.
 
-    Every block with its boundary and store versions, and each project's skeleton id."""
+    Boundary and store versions, and each project's skeleton id."""
     show(opened().blocks(Blocks(project=project)), json=json, text=_blocks_text)
 
 
@@ -90,7 +90,7 @@ def mission_post_cmd(
 ) -> None:
     """Post the next letter of a mission on its chain.
 
-    Post the next letter of a mission: validated, guarded, and appended only if it names the head.
+    Validated, guarded, and appended only if it names the head.
     """
     raw = sys.stdin.buffer.read() if file in (None, "-") else _read(file or "")
     try:
@@ -120,7 +120,7 @@ def missions_cmd(
 ) -> None:
     """One head per mission, with the counts by phase.
 
-    One head per mission, the counts by phase, and how many wait to land (merge_wait heads)."""
+    It also counts the missions waiting to land (merge_wait heads)."""
     show(opened().missions(Missions(project=project)), json=json, text=_missions_text)
 
 
@@ -164,7 +164,7 @@ def mission_archive_cmd(
 ) -> None:
     """Set a landed or failed mission aside (a human gesture).
 
-    Set a landed or failed mission aside (a human gesture: type the gesture passphrase at the terminal)."""
+    Type the gesture passphrase at the terminal."""
     v = MissionArchive(mission_id=mission_id)
     show(_gesture("mission_archive", mission_id, "archive", v), json=json, text=_posted_text)
 
@@ -175,8 +175,7 @@ def receipt_import_cmd(
 ) -> None:
     """Import a mission's receipt candidate (a human gesture).
 
-    Import a merge_wait mission's receipt candidate into its block (a human gesture: type the gesture
-    passphrase at the terminal).
+    The mission waits in merge_wait; type the gesture passphrase at the terminal.
 
     Then a landed letter with receipt {imported: true, store_version} can be posted.
     """

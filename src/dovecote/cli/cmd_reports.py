@@ -84,7 +84,7 @@ def report_cmd(
 def distribute_cmd(json: JsonOpt = False) -> None:
     """File every spool letter into exactly one box.
 
-    File every spool letter into exactly one box (a re-run appends 0)."""
+    Each letter goes where the ownership law says; a re-run appends 0."""
     show(opened().distribute(Distribute()), json=json, text=render.receipt)
 
 
@@ -97,7 +97,7 @@ def sweep_cmd(
 ) -> None:
     """Fates across the spool and every reachable box.
 
-    Fates across the spool and every reachable box, each letter once.
+    Each letter is counted once, wherever it is; every unreachable box is named.
 
     It distributes the spool first (as `dovecote distribute` does, and says so);
     --no-distribute only reads. The text lists the oldest letters (--limit, --no-limit).
@@ -140,14 +140,14 @@ def box_cmd(
 def doctor_cmd(json: JsonOpt = False) -> None:
     """The mailbox block: counts only, failing open.
 
-    The mailbox block: counts only; an I/O error marks it unavailable."""
+    Counts only; an I/O error marks the block unavailable instead of failing."""
     show(opened().doctor(Doctor()), json=json, text=render.doctor)
 
 
 def verify_cmd(json: JsonOpt = False) -> None:
     """Rebuild every cache and prove every read unchanged.
 
-    Delete and rebuild every cache; exit 1 unless every read is byte-identical."""
+    It deletes and rebuilds every cache; exit 1 unless every read is byte-identical."""
     result = opened().verify(Verify())
     show(result, json=json, text=render.verify)
     if not result.ok:

@@ -41,7 +41,7 @@ def project_add(
 def project_list(json: JsonOpt = False) -> None:
     """List the projects and whether their box is reachable.
 
-    List the projects in the roster and whether their box is reachable here."""
+    Reachable means from this machine."""
     show(opened().projects(ProjectList()), json=json, text=render.projects)
 
 

@@ -23,7 +23,7 @@ def migrate_cmd(
 ) -> None:
     """Create or upgrade the dovecote schema in the database.
 
-    Create or upgrade the dovecote schema in the database (idempotent: a second run applies nothing).
+    Idempotent: a second run applies nothing.
     """
     show(migrate_store(url, home_path()), json=json, text=_migrated)
 
@@ -45,9 +45,8 @@ def copy_cmd(
 ) -> None:
     """Copy every ledger between the home and a database.
 
-    Copy every ledger between the home and a database (byte-identical lines, so ids are kept), then
-    compare both sides. Idempotent and resumable: a second run copies only what is missing.
-    Exits 1 when the sides still differ.
+    Lines are copied byte-identical, so ids are kept; then both sides are compared. Idempotent
+    and resumable: a second run copies only what is missing. Exits 1 when the sides still differ.
     """
     report = copy_store(home_path(), to=to, source=source, write=not verify_only)
     show(report, json=json, text=_copied)

@@ -66,7 +66,7 @@ def register(import_app: Typer) -> None:
     ) -> None:
         """Read a vNext mailbox directory's tracker counts.
 
-        Read a vNext mailbox directory: its tracker counts as the vNext status view prints them.
+        The counts are those the vNext status view prints.
 
         A dry run by default; --write imports its envelopes, acks and tracker
         history as letters (a re-import appends nothing). The directory is never modified.
