@@ -82,7 +82,7 @@ def main(
     set_home(home)
 
 
-# The order of registration is the order of the help and of the README's reference.
+# The order of registration is the order of the help within each panel (cli.panels).
 cmd_misc.register_init(app)
 cmd_roster.register(app)
 cmd_reports.register(app)
@@ -99,6 +99,21 @@ cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status
 cmd_store.register(app)  # db migrate, copy
 cmd_missions.register(app)  # block, blocks, mission, missions, receipt import
 cmd_gestures.register(app)  # gesture-key set
+
+
+def _place_in_panels() -> None:
+    """Each top-level command's ``rich_help_panel``, from the one table of panels (``panels``)."""
+    from dovecote.cli.panels import PANEL_OF
+
+    for info in app.registered_commands:
+        assert info.callback is not None
+        info.rich_help_panel = PANEL_OF.get(info.name or typer.main.get_command_name(info.callback.__name__))
+    for group in app.registered_groups:
+        assert isinstance(group.name, str), "every sub-app is added with its name"
+        group.rich_help_panel = PANEL_OF.get(group.name)
+
+
+_place_in_panels()
 
 
 class _LazyGroup(Group):

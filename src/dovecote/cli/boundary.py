@@ -14,16 +14,25 @@ without remembering to opt in:
 - **Aliases.** An option's first flag is its name (the verb field's, see
   ``dovecote.verbs``); any further flags are old spellings kept working and
   left out of the help (``--trust`` for ``--trust-level``).
+- **Panels and examples.** A group lists its commands in the panels of
+  ``panels`` (each command's ``rich_help_panel``), and every command's help
+  ends with its runnable example (``examples``).
+- **Stray words.** A word no command expects (a stray positional, an unknown
+  subcommand) is a usage error (exit 2) that names the command it was given to
+  and what that command takes, with the keyword ``invalid_field`` as every
+  refusal of input at this boundary.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 import typer
+from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
 from dovecote.cli.utf8 import ENV_TEXT, is_utf8
@@ -96,6 +105,33 @@ def _without_aliases(param: Any) -> Any:
     return shown
 
 
+def _path(ctx: Context) -> tuple[str, ...]:
+    """The command's words under the program (``("mission", "post")``; the program itself is ``()``)."""
+    words: list[str] = []
+    while ctx.parent is not None:
+        words.append(str(ctx.info_name))
+        ctx = ctx.parent
+    return tuple(reversed(words))
+
+
+def _format_example(ctx: Context, formatter: HelpFormatter) -> None:
+    """The help's last lines: the command's example(s), printed as they run (never rewrapped)."""
+    from dovecote.cli.examples import EXAMPLES
+
+    lines = EXAMPLES.get(" ".join(_path(ctx)), ())
+    if lines:
+        formatter.write_paragraph()
+        formatter.write("Example:\n" if len(lines) == 1 else "Examples:\n")
+        for line in lines:
+            formatter.write(f"  {line}\n")
+
+
+def _stray(ctx: Context, word: str, takes: str, hint: str = "") -> UsageError:
+    """The usage error of a word the command does not expect: where it was given, what was expected."""
+    where = " ".join((ctx.find_root().info_name or "dovecote", *_path(ctx)))
+    return UsageError(f"invalid_field: {where}: unexpected argument {word!r}; {takes}{hint}", ctx)
+
+
 class Command(TyperCommand):
     """A command whose input is checked at the boundary and whose help names no Python types."""
 
@@ -106,6 +142,25 @@ class Command(TyperCommand):
     def invoke(self, ctx: Context) -> Any:
         check_params(ctx)
         return super().invoke(ctx)
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        """Click's parse, with a word left over named with what this command takes instead of click's
+        bare "Got unexpected extra argument"."""
+        allowed = ctx.allow_extra_args
+        ctx.allow_extra_args = True
+        try:
+            rest = super().parse_args(ctx, args)
+        finally:
+            ctx.allow_extra_args = allowed
+        if rest and not allowed and not ctx.resilient_parsing:
+            pieces = [p for p in self.collect_usage_pieces(ctx) if p != "[OPTIONS]"]
+            takes = f"{ctx.info_name} takes " + (" ".join(pieces) + " and options" if pieces else "options only")
+            raise _stray(ctx, rest[0], takes)
+        return rest
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _format_example(ctx, formatter)
 
     def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
         args, opts = [], []
@@ -135,6 +190,45 @@ class Group(TyperGroup):
         check_environment()
         check_params(ctx)
         return super().invoke(ctx)
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> Any:
+        """A word that names no subcommand is refused naming this group and its subcommands."""
+        word = args[0] if args else ""
+        if word and not word.startswith("-") and self.get_command(ctx, word) is None and not ctx.resilient_parsing:
+            names = self.list_commands(ctx)
+            if ctx.parent is None:  # the program: its commands are too many to list on one line
+                takes = "expected a command (`dovecote --help` lists them by panel)"
+            else:
+                own = "options or a subcommand" if self.invoke_without_command else "a subcommand"
+                takes = f"{ctx.info_name} takes {own} ({'subcommands: ' + ', '.join(names)})"
+            close = difflib.get_close_matches(word, names, n=1)
+            raise _stray(ctx, word, takes, f"; did you mean {close[0]!r}?" if close else "")
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """The commands in their panels (``panels``), each summary whole: one name column for every panel."""
+        from dovecote.cli.panels import order
+
+        listed = [(name, cmd) for name in self.list_commands(ctx)
+                  if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if not listed:
+            return
+        width = max(len(name) for name, _ in listed)
+        limit = formatter.width - 6 - width
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for name, cmd in sorted(listed, key=lambda nc: order(_panel(nc[1]), nc[0])):
+            panels.setdefault(_panel(cmd), []).append((name.ljust(width), cmd.get_short_help_str(limit)))
+        for title, rows in panels.items():
+            with formatter.section(title):
+                formatter.write_dl(rows)
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _format_example(ctx, formatter)
+
+
+def _panel(cmd: Any) -> str:
+    return str(getattr(cmd, "rich_help_panel", None) or "Commands")
 
 
 class Typer(typer.Typer):

@@ -42,7 +42,8 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
     app.add_typer(token_app, name="token")
     hooks_app = Typer(help="Install agent hook configurations that call `dovecote hook`.", no_args_is_help=True)
     app.add_typer(hooks_app, name="hooks")
-    hook_app = Typer(help="What agent hooks run (JSON payload on stdin); never fails the agent.", no_args_is_help=True)
+    hook_app = Typer(help="What agent hooks run; it never fails the agent.\n\n"
+                          "Each reads the hook's JSON payload on stdin.", no_args_is_help=True)
     app.add_typer(hook_app, name="hook")
 
     @token_app.command("issue")
@@ -51,9 +52,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         role: str = option(TokenIssue, "role", "--role"),
         json: JsonOpt = False,
     ) -> None:
-        """Issue a token and print it once; only its hash is stored (tokens.jsonl, mode 0600).
+        """Issue a token and print it once.
 
-        Example: dovecote token issue ent_builder --role agent
+        Only its hash is stored (tokens.jsonl, mode 0600).
         """
         issued = open_home().token_issue(decode(TokenIssue, {"entity_id": entity_id, "role": role}))
         if json:
@@ -65,7 +66,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
 
     @token_app.command("list")
     def token_list(json: JsonOpt = False) -> None:
-        """List issued tokens: id, entity, role, created, revoked (never the token)."""
+        """List issued tokens (never the token itself).
+
+        Id, entity, role, created and revoked."""
         rows = [r.to_dict() for r in open_home().tokens(TokenList())]
         if json:
             emit_json(rows)
@@ -80,7 +83,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         token_id: str = argument(TokenRevoke, "token_id", metavar="ID"),
         json: JsonOpt = False,
     ) -> None:
-        """Revoke a token (an appended record; the token stops working at once)."""
+        """Revoke a token; it stops working at once.
+
+        The revocation is an appended record."""
         row = open_home().token_revoke(decode(TokenRevoke, {"token_id": token_id}))
         if json:
             emit_json(row.to_dict())
@@ -94,10 +99,11 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         after: Optional[str] = option(Wait, "after", "--after"),
         json: JsonOpt = False,
     ) -> None:
-        """Block until new mail arrives for ENTITY (exit 0, prints it) or the timeout passes (exit 1).
+        """Block until new mail arrives for an entity, or time out.
+
+        Exit 0 with the new mail printed; exit 1 when the timeout passes.
 
         It watches the size of one ledger, reading only when it grows.
-        Example: dovecote wait ent_builder --timeout 60 --after 12.3f2a9b0c1d2e
         """
         result = open_home().wait(Wait(entity_id=entity_id, timeout=timeout, after=after))
         if json:
@@ -121,11 +127,12 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         dry_run: bool = option(HooksInstall, "dry_run", "--dry-run"),
         json: JsonOpt = False,
     ) -> None:
-        """Write the agent's hooks (SessionStart, UserPromptSubmit, Stop) to call `dovecote hook`.
+        """Write an agent's hooks to call `dovecote hook`.
+
+        The hooks are SessionStart, UserPromptSubmit and Stop.
 
         Claude Code: <project>/.claude/settings.json; Codex: <project>/.codex/hooks.json. Idempotent;
         a changed file is first copied to <file>.bak-<time>.
-        Example: dovecote hooks install --agent claude-code --entity-id ent_builder --dry-run
         """
         dc = open_home()
         v = decode(HooksInstall, {"agent": agent, "entity_id": entity_id, "project_dir": project_dir,
@@ -158,6 +165,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote], home: Callable
         command.__doc__ = doc
         hook_app.command(kind)(command)
 
-    _hook("session-start", "Print the injection block and record what was surfaced to this session.")
-    _hook("prompt", "Print only the items not yet surfaced to this session (nothing when nothing is new).")
-    _hook("stop", "Block the stop once, naming new high/urgent items that arrived during the turn; else allow.")
+    _hook("session-start", "Print the injection block for a new session.\n\n"
+                           "It records what was surfaced to this session.")
+    _hook("prompt", "Print only the items new to this session.\n\n"
+                    "Nothing when nothing is new.")
+    _hook("stop", "Block the stop once if urgent mail arrived.\n\n"
+                  "It names new high or urgent items that arrived during the turn; else it allows the stop.")

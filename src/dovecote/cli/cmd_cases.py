@@ -30,13 +30,12 @@ def receipt_cmd(
     sentinel_expect: Optional[str] = option(Receipt, "sentinel_expect", "--sentinel-expect"),
     json: JsonOpt = False,
 ) -> None:
-    """File a triage receipt into the case's box: it closes the letters it answers.
+    """File a triage receipt closing the letters it answers.
+
+    It is filed into the case's box.
 
     A sentinel probe is run by `dovecote sentinels`; with --sentinel-expect absent (the default)
     it is green when it prints nothing, so give it a command that prints what it finds.
-
-    Example: dovecote receipt --answers 1a2b3c4d5e6f --disposition fixed --ref abc123
-    --sentinel-probe "grep -n 'return \\[\\]' src/north.py"
 
     --answers and --disposition are required (refused missing_field without them), except before a
     subcommand: `dovecote receipt import M` imports a mission's receipt candidate.
@@ -65,7 +64,9 @@ def cases_cmd(
     every: NoLimitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Every case: witnesses, first and last seen, boxes, receipt, label, and its one-line case receipt."""
+    """Every case: its witnesses, boxes, receipt and label.
+
+    Each with its first and last seen, and its one-line case receipt."""
     show(opened().cases(Cases(box=box)), json=json, text=lambda d: _cases_text(d, rows_shown(rows, every)))
 
 
@@ -81,7 +82,9 @@ def case_cmd(
     fingerprint: str = argument(Case, "fingerprint"),
     json: JsonOpt = False,
 ) -> None:
-    """One case whole: witnesses, boxes, receipt, sentinel, regressions."""
+    """One case whole, with its receipt and regressions.
+
+    Its witnesses, boxes, receipt, sentinel and regressions."""
     show(opened().case(Case(fingerprint=fingerprint)), json=json, text=_case_text)
 
 
@@ -100,7 +103,9 @@ def sentinels_cmd(
     timeout: float = option(Sentinels, "timeout", "--timeout"),
     json: JsonOpt = False,
 ) -> None:
-    """Run the probe of every fixed receipt (read-only, no shell); a red one mints one regression letter."""
+    """Run the probe of every fixed receipt (read-only).
+
+    No probe runs in a shell; a red one mints one regression letter."""
     show(opened().sentinels(Sentinels(timeout=timeout)), json=json, text=_sentinels_text)
 
 
@@ -113,7 +118,9 @@ def claims_cmd(
     write_labels: bool = option(Claims, "write_labels", "--write-labels"),
     json: JsonOpt = False,
 ) -> None:
-    """Claim vs measure per fingerprint: claimed right, claimed wrong, unresolved (counts, each of its claims)."""
+    """Claim vs measure per fingerprint family (counts).
+
+    Claimed right, claimed wrong and unresolved, with each of its claims."""
     show(opened().claims(Claims(write_labels=write_labels)), json=json, text=_claims_text)
 
 
@@ -140,16 +147,18 @@ def monitor_add_cmd(
     paused: bool = option(MonitorAdd, "paused", "--paused"),
     json: JsonOpt = False,
 ) -> None:
-    """Add a dead-man's switch: a letter matching --expect at least every period, else it goes down.
+    """Add a dead-man's switch for letters matching --expect.
 
-    Example: dovecote monitor add nightly --expect tool=backup,class=win --every 1d --grace 2h
+    A letter must match at least every period, else the monitor goes down.
     """
     v = MonitorAdd(name=name, expect=expect, every=every, grace=grace, paused=paused)
     show(opened().monitor_add(v), json=json, text=lambda d: f"monitor {d['name']}: {d['id']}\n")
 
 
 def monitors_cmd(json: JsonOpt = False) -> None:
-    """Every monitor and its state: new, up, late, down or paused (a distributing sweep mints a down letter)."""
+    """Every monitor and its state: new, up, late or down.
+
+    A monitor may also be paused; a distributing sweep mints a down letter."""
     show(opened().monitors(Monitors()), json=json, text=_monitors_text)
 
 
@@ -169,7 +178,9 @@ def post_tool_cmd(
         str, typer.Option("--agent", help="Whose output form: claude-code (plain text) or codex (JSON).")
     ] = "claude-code",
 ) -> None:
-    """Record a call to a watched tool for abandonment (a failed last call, then a stop, mints one letter)."""
+    """Record a watched tool's call (for abandonment).
+
+    A failed last call, then a stop, mints one letter."""
     from dovecote.cli.common import home_path
     from dovecote.cli.hookrun import main
 

@@ -31,7 +31,7 @@ from dovecote.verbs import (
     decode,
 )
 
-presence_app = Typer(help="Agents recently active, or not (assistive; never delivery truth).",
+presence_app = Typer(help="Agents recently active, or not (assistive).\n\nPresence is assistive, never delivery truth.",
                      invoke_without_command=True)
 
 
@@ -90,9 +90,9 @@ def intake_cmd(
     dir: Optional[Path] = option(Intake, "dir", "--dir"),
     json: JsonOpt = False,
 ) -> None:
-    """Deliver every envelope file in <intake>/pending/ once per recipient; quarantine the undeliverable once.
+    """Deliver every envelope file waiting in an intake.
 
-    Example: dovecote intake --dir ~/mailbox/intake
+    Each file in <intake>/pending/ once per recipient; the undeliverable is quarantined once.
     """
     run = opened().intake(decode(Intake, {"dir": None if dir is None else str(dir)}))
     show(run, json=json, text=lambda r: (
@@ -110,9 +110,9 @@ def mailman_cmd(
     notify_mode: Optional[str] = option(Mailman, "notify_mode", "--notify-mode"),
     json: JsonOpt = False,
 ) -> None:
-    """Intake, then each pending ack past due: reping (up to the max), timeout, one escalation.
+    """Intake, then repings, timeouts and escalations.
 
-    Example: dovecote mailman --loop --interval 5
+    Each pending ack past due is repinged (up to the max), timed out, then escalated once.
     """
     v = decode(Mailman, {"loop": loop, "interval": interval, "dir": None if dir is None else str(dir),
                          "notify_mode": notify_mode})
@@ -140,9 +140,9 @@ def ack_cmd(
     reason: Optional[str] = option(Ack, "reason", "--reason"),
     json: JsonOpt = False,
 ) -> None:
-    """Acknowledge a delivery as its recipient (once; a late ack is recorded late).
+    """Acknowledge a delivery as its recipient.
 
-    Example: dovecote ack tariq env_01... --status accepted
+    Once; a late ack is recorded late.
     """
     a = opened().ack(decode(Ack, {"entity_id": entity_id, "ref": ref, "status": status, "reason": reason}))
     show(a, json=json, text=lambda r: f"{r['id']}: {r['entity']} {r['status']} {r['delivery_id']}"
@@ -165,7 +165,9 @@ def trackers_cmd(
     limit: int = option(Trackers, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
-    """The v3 tracker of each (envelope, recipient): delivery, ack and notify states, repings, escalation, dues."""
+    """The delivery, ack and notify states of each envelope.
+
+    One v3 tracker per (envelope, recipient), with its repings, escalation and dues."""
     got = opened().trackers(decode(Trackers, {"entity_id": entity_id, "work_item_id": work_item_id,
                                               "thread_id": thread_id, "limit": limit}))
     show(got, json=json, text=lambda r: "".join(_tracker_line(t) for t in r["trackers"]) + (
@@ -197,7 +199,9 @@ def presence_list(
     active_minutes: int = option(Presence, "active_minutes", "--active-minutes"),
     json: JsonOpt = False,
 ) -> None:
-    """Each known agent: recently active, or no recent session (reads only)."""
+    """Each known agent: recently active or not.
+
+    Reads only."""
     show(opened().presence(decode(Presence, {"active_minutes": active_minutes})), json=json, text=_presence_text)
 
 
@@ -207,7 +211,9 @@ def presence_beat(
     session: Optional[str] = option(PresenceBeat, "session", "--session"),
     json: JsonOpt = False,
 ) -> None:
-    """Record a heartbeat for an agent's session (a separate, assistive ledger)."""
+    """Record a heartbeat for an agent's session.
+
+    Heartbeats are kept in a separate, assistive ledger."""
     show(opened().presence_beat(decode(PresenceBeat, {"agent": agent, "session": session})), json=json,
          text=lambda r: f"beat {one_line(r['agent'])} at {r['ts']}\n")
 
@@ -246,7 +252,9 @@ def status_cmd(
     limit: int = option(Status, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
-    """The delivery view: intake, tracker and state counts, overdue acks, escalations, recently active agents.
+    """The delivery view: counts, overdue acks, escalations.
+
+    Intake, tracker and state counts, and the recently active agents.
 
     It never writes, and runs the discovery command at most once.
     """

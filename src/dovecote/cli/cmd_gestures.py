@@ -52,7 +52,9 @@ def passphrase_for(what: str, mission_id: str, key_is_set: bool) -> str | None:
 
 
 def gesture_key_set_cmd(json: JsonOpt = False) -> None:
-    """Set the gesture passphrase a person types for each human gesture (changing it needs the current one).
+    """Set the gesture passphrase human gestures need.
+
+    A person types it for each human gesture; changing it needs the current one.
 
     Typed twice with echo off at the terminal; kept only as a slow salted hash
     (scrypt) in gesture-key.json in the home, mode 0600.

@@ -42,9 +42,9 @@ def inbox_cmd(
     rows: LimitOpt = None,
     every: NoLimitOpt = False,
 ) -> None:
-    """Audit an entity's inbox: counts, flags, and open items by priority then age.
+    """Audit an entity's inbox: counts, flags and open items.
 
-    Example: dovecote inbox ent_builder --format injection --current-tic 110
+    Open items are listed by priority, then age.
     """
     from dovecote.cli.quick import run_inbox
 
@@ -58,9 +58,9 @@ def show_cmd(
     current_tic: Optional[int] = option(Show, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
-    """Read one message whole: envelope, body, thread and lifecycle history.
+    """Read one message whole, with its thread and history.
 
-    Example: dovecote show ent_builder 3f2a --json
+    Its envelope, body, thread and lifecycle history.
     """
     show(opened().show(Show(entity_id=entity_id, ref=ref, current_tic=current_tic)), json=json, text=texts.show_text)
 
@@ -71,11 +71,12 @@ def view_cmd(
     rebuild: bool = option(View, "rebuild", "--rebuild"),
     json: JsonOpt = False,
 ) -> None:
-    """Write the /inbox folder layout of an entity's ledger under views/agent-mailboxes/ (a cache).
+    """Write the /inbox folder layout of an entity's ledger.
+
+    It is written under views/agent-mailboxes/ (a cache).
 
     Files you put there (inside entries too) are never touched; an entry you move to another folder is
     adopted as its verb, or reported and put back when the lifecycle refuses the move.
-    Example: dovecote view ent_builder --current-tic 110
     """
     result = opened().view(View(entity_id=entity_id, current_tic=current_tic, rebuild=rebuild))
     show(result, json=json, text=texts.view_text)
@@ -88,10 +89,11 @@ def import_inbox_tree_cmd(
     current_tic: Optional[int] = option(ImportInboxTree, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
-    """Adopt an existing /inbox tree: flat, directory and bare-drop envelopes, with their states.
+    """Adopt an existing /inbox tree with its states.
+
+    Flat, directory and bare-drop envelopes alike.
 
     A re-import appends nothing; a move the lifecycle forbids is reported, never forced.
-    Example: dovecote import inbox-tree audit-logs/agent-mailboxes
     """
     result = opened().import_inbox_tree(ImportInboxTree(path=str(path), entity_id=entity_id, current_tic=current_tic))
     show(result, json=json, text=texts.import_text)
@@ -104,11 +106,12 @@ def search_cmd(
     limit: int = option(Search, "limit", "--limit"),
     json: JsonOpt = False,
 ) -> None:
-    """Full-text search over subjects, bodies and text artifacts, newest first.
+    """Full-text search over entity mail, newest first.
+
+    It searches subjects, bodies and text artifacts.
 
     The index (cache/search.sqlite) is a cache: it catches up with the ledgers
     before each answer and is rebuilt from them when missing or replaced.
-    Example: dovecote search deploy failed --entity-id ent_builder
     """
     v = Search(query=" ".join(query), entity_id=entity_id, include_terminal=include_terminal, limit=limit)
     show(opened().search(v), json=json, text=texts.search_text)
@@ -119,9 +122,9 @@ def stale_check_cmd(
     emit_signals: bool = option(StaleCheck, "emit_signals", "--emit-signals"),
     json: JsonOpt = False,
 ) -> None:
-    """Attention debt across every entity: items stale in WAIT or ACTIVE, counts and the oldest.
+    """Attention debt: the stale items of every inbox.
 
-    Example: dovecote stale-check --current-tic 110 --emit-signals
+    Items stale in WAIT or ACTIVE: their counts and the oldest.
     """
     result = opened().stale_check(StaleCheck(current_tic=current_tic, emit_signals=emit_signals))
     show(result, json=json, text=texts.stale_text)
@@ -133,9 +136,9 @@ def organize_cmd(
     current_tic: Optional[int] = option(Organize, "current_tic", "--current-tic"),
     json: JsonOpt = False,
 ) -> None:
-    """Report loose files, expired items, duplicate threads and files over 10 MiB, with proposals.
+    """Report loose files, expired items and duplicates.
 
-    Example: dovecote organize ent_builder --apply
+    Also files over 10 MiB, each with a proposed action.
     """
     result = opened().organize(Organize(entity_id=entity_id, apply=apply, current_tic=current_tic))
     show(result, json=json, text=texts.organize_text)

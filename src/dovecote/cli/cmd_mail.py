@@ -97,7 +97,9 @@ def outbox_send_cmd(
     sender: Optional[str] = option(OutboxSend, "sender", "--sender", "--from"),
     json: JsonOpt = False,
 ) -> None:
-    """Deliver every pending draft, verifying each recipient (a re-run never delivers one twice)."""
+    """Deliver every pending draft, each exactly once.
+
+    Each recipient is verified; a re-run never delivers one twice."""
 
     def text(rows: list[dict[str, Any]]) -> str:
         out = []
@@ -128,9 +130,11 @@ def _move_options(
 _MOVE_COMMON = ("entity_id", "ref", "current_tic", "actor", "json")
 
 MOVE_DOCS = {
-    MoveKind.claim: "WAIT -> ACTIVE: take the item (a second claimer is refused already_claimed).",
-    MoveKind.complete: "ACTIVE -> DONE: needs a prior `seen`, and a response if the item expects one.",
-    MoveKind.defer: "WAIT|ACTIVE -> DEFER until --until-tic K or --until TIME (a due is required).",
+    MoveKind.claim: "WAIT -> ACTIVE: take the item.\n\nA second claimer is refused already_claimed.",
+    MoveKind.complete: ("ACTIVE -> DONE: finish the item.\n\n"
+                        "Needs a prior `seen`, and a response if the item expects one."),
+    MoveKind.defer: "WAIT|ACTIVE -> DEFER until a tic or a time.\n\nUntil --until-tic K or --until TIME (a due is "
+                    "required).",
     MoveKind.undefer: "DEFER -> WAIT now, before its due.",
     MoveKind.nack: "WAIT -> NACK: decline the item (needs a prior `seen`).",
     MoveKind.seen: "Mark the item read (no state change); archiving needs it.",
@@ -159,12 +163,12 @@ def register(app: Typer) -> None:
 
     Every send is a new message (its own msg_<uuid7> message id), even when two are identical;
     with --idempotency-key a retry returns the message that key already delivered.
-
-    Example: dovecote send --recipient ent_builder --sender ent_ops --subject "rebuild" --category directive
     """,
     )
     _message_command(
-        app, "draft", """Write an outbound draft (EMIT) into the sender's box; `outbox send` delivers it."""
+        app, "draft", """Write an outbound draft into the sender's box.
+
+        The draft is an outbound (EMIT) item; `outbox send` delivers it."""
     )
     app.add_typer(outbox_app, name="outbox")
     for kind in MoveKind:

@@ -51,11 +51,12 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote]) -> None:
         host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="With --http: the port.")] = 8848,
     ) -> None:
-        """Serve MCP: tools over the agent verbs, inbox:// and box:// resources with subscribe.
+        """Serve the MCP face: agent tools and box resources.
+
+        Tools over the agent verbs, and inbox:// and box:// resources with subscribe.
 
         On stdio the connection is bound to --as / --token; over --http each request sends
         Authorization: Bearer <token>.
-        Example: dovecote mcp --as ent_builder
         """
         dc = open_home()
         if http:

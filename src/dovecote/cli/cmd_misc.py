@@ -28,9 +28,9 @@ def init_cmd(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Create a dovecote home with a fresh config.toml (an existing one is kept).
+    """Create a dovecote home (an existing one is kept).
 
-    Example: dovecote --home ./.dovecote init
+    It writes a fresh config.toml (the roster); an existing home is kept as it is.
     """
     home, created = init(home_path(), owner_root, store)
     show({"home": str(home), "created": created}, json=json,
@@ -43,7 +43,9 @@ def merge_driver_cmd(
     theirs: Annotated[Path, typer.Argument(help="%B: theirs.")],
     path: Annotated[Optional[str], typer.Argument(help="%P: the path in the tree (ignored).")] = None,
 ) -> None:
-    """Git merge driver for ledgers: union by id, never a conflict, never a lost letter.
+    """Git merge driver for ledgers: a union by id.
+
+    Never a conflict, never a lost letter.
 
     Set up: git config merge.dovecote.driver "dovecote merge-driver %O %A %B"
     and in .gitattributes: letters.jsonl merge=dovecote
@@ -54,7 +56,9 @@ def merge_driver_cmd(
 def demo_cmd(
     path: Annotated[Path, typer.Argument(help="Where to build the demo home.")] = Path("demo-home"),
 ) -> None:
-    """Build a demo home (projects, letters of every fate, an entity inbox); print sweep, doctor, inbox."""
+    """Build a demo home; print its sweep, doctor and inbox.
+
+    The home has projects, letters of every fate and an entity inbox."""
     from dovecote.cli.demo import build_demo, look_around, mcp_config
     from dovecote.cli.texts import inbox_injection, inbox_text
 

@@ -40,9 +40,9 @@ def block_add_cmd(
     project: str = option(BlockAdd, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
-    """Add a block (a work unit) to a project: boundary version 1, store version 0.
+    """Add a block (a work unit) to a project.
 
-    Example: dovecote block add sb_alpha --project repo-a
+    It starts at boundary version 1, store version 0.
     """
     show(opened().block_add(BlockAdd(block_id=block_id, project=project)), json=json, text=_block_text)
 
@@ -52,7 +52,9 @@ def block_bump_cmd(
     project: Optional[str] = option(BlockBump, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
-    """Move a block's boundary one version on: a receipt candidate for the old boundary is stale."""
+    """Move a block's boundary one version on.
+
+    A receipt candidate for the old boundary is stale."""
     show(opened().block_bump(BlockBump(block_id=block_id, project=project)), json=json, text=_block_text)
 
 
@@ -63,7 +65,9 @@ def _block_text(d: dict[str, Any]) -> str:
 
 
 def blocks_cmd(project: Optional[str] = option(Blocks, "project", "--project"), json: JsonOpt = False) -> None:
-    """Every block with its boundary and store versions, and each project's skeleton id."""
+    """Every block with its versions, and project skeletons.
+
+    Boundary and store versions, and each project's skeleton id."""
     show(opened().blocks(Blocks(project=project)), json=json, text=_blocks_text)
 
 
@@ -84,9 +88,9 @@ def mission_post_cmd(
     poster: Annotated[Optional[str], typer.Option("--agent", help="Who posts (default: $DOVECOTE_AGENT).")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Post the next letter of a mission: validated, guarded, and appended only if it names the head.
+    """Post the next letter of a mission on its chain.
 
-    Example: dovecote mission post --file letter.json --as-project repo-a --agent runner-1
+    Validated, guarded, and appended only if it names the head.
     """
     raw = sys.stdin.buffer.read() if file in (None, "-") else _read(file or "")
     try:
@@ -114,7 +118,9 @@ def missions_cmd(
     project: Optional[str] = option(Missions, "project", "--project"),
     json: JsonOpt = False,
 ) -> None:
-    """One head per mission, the counts by phase, and how many wait to land (merge_wait heads)."""
+    """One head per mission, with the counts by phase.
+
+    It also counts the missions waiting to land (merge_wait heads)."""
     show(opened().missions(Missions(project=project)), json=json, text=_missions_text)
 
 
@@ -156,7 +162,9 @@ def mission_archive_cmd(
     mission_id: str = argument(MissionArchive, "mission_id"),
     json: JsonOpt = False,
 ) -> None:
-    """Set a landed or failed mission aside (a human gesture: type the gesture passphrase at the terminal)."""
+    """Set a landed or failed mission aside (a human gesture).
+
+    Type the gesture passphrase at the terminal."""
     v = MissionArchive(mission_id=mission_id)
     show(_gesture("mission_archive", mission_id, "archive", v), json=json, text=_posted_text)
 
@@ -165,8 +173,9 @@ def receipt_import_cmd(
     mission_id: str = argument(ReceiptImport, "mission_id"),
     json: JsonOpt = False,
 ) -> None:
-    """Import a merge_wait mission's receipt candidate into its block (a human gesture: type the gesture
-    passphrase at the terminal).
+    """Import a mission's receipt candidate (a human gesture).
+
+    The mission waits in merge_wait; type the gesture passphrase at the terminal.
 
     Then a landed letter with receipt {imported: true, store_version} can be posted.
     """

@@ -61,8 +61,6 @@ def report_cmd(
     ] = None,
 ) -> None:
     """Append a field report to the spool and print its id.
-
-    Example: dovecote report --tool seek --class bug --what "returned nothing" --repo atlas
     """
     fields: dict[str, Any] = {
         "tool": tool, "class": klass, "what": what, "repo": repo, "brain": brain,
@@ -84,7 +82,9 @@ def report_cmd(
 
 
 def distribute_cmd(json: JsonOpt = False) -> None:
-    """File every spool letter into exactly one box (a re-run appends 0)."""
+    """File every spool letter into exactly one box.
+
+    Each letter goes where the ownership law says; a re-run appends 0."""
     show(opened().distribute(Distribute()), json=json, text=render.receipt)
 
 
@@ -95,7 +95,9 @@ def sweep_cmd(
     every: NoLimitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Fates across the spool and every reachable box, each letter once.
+    """Fates across the spool and every reachable box.
+
+    Each letter is counted once, wherever it is; every unreachable box is named.
 
     It distributes the spool first (as `dovecote distribute` does, and says so);
     --no-distribute only reads. The text lists the oldest letters (--limit, --no-limit).
@@ -136,12 +138,16 @@ def box_cmd(
 
 
 def doctor_cmd(json: JsonOpt = False) -> None:
-    """The mailbox block: counts only; an I/O error marks it unavailable."""
+    """The mailbox block: counts only, failing open.
+
+    Counts only; an I/O error marks the block unavailable instead of failing."""
     show(opened().doctor(Doctor()), json=json, text=render.doctor)
 
 
 def verify_cmd(json: JsonOpt = False) -> None:
-    """Delete and rebuild every cache; exit 1 unless every read is byte-identical."""
+    """Rebuild every cache and prove every read unchanged.
+
+    It deletes and rebuilds every cache; exit 1 unless every read is byte-identical."""
     result = opened().verify(Verify())
     show(result, json=json, text=render.verify)
     if not result.ok:

@@ -31,8 +31,6 @@ def project_add(
     json: JsonOpt = False,
 ) -> None:
     """Add a project to the roster.
-
-    Example: dovecote project add repo-a --root ~/code/repo-a --alias ra
     """
     p = opened().add_project(ProjectAdd(name=name, root=root, aliases=tuple(aliases or ()), box_in_repo=box_in_repo))
     out = {"name": p.name, "root": p.root, "aliases": list(p.aliases), "box_in_repo": p.box_in_repo}
@@ -41,7 +39,9 @@ def project_add(
 
 @project_app.command("list")
 def project_list(json: JsonOpt = False) -> None:
-    """List the projects in the roster and whether their box is reachable here."""
+    """List the projects and whether their box is reachable.
+
+    Reachable means from this machine."""
     show(opened().projects(ProjectList()), json=json, text=render.projects)
 
 
@@ -66,8 +66,6 @@ def project_remove(
     """Remove a project from the roster; its ledger is never deleted.
 
     Refused (in_use) while its box holds letters or the spool has letters for it, unless --force.
-
-    Example: dovecote project remove repo-a
     """
     _removed(opened().remove_project(ProjectRemove(name=name, force=force)), json)
 
@@ -79,8 +77,6 @@ def entity_add(
     json: JsonOpt = False,
 ) -> None:
     """Register an entity, so it has a mailbox and can be sent to.
-
-    Example: dovecote entity add ent_builder --role builder
     """
     e = opened().add_entity(EntityAdd(entity_id=entity_id, role=role))
     show({"id": e.id, "role": e.role}, json=json, text=lambda r: f"added entity {r['id']}\n")
@@ -95,8 +91,6 @@ def entity_remove(
     """Remove an entity from the roster; its ledger is never deleted.
 
     Refused (in_use) while its box holds letters, unless --force.
-
-    Example: dovecote entity remove ent_builder
     """
     _removed(opened().remove_entity(EntityRemove(entity_id=entity_id, force=force)), json)
 

@@ -94,7 +94,9 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         workers: Annotated[int, typer.Option(
             "--workers", min=1, max=32, help="Server processes on the port (more than one: MCP is stateless).")] = 1,
     ) -> None:
-        """Serve MCP (/mcp), REST (/api/v1, OpenAPI at /openapi.json), live events and the Human View (/).
+        """Serve MCP, REST, live events and the Human View.
+
+        MCP at /mcp, REST at /api/v1 (OpenAPI at /openapi.json), the Human View at /.
 
         Until Ctrl-C. It prints the page's address, a one-time login link that
         opens a session for the person at the screen, the API base and the MCP

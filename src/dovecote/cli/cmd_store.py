@@ -21,9 +21,9 @@ def migrate_cmd(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Create or upgrade the dovecote schema in the database (idempotent: a second run applies nothing).
+    """Create or upgrade the dovecote schema in the database.
 
-    Example: dovecote db migrate --url postgresql://db.example/dovecote
+    Idempotent: a second run applies nothing.
     """
     show(migrate_store(url, home_path()), json=json, text=_migrated)
 
@@ -43,11 +43,10 @@ def copy_cmd(
     ] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Copy every ledger between the home and a database (byte-identical lines, so ids are kept), then
-    compare both sides. Idempotent and resumable: a second run copies only what is missing.
-    Exits 1 when the sides still differ.
+    """Copy every ledger between the home and a database.
 
-    Example: dovecote copy --to postgresql://db.example/dovecote
+    Lines are copied byte-identical, so ids are kept; then both sides are compared. Idempotent
+    and resumable: a second run copies only what is missing. Exits 1 when the sides still differ.
     """
     report = copy_store(home_path(), to=to, source=source, write=not verify_only)
     show(report, json=json, text=_copied)

@@ -64,10 +64,11 @@ def register(import_app: Typer) -> None:
         write: bool = option(ImportVnext, "write", "--write"),
         json: JsonOpt = False,
     ) -> None:
-        """Read a vNext mailbox directory: its tracker counts as the vNext status view prints them.
+        """Read a vNext mailbox directory's tracker counts.
+
+        The counts are those the vNext status view prints.
 
         A dry run by default; --write imports its envelopes, acks and tracker
         history as letters (a re-import appends nothing). The directory is never modified.
-        Example: dovecote import vnext ~/.openclaw/workspace/plane-a/mailbox --write
         """
         show(opened().import_vnext(ImportVnext(path=str(path), write=write)), json=json, text=vnext_text)

@@ -5,12 +5,7 @@ next letter of one chain."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import select
 import subprocess
-import termios
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +15,7 @@ import pytest
 from dovecote.handle.api import Dovecote
 from helpers import DOVECOTE_BIN, cli_env, cli_json, run_cli, snapshot
 from missionhelpers import PASSPHRASE, VECTOR, VECTOR_ID, for_phase, letter
+from ptyhelpers import at_terminal as pty_run
 
 pytestmark = pytest.mark.files_only
 MID = VECTOR["mission_id"]
@@ -127,36 +123,9 @@ def test_the_passphrase_is_never_read_from_the_environment_or_an_option(tmp_path
 
 
 def at_terminal(tmp: Path, home: Path, args: list[str], *answers: tuple[bytes, str]) -> tuple[int, str]:
-    """Run ``dovecote ARGS`` with a pty as its controlling terminal (a new session, as a person's shell gives
-    it); type each answer once its prompt shows; (exit code, output)."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen([str(DOVECOTE_BIN), *args], stdin=slave, stdout=slave, stderr=slave, cwd=tmp,
-                            env=cli_env(tmp, home, USER="ada"), start_new_session=True,
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
-    todo, seen = list(answers), 0
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:  # the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            if todo and todo[0][0] in out[seen:]:
-                prompt, typed = todo.pop(0)
-                seen = out.index(prompt, seen) + len(prompt)
-                os.write(master, typed.encode() + b"\n")
-            if proc.poll() is not None and not ready:
-                break
-    finally:
-        os.close(master)
-    return proc.wait(timeout=30), out.decode(errors="replace")
+    """Run ``dovecote ARGS`` with a pty as its controlling terminal (``ptyhelpers``); type each answer once its
+    prompt shows; (exit code, output)."""
+    return pty_run([str(DOVECOTE_BIN), *args], cli_env(tmp, home, USER="ada"), tmp, *answers)
 
 
 PROMPT = b"gesture passphrase: "
