@@ -62,6 +62,7 @@ MOVE_OPTIONS: dict[MoveKind, frozenset[str]] = {
     MoveKind.undefer: frozenset({"reason"}),
     MoveKind.nack: frozenset({"reason"}),
     MoveKind.seen: frozenset(),
+    MoveKind.unseen: frozenset(),
 }
 
 
@@ -70,7 +71,7 @@ class Move(Verb, frozen=True):
 
     NAMES: ClassVar[Mapping[str, str]] = {"entity_id": "entity id"}
 
-    kind: Annotated[MoveKind, Meta(description="The move: claim, complete, defer, undefer, nack or seen.")]
+    kind: Annotated[MoveKind, Meta(description="The move: claim, complete, defer, undefer, nack, seen or unseen.")]
     entity_id: Annotated[Name, Meta(description="Whose inbox.")]
     ref: Ref
     until_tic: Annotated[Count | None, Meta(description="Defer until this tic.")] = None
