@@ -1,0 +1,83 @@
+"""Each Gas City mail operation as one call into the handle.
+
+The rules of mail (what is unread, what archiving writes, who a reply goes to) live in
+``handle.mailbox`` and below it; this module turns gc's argument and stdin into that
+call and the answer into gc's JSON (``wire``). The semantics are gc's own, as its
+conformance suite and its bead-backed provider define them: ``inbox`` is open unread mail
+to the owner, ``check`` the same without side effects, ``all`` open mail read or not,
+``get`` changes nothing and finds archived mail too, ``read`` marks read, ``archive`` and
+``delete`` close a message and keep it, ``reply`` goes to the original's sender in its
+thread, ``thread`` lists a thread oldest first, ``count`` counts open and open unread mail.
+An owner named for the first time joins the roster when mail is sent to or by it; a
+reading of a name never seen answers empty.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from dovecote import verbs
+from dovecote.gc import wire
+from dovecote.handle import mailbox
+from dovecote.handle.api import Actor, Dovecote
+
+Reader = Callable[[], bytes]
+
+
+def _owners(dc: Dovecote, name: str) -> list[str]:
+    """Whose boxes a listing reads: the one named, or every owner for gc's empty name ("no filter")."""
+    return mailbox.owners(dc) if name == "" else [mailbox.owner_name(name)]
+
+
+def _listing(dc: Dovecote, name: str) -> list[mailbox.Piece]:
+    return [p for who in _owners(dc, name) for p in mailbox.pieces(dc, who) if p.open]
+
+
+def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piece | None) -> mailbox.Piece:
+    """Send ``given`` to ``to`` (as a reply to ``original``), the sender and recipient adopted first."""
+    sender = given.sender or "human"
+    mailbox.adopt(dc, [sender, to])
+    # the reply link names an item in the replier's own box: a reply by the original's recipient carries it;
+    # anyone else's reply joins the thread without it (the letter claims nothing it cannot show)
+    linked = original is not None and original.recipient == sender
+    m = verbs.Message(
+        recipient=to, subject=given.subject, body=given.body, sender=sender,
+        reply_to=original.id if original is not None and linked else None,
+        thread_id=original.thread_id if original is not None and not linked else None,
+    )
+    sent = dc.send(m)
+    return mailbox.find(dc, sent.id, first=to)
+
+
+def run(home: Path, op: str, arg: str, stdin: Reader | None) -> str:
+    """Do ``op`` on ``arg`` in the home at ``home``; what to print (empty: nothing)."""
+    dc = Dovecote(home, actor=Actor())
+    if op in ("inbox", "check"):
+        return wire.many([p for p in _listing(dc, arg) if not p.read])
+    if op == "all":
+        return wire.many(_listing(dc, arg))
+    if op == "count":
+        pieces = _listing(dc, arg)
+        return wire.count(len(pieces), sum(1 for p in pieces if not p.read))
+    if op == "thread":
+        return wire.many(mailbox.thread(dc, arg))
+    if op == "send":
+        assert stdin is not None
+        return wire.one(_deliver(dc, mailbox.owner_name(arg), wire.incoming(stdin()), None))
+    piece = mailbox.find(dc, arg, first=os.environ.get("GC_AGENT") or None)
+    if op == "get":
+        return wire.one(piece)
+    if op == "read":
+        return wire.one(mailbox.mark(dc, piece, read=True))
+    if op in ("mark-read", "mark-unread"):
+        mailbox.mark(dc, piece, read=op == "mark-read")
+        return ""
+    if op in ("archive", "delete"):
+        mailbox.close(dc, piece)
+        return ""
+    if op == "reply":
+        assert stdin is not None
+        return wire.one(_deliver(dc, piece.sender, wire.incoming(stdin()), piece))
+    raise AssertionError(f"no operation {op}")  # main() lets only OPERATIONS through
