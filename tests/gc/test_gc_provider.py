@@ -168,3 +168,12 @@ def test_a_reply_by_someone_else_joins_the_thread_without_a_reply_link(tmp_path:
     sent = p.send("alice", "bob", "s", "b")
     other = p.reply(sent.id, "carol", "me too", "x")
     assert (other.to, other.thread_id, other.reply_to) == ("alice", sent.thread_id, "")
+
+
+def test_an_empty_subject_is_the_bodys_first_line_as_gcs_own_store_makes_it(tmp_path: Path) -> None:
+    p = provider(tmp_path)
+    m = p.send("alice", "bob", "", "  first line of it\nsecond")
+    assert m.subject == "first line of it"
+    assert p.send("alice", "bob", "", "x" * 100).subject == "x" * 80
+    r = raw(p, "send", "bob", stdin=go_marshal({"from": "alice", "subject": "", "body": ""}))
+    assert r.returncode == 1 and b"missing_field" in r.stderr

@@ -35,6 +35,19 @@ def _listing(dc: Dovecote, name: str) -> list[mailbox.Piece]:
     return [p for who in _owners(dc, name) for p in mailbox.pieces(dc, who) if p.open]
 
 
+#: How much of a body's first line stands in for a subject gc left empty (gc's bead store does the same).
+SUBJECT_FROM_BODY = 80
+
+
+def subject_of(given: wire.Incoming) -> str:
+    """The subject: the one given, else the body's first line (at most ``SUBJECT_FROM_BODY`` characters), as gc's
+    own store makes one; a message with neither is refused by the send (``missing_field``)."""
+    if given.subject:
+        return given.subject
+    lines = given.body.strip().splitlines()
+    return lines[0].strip()[:SUBJECT_FROM_BODY] if lines else ""
+
+
 def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piece | None) -> mailbox.Piece:
     """Send ``given`` to ``to`` (as a reply to ``original``), the sender and recipient adopted first."""
     sender = given.sender or "human"
@@ -43,7 +56,7 @@ def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piec
     # anyone else's reply joins the thread without it (the letter claims nothing it cannot show)
     linked = original is not None and original.recipient == sender
     m = verbs.Message(
-        recipient=to, subject=given.subject, body=given.body, sender=sender,
+        recipient=to, subject=subject_of(given), body=given.body, sender=sender,
         reply_to=original.id if original is not None and linked else None,
         thread_id=original.thread_id if original is not None and not linked else None,
     )
