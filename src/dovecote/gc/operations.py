@@ -18,7 +18,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from dovecote import verbs
 from dovecote.gc import wire
 from dovecote.handle import mailbox
 from dovecote.handle.api import Actor, Dovecote
@@ -31,8 +30,8 @@ def _owners(dc: Dovecote, name: str) -> list[str]:
     return mailbox.owners(dc) if name == "" else [mailbox.owner_name(name)]
 
 
-def _listing(dc: Dovecote, name: str) -> list[mailbox.Piece]:
-    return [p for who in _owners(dc, name) for p in mailbox.pieces(dc, who) if p.open]
+def _listing(dc: Dovecote, name: str, *, unread_only: bool = False) -> list[mailbox.Piece]:
+    return [p for who in _owners(dc, name) for p in mailbox.pieces(dc, who, open_only=True, unread_only=unread_only)]
 
 
 #: How much of a body's first line stands in for a subject gc left empty (gc's bead store does the same).
@@ -55,7 +54,9 @@ def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piec
     # the reply link names an item in the replier's own box: a reply by the original's recipient carries it;
     # anyone else's reply joins the thread without it (the letter claims nothing it cannot show)
     linked = original is not None and original.recipient == sender
-    m = verbs.Message(
+    from dovecote.verbs import Message
+
+    m = Message(
         recipient=to, subject=subject_of(given), body=given.body, sender=sender,
         reply_to=original.id if original is not None and linked else None,
         thread_id=original.thread_id if original is not None and not linked else None,
@@ -68,12 +69,12 @@ def run(home: Path, op: str, arg: str, stdin: Reader | None) -> str:
     """Do ``op`` on ``arg`` in the home at ``home``; what to print (empty: nothing)."""
     dc = Dovecote(home, actor=Actor())
     if op in ("inbox", "check"):
-        return wire.many([p for p in _listing(dc, arg) if not p.read])
+        return wire.many(_listing(dc, arg, unread_only=True))
     if op == "all":
         return wire.many(_listing(dc, arg))
     if op == "count":
-        pieces = _listing(dc, arg)
-        return wire.count(len(pieces), sum(1 for p in pieces if not p.read))
+        tallies = [mailbox.counts(dc, who) for who in _owners(dc, arg)]
+        return wire.count(sum(t for t, _ in tallies), sum(u for _, u in tallies))
     if op == "thread":
         return wire.many(mailbox.thread(dc, arg))
     if op == "send":

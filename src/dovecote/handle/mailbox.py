@@ -92,12 +92,35 @@ def adopt(dc: Dovecote, names: list[str]) -> None:
     dc._edit_roster(change)
 
 
-def pieces(dc: Dovecote, owner: str) -> list[Piece]:
-    """Every message in ``owner``'s box, open or archived, in ledger order; none for a name the roster lacks."""
+def pieces(dc: Dovecote, owner: str, *, open_only: bool = False, unread_only: bool = False) -> list[Piece]:
+    """The messages in ``owner``'s box (only the open ones, only the unread ones, or all), in ledger order; none
+    for a name the roster lacks. An item left out is never decoded: its read mark and state come from its replay."""
     if dc.roster.entity(owner_name(owner)) is None:
         return []
+    now = dc.context.now()
     with foldcache.inbox(dc.context, owner) as book:
-        return [_piece(dc, book, item) for item in book.items.values()]
+        out = []
+        for item in book.items.values():
+            r = book.replay_of(item)
+            if (unread_only and r.seen) or (open_only and effective(r, None, now) in TERMINAL):
+                continue
+            out.append(_piece(dc, book, item))
+        return out
+
+
+def counts(dc: Dovecote, owner: str) -> tuple[int, int]:
+    """How many messages in ``owner``'s box are open, and how many of those unread (none for an unknown name)."""
+    if dc.roster.entity(owner_name(owner)) is None:
+        return 0, 0
+    now = dc.context.now()
+    total = unread = 0
+    with foldcache.inbox(dc.context, owner) as book:
+        for item in book.items.values():
+            r = book.replay_of(item)
+            if effective(r, None, now) not in TERMINAL:
+                total += 1
+                unread += not r.seen
+    return total, unread
 
 
 def owners(dc: Dovecote) -> list[str]:
