@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx2 as httpx
@@ -177,3 +178,23 @@ def test_an_empty_subject_is_the_bodys_first_line_as_gcs_own_store_makes_it(tmp_
     assert p.send("alice", "bob", "", "x" * 100).subject == "x" * 80
     r = raw(p, "send", "bob", stdin=go_marshal({"from": "alice", "subject": "", "body": ""}))
     assert r.returncode == 1 and b"missing_field" in r.stderr
+
+
+def test_ensure_running_loads_no_handle(tmp_path: Path) -> None:
+    # gc starts the provider twice a command: the first start must stay near a bare interpreter's
+    p = provider(tmp_path)
+    p.send("alice", "bob", "s", "b")
+    probe = ("import sys; sys.argv = ['dovecote-gc-mail', 'ensure-running']; from dovecote.gc.main import main; "
+             "assert main() == 0; print(sorted(m for m in sys.modules if m.startswith(('dovecote.', 'msgspec'))))")
+    r = subprocess.run([sys.executable, "-c", probe], env=p.env, cwd=p.cwd, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == "['dovecote._version', 'dovecote.gc', 'dovecote.gc.main']"
+
+
+def test_an_empty_name_lists_every_agent_as_gcs_api_asks(tmp_path: Path) -> None:
+    p = provider(tmp_path)
+    a, b = p.send("alice", "bob", "one", "1"), p.send("bob", "carol", "two", "2")
+    p.read(a.id)
+    assert [m.id for m in p.inbox("") or []] == [b.id]
+    assert {m.id for m in p.all("") or []} == {a.id, b.id}
+    assert p.count("") == (2, 1)
