@@ -198,3 +198,13 @@ def test_an_empty_name_lists_every_agent_as_gcs_api_asks(tmp_path: Path) -> None
     assert [m.id for m in p.inbox("") or []] == [b.id]
     assert {m.id for m in p.all("") or []} == {a.id, b.id}
     assert p.count("") == (2, 1)
+
+
+def test_a_thread_may_be_named_by_one_of_its_messages_as_later_gc_does(tmp_path: Path) -> None:
+    p = provider(tmp_path)
+    sent = p.send("alice", "bob", "s", "b")
+    reply = p.reply(sent.id, "bob", "re", "r")
+    by_thread = [m.id for m in p.thread(sent.thread_id) or []]
+    assert by_thread == [sent.id, reply.id]  # oldest first
+    assert [m.id for m in p.thread(reply.id) or []] == by_thread
+    assert p.thread("nonexistent-thread") is None

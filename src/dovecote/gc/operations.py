@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from dovecote.errors import Refusal
 from dovecote.gc import wire
 from dovecote.handle import mailbox
 from dovecote.handle.api import Actor, Dovecote
@@ -65,6 +66,19 @@ def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piec
     return mailbox.find(dc, sent.id, first=to)
 
 
+def _thread(dc: Dovecote, arg: str) -> list[mailbox.Piece]:
+    """The thread ``arg`` names; later gc may name it by one of its messages' ids, so an id that names no
+    thread but a message is read as that message's thread (an id naming neither: an empty thread)."""
+    found = mailbox.thread(dc, arg)
+    if found:
+        return found
+    try:
+        piece = mailbox.find(dc, arg)
+    except Refusal:
+        return []
+    return mailbox.thread(dc, piece.thread_id) if piece.thread_id else [piece]
+
+
 def run(home: Path, op: str, arg: str, stdin: Reader | None) -> str:
     """Do ``op`` on ``arg`` in the home at ``home``; what to print (empty: nothing)."""
     dc = Dovecote(home, actor=Actor())
@@ -76,7 +90,7 @@ def run(home: Path, op: str, arg: str, stdin: Reader | None) -> str:
         tallies = [mailbox.counts(dc, who) for who in _owners(dc, arg)]
         return wire.count(sum(t for t, _ in tallies), sum(u for _, u in tallies))
     if op == "thread":
-        return wire.many(mailbox.thread(dc, arg))
+        return wire.many(_thread(dc, arg))
     if op == "send":
         assert stdin is not None
         return wire.one(_deliver(dc, mailbox.owner_name(arg), wire.incoming(stdin()), None))
