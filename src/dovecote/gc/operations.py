@@ -22,6 +22,7 @@ from dovecote.errors import Refusal
 from dovecote.gc import wire
 from dovecote.handle import mailbox
 from dovecote.handle.api import Actor, Dovecote
+from dovecote.verbs import Message
 
 Reader = Callable[[], bytes]
 
@@ -55,8 +56,6 @@ def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piec
     # the reply link names an item in the replier's own box: a reply by the original's recipient carries it;
     # anyone else's reply joins the thread without it (the letter claims nothing it cannot show)
     linked = original is not None and original.recipient == sender
-    from dovecote.verbs import Message
-
     m = Message(
         recipient=to, subject=subject_of(given), body=given.body, sender=sender,
         reply_to=original.id if original is not None and linked else None,
