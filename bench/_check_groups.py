@@ -71,6 +71,26 @@ def inbox(goals: Goals) -> dict[str, Measured]:
             "cold_injection": Measured(median_ms(base_cpu), median_ms(injected_cpu))}
 
 
+#: Rounds of cold ``dovecote-gc-mail`` calls, each interleaved with ``python -c pass`` (as ``bench_gcmail.py``).
+GCMAIL_ROUNDS = 7
+
+
+def gcmail(goals: Goals) -> dict[str, Measured]:
+    """``bench_gcmail.py``: cold provider calls as Gas City makes them, on 1,000 unread messages, against
+    ``python -c pass``, in CPU time (milliseconds; wall time printed): each is one process's own work."""
+    from bench_gcmail import GOALS, measure
+
+    samples = measure(1000, GCMAIL_ROUNDS)
+
+    def cpu_ms(name: str) -> float:
+        return statistics.median(c for _, c in samples[name]) * 1000
+
+    base = cpu_ms("python -c pass")
+    print("  " + ", ".join(f"{name} {statistics.median(w for w, _ in samples[name]) * 1000:.0f} ms wall"
+                           for name in samples), flush=True)
+    return {"gc_" + name.replace("-", "_"): Measured(base, cpu_ms(name)) for name in GOALS}
+
+
 def append(goals: Goals) -> dict[str, Measured]:
     """``bench_append.py``: a warm handle's durable single append against a bare write + fsync (µs)."""
     import dovecote
@@ -110,5 +130,5 @@ def mcp(goals: Goals) -> dict[str, Measured]:
 
 
 MEASURES: dict[str, Callable[[Goals], dict[str, Measured]]] = {
-    "append": append, "inbox": inbox, "rest": rest, "mcp": mcp, "sweep": sweep,
+    "append": append, "inbox": inbox, "gcmail": gcmail, "rest": rest, "mcp": mcp, "sweep": sweep,
 }

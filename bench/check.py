@@ -45,6 +45,7 @@ DIRECTIONS = ("at_most", "at_least", "exact")
 GROUPS: dict[str, tuple[str, ...]] = {
     "append": ("durable_append",),
     "inbox": ("warm_inbox", "cold_injection"),
+    "gcmail": ("gc_ensure_running", "gc_send", "gc_inbox", "gc_count", "gc_read"),
     "rest": ("rest_sends", "rest_lost"),
     "mcp": ("mcp_sends", "mcp_lost"),
     "sweep": ("cold_sweep", "snapshot_sweep"),

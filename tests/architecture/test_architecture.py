@@ -36,6 +36,10 @@ MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors"
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
                             "dovecote.http.headers",  # the headers every answer of the server carries
                             "dovecote.http.shield"})  # the request limits and error shape both servers keep
+#: What Gas City's mail provider may import besides its own modules: the handle's mailboxes, the handle, the
+#: home's making (its first use makes it), the typed verbs and the errors.
+GC_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.handle.mailbox", "dovecote.handle.home",
+                           "dovecote.verbs", "dovecote.errors"})
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
 CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
 #: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that
@@ -76,11 +80,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                       "dovecote._version")),
     ("dovecote.cli", ("dovecote.mcp", "dovecote.http", "dovecote.handle", "dovecote.verbs", "dovecote.roster",
                       "dovecote.model", "dovecote.util", "dovecote.errors", "dovecote._version")),
+    ("dovecote.gc", ("dovecote.handle", "dovecote.verbs", "dovecote.errors")),
     ("dovecote.__init__", ("dovecote.handle", "dovecote.errors", "dovecote._version")),
     ("dovecote.__main__", ("dovecote.cli",)),
 )
 #: The faces: nothing below the handle imports one.
-FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp")
+FACES = ("dovecote.cli", "dovecote.http", "dovecote.mcp", "dovecote.gc")
 
 
 def layer_of(name: str) -> str:
@@ -270,6 +275,16 @@ def test_the_http_face_imports_only_the_handle_and_its_own_modules() -> None:
         return imp not in HTTP_MAY_IMPORT
 
     assert _breaking("http goes around the handle", outside) == []
+
+
+def test_the_gc_face_imports_only_the_handle_and_its_own_modules() -> None:
+    def outside(name: str, imp: str) -> bool:
+        if not _under(name, "dovecote.gc") or not _under(imp, "dovecote") or _under(imp, "dovecote.gc"):
+            return False
+        return imp not in GC_MAY_IMPORT
+
+    assert {"dovecote.gc.main", "dovecote.gc.operations", "dovecote.gc.wire"} <= set(MODULES)
+    assert _breaking("gc goes around the handle", outside) == []
 
 
 def test_the_http_face_is_scanned() -> None:

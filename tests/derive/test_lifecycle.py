@@ -20,7 +20,9 @@ from dovecote.derive.lifecycle import (
     check_transition,
     effective,
     is_due,
+    move_verb,
     replay,
+    steps_between,
 )
 from dovecote.errors import Refusal
 
@@ -220,15 +222,15 @@ def test_the_tables_are_the_documented_ones_written_out() -> None:
     # by hand, not from the tables: one changed entry is one changed rule (DESIGN 3)
     w, a, d, done, nack = State.WAIT, State.ACTIVE, State.DEFER, State.DONE, State.NACK
     assert {
-        w: {"claim": a, "defer": d, "nack": nack, "seen": w},
-        a: {"complete": done, "defer": d, "seen": a},
-        d: {"undefer": w, "resurface": w, "seen": d},
+        w: {"claim": a, "defer": d, "nack": nack, "seen": w, "unseen": w},
+        a: {"complete": done, "defer": d, "seen": a, "unseen": a},
+        d: {"undefer": w, "resurface": w, "seen": d, "unseen": d},
         done: {},
         nack: {},
     } == TRANSITIONS
     assert {done, nack} == TERMINAL
     assert {"complete", "nack"} == ARCHIVING
-    assert {"claim", "complete", "defer", "undefer", "resurface", "nack", "seen"} == LINK_KINDS
+    assert {"claim", "complete", "defer", "undefer", "resurface", "nack", "seen", "unseen"} == LINK_KINDS
 
 
 def test_resurface_lands_in_wait_and_clears_the_due() -> None:
@@ -365,3 +367,18 @@ def test_each_refusal_says_what_was_refused_and_why() -> None:
         f" --reply-to {ITEM}); none has been delivered yet"))
     assert "expects a response sent to ent_a (" in detail(check_rails, "complete", ITEM, **waiting,
                                                           response_to="ent_a")[1]
+
+
+def test_unseen_marks_an_item_unread_again_and_archiving_then_needs_a_new_seen() -> None:
+    # the read mark is the last of seen/unseen on the chain; neither changes the state
+    r = replay(ITEM, State.WAIT, chain("seen", "unseen"))
+    assert r.state is State.WAIT and not r.seen and not r.conflicts
+    again = replay(ITEM, State.WAIT, chain("seen", "unseen", "seen", "claim", "unseen"))
+    assert again.state is State.ACTIVE and not again.seen and not again.conflicts
+    with pytest.raises(Refusal, match="not_seen"):
+        check_rails("nack", ITEM, seen=again.seen, response_required=False, responded=False, until_tic=None,
+                    until=None)
+    closed = replay(ITEM, State.WAIT, chain("seen", "nack", "unseen"))
+    assert closed.state is State.NACK and closed.seen  # an archived item is never made unread
+    assert [reason for _, reason in closed.conflicts] == ["illegal_transition"]
+    assert move_verb(State.WAIT, State.WAIT) is None and "unseen" not in (steps_between(State.WAIT, State.DONE) or [])

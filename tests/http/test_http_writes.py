@@ -117,7 +117,7 @@ def test_every_move_is_a_route_and_the_tokens_entity_is_its_actor(client: TestCl
                       json={"subject": f"for {kind}", "current_tic": 100}).json()["id"]
     # Bring the item to where the move applies: complete needs ACTIVE and seen, undefer a DEFER.
     setup = {"complete": [("seen", {}), ("claim", {})], "undefer": [("defer", {"until_tic": 500})],
-             "nack": [("seen", {})]}.get(kind.value, [])
+             "nack": [("seen", {})], "unseen": [("seen", {})]}.get(kind.value, [])
     for step, options in setup:
         assert client.post(f"/api/v1/entities/{ENTITY}/items/{ref}/{step}", headers=own, json=options).is_success
     options = {"defer": {"until_tic": 900, "reason": "later"}, "nack": {"reason": "not mine"},
@@ -127,8 +127,9 @@ def test_every_move_is_a_route_and_the_tokens_entity_is_its_actor(client: TestCl
     got = r.json()
     assert got["kind"] == kind.value and got["item"] == ref
     want = {"claim": "ACTIVE", "complete": "DONE", "defer": "DEFER", "undefer": "WAIT", "nack": "NACK",
-            "seen": "WAIT"}[kind.value]
+            "seen": "WAIT", "unseen": "WAIT"}[kind.value]
     assert items(dc)[ref]["state"] == want
+    assert items(dc)[ref]["seen"] is (kind.value in ("seen", "nack", "complete"))  # unseen: unread again
     shown = builtins(dc.show(Show(entity_id=ENTITY, ref=ref)))
     assert shown["history"][-1]["agent"] == ENTITY
 

@@ -159,7 +159,7 @@ def test_the_run_exits_non_zero_when_a_check_fails(measured_as: dict[str, float]
     _, thresholds = check.load()
     measured_as.update({t.name: t.goal for t in thresholds})
     assert check.main() == 0
-    assert "all 9 checks pass" in capsys.readouterr().out
+    assert "all 14 checks pass" in capsys.readouterr().out
     measured_as["rest_lost"] = 1
     assert check.main() == 1
     assert "FAILED: rest_lost" in capsys.readouterr().out
@@ -174,6 +174,11 @@ def test_the_thresholds_file_holds_today_s_goals_each_measured_by_one_group() ->
         "cold_injection": ("ratio", "at_most", 10.0),
         "warm_inbox": ("dovecote", "at_most", 20.0),
         "durable_append": ("ratio", "at_most", 3.0),
+        "gc_ensure_running": ("ratio", "at_most", 3.0),
+        "gc_send": ("ratio", "at_most", 12.0),
+        "gc_inbox": ("ratio", "at_most", 12.0),
+        "gc_count": ("ratio", "at_most", 12.0),
+        "gc_read": ("ratio", "at_most", 12.0),
         "rest_sends": ("dovecote", "at_least", 500.0),
         "mcp_sends": ("dovecote", "at_least", 400.0),
         "rest_lost": ("dovecote", "exact", 0.0),

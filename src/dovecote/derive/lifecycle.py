@@ -26,6 +26,9 @@ The table (``TRANSITIONS``)::
     ACTIVE --complete-> DONE      ACTIVE --defer--> DEFER
     DEFER  --undefer|resurface--> WAIT
     seen: allowed in WAIT, ACTIVE, DEFER; it changes no state, it marks the item read.
+    unseen: allowed where seen is; it changes no state, it marks the item unread again (a
+    reader that wants it back in its unread list, as Gas City's ``mark-unread``). The read
+    mark is the last of the two on the chain; archiving still needs the item seen.
 
 DONE and NACK are terminal. WAIT --complete--> DONE is illegal. The rails
 (``check_rails``) add what the table cannot say: complete and nack archive an
@@ -66,9 +69,10 @@ K = LetterKind
 #: vocabulary of kinds (``vocab.LetterKind``; ``vocab.MoveKind`` is its caller's part); a StrEnum
 #: key is found by its text too, so a letter's ``kind`` (a plain str) looks it up as it is.
 TRANSITIONS: dict[State, dict[str, State]] = {
-    State.WAIT: {K.claim: State.ACTIVE, K.defer: State.DEFER, K.nack: State.NACK, K.seen: State.WAIT},
-    State.ACTIVE: {K.complete: State.DONE, K.defer: State.DEFER, K.seen: State.ACTIVE},
-    State.DEFER: {K.undefer: State.WAIT, K.resurface: State.WAIT, K.seen: State.DEFER},
+    State.WAIT: {K.claim: State.ACTIVE, K.defer: State.DEFER, K.nack: State.NACK, K.seen: State.WAIT,
+                 K.unseen: State.WAIT},
+    State.ACTIVE: {K.complete: State.DONE, K.defer: State.DEFER, K.seen: State.ACTIVE, K.unseen: State.ACTIVE},
+    State.DEFER: {K.undefer: State.WAIT, K.resurface: State.WAIT, K.seen: State.DEFER, K.unseen: State.DEFER},
     State.DONE: {},
     State.NACK: {},
 }
@@ -165,6 +169,8 @@ def apply_link(r: Replay, link: Link) -> bool:
         return False
     if link.kind == K.seen:
         r.seen = True
+    elif link.kind == K.unseen:
+        r.seen = False
     if when is not r.state:  # the defer had come due: WAIT began at the due
         r.entered_tic = r.due_tic if r.due_tic is not None else link.tic
         r.entered_ts = r.due_time or link.ts
@@ -264,8 +270,8 @@ def check_rails(
 
 # -- moves between states: pure functions of the table ---------------------------------
 
-#: Verbs a move never means: ``seen`` changes no state, ``resurface`` is time's, not a person's.
-_NOT_MOVES = frozenset({K.seen, K.resurface})
+#: Verbs a move never means: ``seen`` and ``unseen`` change no state, ``resurface`` is time's, not a person's.
+_NOT_MOVES = frozenset({K.seen, K.unseen, K.resurface})
 
 
 def move_verb(src: State, dst: State) -> str | None:

@@ -133,6 +133,7 @@ class LetterKind(StrEnum):
     undefer = "undefer"
     nack = "nack"
     seen = "seen"
+    unseen = "unseen"
     resurface = "resurface"
 
 
@@ -199,6 +200,7 @@ class MoveKind(StrEnum):
     undefer = LetterKind.undefer.value
     nack = LetterKind.nack.value
     seen = LetterKind.seen.value
+    unseen = LetterKind.unseen.value
 
 
 

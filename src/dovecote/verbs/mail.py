@@ -62,6 +62,7 @@ MOVE_OPTIONS: dict[MoveKind, frozenset[str]] = {
     MoveKind.undefer: frozenset({"reason"}),
     MoveKind.nack: frozenset({"reason"}),
     MoveKind.seen: frozenset(),
+    MoveKind.unseen: frozenset(),
 }
 
 
