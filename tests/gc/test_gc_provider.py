@@ -69,7 +69,8 @@ def test_errors_exit_1_with_one_line_never_2_never_a_traceback(tmp_path: Path) -
     cases = {
         ("inbox",): "inbox takes one argument",
         ("get", "a", "b"): "get takes one argument",
-        ("send", "rig/worker"): "invalid_name",
+        ("send", "rig.worker"): "invalid_name",
+        ("send", "rig//worker"): "invalid_name",
         ("inbox", "../etc"): "invalid_name",
         ("send", "bob"): "",  # stdin is not JSON
     }
@@ -208,3 +209,19 @@ def test_a_thread_may_be_named_by_one_of_its_messages_as_later_gc_does(tmp_path:
     assert by_thread == [sent.id, reply.id]  # oldest first
     assert [m.id for m in p.thread(reply.id) or []] == by_thread
     assert p.thread("nonexistent-thread") is None
+
+
+def test_gc_path_names_are_entities_with_dots_and_read_back_as_gc_wrote_them(tmp_path: Path) -> None:
+    """gc names agents by path (``gastown/mayor``, ``myrig/polecats/polecat-1``, ``deacon/``): each is a mailbox,
+    its entity the name with dots for slashes, and every message shows the names as gc wrote them."""
+    p = provider(tmp_path)
+    sent = p.send("gastown/mayor", "myrig/polecats/polecat-1", "cutover", "leg is green")
+    assert (sent.from_, sent.to) == ("gastown/mayor", "myrig/polecats/polecat-1")
+    assert [(m.id, m.from_) for m in p.inbox("myrig/polecats/polecat-1") or []] == [(sent.id, "gastown/mayor")]
+    reply = p.reply(sent.id, "myrig/polecats/polecat-1", "re: cutover", "ok")
+    assert (reply.from_, reply.to) == ("myrig/polecats/polecat-1", "gastown/mayor")
+    p.send("deacon/", "gastown/mayor", "s", "b")
+    assert {m.from_ for m in p.inbox("gastown/mayor") or []} == {"myrig/polecats/polecat-1", "deacon/"}
+    home = tmp_path / "city" / ".dovecote"
+    listed = json.loads(run_cli(tmp_path, "entity", "list", "--json", home=home, process=True).stdout)
+    assert {"gastown.mayor", "myrig.polecats.polecat-1", "deacon."} <= {e["id"] for e in listed}

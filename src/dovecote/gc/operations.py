@@ -29,7 +29,7 @@ Reader = Callable[[], bytes]
 
 def _owners(dc: Dovecote, name: str) -> list[str]:
     """Whose boxes a listing reads: the one named, or every owner for gc's empty name ("no filter")."""
-    return mailbox.owners(dc) if name == "" else [mailbox.owner_name(name)]
+    return mailbox.owners(dc) if name == "" else [wire.entity_of(name)]
 
 
 def _listing(dc: Dovecote, name: str, *, unread_only: bool = False) -> list[mailbox.Piece]:
@@ -51,7 +51,7 @@ def subject_of(given: wire.Incoming) -> str:
 
 def _deliver(dc: Dovecote, to: str, given: wire.Incoming, original: mailbox.Piece | None) -> mailbox.Piece:
     """Send ``given`` to ``to`` (as a reply to ``original``), the sender and recipient adopted first."""
-    sender = given.sender or "human"
+    sender = wire.entity_of(given.sender) if given.sender else "human"
     mailbox.adopt(dc, [sender, to])
     # the reply link names an item in the replier's own box: a reply by the original's recipient carries it;
     # anyone else's reply joins the thread without it (the letter claims nothing it cannot show)
@@ -92,8 +92,9 @@ def run(home: Path, op: str, arg: str, stdin: Reader | None) -> str:
         return wire.many(_thread(dc, arg))
     if op == "send":
         assert stdin is not None
-        return wire.one(_deliver(dc, mailbox.owner_name(arg), wire.incoming(stdin()), None))
-    piece = mailbox.find(dc, arg, first=os.environ.get("GC_AGENT") or None)
+        return wire.one(_deliver(dc, wire.entity_of(arg), wire.incoming(stdin()), None))
+    agent = os.environ.get("GC_AGENT", "")
+    piece = mailbox.find(dc, arg, first=agent.replace("/", ".") or None)  # where to look first: only a hint
     if op == "get":
         return wire.one(piece)
     if op == "read":

@@ -15,12 +15,30 @@ from typing import Any
 
 import msgspec
 
-from dovecote.handle.mailbox import Piece
+from dovecote.errors import Refusal
+from dovecote.handle.mailbox import Piece, owner_name
 
 #: dovecote's priorities as gc's integers (a bead's P0..P3; gc's default is 2, dovecote's ``normal``).
 PRIORITY = {"urgent": 0, "high": 1, "normal": 2, "low": 3}
 #: How far a message id's UUIDv7 clock may be from the letter's second and still be its creation time.
 _SKEW_S = 5.0
+
+
+def entity_of(gc_name: str) -> str:
+    """The dovecote entity a gc name is: gc names its agents by path (``gastown/mayor``,
+    ``myrig/polecats/polecat-1``, ``deacon/``), an entity name is one path component, so each
+    ``/`` becomes ``.`` (``gastown.mayor``), as Gas Town writes an identity as a mail address.
+    A gc name with a ``.`` of its own would read back as another name, so it is refused
+    ``invalid_name`` (as is any name dovecote cannot hold once mapped)."""
+    if "." in gc_name:
+        raise Refusal("invalid_name", f"gc name {gc_name!r}: a '.' stands for '/' in a dovecote entity name, "
+                                      "so a gc name cannot hold one")
+    return owner_name(gc_name.replace("/", "."))
+
+
+def gc_name_of(entity: str) -> str:
+    """The gc name of a dovecote entity (``entity_of`` undone): every ``.`` is a ``/``."""
+    return entity.replace(".", "/")
 
 
 class Incoming(msgspec.Struct):
@@ -81,7 +99,8 @@ def _second(t: datetime) -> str:
 
 def message(p: Piece) -> dict[str, Any]:
     """One message as gc's ``mail.Message``."""
-    out: dict[str, Any] = {"id": p.id, "from": p.sender, "to": p.recipient, "subject": p.subject, "body": p.body}
+    out: dict[str, Any] = {"id": p.id, "from": gc_name_of(p.sender), "to": gc_name_of(p.recipient),
+                           "subject": p.subject, "body": p.body}
     when = created_at(p.ts, p.message_id)
     if when is not None:
         out["created_at"] = when
