@@ -24,6 +24,7 @@ from dovecote.handle.agents import AgentVerbs
 from dovecote.handle.cases import CaseVerbs
 from dovecote.handle.core import ActorArg, address_of, fields
 from dovecote.handle.delivery import DeliveryVerbs
+from dovecote.handle.leases import LeaseVerbs
 from dovecote.handle.missions import MissionVerbs
 from dovecote.handle.roster import RosterVerbs
 from dovecote.model.addresses import Address
@@ -130,7 +131,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
+class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs, LeaseVerbs):
     """A dovecote home: roster, store, and the use cases over them.
 
     ``actor`` is who acts when a call names nobody (a face binds it: the CLI
