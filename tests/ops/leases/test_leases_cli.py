@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from helpers import DOVECOTE_BIN, cli_env, run_cli
+from dovecote.verbs import EntityAdd
+from helpers import DOVECOTE_BIN, add_project, cli_env, new_home, run_cli
 
 pytestmark = pytest.mark.files_only
 AGENTS = [f"ent_{n}" for n in range(6)]
@@ -20,13 +21,12 @@ AGENTS = [f"ent_{n}" for n in range(6)]
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    home = tmp_path / ".dovecote"
-    assert run_cli(tmp_path, "init", "--owner-root", str(tmp_path), home=home).returncode == 0
-    (tmp_path / "repo-a").mkdir()
-    assert run_cli(tmp_path, "project", "add", "repo-a", "--root", str(tmp_path / "repo-a"), home=home).returncode == 0
+    """A home with one project (its root ``tmp/repos/repo-a``) and the agents."""
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
     for e in AGENTS:
-        assert run_cli(tmp_path, "entity", "add", e, home=home).returncode == 0
-    return home
+        dc.add_entity(EntityAdd(entity_id=e))
+    return dc.layout.root
 
 
 def test_agents_racing_for_one_path_exactly_one_wins(tmp_path: Path, home: Path) -> None:
@@ -65,7 +65,7 @@ def commit(repo: Path, path: str, agent: str) -> subprocess.CompletedProcess[str
 
 def test_the_guard_refuses_a_commit_on_anothers_exclusive_lease_and_lets_it_through_when_unreachable(
         tmp_path: Path, home: Path) -> None:
-    repo = tmp_path / "repo-a"
+    repo = tmp_path / "repos" / "repo-a"
     assert git(repo, "init", "-q").returncode == 0
     installed = run_cli(tmp_path, "lease", "guard", "install", "--project", "repo-a", "--json", home=home)
     assert installed.returncode == 0, installed.stderr
@@ -96,7 +96,7 @@ def test_the_guard_refuses_a_commit_on_anothers_exclusive_lease_and_lets_it_thro
 
 def test_an_existing_hook_is_kept_and_still_runs_and_a_linked_hooks_folder_is_refused(
         tmp_path: Path, home: Path) -> None:
-    repo = tmp_path / "repo-a"
+    repo = tmp_path / "repos" / "repo-a"
     git(repo, "init", "-q")
     old = repo / ".git" / "hooks" / "pre-commit"
     old.write_text(f"#!/bin/sh\necho ran >> {tmp_path / 'old-hook-ran'}\nexit 0\n")
@@ -118,5 +118,5 @@ def test_an_existing_hook_is_kept_and_still_runs_and_a_linked_hooks_folder_is_re
     r = run_cli(tmp_path, "lease", "guard", "install", str(other), "--project", "repo-a", home=home)
     assert r.returncode == 2 and r.stderr.startswith(b"Error: unsafe_path: ")
     assert list(outside.iterdir()) == []
-    r = run_cli(tmp_path, "lease", "guard", "install", str(tmp_path / "repo-a" / "nope"), home=home)
+    r = run_cli(tmp_path, "lease", "guard", "install", str(tmp_path / "repos" / "repo-a" / "nope"), home=home)
     assert r.returncode == 2
