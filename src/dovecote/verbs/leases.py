@@ -18,12 +18,14 @@ from dovecote.verbs.base import Name, Verb
 from dovecote.verbs.limits import ID, ITEMS, PathText, Text
 
 Glob = Annotated[str, Meta(min_length=1, max_length=ID)]
-Globs = Annotated[tuple[Glob, ...], Meta(min_length=1, max_length=ITEMS, description="Path globs under the project.")]
+Globs = Annotated[
+    tuple[Glob, ...], Meta(min_length=1, max_length=ITEMS, description="Path globs (a folder holds what is under it).")
+]
 LeaseIds = Annotated[
     tuple[Annotated[str, Meta(min_length=1, max_length=ID)], ...],
-    Meta(max_length=ITEMS, description="Only these leases (ids or prefixes; default: all of yours active)."),
+    Meta(max_length=ITEMS, description="Only these (ids or prefixes; default: all active)."),
 ]
-Ttl = Annotated[int, Meta(ge=1, le=MAX_POLICY_S, description="Seconds until it expires.")]
+Ttl = Annotated[int, Meta(ge=1, le=MAX_POLICY_S, description="Seconds to expiry.")]
 ProjectArg = Annotated[Name | None, Meta(description="The project (default: the only one).")]
 Holder = Annotated[Name, Meta(description="Whose lease (an entity).")]
 
@@ -39,10 +41,10 @@ class LeaseTake(Verb, frozen=True):
     entity_id: Holder
     globs: Globs
     ttl: Ttl = DEFAULT_TTL
-    shared: Annotated[bool, Meta(description="Shared: others may share it; only exclusive leases conflict.")] = False
-    reason: Annotated[Text | None, Meta(description="Why (shown to whoever runs into it).")] = None
+    shared: Annotated[bool, Meta(description="Shared, not exclusive.")] = False
+    reason: Annotated[Text | None, Meta(description="Why (shown to others).")] = None
     project: ProjectArg = None
-    advisory: Annotated[bool, Meta(description="Grant it despite conflicts, and name them.")] = False
+    advisory: Annotated[bool, Meta(description="Grant despite conflicts.")] = False
 
 
 class LeaseRenew(Verb, frozen=True):
@@ -73,7 +75,7 @@ class Leases(Verb, frozen=True):
 
     project: Annotated[Name | None, Meta(description="Only this project's (default: every project).")] = None
     entity_id: Annotated[Name | None, Meta(description="Only this holder's.")] = None
-    include_ended: Annotated[bool, Meta(description="Released and expired leases too.")] = False
+    include_ended: Annotated[bool, Meta(description="Ended ones too.")] = False
 
 
 class LeaseCheck(Verb, frozen=True):

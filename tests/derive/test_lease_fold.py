@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dovecote.derive.leases import fold as lease_fold
 from dovecote.derive.leases import globs as g
-from dovecote.model.letters import canonical_line, make_letter
+from dovecote.model.letters import Letter, make_letter
 from dovecote.model.vocab import LetterKind
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -101,17 +101,13 @@ def test_covers_holds_a_path_or_a_path_under_a_folder() -> None:
     assert g.covers("we[ird", "we[ird") and not g.covers("src/[ab].py", "src/[ab].py")
 
 
-def _letter(obj: dict[str, object]) -> object:
-    return make_letter(obj)
-
-
-def take(entity: str, globs: list[str], minutes: int = 60, exclusive: bool = True, at: datetime = T0) -> object:
+def take(entity: str, globs: list[str], minutes: int = 60, exclusive: bool = True, at: datetime = T0) -> Letter:
     return make_letter({"kind": LetterKind.lease.value, "ts": at.strftime("%Y-%m-%dT%H:%M:%SZ"), "agent": entity,
                         "entity": entity, "project": "p", "globs": globs, "exclusive": exclusive,
                         "expires": (at + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")})
 
 
-def follow(kind: LetterKind, ref: str, expires: datetime | None = None) -> object:
+def follow(kind: LetterKind, ref: str, expires: datetime | None = None) -> Letter:
     obj: dict[str, object] = {"kind": kind.value, "ts": "2026-12-01T12:10:00Z", "agent": "a", "entity": "a",
                               "ref": ref}
     if expires is not None:
@@ -121,17 +117,17 @@ def follow(kind: LetterKind, ref: str, expires: datetime | None = None) -> objec
 
 def test_state_is_derived_from_letters_and_the_time() -> None:
     lease = take("a", ["src/**"])
-    lid = lease.id  # type: ignore[attr-defined]
+    lid = lease.id
     assert lease_fold.fold([lease], T0)[lid].state == "active"
     assert lease_fold.fold([lease], T0 + timedelta(minutes=60))[lid].state == "expired"  # at its expiry: over
     renewed = follow(LetterKind.lease_renew, lid, T0 + timedelta(hours=3))
     shorter = follow(LetterKind.lease_renew, lid, T0 + timedelta(hours=2))
     for order in itertools.permutations([lease, renewed, shorter]):  # git merges may order them any way
-        got = lease_fold.fold(list(order), T0 + timedelta(minutes=150))[lid]  # type: ignore[arg-type]
+        got = lease_fold.fold(list(order), T0 + timedelta(minutes=150))[lid]
         assert (got.state, got.expires, got.renewed) == ("active", "2026-12-01T15:00:00Z", 2)
     released = follow(LetterKind.lease_release, lid)
     for order in itertools.permutations([lease, renewed, released]):
-        got = lease_fold.fold(list(order), T0)[lid]  # type: ignore[arg-type]
+        got = lease_fold.fold(list(order), T0)[lid]
         assert got.state == "released" and got.released_at == "2026-12-01T12:10:00Z"
 
 
@@ -140,18 +136,17 @@ def test_a_letter_that_is_not_well_formed_is_no_lease() -> None:
            make_letter({"kind": LetterKind.lease.value, "entity": "a", "globs": [".."], "expires": "2027-01-01"}),
            make_letter({"kind": LetterKind.lease.value, "globs": ["x"], "expires": "2027-01-01"}),
            follow(LetterKind.lease_release, "000000000000")]
-    assert lease_fold.fold(bad, T0) == {}  # type: ignore[arg-type]
+    assert lease_fold.fold(bad, T0) == {}
 
 
 def test_conflicts_follow_exclusive_and_shared() -> None:
     mine, theirs = take("a", ["src/**"]), take("b", ["docs"], exclusive=False)
-    leases = list(lease_fold.fold([mine, theirs], T0).values())  # type: ignore[list-item]
+    leases = list(lease_fold.fold([mine, theirs], T0).values())
     assert [c.entity for c in lease_fold.conflicts(leases, "c", ["src/x.py"], exclusive=False)] == ["a"]
     assert lease_fold.conflicts(leases, "c", ["docs/a.md"], exclusive=False) == []  # shared with shared
     assert [c.entity for c in lease_fold.conflicts(leases, "c", ["docs/a.md"], exclusive=True)] == ["b"]
     assert lease_fold.conflicts(leases, "a", ["src/x.py"], exclusive=True) == []  # never with oneself
-    later = list(lease_fold.fold([mine, theirs], T0 + timedelta(hours=2)).values())  # type: ignore[list-item]
+    later = list(lease_fold.fold([mine, theirs], T0 + timedelta(hours=2)).values())
     assert lease_fold.conflicts(later, "c", ["src/**", "docs"], exclusive=True) == []  # expired: no holder
     held = lease_fold.holding(leases, None, ["src/deep/a.py", "docs/a.md", "README.md"])
     assert [(c.entity, c.wanted) for c in held] == [("a", "src/deep/a.py")]  # shared leases never block a commit
-    assert canonical_line({"x": 1})  # the module's writer is the one the letters above stand for
