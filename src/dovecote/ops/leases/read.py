@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from dovecote.derive.leases import fold as lease_fold
 from dovecote.derive.leases.fold import Lease
-from dovecote.errors import Refusal
+from dovecote.errors import Refusal, StoreError
 from dovecote.model.addresses import project as project_box
 from dovecote.model.results import Result
 from dovecote.model.vocab import LeaseState
@@ -40,11 +40,16 @@ class PathsChecked(Result, frozen=True):
 
 
 def project_leases(ctx: Context, name: str) -> list[Lease] | None:
-    """``name``'s leases at the context's clock, in the order taken (None when its box is out of reach)."""
+    """``name``'s leases at the context's clock, in the order taken (None when its box is out of reach, or
+    cannot be read here: a listing or doctor names it and goes on, as ``distribute`` does)."""
     where = project_box(name)
     if not ctx.store.reachable(where):
         return None
-    return list(lease_fold.fold(ctx.store.read(where).letters, ctx.now(), name).values())
+    try:
+        letters = ctx.store.read(where).letters
+    except StoreError:
+        return None
+    return list(lease_fold.fold(letters, ctx.now(), name).values())
 
 
 def tally(leases: Iterable[Lease]) -> dict[str, int]:
