@@ -75,6 +75,7 @@ def test_the_guard_refuses_a_commit_on_anothers_exclusive_lease_and_lets_it_thro
     again = orjson.loads(run_cli(tmp_path, "lease", "guard", "install", "--project", "repo-a", "--json",
                                  home=home).stdout)
     assert not again["changed"] and hook.read_bytes() == text  # idempotent
+    assert again["backup"] is None and again["chained"] is None  # nothing was there, nothing runs after it
 
     assert commit(repo, "src/a.py", "ent_1").returncode == 0  # nobody holds it
     assert run_cli(tmp_path, "lease", "take", "ent_0", "src/**", "--project", "repo-a", home=home).returncode == 0

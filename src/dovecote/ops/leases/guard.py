@@ -148,7 +148,8 @@ def install(ctx: Context, project: str | None, repo: str | None, command: tuple[
     backup = None
     if old is not None and MARK in old:  # ours: keep what it chains to
         m = _CHAINED.search(old)
-        chained = shlex.split(m.group(1))[0] if m and shlex.split(m.group(1)) else None
+        words = shlex.split(m.group(1)) if m else []
+        chained = words[0] if words and words[0] else None
     else:
         chained = None
     new = script(run, ctx.layout.root.resolve(), name, chained)
