@@ -54,6 +54,10 @@ REASONS: dict[str, tuple[int, str]] = {
     "invalid_seq": (400, "mission_seq is below 1, or seq 1 names a prev_letter_id (or a later one names none)"),
     "invalid_transition": (409, "the phase graph has no move from the mission head's phase to that one"),
     "landed_law": (409, "a landed letter needs a person's import of its candidate, at the store_version it names"),
+    "lease_conflict": (409, (
+        "another agent holds an active lease on an overlapping path (exclusive, or any lease when yours is);"
+        " its holders and their expiry are named"
+    )),
     "method_not_allowed": (405, "the route exists but not with that HTTP method"),
     "missing_field": (400, "a required field is absent or empty"),
     "no_due": (400, "a defer needs a due tic or time; a DEFER with no due is a dead end"),

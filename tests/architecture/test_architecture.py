@@ -31,7 +31,7 @@ CLI_MAY_IMPORT = frozenset(
 #: What the MCP face may import besides its own modules: the handle, the typed verbs and the errors.
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
                             "dovecote.model.results",  # the one encoding of a handle's typed answer
-                            "dovecote.handle.remote",
+                            "dovecote.handle.remote", "dovecote.handle.remote_leases",
                             "dovecote.model.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
                             "dovecote.http.headers",  # the headers every answer of the server carries
@@ -53,6 +53,7 @@ CLI_EXCEPTIONS = {
 #: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
 HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote",
+                                    "dovecote.handle.remote_leases",  # the lease calls and their answers' types
                                     "dovecote.model.vocab"}  # the closed vocabularies a page filters by
 
 

@@ -327,7 +327,8 @@ def test_each_backend_says_what_it_can_do() -> None:
 # -- a verb command's options: ``cli/options`` -------------------------------------------------
 
 #: Parameters of the face, not of a verb (``test_verb_drift.FACE_ONLY`` says why each is one).
-FACE_PARAMETERS = {"json", "json_in", "fmt", "detailed", "args", "actor", "file", "poster", "rows", "every"}
+FACE_PARAMETERS = {"json", "json_in", "fmt", "detailed", "args", "actor", "file", "poster", "rows", "every",
+                   "paths_from_stdin"}
 
 #: Command functions that are not a verb's (``test_verb_drift.NOT_VERBS``): every option is the face's own.
 NOT_VERB_COMMANDS = {

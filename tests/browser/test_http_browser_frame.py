@@ -27,7 +27,7 @@ pytestmark = pytest.mark.files_only
 
 UNSEEN = "weekly numbers are in"  # the served home's item nobody has seen yet
 #: Every page of the Human View (the inbox and an item are opened on their own).
-PAGES = ("/", "/triage?all=true", "/cases", "/delivery", "/missions", "/search?q=weekly", "/no/such/page")
+PAGES = ("/", "/triage?all=true", "/cases", "/delivery", "/missions", "/leases", "/search?q=weekly", "/no/such/page")
 
 
 @pytest.fixture(scope="module")

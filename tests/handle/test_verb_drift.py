@@ -98,6 +98,13 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("mission", "archive"): verbs.MissionArchive,
     ("missions",): verbs.Missions,
     ("receipt", "import"): verbs.ReceiptImport,
+    # advisory file leases
+    ("lease", "take"): verbs.LeaseTake,
+    ("lease", "renew"): verbs.LeaseRenew,
+    ("lease", "release"): verbs.LeaseRelease,
+    ("lease", "list"): verbs.Leases,
+    ("lease", "check"): verbs.LeaseCheck,
+    ("lease", "guard", "install"): verbs.LeaseGuardInstall,
 }
 
 #: Verbs whose CLI form is a hook of NOT_VERBS (its payload on stdin, always exit 0), and why they are verbs.
@@ -117,6 +124,7 @@ FACE_ONLY = {
     "actor": "a move's --actor binds who acts (the handle's actor=), as a token does over MCP",
     "file": "mission post --file reads the letter (the verb's letter field) from a file, or stdin",
     "poster": "mission post --agent binds who posts (the handle's actor=), as a token does over MCP",
+    "paths_from_stdin": "lease check --paths-from-stdin reads more of the verb's paths from stdin, as git gives them",
 }
 
 #: Fields a command does not take as an option, and why.

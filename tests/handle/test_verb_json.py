@@ -58,6 +58,7 @@ def _reads(dc: Dovecote) -> dict[str, Callable[[], Any]]:
         "presence": lambda: dc.presence(),
         "status": lambda: dc.status(),
         "missions": lambda: dc.missions(),
+        "leases --include-ended": lambda: dc.leases(verbs.Leases(include_ended=True), now=NOW),
         "blocks": lambda: dc.blocks(),
         "tokens": lambda: dc.tokens(),
     }

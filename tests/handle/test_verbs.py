@@ -85,6 +85,12 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.Missions: {},
     verbs.Mission: {"mission_id": "msn_0123456789ab"},
     verbs.MissionArchive: {"mission_id": "msn_0123456789ab"},
+    verbs.LeaseTake: {"entity_id": "ent_b", "globs": ["src/**"]},
+    verbs.LeaseRenew: {"entity_id": "ent_b"},
+    verbs.LeaseRelease: {"entity_id": "ent_b"},
+    verbs.Leases: {},
+    verbs.LeaseCheck: {},
+    verbs.LeaseGuardInstall: {},
     verbs.ReceiptImport: {"mission_id": "msn_0123456789ab"},
 }
 

@@ -86,6 +86,11 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "blocks": ({}, {}, None),
     "block_add": ({}, {}, {"block_id": "sb_beta", "project": "atlas"}),
     "block_bump": ({"block_id": "sb_alpha"}, {}, {"project": "atlas"}),
+    # advisory file leases: each caller takes, renews and releases ENTITY's (the operator's for it too)
+    "leases": ({}, {}, None),
+    "lease_take": ({"entity_id": ENTITY}, {}, {"globs": ["src/**"]}),
+    "lease_renew": ({"entity_id": ENTITY}, {}, {}),
+    "lease_release": ({"entity_id": ENTITY}, {}, {}),
 }
 
 #: What each access promises each caller: a 2xx, or the refusal keyword.
@@ -216,6 +221,8 @@ TOOL_EXAMPLES: dict[str, list[tuple[dict[str, Any], str]]] = {
     # missions (issue 11): each caller posts a mission of its own (NEW_MISSION), the reads are views
     "mission_post": [({"letter": EXAMPLES["mission_post"][2]["letter"]}, "token")],
     "missions": [({}, "open"), ({"view": "mission", "mission_id": MISSION}, "open"), ({"view": "blocks"}, "open")],
+    "lease": [({}, "open"), ({"action": "take", "entity_id": ENTITY, "globs": ["src/**"]}, "own"),
+              ({"action": "renew", "entity_id": ENTITY}, "own"), ({"action": "release", "entity_id": ENTITY}, "own")],
 }
 
 #: What each access promises each MCP caller: REST's promise (the one rule), less the tokenless caller (every
@@ -234,8 +241,8 @@ def test_every_mcp_tool_has_an_example_and_each_view_one() -> None:
     assert set(TOOL_EXAMPLES) == set(TOOLS)
     for name, tool in TOOLS.items():
         if isinstance(tool, Views):
-            walked = {args.get("view", tool.views[0].name) for args, _ in TOOL_EXAMPLES[name]}
-            assert walked == {t.name for t in tool.views}, name
+            walked = {args.get(tool.key, tool.label(tool.views[0])) for args, _ in TOOL_EXAMPLES[name]}
+            assert walked == {tool.label(t) for t in tool.views}, name
     assert {access for rows in TOOL_EXAMPLES.values() for _, access in rows} <= set(TOOL_PROMISES)
 
 

@@ -49,7 +49,7 @@ def client(dc: Dovecote, principal: Principal = AGENT, **kw: Any) -> Client:
 #: Each catalog, by the principal a connection is bound to: an agent, an operator token, the local operator.
 CATALOGS = {
     "agent": (AGENT, ["report", "sweep", "box", "doctor", "send", "move", "inbox", "show", "search", "wait", "ack",
-                      "trackers", "cases", "receipt", "mission_post", "missions"]),
+                      "trackers", "cases", "receipt", "mission_post", "missions", "lease"]),
     "operator": (Principal("ent_ops", "operator"), [*OPERATOR_TOOLS]),
     "local": (Principal("ent_ops", "operator", local=True), [*OPERATOR_TOOLS, "import_vnext"]),
 }
@@ -238,16 +238,20 @@ async def test_read_only_refuses_every_writing_tool_and_answers_the_readers(dc: 
                            ("move", {"kind": "seen", "entity_id": ENTITY, "ref": mid}),
                            ("report", {"tool": "t", "class": "bug", "what": "w"}),
                            ("sweep", {}),
-                           ("ack", {"entity_id": ENTITY, "ref": mid})]:
+                           ("ack", {"entity_id": ENTITY, "ref": mid}),
+                           ("lease", {"action": "take", "globs": ["src/**"]}),
+                           ("lease", {"action": "release"})]:
             r = await c.call_tool(name, args)
             assert r.is_error and r.content[0].text.startswith("read_only: "), name
         assert not (await c.call_tool("sweep", {"distribute": False})).is_error
         assert not (await c.call_tool("inbox", {})).is_error
         assert not (await c.call_tool("doctor", {})).is_error
         assert not (await c.call_tool("trackers", {})).is_error
+        assert not (await c.call_tool("lease", {})).is_error  # list, the default action, only reads
     assert ledgers(dc) == before
     writing = {"report", "send", "move", "sweep", "ack", "receipt", "intake", "mailman", "presence_beat",
-               "hook_event", "sentinels", "monitor_add", "import_vnext", "claims", "mission_post"}
+               "hook_event", "sentinels", "monitor_add", "import_vnext", "claims", "mission_post", "lease_take",
+               "lease_renew", "lease_release"}
     for tool in TOOLS.values():
         for view in getattr(tool, "views", (tool,)):
             assert verbs.writes(view.name) == (view.name in writing), view.name

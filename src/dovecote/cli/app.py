@@ -36,6 +36,7 @@ from dovecote.cli import (
     cmd_delivery,
     cmd_gestures,
     cmd_inbox,
+    cmd_leases,
     cmd_mail,
     cmd_mcp,
     cmd_misc,
@@ -99,6 +100,7 @@ cmd_delivery.register(app)  # intake, mailman, ack, trackers, presence, status
 cmd_store.register(app)  # db migrate, copy
 cmd_missions.register(app)  # block, blocks, mission, missions, receipt import
 cmd_gestures.register(app)  # gesture-key set
+cmd_leases.register(app)  # lease take|renew|release|list|check, lease guard install
 
 
 def _place_in_panels() -> None:

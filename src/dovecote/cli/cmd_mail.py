@@ -138,7 +138,7 @@ MOVE_DOCS = {
     MoveKind.undefer: "DEFER -> WAIT now, before its due.",
     MoveKind.nack: "WAIT -> NACK: decline the item (needs a prior `seen`).",
     MoveKind.seen: "Mark the item read (no state change); archiving needs it.",
-    MoveKind.unseen: "Mark the item unread again (no state change); archiving then needs a new `seen`.",
+    MoveKind.unseen: "Mark the item unread again (no state change).\n\nArchiving it then needs a new `seen`.",
 }
 
 

@@ -14,10 +14,10 @@ PANELS: dict[str, tuple[str, ...]] = {
     "Cases": ("cases", "case", "sentinels", "claims", "monitors", "monitor"),
     "Mailboxes": ("send", "draft", "outbox", "inbox", "show", "search", "wait",
                   "view", "organize", "stale-check", "import"),
-    "Mail lifecycle": ("seen", "claim", "complete", "defer", "undefer", "nack"),
+    "Mail lifecycle": ("seen", "unseen", "claim", "complete", "defer", "undefer", "nack"),
     "Delivery": ("intake", "mailman", "ack", "trackers", "status"),
     "Missions": ("mission", "missions", "block", "blocks"),
-    "Server and agents": ("serve", "mcp", "token", "hooks", "hook", "presence"),
+    "Server and agents": ("serve", "mcp", "token", "hooks", "hook", "presence", "lease"),
     "Data and stores": ("doctor", "verify", "copy", "db", "merge-driver"),
     "Setup": ("init", "demo", "project", "entity", "gesture-key"),
 }

@@ -125,6 +125,8 @@ def doctor(d: dict[str, Any]) -> None:
     c.print(f"  pending distribution {plural(m['pending_letters'], 'letter')}: {why or '-'}")
     c.print(f"  unreachable boxes    {', '.join(map(_safe, m['unreachable'])) or '-'}")
     c.print(f"  malformed lines      {m['malformed_lines']}")
+    if "leases" in m:
+        c.print("  leases               " + ", ".join(f"{n} {k}" for k, n in m["leases"].items()))
     _tokens(c, d["tokens"])
 
 

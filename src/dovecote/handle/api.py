@@ -24,6 +24,8 @@ from dovecote.handle.agents import AgentVerbs
 from dovecote.handle.cases import CaseVerbs
 from dovecote.handle.core import ActorArg, address_of, fields
 from dovecote.handle.delivery import DeliveryVerbs
+from dovecote.handle.lazy import ELSEWHERE, RESULTS
+from dovecote.handle.leases import LeaseVerbs
 from dovecote.handle.missions import MissionVerbs
 from dovecote.handle.roster import RosterVerbs
 from dovecote.model.addresses import Address
@@ -88,40 +90,6 @@ __all__ = [
     "open_home",
 ]
 
-#: The typed answers a face names (its REST route's response type, its OpenAPI schema), by the ops module that
-#: builds each: imported on first use, so a hook's cold start loads none of their modules.
-RESULTS = {
-    "BlockChange": "dovecote.ops.missions.blocks", "BlockListing": "dovecote.ops.missions.blocks",
-    "MissionArchived": "dovecote.ops.missions.post", "MissionChain": "dovecote.ops.missions.post",
-    "MissionListing": "dovecote.ops.missions.post", "MissionPosted": "dovecote.ops.missions.post",
-    "Case": "dovecote.ops.cases.cases", "Cases": "dovecote.ops.cases.cases", "Claims": "dovecote.ops.cases.cases",
-    "ReceiptFiled": "dovecote.ops.cases.cases", "MonitorAdded": "dovecote.ops.cases.monitors",
-    "Monitors": "dovecote.ops.cases.monitors", "Sentinels": "dovecote.ops.cases.sentinels",
-    "StaleCheck": "dovecote.ops.mail.stale", "Organized": "dovecote.ops.tree.organize",
-    "Trackers": "dovecote.ops.delivery.trackers", "KeySet": "dovecote.ops.missions.gestures",
-    "ReceiptImported": "dovecote.ops.missions.blocks", "Beat": "dovecote.ops.delivery.presence",
-    "Presence": "dovecote.ops.delivery.presence", "HookRelayed": "dovecote.ops.cases.abandonment",
-    "Status": "dovecote.ops.delivery.status", "Doctor": "dovecote.ops.admin.doctor", "Shown": "dovecote.ops.mail.show",
-    "OutboxRow": "dovecote.ops.mail.outbox", "OutboxSent": "dovecote.ops.mail.outbox",
-    "InboxView": "dovecote.ops.mail.inbox", "SearchMatch": "dovecote.ops.search.query",
-    "SearchResult": "dovecote.ops.search.query", "Copied": "dovecote.ops.admin.store_copy",
-    "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
-    "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
-    "WaitResult": "dovecote.ops.mail.wait", "SweepAnswer": "dovecote.ops.reports.shapes",
-    "VnextImported": "dovecote.ops.delivery.import_vnext",
-    "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
-    "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
-    "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",
-    "ProjectRow": "dovecote.ops.agents.roster_use", "Migrated": "dovecote.handle.home",
-}
-#: The rest of the handle a face names from here, defined beside what it needs and imported on first use as
-#: ``RESULTS`` are: making, migrating and copying a home (``handle.home``), and what a removal found in use.
-ELSEWHERE = {
-    "init": "dovecote.handle.home", "migrate_store": "dovecote.handle.home", "copy_store": "dovecote.handle.home",
-    "merge_ledgers": "dovecote.handle.home", "Use": "dovecote.ops.agents.roster_use",
-}
-
-
 def __getattr__(name: str) -> Any:
     """A typed answer of ``RESULTS`` (or a name of ``ELSEWHERE``), imported when a face first names it."""
     where = RESULTS.get(name) or ELSEWHERE.get(name)
@@ -132,7 +100,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs):
+class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs, LeaseVerbs):
     """A dovecote home: roster, store, and the use cases over them.
 
     ``actor`` is who acts when a call names nobody (a face binds it: the CLI

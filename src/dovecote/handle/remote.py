@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
+from dovecote.handle import remote_leases
 from dovecote.handle.api import Actor, Dovecote, Principal, Watch
 
 if TYPE_CHECKING:
@@ -385,15 +386,14 @@ def block_bump(dc: Dovecote, p: Principal | None, v: verbs.BlockBump) -> BlockCh
     return dc.block_bump(v, actor=actor_of(operator(p, "bump a block")))
 
 
-#: The verbs a remote caller may call, by their ``verbs.VERBS`` name. Roster edits, tokens, hooks,
-#: verify, view, the inbox-tree import, organize and stale-check are operator work at a terminal: not here.
+#: What a remote caller may call, by verb name (roster, tokens, hooks, verify, view, imports, organize: a terminal's).
 CALLS: dict[str, Call] = {
     "report": report, "distribute": distribute, "sweep": sweep, "box": box, "doctor": doctor, "send": send,
     "draft": draft, "outbox_send": outbox_send, "move": move, "inbox": inbox, "show": show, "search": search,
     "wait": wait, "ack": ack, "trackers": trackers, "cases": cases, "receipt": receipt,
     "case": case, "sentinels": sentinels, "claims": claims, "monitor_add": monitor_add, "monitors": monitors,
     "status": status, "presence": presence, "presence_beat": presence_beat, "intake": intake, "mailman": mailman,
-    "import_vnext": import_vnext, "hook_event": hook_event,
+    "import_vnext": import_vnext, "hook_event": hook_event, **remote_leases.CALLS,  # leases: remote_leases
     # missions; never mission_archive or receipt_import (human gestures)
     "mission_post": mission_post, "missions": missions, "mission": mission, "blocks": blocks,
     "block_add": block_add, "block_bump": block_bump,

@@ -12,6 +12,7 @@ Mounted here:
     /delivery          the delivery page (``pages_delivery``)
     /missions          the missions page, and POST /missions/{mission_id}/{gesture}: the signed-in person's
                        archive and receipt import (``pages_missions``)
+    /leases            per project, who holds which paths until when (``pages_leases``)
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
 
@@ -51,7 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.handle.remote import bearer
-from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_missions, rest
+from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_leases, pages_missions, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Pool, Runner
@@ -178,6 +179,7 @@ def create_app(
         guarded("/search", pages.search, "search"),
         guarded("/delivery", pages_delivery.endpoint(pages), "delivery"),
         guarded("/missions", missions_page, "missions"),
+        guarded("/leases", pages_leases.endpoint(pages), "leases"),
         Route("/missions/{mission_id}/{gesture}", missions_gesture, methods=["POST"], name="mission_gesture"),
         guarded("/entities/{entity_id}", pages.entity, "entity"),
         guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),

@@ -83,6 +83,7 @@ from dovecote.handle.api import (
     Transition,
     WaitResult,
 )
+from dovecote.handle.remote_leases import LeaseListing, LeasesChanged, LeaseTaken
 from dovecote.http import longpoll
 from dovecote.http.inputs import json_response, parse, parse_body
 from dovecote.verbs import SPOOL  # the ``box`` filter's name for letters in no box yet
@@ -286,6 +287,19 @@ MISSIONS: tuple[Route, ...] = (
           verbs.BlockBump, BlockChange, "operator", _remote("block_bump"), status=201),
 )
 
+#: Advisory file leases: an agent takes, renews and releases its own (an operator anyone's); the listing is open.
+LEASES: tuple[Route, ...] = (
+    Route("GET", "/leases", "leases", "Who holds which paths until when (active leases, or every one)", "leases",
+          verbs.Leases, LeaseListing, "open", _remote("leases")),
+    Route("POST", ENTITY + "/leases", "lease_take", "Take a lease on path globs (refused lease_conflict on an "
+          "overlapping one, unless advisory)", "lease_take", verbs.LeaseTake, LeaseTaken, "own_token",
+          _remote("lease_take"), status=201),
+    Route("POST", ENTITY + "/leases/renewals", "lease_renew", "Extend this entity's active leases", "lease_renew",
+          verbs.LeaseRenew, LeasesChanged, "own_token", _remote("lease_renew")),
+    Route("POST", ENTITY + "/leases/releases", "lease_release", "Release this entity's active leases",
+          "lease_release", verbs.LeaseRelease, LeasesChanged, "own_token", _remote("lease_release")),
+)
+
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/boxes", "boxes", "Every box with its counts (open, fates, held)", "box", NoParams, Boxes,
           "open", _read(boxes)),
@@ -341,6 +355,7 @@ ROUTES: tuple[Route, ...] = (
           "hook_event", verbs.HookEvent, HookRelayed, "operator", _remote("hook_event")),
     *DELIVERY,
     *MISSIONS,
+    *LEASES,
 )
 
 

@@ -26,8 +26,10 @@ characters / 4, with room left for the mission tools) in two ways:
   trackers, presence or (an operator's) the status view. Each view is its own
   verb: the tool's schema is the union of the views' verb schemas plus
   ``view``, and a call is decoded by the chosen view's verb alone (a field of
-  another view is ``unknown_field``). Writes are never views: each writing verb
-  is its own tool, so ``read_only`` and ``forbidden`` stay per verb.
+  another view is ``unknown_field``). Writes are never views, with one
+  exception: ``lease`` picks its verb by ``action`` (list, take, renew,
+  release), as one tool rather than four. Its actions are verbs all the same: the
+  picked verb's name is what ``read_only`` and ``forbidden`` judge, per verb.
 
 Whose box: a tool whose verb names one (``entity_id``: show, wait, move, ack;
 inbox already reads the caller's own) defaults it to the connection's own
@@ -88,15 +90,17 @@ from dovecote.handle.api import (
     WaitResult,
 )
 from dovecote.handle.remote import refuse_if_read_only
+from dovecote.handle.remote_leases import LeaseListing, LeasesChanged, LeaseTaken
 from dovecote.mcp import schemas
 
 __all__ = ["ROLES", "TOOLS", "Tool", "Views", "catalog", "refuse_if_read_only", "role_of"]
 
 Call = Callable[[Dovecote, Principal, Any], Any]
 
-#: The catalogs, each a superset of the one before: an agent's, an operator's, the local operator's.
+#: The catalogs, each a superset of the one before (but ``lease``, an agent's): an agent's, an operator's, the local
+#: operator's.
 ROLES = ("agent", "operator", "local")
-EVERYONE, OPERATORS, LOCAL = frozenset(ROLES), frozenset(ROLES[1:]), frozenset(ROLES[2:])
+EVERYONE, OPERATORS, LOCAL, AGENTS = frozenset(ROLES), frozenset(ROLES[1:]), frozenset(ROLES[2:]), frozenset(ROLES[:1])
 
 
 def role_of(p: Principal) -> str:
@@ -186,10 +190,17 @@ class Views:
     name: str
     lead: str
     views: tuple[Tool, ...]
+    #: The argument that chooses, and what it calls each view (default: its tool's name), in ``views``' order.
+    key: str = "view"
+    labels: tuple[str, ...] = ()
+
+    def label(self, t: Tool) -> str:
+        return self.labels[self.views.index(t)] if self.labels else t.name
 
     def describe(self, role: str = "local") -> str:
         """``lead``, then each view ``role`` may read with its phrase."""
-        return f"{self.lead}: " + "; ".join(f"{t.name} ({t.description})" for t in self.views if role in t.roles) + "."
+        shown = (f"{self.label(t)} ({t.description})" for t in self.views if role in t.roles)
+        return f"{self.lead}: " + "; ".join(shown) + "."
 
     @property
     def output(self) -> dict[str, Any]:
@@ -207,7 +218,7 @@ class Views:
         each verb). No field is required here: the chosen view's verb refuses a missing one.
         """
         shown = [t for t in self.views if role in t.roles]
-        props: dict[str, Any] = {"view": {"enum": [t.name for t in shown], "default": shown[0].name}}
+        props: dict[str, Any] = {self.key: {"enum": [self.label(t) for t in shown], "default": self.label(shown[0])}}
         for t in shown:
             for key, s in t.input_schema(role)["properties"].items():
                 props[key] = {k: v for k, v in props[key].items() if s.get(k) == v} if key in props else s
@@ -216,12 +227,12 @@ class Views:
     def pick(self, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
         """The view a call reads, and the arguments its verb decodes (``invalid_field`` for no such view)."""
         rest = dict(arguments)
-        view = rest.pop("view", self.views[0].name)
+        view = rest.pop(self.key, self.label(self.views[0]))
         for t in self.views:
-            if t.name == view:
+            if self.label(t) == view:
                 return t, rest
-        raise Refusal("invalid_field", f"{self.name}: view must be one of {', '.join(t.name for t in self.views)}"
-                                       f", not {view!r}")
+        raise Refusal("invalid_field", f"{self.name}: {self.key} must be one of "
+                                       f"{', '.join(map(self.label, self.views))}, not {view!r}")
 
 
 #: The field naming whose box a call touches; a tool whose verb requires it takes it as optional and defaults it
@@ -345,6 +356,18 @@ TOOLS: dict[str, Tool | Views] = {t.name: t for t in (
         Tool("blocks", verbs.Blocks, "versions, skeletons", remote.blocks,
              lambda d: f"blocks: {d['count']}", (BlockListing,)),
     )),
+    # -- advisory file leases: one tool, the verb chosen by action; listed for agents (an operator's catalog is at
+    # its budget: an operator calls it all the same, or takes a lease for anyone at a terminal or over REST)
+    Views("lease", "Path leases by action", (
+        Tool("leases", verbs.Leases, "who holds what until when", remote.CALLS["leases"],
+             lambda d: f"leases: {d['count']}", (LeaseListing,), roles=AGENTS),
+        Tool("lease_take", verbs.LeaseTake, "lease_conflict if held", remote.CALLS["lease_take"],
+             lambda d: f"lease {d['lease']['id']} until {d['lease']['expires']}", (LeaseTaken,), roles=AGENTS),
+        Tool("lease_renew", verbs.LeaseRenew, "yours", remote.CALLS["lease_renew"],
+             lambda d: f"renewed {d['count']}", (LeasesChanged,), roles=AGENTS),
+        Tool("lease_release", verbs.LeaseRelease, "yours", remote.CALLS["lease_release"],
+             lambda d: f"released {d['count']}", (LeasesChanged,), roles=AGENTS),
+    ), key="action", labels=("list", "take", "renew", "release")),
     # -- operator work: not in an agent's catalog
     Tool("intake", verbs.Intake, "Deliver the intake's pending envelopes, once per recipient.",
          remote.intake, _intake_text, (IntakeAnswer,), omit=("dir",), roles=OPERATORS),

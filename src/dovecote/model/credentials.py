@@ -43,6 +43,10 @@ VERBS: dict[str, str] = {
     "ack": "own",
     "trackers": "own",
     "presence_beat": "own",
+    # -- leases: an agent takes, renews and releases its own; an operator anyone's
+    "lease_take": "own",
+    "lease_renew": "own",
+    "lease_release": "own",
 }
 
 #: role -> the highest trust level a message its entity sends may claim. The person at this machine (the CLI,

@@ -135,6 +135,10 @@ class LetterKind(StrEnum):
     seen = "seen"
     unseen = "unseen"
     resurface = "resurface"
+    # advisory file leases, in a project's box (``derive/leases``): taken, renewed, released
+    lease = "lease"
+    lease_renew = "lease_renew"
+    lease_release = "lease_release"
 
 
 #: ``kind`` values that still make a letter a field report: absent, ``report``,
@@ -220,3 +224,11 @@ class HookAgent(StrEnum):
 
 #: Categories whose items expect a response unless the sender said otherwise.
 RESPONSE_CATEGORIES: frozenset[str] = frozenset({"query", "directive"})
+
+
+class LeaseState(StrEnum):
+    """A lease's state, derived at read time from its letters and the clock (never stored)."""
+
+    active = "active"
+    released = "released"
+    expired = "expired"

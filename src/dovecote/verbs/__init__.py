@@ -58,6 +58,7 @@ from dovecote.verbs.base import (
 )
 from dovecote.verbs.cases import Case, Cases, Claims, HookEvent, MonitorAdd, Monitors, Receipt, Sentinels
 from dovecote.verbs.delivery import MAX_SECONDS, Ack, Intake, Mailman, Presence, PresenceBeat, Send, Status, Trackers
+from dovecote.verbs.leases import LeaseCheck, LeaseGuardInstall, LeaseRelease, LeaseRenew, Leases, LeaseTake
 from dovecote.verbs.limits import MAX_BODY, MAX_DEPTH, MAX_HEAD, MAX_QUERY
 from dovecote.verbs.mail import (
     MAX_WAIT,
@@ -130,6 +131,12 @@ __all__ = [
     "ImportVnext",
     "Inbox",
     "Intake",
+    "LeaseCheck",
+    "LeaseGuardInstall",
+    "LeaseRelease",
+    "LeaseRenew",
+    "LeaseTake",
+    "Leases",
     "Mailman",
     "Message",
     "MisdeliveryKind",
@@ -242,6 +249,13 @@ VERBS: dict[str, type[Verb]] = {
     "mission": Mission,
     "mission_archive": MissionArchive,
     "receipt_import": ReceiptImport,
+    # advisory file leases; the guard's install writes into a repository on this machine (a terminal's)
+    "lease_take": LeaseTake,
+    "lease_renew": LeaseRenew,
+    "lease_release": LeaseRelease,
+    "leases": Leases,
+    "lease_check": LeaseCheck,
+    "lease_guard_install": LeaseGuardInstall,
 }
 
 #: The verbs that always write (a letter, a roster entry, a cache file): the one deny list
@@ -255,6 +269,8 @@ WRITES: frozenset[str] = frozenset({
     "receipt", "sentinels", "monitor_add", "hook_event",
     # missions
     "block_add", "block_bump", "mission_post", "mission_archive", "receipt_import",
+    # leases
+    "lease_take", "lease_renew", "lease_release", "lease_guard_install",
 })
 #: The verbs that write only when one of their fields is true, and that field.
 WRITES_WHEN: dict[str, str] = {

@@ -20,6 +20,7 @@ MAILBOX_KEYS = {
     "misdelivery_unrecognized_kind", "pending_distribution", "pending_letters", "pending_detail", "unreachable",
     "malformed_lines", "spool_path",
     "recurrence", "kindless", "claims",  # case intelligence (issue 10)
+    "leases",  # advisory file leases, by state
 }
 
 
@@ -54,6 +55,32 @@ def test_the_block_and_its_counts(tmp_path: Path) -> None:
     assert m["unreachable"] == ["project:ghost"]
     assert m["malformed_lines"] == 0
     assert m["misdelivery_total"] == 0 and m["misdelivery_7d"] == 0
+    assert m["leases"] == {"active": 0, "released": 0, "expired": 0}
+
+
+def test_leases_are_counted_by_state_at_the_doctors_time(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from dovecote.model.addresses import project as project_box
+    from dovecote.verbs import EntityAdd, LeaseRelease, LeaseTake
+
+    dc = home_with_letters(tmp_path)
+    for e in ("ent_a", "ent_b"):
+        dc.add_entity(EntityAdd(entity_id=e))
+    dc.lease_take(LeaseTake(entity_id="ent_a", globs=("src",), ttl=60, project="repo-a"), now=NOW)
+    dc.lease_take(LeaseTake(entity_id="ent_b", globs=("docs",), ttl=600, project="repo-a"), now=NOW)
+    dc.lease_take(LeaseTake(entity_id="ent_b", globs=("lib",), ttl=600, project="repo-a"), now=NOW)
+    dc.lease_release(LeaseRelease(entity_id="ent_b", lease_ids=(), project="repo-a"), now=NOW)
+    dc.lease_take(LeaseTake(entity_id="ent_b", globs=("docs",), project="repo-a"), now=NOW)
+    later = NOW + timedelta(seconds=120)
+    assert dc.doctor(now=later).mailbox["leases"] == {"active": 1, "released": 2, "expired": 1}
+    broken = dc.store.path(project_box("repo-a"))
+    assert broken is not None
+    broken.rename(broken.with_name("moved"))
+    broken.mkdir()  # a folder where the ledger should be: unreadable, and doctor still answers (fails open)
+    m = dc.doctor(now=later).mailbox
+    assert m["available"] and m["leases"] == {"active": 0, "released": 0, "expired": 0}
+    assert "project:repo-a" in m["unreachable"]
 
 
 def test_a_project_in_the_roster_is_not_pending(tmp_path: Path) -> None:

@@ -112,6 +112,7 @@ def _mailbox(ctx: Context, now: datetime) -> dict[str, Any]:
         "malformed_lines": len(result.malformed),
         **result.cases,  # recurrence and kindless
         "claims": _claims(ctx),
+        "leases": _leases(ctx, now),
         "spool_path": spool_location(ctx),
     }
 
@@ -127,3 +128,11 @@ def _claims(ctx: Context) -> dict[str, int]:
     from dovecote.ops.cases.cases import claims
 
     return dict(claims(ctx, persist=False).totals)
+
+
+def _leases(ctx: Context, now: datetime) -> dict[str, int]:
+    """Every reachable project's leases by state at ``now`` (counts only; ``dovecote lease list`` has them whole;
+    a project box out of reach is among ``unreachable`` already)."""
+    from dovecote.ops.leases.read import counts
+
+    return counts(ctx.at(now))[0]
