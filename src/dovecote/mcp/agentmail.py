@@ -11,7 +11,7 @@ theirs); a failure is ``isError`` with one text ``Error calling tool '<tool>':
 argument, their ``Invalid argument value: ...`` for a bad value, and dovecote's
 ``<keyword>: <detail>`` for every refusal, never a traceback.
 
-Over HTTP (``app``: ``dovecote serve`` mounts it at ``/agent-mail/mcp``) the
+Over HTTP (``mcp.http.agent_mail_app``: ``dovecote serve`` mounts it at ``/agent-mail/mcp``) the
 transport is theirs: stateless, plain JSON answers, a bearer token optional. A
 request's bearer token is its connection principal; without one, a loopback
 server admits it as the person at this machine (``principal`` None), as
@@ -152,18 +152,6 @@ class AgentMailFace:
 
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-def app(dc: Dovecote, *, host: str = "127.0.0.1", port: int = 0, tokenless: bool = False) -> Any:
-    """The profile's streamable-HTTP ASGI app at ``PATH``: stateless, JSON answers (theirs), bearer optional on
-    a loopback server (``tokenless``), required otherwise."""
-    from dovecote.mcp.http import BearerAuth
-
-    face = AgentMailFace(dc, where=f"{host}:{port}")
-    face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
-    inner = face.server.streamable_http_app(streamable_http_path=PATH, host=host, json_response=True,
-                                            stateless_http=True)
-    return BearerAuth(inner, face, optional=tokenless)
 
 
 async def _serve_stdio(face: AgentMailFace) -> None:

@@ -85,6 +85,18 @@ def app(
     return BearerAuth(inner, face)
 
 
+def agent_mail_app(dc: Dovecote, *, host: str = "127.0.0.1", port: int = 0, tokenless: bool = False) -> BearerAuth:
+    """The agent-mail profile's streamable-HTTP ASGI app at ``/agent-mail/mcp``: stateless, JSON answers (as
+    mcp_agent_mail serves), a bearer token optional on a loopback server (``tokenless``), required otherwise."""
+    from dovecote.mcp.agentmail import PATH, AgentMailFace
+
+    face = AgentMailFace(dc, where=f"{host}:{port}")
+    face.server.middleware = []  # the SDK's default OpenTelemetry span per message: no exporter here
+    inner = face.server.streamable_http_app(streamable_http_path=PATH, host=host, json_response=True,
+                                            stateless_http=True)
+    return BearerAuth(inner, face, optional=tokenless)
+
+
 class InFront:
     """The MCP faces in front of another ASGI app (``dovecote serve``: the web faces).
 
@@ -140,10 +152,10 @@ def in_front_of(
     (see ``InFront``; ``tokenless``: a loopback server, where the profile admits a request with no token). A
     read-only server does not mount the profile: every one of its sends, reads and marks would go through
     writes it refuses elsewhere, and it has no deny list of its own."""
-    from dovecote.mcp import agentmail
+    from dovecote.mcp.agentmail import PATH
 
     mcp = app(dc, read_only=read_only, host=host, stateless=stateless)
-    more = () if read_only else ((agentmail.PATH, agentmail.app(dc, host=host, port=port, tokenless=tokenless)),)
+    more = () if read_only else ((PATH, agent_mail_app(dc, host=host, port=port, tokenless=tokenless)),)
     return InFront(mcp, other, more=more)
 
 

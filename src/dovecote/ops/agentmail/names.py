@@ -23,15 +23,15 @@ import re
 
 from dovecote.errors import Refusal
 from dovecote.model.addresses import check_name
-from dovecote.util.digests import sha256
+from dovecote.model.ids import ID_LENGTH, LETTER_ID_PATTERN, line_id
 
 #: The longest entity id (``model.addresses``), and the digits of a shortened slug's hash.
 MAX_ID = 128
 HASH_DIGITS = 10
 #: The largest letter id as an integer: 12 hex digits.
-MAX_LETTER = 16**12 - 1
+MAX_LETTER = 16**ID_LENGTH - 1
 _RUNS = re.compile(r"[^a-z0-9]+")
-_LETTER = re.compile(r"[0-9a-f]{12}")
+_LETTER = re.compile(LETTER_ID_PATTERN)
 _SLUG = re.compile(r"[a-z0-9-]+")
 
 
@@ -48,7 +48,7 @@ def entity_id(slug: str, name: str) -> str:
     whole = f"{slug}.{name}"
     if len(whole) > MAX_ID:
         keep = MAX_ID - len(name) - HASH_DIGITS - 2
-        whole = f"{slug[:keep].rstrip('-')}-{sha256(slug.encode()).hexdigest()[:HASH_DIGITS]}.{name}"
+        whole = f"{slug[:keep].rstrip('-')}-{line_id(slug.encode())[:HASH_DIGITS]}.{name}"
     return check_name(whole, "entity id")
 
 
@@ -69,12 +69,13 @@ def letter_id(n: int) -> str:
     """The letter id of an integer id; ``invalid_field`` outside 0 .. 16**12 - 1."""
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_LETTER:
         raise Refusal("invalid_field", f"message_id {n!r} is not a message id (0 to {MAX_LETTER})")
-    return f"{n:012x}"
+    return f"{n:0{ID_LENGTH}x}"
 
 
 def hashed_int(key: str) -> int:
-    """A stable integer for an agent (its entity id) or a project (its slug): 48 bits of its SHA-256."""
-    return int(sha256(key.encode()).hexdigest()[:12], 16)
+    """A stable integer for an agent (its entity id) or a project (its slug): the id its text would have as a
+    letter line (48 bits of its SHA-256), read as an integer."""
+    return int(line_id(key.encode()), 16)
 
 
 #: The words of a generated name (adjective + noun, as theirs are made; these lists are dovecote's own).
