@@ -144,7 +144,7 @@ async def flow(call: Call) -> None:
     refused(await call("ensure_project", {"human_key": "relative/path"}), "ensure_project", "Invalid argument value")
     refused(await call("mark_message_read", {"project_key": PROJECT, "agent_name": "BlueLake",
                                              "registration_token": t2, "message_id": reply["id"]}),
-            "mark_message_read", "")  # the reply is in the other's inbox, not visible to BlueLake as received
+            "mark_message_read", "unknown_letter: Message ")  # the reply is in the other's inbox, not BlueLake's
 
 
 def rows_wrapped(r: types.CallToolResult) -> list[dict[str, Any]]:
@@ -207,16 +207,19 @@ async def test_a_stateless_call_without_initialize_answers_plain_json(home: Dove
         assert body["id"] == 7 and body["result"]["structuredContent"]["slug"] == "data-projects-backend"
 
 
+async def two_agents(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The project and its agents RedFox and GreyWolf, registered by a tokenless (loopback) connection."""
+    async with profile_client(url) as c:
+        ok(await c.call_tool("ensure_project", {"human_key": PROJECT}))
+        return tuple([ok(await c.call_tool("register_agent", {"project_key": PROJECT, "program": "p", "model": "m",
+                                                              "name": name})) for name in ("RedFox", "GreyWolf")])
+
+
 async def test_a_connection_token_is_the_one_rule_too(home: Dovecote, tmp_path: Path) -> None:
     """A connection bearing an agent's token reads only that agent's inbox, with no token argument."""
     with serving(tmp_path, home.layout.root) as server:
         url = server.line("agent-mail")
-        async with profile_client(url) as c:
-            ok(await c.call_tool("ensure_project", {"human_key": PROJECT}))
-            a = ok(await c.call_tool("register_agent", {"project_key": PROJECT, "program": "p", "model": "m",
-                                                        "name": "RedFox"}))
-            ok(await c.call_tool("register_agent", {"project_key": PROJECT, "program": "p", "model": "m",
-                                                    "name": "GreyWolf"}))
+        a, _ = await two_agents(url)
         async with profile_client(url, a["registration_token"]) as mine:
             assert rows(await mine.call_tool("fetch_inbox", {"project_key": PROJECT, "agent_name": "RedFox"})) == []
             refused(await mine.call_tool("fetch_inbox", {"project_key": PROJECT, "agent_name": "GreyWolf"}),
@@ -236,12 +239,7 @@ async def test_thirty_sessions_sending_at_once_lose_and_double_nothing(home: Dov
     sessions, each = 30, 3
     with serving(tmp_path, home.layout.root) as server:
         url = server.line("agent-mail")
-        async with profile_client(url) as c:
-            ok(await c.call_tool("ensure_project", {"human_key": PROJECT}))
-            a = ok(await c.call_tool("register_agent", {"project_key": PROJECT, "program": "p", "model": "m",
-                                                        "name": "RedFox"}))
-            b = ok(await c.call_tool("register_agent", {"project_key": PROJECT, "program": "p", "model": "m",
-                                                        "name": "GreyWolf"}))
+        a, b = await two_agents(url)
         acknowledged: list[int] = []
 
         async def session(n: int) -> None:
