@@ -167,6 +167,9 @@ async def test_the_profile_over_stdio(home: Dovecote, tmp_path: Path) -> None:
         listed = await c.list_tools()
         assert [t.name for t in listed.tools] == list(agentmail.CATALOG)
         await flow(c.call_tool)
+        unknown = await c.call_tool("file_reservation_paths", {})  # not yet: a seam in the catalog
+        assert unknown.is_error and unknown.content == [types.TextContent(type="text", text=(
+            "Unknown tool: file_reservation_paths"))]
         assert (await c.call_tool("health_check", {})).structured_content == {
             "status": "ok", "environment": "dovecote", "http_host": None, "http_port": None,
             "database_url": f"dovecote:{home.layout.root}"}
