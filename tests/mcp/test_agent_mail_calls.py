@@ -170,3 +170,21 @@ def test_the_cli_refuses_an_unknown_profile_or_the_profile_over_mcp_http(dc: Dov
         out = run_cli(tmp_path, "mcp", *args, home=dc.layout.root)
         assert out.returncode == 2 and out.stderr.startswith(b"Error: invalid_field") and b"Traceback" not in out.stderr
 
+
+
+def test_a_generated_name_taken_meanwhile_is_drawn_again(dc: Dovecote, monkeypatch: pytest.MonkeyPatch) -> None:
+    call(dc, "ensure_project", human_key=PROJECT)
+    real, tried = dc.add_entity, []
+
+    def first_taken(v: Any) -> Any:
+        tried.append(v.entity_id)
+        if len(tried) == 1:  # another registration took this name between the read and the add
+            raise Refusal("duplicate_entity", f"entity {v.entity_id!r} is already in the roster")
+        return real(v)
+
+    monkeypatch.setattr(dc, "add_entity", first_taken)
+    a = call(dc, "register_agent", project_key=PROJECT, program="p", model="m")
+    assert len(tried) == 2 and tried[1] == f"srv-repo.{a['name']}"
+    given = {"project_key": PROJECT, "program": "p", "model": "m", "name": "Taken"}
+    tried.clear()
+    assert reason(dc, "register_agent", **given) == "duplicate_entity"  # a name given is never swapped

@@ -264,3 +264,25 @@ async def test_thirty_sessions_sending_at_once_lose_and_double_nothing(home: Dov
     ids = [m["id"] for m in inbox]
     assert len(acknowledged) == sessions * each == len(set(acknowledged))
     assert sorted(ids) == sorted(acknowledged)  # each acknowledged message exactly once, nothing else
+
+
+async def test_agents_registering_at_once_each_get_their_own_name_and_token(home: Dovecote, tmp_path: Path) -> None:
+    with serving(tmp_path, home.layout.root) as server:
+        url = server.line("agent-mail")
+        async with profile_client(url) as c:
+            ok(await c.call_tool("ensure_project", {"human_key": PROJECT}))
+        made: list[dict[str, Any]] = []
+
+        async def register() -> None:
+            async with profile_client(url) as s:
+                made.append(ok(await s.call_tool("register_agent", {"project_key": PROJECT, "program": "p",
+                                                                    "model": "m"})))
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for _ in range(10):
+                    tg.start_soon(register)
+    assert len({m["name"] for m in made}) == len({m["registration_token"] for m in made}) == 10
+    home.refresh()
+    assert {home.authenticate(m["registration_token"]).entity for m in made} == {
+        f"data-projects-backend.{m['name']}" for m in made}

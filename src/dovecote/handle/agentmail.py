@@ -34,6 +34,8 @@ from dovecote.roster.config import Project
 #: The contact policies accepted (dovecote lets any registered agent write to any other), and those refused.
 POLICIES = ("open", "auto")
 REFUSED_POLICIES = ("contacts_only", "block_all")
+#: How many generated names a registration draws before it gives up (each taken by a concurrent one).
+GENERATE_TRIES = 8
 
 
 def caller(dc: Dovecote, connection: Principal | None, token: str | None) -> Principal | None:
@@ -130,12 +132,8 @@ def register_agent(dc: Dovecote, conn: Principal | None, a: dict[str, Any]) -> d
             token = dc.token_issue(verbs.TokenIssue(entity_id=entity), actor=actor_of(p) if p else None).token
     else:
         may_enrol(p, "register a new agent")
-        if not name:
-            taken = {split[1] for e in dc.roster.entities if (split := names.split_entity(e.id)) and
-                     split[0] == project.name}
-            name = names.generated_name(taken, int.from_bytes(os.urandom(2), "big"))
-        entity, policy = names.entity_id(project.name, name), "auto"
-        dc.add_entity(verbs.EntityAdd(entity_id=entity))
+        entity, policy = _enrol(dc, project, name), "auto"
+        name = _name_in(entity, name or "")
         token = dc.token_issue(verbs.TokenIssue(entity_id=entity)).token
     pr = profiles.record(dc._ctx(actor=actor_of(p) if p else None), {
         "entity": entity, "project": project.name, "human_key": project.root,
@@ -149,6 +147,26 @@ def _name_in(entity: str, given: str) -> str:
     """The agent name an entity holds (as first registered: a later call may spell it in another case)."""
     split = names.split_entity(entity)
     return split[1] if split else given
+
+
+def _enrol(dc: Dovecote, project: Project, name: str | None) -> str:
+    """Add the agent's entity to the roster; a generated name another call took meanwhile is drawn again."""
+    for _ in range(GENERATE_TRIES):
+        if name:
+            given = names.entity_id(project.name, name)
+            dc.add_entity(verbs.EntityAdd(entity_id=given))  # a name taken meanwhile: duplicate_entity
+            return given
+        taken = {split[1] for e in dc.roster.entities if (split := names.split_entity(e.id)) and
+                 split[0] == project.name}
+        entity = names.entity_id(project.name, names.generated_name(taken, int.from_bytes(os.urandom(2), "big")))
+        try:
+            dc.add_entity(verbs.EntityAdd(entity_id=entity))
+            return entity
+        except Refusal as e:
+            if e.reason != "duplicate_entity":
+                raise
+            dc.refresh()
+    raise Refusal("duplicate_entity", f"{GENERATE_TRIES} generated names were taken meanwhile; give a name")
 
 
 def whois(dc: Dovecote, conn: Principal | None, a: dict[str, Any]) -> dict[str, Any]:
