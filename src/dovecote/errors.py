@@ -96,7 +96,8 @@ REASONS: dict[str, tuple[int, str]] = {
         "a folder or file dovecote writes (a view, a hook configuration, the roster, an intake envelope) is a"
         " symbolic link or a file; nothing is read or written through it"
     )),
-    "unsupported": (400, "this server cannot do that as it runs (serve --workers N keeps no MCP session to notify)"),
+    "unsupported": (400, "dovecote cannot do that (here): a subscription when serve --workers N keeps no MCP "
+                         "session; an agent-mail contact policy, topic or cross-project send it has no notion of"),
     "unverified_mode": (400, "the notifier mode session-inject is reserved: no session injection was ever verified"),
 }
 # import vnext

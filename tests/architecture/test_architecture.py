@@ -32,6 +32,8 @@ CLI_MAY_IMPORT = frozenset(
 MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors", "dovecote._version", "dovecote.verbs",
                             "dovecote.model.results",  # the one encoding of a handle's typed answer
                             "dovecote.handle.remote", "dovecote.handle.remote_leases",
+                            # the agent-mail profile's calls: its remote (every one through ``remote``)
+                            "dovecote.handle.agentmail", "dovecote.handle.agentmail_mail",
                             "dovecote.model.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
                             "dovecote.http.headers",  # the headers every answer of the server carries
@@ -41,7 +43,7 @@ MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors"
 GC_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.handle.mailbox", "dovecote.handle.home",
                            "dovecote.verbs", "dovecote.errors"})
 #: The CLI runs the MCP face (``dovecote mcp``), as ``serve`` runs the web faces.
-CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http"})
+CLI_MAY_RUN = frozenset({"dovecote.mcp", "dovecote.mcp.server", "dovecote.mcp.http", "dovecote.mcp.agentmail"})
 #: The one exception: the cached-rendering path finds the home, keys its entry (the one SHA-256 that
 #: skips hashlib's import) and writes it (one temp-name rule) before anything heavy loads.
 CLI_EXCEPTIONS = {

@@ -50,6 +50,9 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote]) -> None:
         http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")] = False,
         host: Annotated[str, typer.Option("--host", help="With --http: the address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="With --http: the port.")] = 8848,
+        profile: Annotated[str, typer.Option(
+            "--profile", help="dovecote's own tools, or agent-mail: mcp_agent_mail's core tools (stdio).")
+        ] = "dovecote",
     ) -> None:
         """Serve the MCP face: agent tools and box resources.
 
@@ -58,7 +61,17 @@ def register(app: typer.Typer, open_home: Callable[[], Dovecote]) -> None:
         On stdio the connection is bound to --as / --token; over --http each request sends
         Authorization: Bearer <token>.
         """
+        if profile not in ("dovecote", "agent-mail"):
+            raise Refusal("invalid_field", f"--profile must be dovecote or agent-mail, not {profile!r}")
         dc = open_home()
+        if profile == "agent-mail":
+            if http:
+                raise Refusal("invalid_field", "--profile agent-mail runs on stdio; over HTTP, dovecote serve "
+                                               "serves it at /agent-mail/mcp")
+            from dovecote.mcp import agentmail
+
+            agentmail.run_stdio(dc, principal_for(dc, entity, token))
+            return
         if http:
             from dovecote.mcp import http as mcp_http
 

@@ -121,7 +121,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
         hosts = None if remote else ["127.0.0.1", "localhost", "::1", "[::1]", host]
         web = create_app(dc, read_only=read_only, remote=remote, hosts=hosts, sessions=sessions)
         # the shield outside both faces: one set of request limits, every error in the one JSON shape
-        app = Shield(in_front_of(web, dc, read_only=read_only, host=host, stateless=workers > 1))
+        app = Shield(in_front_of(web, dc, read_only=read_only, host=host, stateless=workers > 1, port=actual,
+                                 tokenless=not remote))
         person = dc.context.actor.user or "operator"
         lines = [f"dovecote serve: {dc.layout.root}", f"  page:    {url}/"]
         if read_only:
@@ -131,6 +132,8 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
             lines.append(f"  login:   {url}/login/{login}   (works once: opens a session for {person} in a browser)")
         lines += [f"  api:     {url}/api/v1   (OpenAPI: {url}/openapi.json)", f"  events:  {url}/api/v1/events",
                   f"  mcp:     {url}/mcp   (streamable HTTP; each request: Bearer <a `dovecote token issue` token>)"]
+        if not read_only:
+            lines.append(f"  agent-mail: {url}/agent-mail/mcp   (mcp_agent_mail's core tools)")
         if remote:
             lines.append("  tokens:  every request: Authorization: Bearer <a `dovecote token issue` token>")
         if workers > 1:
