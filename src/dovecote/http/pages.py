@@ -44,7 +44,9 @@ from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
-from dovecote.http import inputs, rest
+from dovecote.handle.moves import MOVES
+from dovecote.model.credentials import PERSON_ROLE
+from dovecote.http import inputs, rest, sanitize
 from dovecote.http.session import COOKIE, Sessions, refuse_token
 
 Run = Callable[..., Awaitable[Any]]
@@ -54,6 +56,7 @@ ENV = jinja2.Environment(
     autoescape=jinja2.select_autoescape(["html"]),
     undefined=jinja2.StrictUndefined,
 )
+ENV.filters["markdown"] = sanitize.markdown  # a letter's body: Markdown, through the sanitiser, never raw HTML
 
 #: An inbox count -> the filter of its link: the items it counts.
 SHOW = {
@@ -65,21 +68,19 @@ SHOW = {
 }
 
 
-#: The moves a page offers in each state (the lifecycle table's, less resurface, which the engine makes;
-#: ``seen`` only while unseen). A test holds this to ``derive.lifecycle.TRANSITIONS``.
-ACTIONS: dict[str, tuple[str, ...]] = {
-    "WAIT": ("seen", "claim", "defer", "nack"),
-    "ACTIVE": ("seen", "complete", "defer"),
-    "DEFER": ("seen", "undefer"),
-}
+#: The moves a page offers in each state: the lifecycle table's (``handle.moves``, less resurface, which the
+#: engine makes); the template offers ``seen`` only while unseen, and complete or nack once seen (the rail).
+ACTIONS: dict[str, tuple[str, ...]] = {state: kinds for state, kinds in MOVES.items() if kinds}
 #: How a person is named as the actor of a move (``person_actor``).
 PERSON = "human.{}"
 
 
 def person_actor(person: str) -> Actor:
-    """The actor of a person's move: ``human.<name>``, the name's characters outside a name's made ``_``."""
+    """The actor of a person's act: ``human.<name>`` (the name's characters outside a name's made ``_``), with
+    the person's role, whose trust cap (``credentials.TRUST_CAP``) no token's role reaches."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", person)[:100] or "someone"
-    return Actor(agent=PERSON.format(name), user=person)
+    who = PERSON.format(name)
+    return Actor(agent=who, entity=who, user=person, role=PERSON_ROLE)
 
 
 class EntityParams(rest.Params):
@@ -166,13 +167,18 @@ class Pages:
 
         A bearer token is never a person: ``human_gesture_required``, as for no session.
         """
+        person, pairs = await self.signed_in_pairs(request)
+        return person, dict(pairs)
+
+    async def signed_in_pairs(self, request: Request) -> tuple[str, list[tuple[str, str]]]:
+        """``signed_in`` with the form's fields in order, a field given twice kept twice (several recipients)."""
         refuse_token(request, "a page's action")
         person = self.sessions.person(request)
         if person is None:
             raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
-        form = dict(parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True))
-        self.sessions.check_csrf(request, form.pop("csrf", ""))
-        return person, form
+        pairs = parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True)
+        self.sessions.check_csrf(request, dict(pairs).get("csrf", ""))
+        return person, [(k, v) for k, v in pairs if k != "csrf"]
 
     async def act(self, request: Request) -> Response:
         """A move by the signed-in person (see the module docstring), then back to the page it came from."""

@@ -45,9 +45,13 @@ VERBS: dict[str, str] = {
     "presence_beat": "own",
 }
 
+#: The role of the signed-in person at the Human View (its session, never a token: ``TokenRole`` has no such
+#: role, so no token reaches it).
+PERSON_ROLE = "person"
 #: role -> the highest trust level a message its entity sends may claim. The person at this machine (the CLI,
-#: ``dovecote mcp`` with no token) acts as an operator.
-TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator}
+#: ``dovecote mcp`` with no token) acts as an operator; only the person's page session reaches ``human``.
+TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator,
+                                    PERSON_ROLE: TrustLevel.human}
 
 
 def new_token() -> str:

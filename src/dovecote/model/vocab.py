@@ -168,8 +168,10 @@ CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
 
 
 class TrustLevel(StrEnum):
-    """Envelope trust levels (the /inbox skill's schema 1.0)."""
+    """Envelope trust levels (the /inbox skill's schema 1.0), most trusted first; ``human`` (a person's own
+    word, from the Human View's session) is the one level above it that no token's role may claim."""
 
+    human = "human"
     operator = "operator"
     peer = "peer"
     subordinate = "subordinate"
