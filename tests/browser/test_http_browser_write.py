@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime, timedelta
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +146,8 @@ def test_a_reply_keeps_the_thread_and_a_task_reply_carries_its_ack_policy(browse
         form.locator("button[data-write=reply]").click()
     page.close()
     task = item_of(tmp_path, server, SENDER, "rerun the numbers")
-    (row,) = [t for t in json.loads(cli(tmp_path, server, "trackers", "--entity-id", SENDER, "--json").stdout)["trackers"]
-              if t["thread_id"] == thread]
+    tracked = json.loads(cli(tmp_path, server, "trackers", "--entity-id", SENDER, "--json").stdout)["trackers"]
+    (row,) = [t for t in tracked if t["thread_id"] == thread]
     assert (row["kind"], row["ack_required"], row["ack_state"], row["sender"]) == ("task", True, "pending", PERSON)
     due = datetime.fromisoformat(row["ack_due_ts"]) - datetime.fromisoformat(row["delivered_ts"])
     assert due == timedelta(minutes=30), row

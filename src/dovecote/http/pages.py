@@ -45,9 +45,9 @@ from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
 from dovecote.handle.moves import MOVES
-from dovecote.model.credentials import PERSON_ROLE
 from dovecote.http import inputs, rest, sanitize
 from dovecote.http.session import COOKIE, Sessions, refuse_token
+from dovecote.model.credentials import PERSON_ROLE
 
 Run = Callable[..., Awaitable[Any]]
 

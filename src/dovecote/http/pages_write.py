@@ -111,7 +111,7 @@ def endpoints(pages: Pages) -> tuple[Any, Any, Any]:
         to = [v for k, v in pairs if k == "to" and v]
         raw = _letter(fields, fields.get("thread_id") or None)
         if fields.get("to_all"):
-            letters = [inputs.convert(verbs.Send, {**raw, "to_all": True})]
+            letters = [inputs.convert(verbs.Send, {**raw, "to_all": "true"})]
         elif to:
             letters = [inputs.convert(verbs.Send, {**raw, "recipient": r}) for r in dict.fromkeys(to)]
         else:

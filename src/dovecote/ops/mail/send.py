@@ -37,8 +37,8 @@ from dovecote.derive.inbox.responses import REDIRECT
 from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.model.addresses import Address, check_name, entity
 from dovecote.model.credentials import PERSON_ROLE, cap_trust
-from dovecote.model.ids import LETTER_ID_PATTERN
 from dovecote.model.envelope import Envelope, build_message
+from dovecote.model.ids import LETTER_ID_PATTERN
 from dovecote.model.letters import canonical_line, format_ts
 from dovecote.model.results import Result
 from dovecote.model.vocab import LetterKind
