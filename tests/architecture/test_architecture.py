@@ -49,6 +49,7 @@ CLI_EXCEPTIONS = {
 #: What the HTTP face may import besides its own modules: the same handle and leaf helpers as the CLI, and
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
 HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote",
+                                    "dovecote.handle.moves",  # the lifecycle table's moves a page offers
                                     "dovecote.model.vocab"}  # the closed vocabularies a page filters by
 
 

@@ -44,7 +44,7 @@ from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.model import credentials as tokens
 from dovecote.model.results import builtins
-from dovecote.model.vocab import TrustLevel
+from dovecote.model.vocab import PERSON_ROLE, TrustLevel
 from dovecote.ops.agents import feed
 from dovecote.verbs import EntityAdd, Inbox, Message
 from helpers import run_cli
@@ -276,8 +276,8 @@ def cap_allows(role: str, level: TrustLevel) -> bool:
 def test_the_cap_table_keeps_an_agent_below_an_operator_and_both_below_a_person() -> None:
     assert [lvl for lvl in TrustLevel if cap_allows("agent", lvl)] == ["peer", "subordinate", "visitor"]
     assert [lvl for lvl in TrustLevel if not cap_allows("operator", lvl)] == ["human"]
-    assert all(cap_allows(tokens.PERSON_ROLE, lvl) for lvl in TrustLevel)
-    assert tokens.PERSON_ROLE not in tokens.ROLES  # no token is issued with the person's role
+    assert all(cap_allows(PERSON_ROLE, lvl) for lvl in TrustLevel)
+    assert PERSON_ROLE not in tokens.ROLES  # no token is issued with the person's role
     with pytest.raises(Refusal) as refused:
         tokens.cap_trust("someone", TrustLevel.operator)  # a role the table does not know: capped as an agent
     assert refused.value.reason == "forbidden"

@@ -47,7 +47,7 @@ from dovecote.handle.api import Actor, Dovecote, Principal
 from dovecote.handle.moves import MOVES
 from dovecote.http import inputs, rest, sanitize
 from dovecote.http.session import COOKIE, Sessions, refuse_token
-from dovecote.model.credentials import PERSON_ROLE
+from dovecote.model.vocab import PERSON_ROLE
 
 Run = Callable[..., Awaitable[Any]]
 

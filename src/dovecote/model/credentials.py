@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from dovecote.errors import Refusal
-from dovecote.model.vocab import MoveKind, TokenRole, TrustLevel
+from dovecote.model.vocab import PERSON_ROLE, MoveKind, TokenRole, TrustLevel
 from dovecote.util.digests import sha256
 
 #: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
@@ -45,9 +45,6 @@ VERBS: dict[str, str] = {
     "presence_beat": "own",
 }
 
-#: The role of the signed-in person at the Human View (its session, never a token: ``TokenRole`` has no such
-#: role, so no token reaches it).
-PERSON_ROLE = "person"
 #: role -> the highest trust level a message its entity sends may claim. The person at this machine (the CLI,
 #: ``dovecote mcp`` with no token) acts as an operator; only the person's page session reaches ``human``.
 TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator,

@@ -211,6 +211,11 @@ class TokenRole(StrEnum):
     operator = "operator"
 
 
+#: The role of the signed-in person at the Human View (its session, never a token: ``TokenRole`` has no such
+#: role, so no token is issued with it); its trust cap is the one level no token's role reaches.
+PERSON_ROLE = "person"
+
+
 class HookAgent(StrEnum):
     """The agents whose hook configuration ``hooks install`` writes."""
 

@@ -36,12 +36,12 @@ from dovecote.derive.inbox.book import InboxBook
 from dovecote.derive.inbox.responses import REDIRECT
 from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.model.addresses import Address, check_name, entity
-from dovecote.model.credentials import PERSON_ROLE, cap_trust
+from dovecote.model.credentials import cap_trust
 from dovecote.model.envelope import Envelope, build_message
 from dovecote.model.ids import LETTER_ID_PATTERN
 from dovecote.model.letters import canonical_line, format_ts
 from dovecote.model.results import Result
-from dovecote.model.vocab import LetterKind
+from dovecote.model.vocab import PERSON_ROLE, LetterKind
 from dovecote.ops.mail import artifacts
 from dovecote.ops.mail.transitions import Transition, transition
 from dovecote.ops.reports.tics import current_tic
