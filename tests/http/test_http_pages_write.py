@@ -123,3 +123,28 @@ def test_only_a_person_reaches_the_human_trust_level(dc: Dovecote) -> None:
     sent = dc.send(Message(recipient=ENTITY, subject="said", trust_level=TrustLevel.human),
                    actor=person_actor("alice"))
     assert sent.sender == "human.alice"
+
+
+def test_a_cases_task_link_fills_in_the_form_and_keeps_its_thread(dc: Dovecote) -> None:
+    c, csrf = signed_in(dc)
+    page = c.get("/compose?type=task&subject=Case%20fp%3Ax%2Fcrash&thread=case-7").text
+    assert "<option selected>task</option>" in page and 'value="Case fp:x/crash"' in page
+    assert '<input type="hidden" name="thread_id" value="case-7">' in page
+    r = c.post("/compose", data={"csrf": csrf, "to": ENTITY, "subject": "Case fp:x/crash", "type": "task",
+                                 "thread_id": "case-7", "ack_minutes": "45"},
+               headers={**ORIGIN, "Accept": "application/json"})
+    assert r.status_code == 201, r.text
+    (sent,) = r.json()["sent"]
+    assert (sent["type"], sent["thread_id"], sent["from"]) == ("task", "case-7", "human.alice")
+
+
+def test_a_move_answers_its_json_to_a_script_and_a_delivery_offers_no_ack(dc: Dovecote) -> None:
+    c, csrf = signed_in(dc)
+    ref = next(i["id"] for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"])
+    r = c.post(f"/entities/{ENTITY}/items/{ref}/claim", data={"csrf": csrf},
+               headers={**ORIGIN, "Accept": "application/json"})
+    assert r.status_code == 200 and (r.json()["from"], r.json()["to"]) == ("WAIT", "ACTIVE"), r.text
+    c.post("/compose", data={"csrf": csrf, "to": ENTITY, "subject": "a task", "type": "task"}, headers=ORIGIN)
+    page = c.get("/delivery").text
+    assert "human.alice" in page  # the person's task is tracked
+    assert "/acks" not in page and 'data-act="ack"' not in page  # an ack is the recipient's, never on its behalf

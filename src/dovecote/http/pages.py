@@ -21,7 +21,11 @@ and ``/search``.
 
 Actions: the signed-in person (the login link's session) moves items from the
 inbox and item pages: POST forms to ``/entities/{entity_id}/items/{ref}/{kind}``
-(``act``), each carrying the session's CSRF token and checked same-origin. The
+(``act``), each carrying the session's CSRF token and checked same-origin; a page
+offers only the moves the lifecycle table allows from the item's state
+(``handle.moves``), and answers the page that shows the new state (or, for
+``Accept: application/json``, the move's JSON). A person's letters (compose,
+reply, a task) are ``pages_write``'s; a body is shown through ``sanitize``. The
 person acts as ``human.<name>`` (the name the login link was issued for: the
 login of whoever ran ``dovecote serve``; an actor is a name, so no colon), so an item's history says a person,
 not an agent, moved it; a person may move items in every box, as the home's
@@ -188,7 +192,9 @@ class Pages:
         v = inputs.convert(verbs.Move, raw)
         remote.refuse_if_read_only("move", v, self.read_only)
         actor = person_actor(person)
-        await self.run(lambda dc, m: dc.move(m, actor=actor), v)
+        moved = await self.run(lambda dc, m: dc.move(m, actor=actor), v)
+        if "application/json" in request.headers.get("accept", ""):  # a script's fetch: the move's own answer
+            return rest.json_response(moved)
         item = f"/entities/{v.entity_id}/items/{v.ref}"
         return RedirectResponse(back if back.startswith("/") and not back.startswith("//") else item, status_code=303)
 
