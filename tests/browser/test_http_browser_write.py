@@ -107,6 +107,7 @@ def test_a_person_composes_to_one_several_or_everyone(browser: Any, server: Serv
     if to != "everyone":  # the answer is the page of the letter it wrote
         expect(page.locator("h1")).to_have_text(subject)
         expect(page.locator("article.body strong")).to_have_text("look")
+        expect(page.locator(".meta .person")).to_have_text("from a person")
     page.close()
     for e in (ENTITY, SENDER, THIRD):
         got = [i for i in items(tmp_path, server, e) if i["subject"] == subject]

@@ -80,3 +80,7 @@ def test_markdown_is_rendered_and_a_link_cannot_reach_back() -> None:
 def test_a_table_renders() -> None:
     html = str(markdown("| a | b |\n|---|---|\n| 1 | 2 |"))
     assert "<table>" in html and "<td>1</td>" in html
+
+
+def test_a_plain_text_body_keeps_its_lines() -> None:
+    assert str(markdown("line one\nline two")) == "<p>line one<br>\nline two</p>\n"

@@ -27,7 +27,8 @@ TAGS = frozenset({
 ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
 SCHEMES = frozenset({"http", "https", "mailto"})
 
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+#: ``breaks``: a single newline is a line break, as agents (and the ``<pre>`` bodies were) write plain text
+_MD = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False, "typographer": False}).enable("table")
 
 
 def markdown(body: str) -> Markup:
