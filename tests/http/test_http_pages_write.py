@@ -148,3 +148,24 @@ def test_a_move_answers_its_json_to_a_script_and_a_delivery_offers_no_ack(dc: Do
     page = c.get("/delivery").text
     assert "human.alice" in page  # the person's task is tracked
     assert "/acks" not in page and 'data-act="ack"' not in page  # an ack is the recipient's, never on its behalf
+
+
+def test_the_rest_twin_of_a_reply_keeps_the_thread_for_an_agents_token(dc: Dovecote) -> None:
+    """``POST /api/v1/entities/{entity_id}/items/{ref}/replies``: what the page's reply form does, for a token."""
+    token = dc.token_issue(ENTITY, "agent").token
+    item = next(i for i in builtins(dc.inbox(Inbox(entity_id=ENTITY)))["items"])
+    thread = builtins(dc.show(Show(entity_id=ENTITY, ref=item["id"])))["envelope"]["thread_id"]
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(dc)) as c:
+        r = c.post(f"/api/v1/entities/{ENTITY}/items/{item['id'][:8]}/replies", headers=auth,
+                   json={"recipient": SENDER, "subject": "api re", "body": "done"})
+        assert r.status_code == 201, r.text
+        env = builtins(dc.show(Show(entity_id=SENDER, ref=r.json()["id"])))["envelope"]
+        assert (env["thread_id"], env["reply_to"], env["sender"]) == (thread, item["id"], ENTITY)
+        r = c.post(f"/api/v1/entities/{ENTITY}/items/{item['id']}/replies", headers=auth,
+                   json={"recipient": SENDER, "subject": "api task", "type": "task", "work_item_id": "wi_api",
+                         "ack_timeout": 1800})
+        assert r.status_code == 201 and r.json()["thread_id"] == thread, r.text
+        r = c.post(f"/api/v1/entities/{ENTITY}/items/{item['id']}/replies", headers=auth,
+                   json={"recipient": SENDER, "subject": "claimed", "trust_level": "human"})
+        assert r.status_code == 403 and r.json()["reason"] == "forbidden"  # a person's level: no token's

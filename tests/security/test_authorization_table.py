@@ -19,7 +19,7 @@ signed-in person's alone.
 
 Then the person's writes (the Human View's compose, reply and move forms): the session's alone, every token
 refused ``human_gesture_required`` and a request with neither refused the same; each has its REST twin (a send,
-a reply as a send naming ``reply_to``, a move), which follows the API's rule: a token's, never the session's.
+a reply to an item, a move), which follows the API's rule: a token's, never the session's.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dovecote.model import credentials as tokens
 from dovecote.model.results import builtins
 from dovecote.model.vocab import PERSON_ROLE, TrustLevel
 from dovecote.ops.agents import feed
-from dovecote.verbs import EntityAdd, Inbox, Message
+from dovecote.verbs import EntityAdd, Inbox, Message, Show
 from helpers import run_cli
 from mailhelpers import send
 from mcphelpers import http_client
@@ -345,7 +345,7 @@ WRITES: dict[str, tuple[str, dict[str, str], str, dict[str, Any]]] = {
     "compose": ("/compose", {"to": B, "subject": "page compose"},
                 f"/api/v1/entities/{B}/messages", {"subject": "rest compose"}),
     "reply": (f"/entities/{A}/items/{REF}/reply", {"to": THIRD, "subject": "page reply"},
-              f"/api/v1/entities/{THIRD}/messages", {"subject": "rest reply", "reply_to": REF}),
+              f"/api/v1/entities/{A}/items/{REF}/replies", {"recipient": THIRD, "subject": "rest reply"}),
     "move": (f"/entities/{A}/items/{REF}/seen", {}, f"/api/v1/entities/{A}/items/{REF}/seen", {}),
 }
 
@@ -359,10 +359,10 @@ def rest_write_expected(who: str, name: str) -> str:
     """The REST twin follows the API's one rule: a token (``remote.writer``), an agent's move in its own box."""
     try:
         w = remote.writer(PRINCIPALS[who], "send" if name != "move" else "seen")
-        if name == "move":
-            remote.own(w, "seen", A)
-        elif name == "reply" and w.entity != A:
-            return "unknown_letter"  # a token replies to an item of its own entity's box: another's is not there
+        if name != "compose":  # a move, and a reply (it reads the item it answers), are in A's box
+            remote.own(w, "seen" if name == "move" else "show", A)
+        if name == "reply" and w.entity != A:
+            return "unknown_letter"  # the sender's own box holds the item a reply names: an operator's does not
     except Refusal as refused:
         return refused.reason
     return "ok"
@@ -398,3 +398,6 @@ def test_the_persons_writes_are_the_sessions_and_their_rest_twins_the_tokens(tmp
     assert wrong == []
     sent = {r["subject"]: r["sender"] for r in builtins(dc.inbox(Inbox(entity_id=B)))["items"]}
     assert sent["page compose"] == "human.alice"
+    (answer,) = [r for r in builtins(dc.inbox(Inbox(entity_id=THIRD)))["items"] if r["subject"] == "rest reply"]
+    shown = builtins(dc.show(Show(entity_id=THIRD, ref=answer["id"])))["envelope"]
+    assert (shown["sender"], shown["reply_to"]) == (A, ref)  # agent A's reply, naming the item it answers

@@ -6,7 +6,8 @@ token's role reaches: ``human``. Only the signed-in session writes here
 (``Pages.signed_in_pairs``: no bearer token, the session's CSRF token, same
 origin); a token writes the same letters through the API's routes, under the
 API's rule (``POST /api/v1/entities/{recipient}/messages`` for one recipient,
-a reply or a task, ``POST /api/v1/messages`` for a broadcast), never here.
+``POST /api/v1/messages`` for a broadcast, ``rest_reply``'s route for a reply
+or a task in an item's thread), never here.
 
 - ``GET /compose``: the form (``?to=``, ``?subject=``, ``?type=task`` and
   ``?thread=`` fill it in: a case's page links here for a task about the case).
