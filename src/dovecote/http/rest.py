@@ -314,7 +314,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
           verbs.OutboxSend, OutboxSent, "token", _remote("outbox_send")),
     Route("POST", ITEM + "/replies", "reply", "Reply to an item (a message, or a task with its ack policy) in its "
-          "thread", "send", rest_reply.Reply, SENT, "token", rest_reply.reply, status=201),
+          "thread", "send", rest_reply.Reply, SENT, "own_token", rest_reply.reply, status=201),
     Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,
           Transition, "own_token", _remote("move")),
     Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,

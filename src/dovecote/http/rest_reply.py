@@ -5,11 +5,11 @@ it answers; the route reads the item (the rule's ``show``: an agent only in its
 own box) and sends with the item's thread kept and, for a message, the item's
 whole id as ``reply_to``; a task goes into the same thread with its ack policy.
 It is the API's twin of the Human View's reply form (``pages_write``), and it
-follows the API's one rule (``remote.send``: a token, writing as its own entity,
-at most its role's trust level), never the person's session. The sender's own
-box must hold the item (compose finds ``reply_to`` there), so a token replies to
-its own entity's items: another box's item is ``unknown_letter`` after the rule
-has let it be read.
+follows the API's one rule, never the person's session: the reply is the box
+owner's answer to its item (its sender is ``entity_id`` unless the body names
+one), so, as for a move, an agent's token replies only in its own box
+(``forbidden`` elsewhere) and an operator's in any (an operator may write as
+another sender: ``remote.as_self``), each at most its role's trust level.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def reply(dc: Dovecote, p: Principal | None, v: Reply) -> Any:
     shown = remote.show(dc, remote.writer(p, "send"), verbs.Show(entity_id=v.entity_id, ref=v.ref))
     item = str(shown.item["id"])
     fields: dict[str, Any] = {name: getattr(v, name) for name in verbs.Send.__struct_fields__}
+    fields["sender"] = v.sender or v.entity_id  # the box's owner answers its item (compose finds it in its box)
     fields["thread_id"] = shown.envelope.thread_id or item
     if v.type == "message":
         fields["reply_to"] = item
