@@ -56,6 +56,7 @@ CLI_EXCEPTIONS = {
 #: ``remote``, the calls a remote caller makes (shared with MCP: one authorization rule).
 HTTP_MAY_IMPORT = CLI_MAY_IMPORT | {"dovecote.handle.remote",
                                     "dovecote.handle.remote_leases",  # the lease calls and their answers' types
+                                    "dovecote.handle.moves",  # the lifecycle table's moves a page offers
                                     "dovecote.model.vocab"}  # the closed vocabularies a page filters by
 
 

@@ -56,6 +56,7 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "draft": ({"recipient": ENTITY}, {}, {"subject": "a draft"}),
     "outbox_send": ({}, {}, {}),
     "move": ({"entity_id": ENTITY, "ref": REF, "kind": "seen"}, {}, {}),
+    "reply": ({"entity_id": ENTITY, "ref": REF}, {}, {"recipient": SENDER, "subject": "re: from the box"}),
     "report": ({}, {}, {"tool": "seek", "class": "bug", "what": "w", "repo": "atlas"}),
     "distribute": ({}, {}, {}),
     "cases": ({}, {"box": "project:atlas"}, None),

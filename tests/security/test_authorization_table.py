@@ -14,12 +14,18 @@ against a real ``dovecote serve`` over a socket (REST, the pages, MCP through th
 stream resumed from a forged ``Last-Event-ID`` that names no box: every box's history from the start).
 
 Then the trust cap, from the same rule's table (``tokens.TRUST_CAP``): a message's trust level above its
-sender's role is refused ``forbidden`` on the CLI, REST and MCP alike, and nothing is appended.
+sender's role is refused ``forbidden`` on the CLI, REST and MCP alike, and nothing is appended; ``human`` is the
+signed-in person's alone.
+
+Then the person's writes (the Human View's compose, reply and move forms): the session's alone, every token
+refused ``human_gesture_required`` and a request with neither refused the same; each has its REST twin (a send,
+a reply to an item, a move), which follows the API's rule: a token's, never the session's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +44,9 @@ from dovecote.mcp.server import Face
 from dovecote.mcp.tools import TOOLS
 from dovecote.model import credentials as tokens
 from dovecote.model.results import builtins
-from dovecote.model.vocab import TrustLevel
+from dovecote.model.vocab import PERSON_ROLE, TrustLevel
 from dovecote.ops.agents import feed
-from dovecote.verbs import EntityAdd, Inbox, Message
+from dovecote.verbs import EntityAdd, Inbox, Message, Show
 from helpers import run_cli
 from mailhelpers import send
 from mcphelpers import http_client
@@ -277,9 +283,11 @@ def cap_allows(role: str, level: TrustLevel) -> bool:
     return True
 
 
-def test_the_cap_table_keeps_an_agent_below_an_operator() -> None:
+def test_the_cap_table_keeps_an_agent_below_an_operator_and_both_below_a_person() -> None:
     assert [lvl for lvl in TrustLevel if cap_allows("agent", lvl)] == ["peer", "subordinate", "visitor"]
-    assert all(cap_allows("operator", lvl) for lvl in TrustLevel)
+    assert [lvl for lvl in TrustLevel if not cap_allows("operator", lvl)] == ["human"]
+    assert all(cap_allows(PERSON_ROLE, lvl) for lvl in TrustLevel)
+    assert PERSON_ROLE not in tokens.ROLES  # no token is issued with the person's role
     with pytest.raises(Refusal) as refused:
         tokens.cap_trust("someone", TrustLevel.operator)  # a role the table does not know: capped as an agent
     assert refused.value.reason == "forbidden"
@@ -338,3 +346,68 @@ def test_a_messages_trust_level_is_capped_by_its_senders_role_on_every_face(tmp_
     with pytest.raises(Refusal) as refused:
         remote.draft(dc, SENDERS["agent"], Message(recipient=B, subject="d", trust_level=TrustLevel.operator))
     assert refused.value.reason == "forbidden"
+
+
+# -- the person's writes: the page's forms are the session's, their REST twins the tokens' ---------------------
+
+#: Each write the page offers (path, form) and its REST twin (path, JSON body): compose, a reply, a move.
+WRITES: dict[str, tuple[str, dict[str, str], str, dict[str, Any]]] = {
+    "compose": ("/compose", {"to": B, "subject": "page compose"},
+                f"/api/v1/entities/{B}/messages", {"subject": "rest compose"}),
+    "reply": (f"/entities/{A}/items/{REF}/reply", {"to": THIRD, "subject": "page reply"},
+              f"/api/v1/entities/{A}/items/{REF}/replies", {"recipient": THIRD, "subject": "rest reply"}),
+    "move": (f"/entities/{A}/items/{REF}/seen", {}, f"/api/v1/entities/{A}/items/{REF}/seen", {}),
+}
+
+
+def page_write_expected(who: str) -> str:
+    """A page's write is the signed-in person's: any token, or no session, is ``human_gesture_required``."""
+    return "ok" if who == "session" else "human_gesture_required"
+
+
+def rest_write_expected(who: str, name: str) -> str:
+    """The REST twin follows the API's one rule: a token (``remote.writer``), an agent's move in its own box."""
+    try:
+        w = remote.writer(PRINCIPALS[who], "send" if name != "move" else "seen")
+        if name != "compose":  # a move, and a reply (A's answer to the item it reads), are in A's box
+            remote.own(w, "seen" if name == "move" else "show", A)
+    except Refusal as refused:
+        return refused.reason
+    return "ok"
+
+
+def test_the_persons_writes_are_the_sessions_and_their_rest_twins_the_tokens(tmp_path: Path) -> None:
+    dc, ref = home(tmp_path)
+    bearers = _bearers(dc)
+    sessions = Sessions()
+    wrong = []
+    with TestClient(create_app(dc, sessions=sessions)) as c:
+        c.get(f"/login/{sessions.issue('alice')}")
+        cookie = {"Cookie": f"{COOKIE}={c.cookies[COOKIE]}"}
+        c.cookies.clear()
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/compose", headers=cookie).text)
+        assert csrf, "the compose page has no form"
+        headers = {"none": {}, **{w: {"Authorization": f"Bearer {t}"} for w, t in bearers.items()},
+                   "session": {**cookie, "Origin": "http://testserver"}}
+        for name, (page, form, twin, body) in WRITES.items():
+            for who, given in headers.items():
+                want = page_write_expected(who)
+                r = c.post(_filled(page, ref), data={**form, "csrf": csrf.group(1)}, headers=given,
+                           follow_redirects=False)
+                got = "ok" if r.status_code == 303 else str(r.json()["reason"] if r.headers["content-type"].startswith(
+                    "application/json") else re.sub(r"(?s).*<code>(\w+)</code>.*", r"\1", r.text))
+                if got != want:
+                    wrong.append(f"page {name} as {who}: {got}, want {want}")
+                want = rest_write_expected(who, name)
+                r = c.post(_filled(twin, ref), json={k: _filled(v, ref) for k, v in body.items()}, headers=given)
+                got = "ok" if r.status_code in (200, 201) else str(r.json()["reason"])
+                if got != want:
+                    wrong.append(f"rest {name} as {who}: {got}, want {want}")
+    assert wrong == []
+    sent = {r["subject"]: r["sender"] for r in builtins(dc.inbox(Inbox(entity_id=B)))["items"]}
+    assert sent["page compose"] == "human.alice"
+    answers = [r for r in builtins(dc.inbox(Inbox(entity_id=THIRD)))["items"] if r["subject"] == "rest reply"]
+    assert len(answers) == 2  # agent A's, and the operator's on A's behalf
+    for answer in answers:
+        shown = builtins(dc.show(Show(entity_id=THIRD, ref=answer["id"])))["envelope"]
+        assert (shown["sender"], shown["reply_to"]) == (A, ref)  # A's answer, naming the item it answers

@@ -34,6 +34,8 @@ MID = VECTOR["mission_id"]
 FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
     "act": (f"/entities/{ENTITY}", f"/entities/{ENTITY}/items/{{ref}}/claim", {}),
     "mission_gesture": (f"/missions?mission={MID}", f"/missions/{MID}/archive", {"confirm": MID}),
+    "compose_send": ("/compose", "/compose", {"to": ENTITY, "subject": "forged"}),
+    "reply": (f"/entities/{ENTITY}/items/{{ref}}", f"/entities/{ENTITY}/items/{{ref}}/reply", {"subject": "forged"}),
 }
 CASES = {
     "no-token": ("", ORIGIN),
@@ -74,7 +76,7 @@ def test_each_form_refuses_every_cross_site_or_tokenless_post(tmp_path: Path, fo
     cookie, _ = sessions.redeem(sessions.issue("alice"))
     c.cookies.set(COOKIE, cookie)
     page, path, fields = FORMS[form]
-    found = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get(page).text)
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get(page.format(ref=ref)).text)
     assert found, f"{page} shows no form"
     good = found.group(1)
     before = _ledgers(dc)

@@ -15,6 +15,7 @@ Mounted here:
     /leases            per project, who holds which paths until when (``pages_leases``)
     /login/{token}     the one-time login link (``session``)
     POST /entities/{entity_id}/items/{ref}/{kind}   the signed-in person's moves (``pages.act``)
+    /compose, POST /entities/{entity_id}/items/{ref}/reply   the person's letters (``pages_write``)
 
 ``read_only`` refuses every route whose verb writes, by the one deny list
 (``verbs.writes``, the function MCP asks): the REST writes and the page's
@@ -52,7 +53,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.handle.remote import bearer
-from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_leases, pages_missions, rest
+from dovecote.http import (
+    dispatch,
+    errors,
+    events,
+    headers,
+    openapi,
+    pages_delivery,
+    pages_leases,
+    pages_missions,
+    pages_write,
+    rest,
+)
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Pool, Runner
@@ -168,6 +180,7 @@ def create_app(
                      name=name)
 
     missions_page, missions_gesture = pages_missions.endpoints(pages)
+    compose_form, compose_send, reply = pages_write.endpoints(pages)
     api: list[BaseRoute] = [*rest.routes(run, read_only=read_only, stamp=stamp),
                             Route(events.PATH, events_endpoint, methods=["GET"], name="events")]
     routes: list[BaseRoute] = [
@@ -183,6 +196,9 @@ def create_app(
         Route("/missions/{mission_id}/{gesture}", missions_gesture, methods=["POST"], name="mission_gesture"),
         guarded("/entities/{entity_id}", pages.entity, "entity"),
         guarded("/entities/{entity_id}/items/{ref}", pages.item, "item"),
+        Route("/compose", compose_form, methods=["GET"], name="compose"),
+        Route("/compose", compose_send, methods=["POST"], name="compose_send"),
+        Route("/entities/{entity_id}/items/{ref}/reply", reply, methods=["POST"], name="reply"),
         Route("/entities/{entity_id}/items/{ref}/{kind}", pages.act, methods=["POST"], name="act"),
         guarded(LOGIN_PATH, pages.login, "login"),
         Mount("/static", StaticFiles(packages=[("dovecote.http", "static")]), name="static"),

@@ -21,7 +21,11 @@ and ``/search``.
 
 Actions: the signed-in person (the login link's session) moves items from the
 inbox and item pages: POST forms to ``/entities/{entity_id}/items/{ref}/{kind}``
-(``act``), each carrying the session's CSRF token and checked same-origin. The
+(``act``), each carrying the session's CSRF token and checked same-origin; a page
+offers only the moves the lifecycle table allows from the item's state
+(``handle.moves``), and answers the page that shows the new state (or, for
+``Accept: application/json``, the move's JSON). A person's letters (compose,
+reply, a task) are ``pages_write``'s; a body is shown through ``sanitize``. The
 person acts as ``human.<name>`` (the name the login link was issued for: the
 login of whoever ran ``dovecote serve``; an actor is a name, so no colon), so an item's history says a person,
 not an agent, moved it; a person may move items in every box, as the home's
@@ -44,8 +48,10 @@ from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
-from dovecote.http import inputs, rest
+from dovecote.handle.moves import MOVES
+from dovecote.http import inputs, rest, sanitize
 from dovecote.http.session import COOKIE, Sessions, refuse_token
+from dovecote.model.vocab import PERSON_ROLE
 
 Run = Callable[..., Awaitable[Any]]
 
@@ -54,6 +60,7 @@ ENV = jinja2.Environment(
     autoescape=jinja2.select_autoescape(["html"]),
     undefined=jinja2.StrictUndefined,
 )
+ENV.filters["markdown"] = sanitize.markdown  # a letter's body: Markdown, through the sanitiser, never raw HTML
 
 #: An inbox count -> the filter of its link: the items it counts.
 SHOW = {
@@ -65,21 +72,19 @@ SHOW = {
 }
 
 
-#: The moves a page offers in each state (the lifecycle table's, less resurface, which the engine makes;
-#: ``seen`` only while unseen). A test holds this to ``derive.lifecycle.TRANSITIONS``.
-ACTIONS: dict[str, tuple[str, ...]] = {
-    "WAIT": ("seen", "claim", "defer", "nack"),
-    "ACTIVE": ("seen", "complete", "defer"),
-    "DEFER": ("seen", "undefer"),
-}
+#: The moves a page offers in each state: the lifecycle table's (``handle.moves``, less resurface, which the
+#: engine makes); the template offers ``seen`` only while unseen, and complete or nack once seen (the rail).
+ACTIONS: dict[str, tuple[str, ...]] = {state: kinds for state, kinds in MOVES.items() if kinds}
 #: How a person is named as the actor of a move (``person_actor``).
 PERSON = "human.{}"
 
 
 def person_actor(person: str) -> Actor:
-    """The actor of a person's move: ``human.<name>``, the name's characters outside a name's made ``_``."""
+    """The actor of a person's act: ``human.<name>`` (the name's characters outside a name's made ``_``), with
+    the person's role, whose trust cap (``credentials.TRUST_CAP``) no token's role reaches."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", person)[:100] or "someone"
-    return Actor(agent=PERSON.format(name), user=person)
+    who = PERSON.format(name)
+    return Actor(agent=who, entity=who, user=person, role=PERSON_ROLE)
 
 
 class EntityParams(rest.Params):
@@ -166,13 +171,18 @@ class Pages:
 
         A bearer token is never a person: ``human_gesture_required``, as for no session.
         """
+        person, pairs = await self.signed_in_pairs(request)
+        return person, dict(pairs)
+
+    async def signed_in_pairs(self, request: Request) -> tuple[str, list[tuple[str, str]]]:
+        """``signed_in`` with the form's fields in order, a field given twice kept twice (several recipients)."""
         refuse_token(request, "a page's action")
         person = self.sessions.person(request)
         if person is None:
             raise Refusal("human_gesture_required", "sign in first: open the login link `dovecote serve` printed")
-        form = dict(parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True))
-        self.sessions.check_csrf(request, form.pop("csrf", ""))
-        return person, form
+        pairs = parse_qsl((await inputs.read_body(request)).decode("utf-8", "replace"), keep_blank_values=True)
+        self.sessions.check_csrf(request, dict(pairs).get("csrf", ""))
+        return person, [(k, v) for k, v in pairs if k != "csrf"]
 
     async def act(self, request: Request) -> Response:
         """A move by the signed-in person (see the module docstring), then back to the page it came from."""
@@ -182,7 +192,9 @@ class Pages:
         v = inputs.convert(verbs.Move, raw)
         remote.refuse_if_read_only("move", v, self.read_only)
         actor = person_actor(person)
-        await self.run(lambda dc, m: dc.move(m, actor=actor), v)
+        moved = await self.run(lambda dc, m: dc.move(m, actor=actor), v)
+        if "application/json" in request.headers.get("accept", ""):  # a script's fetch: the move's own answer
+            return rest.json_response(moved)
         item = f"/entities/{v.entity_id}/items/{v.ref}"
         return RedirectResponse(back if back.startswith("/") and not back.startswith("//") else item, status_code=303)
 

@@ -84,7 +84,7 @@ from dovecote.handle.api import (
     WaitResult,
 )
 from dovecote.handle.remote_leases import LeaseListing, LeasesChanged, LeaseTaken
-from dovecote.http import longpoll
+from dovecote.http import longpoll, rest_reply
 from dovecote.http.inputs import json_response, parse, parse_body
 from dovecote.verbs import SPOOL  # the ``box`` filter's name for letters in no box yet
 
@@ -327,6 +327,8 @@ ROUTES: tuple[Route, ...] = (
           verbs.Message, Delivery, "token", _remote("draft"), status=201),
     Route("POST", "/outbox", "outbox_send", "Deliver pending drafts (an agent's own)", "outbox_send",
           verbs.OutboxSend, OutboxSent, "token", _remote("outbox_send")),
+    Route("POST", ITEM + "/replies", "reply", "Reply to an item (a message, or a task with its ack policy) in its "
+          "thread", "send", rest_reply.Reply, SENT, "own_token", rest_reply.reply, status=201),
     Route("POST", ITEM + "/{kind}", "move", "A lifecycle move on an item, as compare-and-swap", "move", verbs.Move,
           Transition, "own_token", _remote("move")),
     Route("POST", "/reports", "report", "File one field report into the spool", "report", verbs.Report,

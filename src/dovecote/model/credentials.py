@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from dovecote.errors import Refusal
-from dovecote.model.vocab import MoveKind, TokenRole, TrustLevel
+from dovecote.model.vocab import PERSON_ROLE, MoveKind, TokenRole, TrustLevel
 from dovecote.util.digests import sha256
 
 #: Every token starts with this, so a leaked one is recognizable (secret scanners, logs).
@@ -50,8 +50,9 @@ VERBS: dict[str, str] = {
 }
 
 #: role -> the highest trust level a message its entity sends may claim. The person at this machine (the CLI,
-#: ``dovecote mcp`` with no token) acts as an operator.
-TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator}
+#: ``dovecote mcp`` with no token) acts as an operator; only the person's page session reaches ``human``.
+TRUST_CAP: dict[str, TrustLevel] = {"agent": TrustLevel.peer, "operator": TrustLevel.operator,
+                                    PERSON_ROLE: TrustLevel.human}
 
 
 def new_token() -> str:

@@ -173,8 +173,10 @@ CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
 
 
 class TrustLevel(StrEnum):
-    """Envelope trust levels (the /inbox skill's schema 1.0)."""
+    """Envelope trust levels (the /inbox skill's schema 1.0), most trusted first; ``human`` (a person's own
+    word, from the Human View's session) is the one level above it that no token's role may claim."""
 
+    human = "human"
     operator = "operator"
     peer = "peer"
     subordinate = "subordinate"
@@ -213,6 +215,11 @@ class TokenRole(StrEnum):
 
     agent = "agent"
     operator = "operator"
+
+
+#: The role of the signed-in person at the Human View (its session, never a token: ``TokenRole`` has no such
+#: role, so no token is issued with it); its trust cap is the one level no token's role reaches.
+PERSON_ROLE = "person"
 
 
 class HookAgent(StrEnum):

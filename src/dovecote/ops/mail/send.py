@@ -26,6 +26,7 @@ rule of a send reads the sender's) and the sender's ledger is opened first
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +38,10 @@ from dovecote.errors import DiskFull, PartialWrite, Refusal, StoreError
 from dovecote.model.addresses import Address, check_name, entity
 from dovecote.model.credentials import cap_trust
 from dovecote.model.envelope import Envelope, build_message
+from dovecote.model.ids import LETTER_ID_PATTERN
 from dovecote.model.letters import canonical_line, format_ts
 from dovecote.model.results import Result
-from dovecote.model.vocab import LetterKind
+from dovecote.model.vocab import PERSON_ROLE, LetterKind
 from dovecote.ops.mail import artifacts
 from dovecote.ops.mail.transitions import Transition, transition
 from dovecote.ops.reports.tics import current_tic
@@ -120,6 +122,11 @@ def compose(ctx: Context, m: Message, *, kind: str = "message", sender: str | No
         target = check_name(reply_to[len(REDIRECT):], "reply-to entity")
         if ctx.roster.entity(target) is None:
             raise Refusal("unknown_recipient", f"reply_to {reply_to}: {target!r} is not a registered entity")
+    elif reply_to is not None and ctx.actor.role == PERSON_ROLE and ctx.roster.entity(who) is None:
+        # a person (the Human View's session) has no box of its own: it answers an item it read in an entity's
+        # box, and names the item's whole id and its thread as that read showed them
+        if thread_id is None or not re.fullmatch(LETTER_ID_PATTERN, reply_to):
+            raise Refusal("invalid_field", "a person's reply names the item's whole letter id and its thread_id")
     elif reply_to is not None:
         if ctx.roster.entity(who) is None:
             raise Refusal("unknown_entity", f"only a registered entity can reply; {who!r} is not one")
