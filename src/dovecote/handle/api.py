@@ -108,7 +108,7 @@ RESULTS = {
     "Acked": "dovecote.ops.delivery.acks", "Transition": "dovecote.ops.mail.transitions",
     "Delivery": "dovecote.ops.mail.send", "ReportsFiled": "dovecote.ops.reports.report",
     "WaitResult": "dovecote.ops.mail.wait", "SweepAnswer": "dovecote.ops.reports.shapes",
-    "VnextImported": "dovecote.ops.delivery.import_vnext",
+    "VnextImported": "dovecote.ops.delivery.import_vnext", "Needs": "dovecote.ops.delivery.needs",
     "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
     "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
     "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",

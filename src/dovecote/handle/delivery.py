@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from dovecote.ops.delivery.acks import Acked
     from dovecote.ops.delivery.intake import IntakeRun
     from dovecote.ops.delivery.mailman import Pass
+    from dovecote.ops.delivery.needs import Needs
     from dovecote.ops.delivery.presence import Beat, Presence
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
@@ -143,3 +144,10 @@ class DeliveryVerbs(HandleCore):
             thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
         )
 
+    def needs(self, reads: Callable[[str], bool] | None = None, /, *, everything: bool = True,
+              now: datetime | None = None) -> Needs:
+        """What waits on a person, oldest first (see ``ops.delivery.needs``): in the entity boxes ``reads``
+        admits (every box by default), and the intake's quarantine when ``everything``. Reads only."""
+        from dovecote.ops.delivery import needs as needs_op
+
+        return needs_op.needs(self._ctx(now=now), reads or (lambda _: True), everything=everything)

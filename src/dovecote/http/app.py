@@ -51,7 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dovecote.errors import DovecoteError, Refusal
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.handle.remote import bearer
-from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_missions, rest
+from dovecote.http import dispatch, errors, events, headers, openapi, pages_delivery, pages_missions, pages_needs, rest
 from dovecote.http.pages import Pages
 from dovecote.http.pages_cases import cases_page
 from dovecote.http.runner import Pool, Runner
@@ -173,6 +173,7 @@ def create_app(
         Mount("/api/v1", routes=api),
         Route("/openapi.json", openapi_endpoint, methods=["GET"], name="openapi"),
         guarded("/", pages.overview, "overview"),
+        guarded("/needs", pages_needs.endpoint(pages), "needs"),
         guarded("/triage", pages.triage, "triage"),
         guarded("/cases", cases_endpoint, "cases"),
         guarded("/search", pages.search, "search"),

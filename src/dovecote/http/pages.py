@@ -44,7 +44,7 @@ from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
-from dovecote.http import inputs, rest
+from dovecote.http import inputs, needs, rest
 from dovecote.http.session import COOKIE, Sessions, refuse_token
 
 Run = Callable[..., Awaitable[Any]]
@@ -113,7 +113,7 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
                 "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id)).counts}
                for e in dc.entities() if remote.may(who, "inbox", e.id)]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
-            "doctor": dc.doctor().mailbox}
+            "doctor": dc.doctor().mailbox, "needs": needs.needs(dc, who)}
 
 
 def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
