@@ -39,8 +39,8 @@ from dovecote.mcp.tools import TOOLS
 from dovecote.model import credentials as tokens
 from dovecote.model.results import builtins
 from dovecote.model.vocab import TrustLevel
-from dovecote.ops.agents import feed
 from dovecote.model.vocab_delivery import SendType
+from dovecote.ops.agents import feed
 from dovecote.verbs import EntityAdd, Inbox, Message, Send
 from helpers import run_cli
 from mailhelpers import send

@@ -44,7 +44,7 @@ from dovecote import verbs
 from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
-from dovecote.http import inputs, needs, rest
+from dovecote.http import inputs, needs, rest, thread
 from dovecote.http.session import COOKIE, Sessions, refuse_token
 
 Run = Callable[..., Awaitable[Any]]
@@ -158,8 +158,10 @@ class Pages:
 
     async def item(self, request: Request) -> Response:
         p = rest.parse(verbs.Show, request)
-        shown = await self.run(remote.show, rest.principal(request), p)
-        return self._page(request, "item.html", entity=p.entity_id, shown=shown.to_dict())
+        who = rest.principal(request)
+        shown = (await self.run(remote.show, who, p)).to_dict()
+        talk = await self.run(thread.conversation, who, p.entity_id, shown)
+        return self._page(request, "item.html", entity=p.entity_id, shown=shown, conversation=talk)
 
     async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
         """The signed-in person making a page's action, and its form (its CSRF token checked and taken out).
