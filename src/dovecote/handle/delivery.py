@@ -11,21 +11,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
-from dovecote.handle.core import ActorArg, HandleCore, fields
+from dovecote.handle.core import ActorArg, fields
+from dovecote.handle.reading import ReadingVerbs
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
     from dovecote.ops.delivery.acks import Acked
     from dovecote.ops.delivery.intake import IntakeRun
     from dovecote.ops.delivery.mailman import Pass
-    from dovecote.ops.delivery.needs import Needs
     from dovecote.ops.delivery.presence import Beat, Presence
     from dovecote.ops.delivery.status import Status
     from dovecote.ops.delivery.trackers import Trackers
     from dovecote.roster.config import Roster
 
 
-class DeliveryVerbs(HandleCore):
+class DeliveryVerbs(ReadingVerbs):
     """The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status."""
 
     @fields(verbs.Ack)
@@ -143,11 +143,3 @@ class DeliveryVerbs(HandleCore):
             ctx, intake_op.folders(ctx), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
             thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
         )
-
-    def needs(self, reads: Callable[[str], bool] | None = None, /, *, everything: bool = True,
-              now: datetime | None = None) -> Needs:
-        """What waits on a person, oldest first (see ``ops.delivery.needs``): in the entity boxes ``reads``
-        admits (every box by default), and the intake's quarantine when ``everything``. Reads only."""
-        from dovecote.ops.delivery import needs as needs_op
-
-        return needs_op.needs(self._ctx(now=now), reads or (lambda _: True), everything=everything)

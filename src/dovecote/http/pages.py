@@ -85,6 +85,11 @@ def person_actor(person: str) -> Actor:
 class EntityParams(rest.Params):
     entity_id: str
     show: Literal["inbound", "processing", "deferred", "archive", "outbound"] | None = None
+    after: str | None = None  # the cursor of the page to show (``derive.inbox.paging``); None: the first
+
+
+#: How many items an inbox page shows: a box of a hundred thousand letters is read a page at a time.
+PAGE = 100
 
 
 class SearchPageParams(rest.Params):
@@ -117,13 +122,15 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
 
 
 def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
+    """One inbox: its outbound drafts whole, else a page of its items (``PAGE`` rows after the cursor ``after``)."""
     direction, states = SHOW[p.show] if p.show else ("inbound", ())
-    inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
-                                              include_terminal=p.show == "archive")).to_dict()
-    rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
-    if states:
-        rows = [r for r in rows if r.get("state") in states]
-    return {"inbox": inbox, "rows": rows, "direction": direction, "show": p.show}
+    if direction == "outbound":
+        inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both)).to_dict()
+        return {"inbox": inbox, "rows": inbox["outbound"], "direction": direction, "show": p.show, "next": None}
+    remote.own(who, "inbox", p.entity_id)  # the rule ``remote.inbox`` applies
+    page = dc.inbox_page(p.entity_id, after=p.after, limit=PAGE, states=states,
+                         include_terminal=p.show == "archive").to_dict()
+    return {"inbox": page, "rows": page["items"], "direction": direction, "show": p.show, "next": page["next"]}
 
 
 def search_view(dc: Dovecote, who: Principal | None, p: SearchPageParams) -> dict[str, Any]:
