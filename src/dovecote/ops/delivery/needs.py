@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from dovecote.errors import StoreError
 from dovecote.model.letters import format_ts
 from dovecote.model.results import Result
-from dovecote.model.vocab import ENGINE_AGENT
+from dovecote.model.vocab import ENGINE_AGENT, LetterKind
+from dovecote.model.vocab_delivery import AckState, ResponseType, WorkStatus
 from dovecote.util.timeutil import parse_time
 
 if TYPE_CHECKING:
@@ -94,11 +95,11 @@ def _item_reason(data: dict[str, Any], person: bool) -> str | None:
     """Why an open item waits on a person, or None when it waits on an agent."""
     if person and data.get("escalates") and data.get("agent") == ENGINE_AGENT:
         return "escalation"
-    if data.get("blocker_flag") or data.get("response_type") == "blocker":
+    if data.get("blocker_flag") or data.get("response_type") == ResponseType.blocker:
         return "blocker"
-    if data.get("status") == "awaiting_input":
+    if data.get("status") == WorkStatus.awaiting_input:
         return "awaiting_input"
-    if data.get("response_type") == "clarification":
+    if data.get("response_type") == ResponseType.clarification:
         return "clarification"
     return "addressed_to_person" if person else None
 
@@ -123,7 +124,7 @@ def _inboxes(ctx: Context, reads: Callable[[str], bool], now: datetime, out: lis
                 found = []
                 for iid, (_, held, _) in rows.items():
                     letter = book.items[iid].letter
-                    if not person and letter.kind != "response":
+                    if not person and letter.kind != LetterKind.response:
                         continue
                     row = row_of(held)
                     reason = _item_reason(letter.data(), person) if row["state"] in OPEN else None
@@ -155,11 +156,12 @@ def _missions(ctx: Context, now: datetime, out: list[Need], lost: list[str]) -> 
 
 def _sentinels(ctx: Context, now: datetime, out: list[Need], lost: list[str]) -> None:
     from dovecote.ops.cases.cases import cases
+    from dovecote.ops.cases.sentinels import RED
 
     found = cases(ctx)
     lost.extend(str(u) for u in found.unreachable)
     for c in found.cases:
-        if c.sentinel is not None and c.sentinel.state == "red":
+        if c.sentinel is not None and c.sentinel.state == RED:
             since = c.last_seen
             out.append(Need("red_sentinel", f"{c.fingerprint}: the fix regressed ({c.sentinel.probe})",
                             c.boxes[0] if c.boxes else "home", c.fingerprint, since, _age(since, now),
@@ -173,7 +175,8 @@ def _acks(ctx: Context, reads: Callable[[str], bool], now: datetime, out: list[N
     lost.extend(u.get("box", "") for u in unreachable)
     stamp = format_ts(now)
     for t in rows:
-        if t.ack_state == "pending" and t.ack_due_ts is not None and t.ack_due_ts <= stamp and reads(t.recipient):
+        due = t.ack_due_ts
+        if t.ack_state == AckState.pending and due is not None and due <= stamp and reads(t.recipient):
             out.append(Need("overdue_ack", f"{t.kind} from {t.sender} to {t.recipient}, due {t.ack_due_ts}",
                             f"entity:{t.recipient}", t.delivery_id, t.ack_due_ts, _age(t.ack_due_ts, now),
                             REASONS["overdue_ack"], f"/entities/{t.recipient}/items/{t.delivery_id}"))
