@@ -299,3 +299,41 @@ def test_focus_is_visible_and_the_live_regions_are_polite(browser: Any, server: 
     assert page.locator("[aria-live=polite]").count() >= 2  # the stream's status, and the announcements
     assert page.locator("#announce[role=status]").count() == 1
     page.close()
+
+
+@pytest.mark.screenshots  # the docs' pictures: make screenshots, not every make test
+def test_a_screenshot_of_the_needs_page(browser: Any, tmp_path: Path) -> None:
+    """Of the demo home with a person in the roster, a note to them and a blocked response, the keys listed."""
+    from dovecote.cli.demo import build_demo
+    from dovecote.handle.api import open_home
+    from dovecote.model.vocab_delivery import SendType
+    from dovecote.verbs import EntityAdd, Message, Send
+
+    out = Path(os.environ.get("DOVECOTE_SCREENSHOTS") or tmp_path / "shots")
+    out.mkdir(parents=True, exist_ok=True)
+    home = build_demo(tmp_path / "demo")
+    dc = open_home(home)
+    dc.distribute()
+    dc.add_entity(EntityAdd(entity_id="human.alice", role="human"))
+    dc.send(Message(recipient="human.alice", sender="ent_ops", subject="Approve the index rebuild window?",
+                    body="Tonight 22:00-23:00 UTC; the search index is read-only meanwhile."))
+    task = dc.send(Send(recipient="ent_builder", type=SendType.task, work_item_id="wi-42",
+                        subject="Rotate the signing key"), actor="ent_ops")
+    dc.send(Send(recipient="ent_ops", type=SendType.response, work_item_id="wi-42", parent_id=task.envelope_id,
+                 subject="Blocked: no access to the key vault", blocker_flag=True,
+                 blocker_reason="the vault token expired"), actor="ent_builder")
+    with serving(tmp_path, home) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(server.line("login"))
+        page.goto(f"{server.url}/needs")
+        page.wait_for_selector("#live[data-state=live]")
+        page.locator("html[data-needs]").wait_for()
+        page.screenshot(path=str(out / "needs.png"), full_page=True)
+        page.goto(f"{server.url}/entities/ent_builder")
+        page.wait_for_selector("#live[data-state=live]")
+        page.locator("main h1").click()
+        page.keyboard.press("j")
+        page.keyboard.press("?")
+        page.screenshot(path=str(out / "keys.png"))
+        page.close()
+    assert (out / "needs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
