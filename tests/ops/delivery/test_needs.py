@@ -73,3 +73,29 @@ def test_an_item_moved_on_no_longer_waits(tmp_path: Path) -> None:
         dc.move(Move(kind=kind, entity_id=PERSON, ref=note["ref"]), actor=PERSON)
     after = builtins(dc.needs(now=T0 + timedelta(hours=3)))
     assert note["ref"] not in {n["ref"] for n in after["needs"]} and after["count"] == got["count"] - 1
+
+
+def test_a_mission_waiting_for_a_gesture_and_a_red_sentinel(tmp_path: Path) -> None:
+    from dovecote import verbs
+    from helpers import add_project, new_home, run_cli
+    from missionhelpers import VECTOR_AGENT, for_phase
+
+    dc = new_home(tmp_path)
+    add_project(dc, tmp_path, "repo-a")
+    dc.block_add(verbs.BlockAdd(block_id="sb_alpha", project="repo-a"))
+    first = builtins(dc.mission_post(verbs.MissionPost(letter=for_phase("judging", 1, None), as_project="repo-a"),
+                                     actor=VECTOR_AGENT))
+    assert builtins(dc.needs())["by_reason"]["mission_gesture"] == 0  # judging waits on agents
+    dc.mission_post(verbs.MissionPost(letter=for_phase("failed", 2, first["letter_id"]), as_project="repo-a"),
+                    actor=VECTOR_AGENT)
+    (gesture,) = builtins(dc.needs())["needs"]
+    assert (gesture["reason"], gesture["action"], gesture["path"]) == (
+        "mission_gesture", "gesture", f"/missions?mission={first['mission_id']}")
+    ids = [run_cli(tmp_path, "report", "--tool", "seek", "--class", "honesty", "--symptom", "false_absence",
+                   "--what", f"empty answer {k}", "--repo", "repo-a", home=dc.layout.root).stdout.decode().split()[0]
+           for k in range(2)]
+    dc.receipt(verbs.Receipt(answers=ids, disposition=verbs.Disposition.fixed, sentinel_probe="echo still-broken"))
+    assert builtins(dc.needs())["by_reason"]["red_sentinel"] == 0  # guarded until a probe runs red
+    dc.sentinels(verbs.Sentinels())
+    red = [n for n in builtins(dc.needs())["needs"] if n["reason"] == "red_sentinel"]
+    assert [(n["ref"], n["action"]) for n in red] == [("fp:seek/false_absence", "fix")]
