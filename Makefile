@@ -63,6 +63,7 @@ stress: $(VENV)/.installed
 screenshots: $(VENV)/.installed | $(CHROMIUM)
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser.py tests/browser/test_http_browser_cases.py tests/browser/test_http_browser_delivery.py -m screenshots -q
 	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser_missions.py -q
+	DOVECOTE_SCREENSHOTS=docs/screenshots $(BIN)/pytest tests/browser/test_http_browser_read.py -m screenshots -q
 
 # Mutation testing of the core, each module against its own test files (mutation/mutate.py holds the map):
 # mutmut over function bodies, then one change at a time to each module-level table. Not part of make test:

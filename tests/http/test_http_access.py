@@ -52,6 +52,7 @@ EXAMPLES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, Any] | None]
     "wait": ({"entity_id": ENTITY}, {"timeout": "0"}, None),
     "search": ({}, {"query": "rebuild", "entity_id": ENTITY}, None),
     "doctor": ({}, {}, None),
+    "needs": ({}, {}, None),
     "send": ({"recipient": ENTITY}, {}, {"subject": "hello"}),
     "draft": ({"recipient": ENTITY}, {}, {"subject": "a draft"}),
     "outbox_send": ({}, {}, {}),

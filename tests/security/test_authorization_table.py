@@ -45,8 +45,9 @@ from dovecote.mcp.tools import TOOLS
 from dovecote.model import credentials as tokens
 from dovecote.model.results import builtins
 from dovecote.model.vocab import PERSON_ROLE, TrustLevel
+from dovecote.model.vocab_delivery import SendType
 from dovecote.ops.agents import feed
-from dovecote.verbs import EntityAdd, Inbox, Message, Show
+from dovecote.verbs import EntityAdd, Inbox, Message, Send, Show
 from helpers import run_cli
 from mailhelpers import send
 from mcphelpers import http_client
@@ -60,6 +61,8 @@ THIRD = "ent_third"
 #: The subject of an item in A's box: wherever it shows, A's mail showed.
 SECRET = "kestrelfeather"
 REF = "{ref}"  # that item's id, filled in per home
+#: The subject of a blocked response in A's box: it waits on a person, so the needs list shows it to A's readers.
+BLOCKED = "stuckonthekey"
 
 #: Each principal by name; None is a request with no token (the local reader, or the signed-in person).
 PRINCIPALS: dict[str, Principal | None] = {
@@ -105,6 +108,8 @@ ROWS: tuple[Row, ...] = (
     Row("page", "search", "search", f"/search?q={SECRET}&entity={A}"),
     Row("page", "search_everything", "search", f"/search?q={SECRET}", narrows=True, mark=REF),
     Row("page", "overview", "inbox", "/", narrows=True, mark=f"/entities/{A}?show="),
+    Row("rest", "needs", "inbox", "/api/v1/needs", narrows=True, mark=BLOCKED),
+    Row("page", "needs", "inbox", "/needs", narrows=True, mark=BLOCKED),
     Row("mcp", "inbox", "inbox", {"entity_id": A}),
     Row("mcp", "show", "show", {"entity_id": A, "ref": REF}),
     Row("mcp", "search", "search", {"query": SECRET, "entity_id": A}),
@@ -143,6 +148,9 @@ def home(tmp: Path) -> tuple[Dovecote, str]:
     dc.add_entity(EntityAdd(entity_id=THIRD))
     ref = send(dc, SECRET, recipient=A, sender=THIRD)
     send(dc, "for ops alone", recipient=B, sender=A)
+    task = dc.send(Send(recipient=THIRD, type=SendType.task, work_item_id="wi-1", subject="unblock me"), actor=A)
+    dc.send(Send(recipient=A, type=SendType.response, work_item_id="wi-1", parent_id=task.envelope_id,
+                 subject=BLOCKED, blocker_flag=True), actor=THIRD)
     return dc, ref
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dovecote import verbs
-from dovecote.handle.core import ActorArg, HandleCore, fields
+from dovecote.handle.core import ActorArg, fields
+from dovecote.handle.reading import ReadingVerbs
 from dovecote.verbs import checked
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from dovecote.roster.config import Roster
 
 
-class DeliveryVerbs(HandleCore):
+class DeliveryVerbs(ReadingVerbs):
     """The handle's delivery verbs: intake, the mailman, acks, trackers, presence, status."""
 
     @fields(verbs.Ack)
@@ -142,4 +143,3 @@ class DeliveryVerbs(HandleCore):
             ctx, intake_op.folders(ctx), active_minutes=v.active_minutes, work_item_id=v.work_item_id,
             thread_id=v.thread_id, limit=v.limit, now=ctx.now(),
         )
-

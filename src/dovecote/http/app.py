@@ -62,6 +62,7 @@ from dovecote.http import (
     pages_delivery,
     pages_leases,
     pages_missions,
+    pages_needs,
     pages_write,
     rest,
 )
@@ -187,6 +188,7 @@ def create_app(
         Mount("/api/v1", routes=api),
         Route("/openapi.json", openapi_endpoint, methods=["GET"], name="openapi"),
         guarded("/", pages.overview, "overview"),
+        guarded("/needs", pages_needs.endpoint(pages), "needs"),
         guarded("/triage", pages.triage, "triage"),
         guarded("/cases", cases_endpoint, "cases"),
         guarded("/search", pages.search, "search"),

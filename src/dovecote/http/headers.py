@@ -16,7 +16,9 @@ its bearer check sends through ``secured`` (``mcp.http``), so every answer of
   here, and no page of any origin may frame it (``frame-ancestors 'none'``): a
   page on another port of this machine is the same *site* as this server, so
   the SameSite=Strict session cookie would reach a framed page, and one click
-  on a hidden frame would be the signed-in person's move.
+  on a hidden frame would be the signed-in person's move. Images are this
+  server's or ``data:`` URLs: the tab's icon is drawn in the page
+  (``static/badge.js``, the count of what needs a person) and set as one.
 - ``X-Frame-Options: DENY``: the same refusal for browsers that predate
   ``frame-ancestors``.
 - ``Referrer-Policy: no-referrer``: a page's address (an item's id, a search's
@@ -32,7 +34,8 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: What a page may load and who may frame it (see the module docstring).
-POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+POLICY = ("default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
+          "object-src 'none'")
 
 #: Added to every HTTP answer, as ASGI header pairs.
 SECURE: tuple[tuple[bytes, bytes], ...] = (

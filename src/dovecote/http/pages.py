@@ -49,7 +49,7 @@ from dovecote.errors import Refusal
 from dovecote.handle import remote
 from dovecote.handle.api import Actor, Dovecote, Principal
 from dovecote.handle.moves import MOVES
-from dovecote.http import inputs, rest, sanitize
+from dovecote.http import inputs, needs, rest, sanitize, thread
 from dovecote.http.session import COOKIE, Sessions, refuse_token
 from dovecote.model.vocab import PERSON_ROLE
 
@@ -90,6 +90,11 @@ def person_actor(person: str) -> Actor:
 class EntityParams(rest.Params):
     entity_id: str
     show: Literal["inbound", "processing", "deferred", "archive", "outbound"] | None = None
+    after: str | None = None  # the cursor of the page to show (``derive.inbox.paging``); None: the first
+
+
+#: How many items an inbox page shows: a box of a hundred thousand letters is read a page at a time.
+PAGE = 100
 
 
 class SearchPageParams(rest.Params):
@@ -118,17 +123,19 @@ def overview(dc: Dovecote, who: Principal | None) -> dict[str, Any]:
                 "counts": remote.inbox(dc, who, verbs.Inbox(entity_id=e.id)).counts}
                for e in dc.entities() if remote.may(who, "inbox", e.id)]
     return {"sweep": head, "boxes": rest.boxes(dc, rest.NoParams())["boxes"], "inboxes": inboxes,
-            "doctor": dc.doctor().mailbox}
+            "doctor": dc.doctor().mailbox, "needs": needs.needs(dc, who)}
 
 
 def entity_view(dc: Dovecote, who: Principal | None, p: EntityParams) -> dict[str, Any]:
+    """One inbox: its outbound drafts whole, else a page of its items (``PAGE`` rows after the cursor ``after``)."""
     direction, states = SHOW[p.show] if p.show else ("inbound", ())
-    inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both,
-                                              include_terminal=p.show == "archive")).to_dict()
-    rows = inbox["outbound"] if direction == "outbound" else inbox["items"]
-    if states:
-        rows = [r for r in rows if r.get("state") in states]
-    return {"inbox": inbox, "rows": rows, "direction": direction, "show": p.show}
+    if direction == "outbound":
+        inbox = remote.inbox(dc, who, verbs.Inbox(entity_id=p.entity_id, direction=verbs.Direction.both)).to_dict()
+        return {"inbox": inbox, "rows": inbox["outbound"], "direction": direction, "show": p.show, "next": None}
+    remote.own(who, "inbox", p.entity_id)  # the rule ``remote.inbox`` applies
+    page = dc.inbox_page(p.entity_id, after=p.after, limit=PAGE, states=states,
+                         include_terminal=p.show == "archive").to_dict()
+    return {"inbox": page, "rows": page["items"], "direction": direction, "show": p.show, "next": page["next"]}
 
 
 def search_view(dc: Dovecote, who: Principal | None, p: SearchPageParams) -> dict[str, Any]:
@@ -163,8 +170,10 @@ class Pages:
 
     async def item(self, request: Request) -> Response:
         p = rest.parse(verbs.Show, request)
-        shown = await self.run(remote.show, rest.principal(request), p)
-        return self._page(request, "item.html", entity=p.entity_id, shown=shown.to_dict())
+        who = rest.principal(request)
+        shown = (await self.run(remote.show, who, p)).to_dict()
+        talk = await self.run(thread.conversation, who, p.entity_id, shown)
+        return self._page(request, "item.html", entity=p.entity_id, shown=shown, conversation=talk)
 
     async def signed_in(self, request: Request) -> tuple[str, dict[str, str]]:
         """The signed-in person making a page's action, and its form (its CSRF token checked and taken out).

@@ -66,6 +66,7 @@ from dovecote.handle.api import (
     MissionPosted,
     MonitorAdded,
     Monitors,
+    Needs,
     OutboxSent,
     PassAnswer,
     Presence,
@@ -84,7 +85,7 @@ from dovecote.handle.api import (
     WaitResult,
 )
 from dovecote.handle.remote_leases import LeaseListing, LeasesChanged, LeaseTaken
-from dovecote.http import longpoll, rest_reply
+from dovecote.http import longpoll, needs, rest_reply
 from dovecote.http.inputs import json_response, parse, parse_body
 from dovecote.verbs import SPOOL  # the ``box`` filter's name for letters in no box yet
 
@@ -319,6 +320,8 @@ ROUTES: tuple[Route, ...] = (
           "wait", verbs.Wait, WaitResult, "own", _remote("wait")),
     Route("GET", "/search", "search", "Full text over entity mail, newest first", "search", verbs.Search,
           SearchResult, "own", _remote("search")),
+    Route("GET", "/needs", "needs", "What waits on a person, oldest first, each with the action that clears it",
+          "inbox", needs.NeedsParams, Needs, "open", needs.needs),
     Route("GET", "/doctor", "doctor", "Counts only; fails open", "doctor", verbs.Doctor, Doctor, "open",
           _remote("doctor")),
     Route("POST", "/entities/{recipient}/messages", "send", "Send a message, task or response; durable when this "

@@ -154,3 +154,32 @@ def read_injection_items(ctx: Context, entity_id: str) -> tuple[str, list[str]]:
         vs = book.view_state
         assert vs is not None and vs.ordered is not None
         return text, list(vs.ordered)
+
+
+class InboxPage(Result, frozen=True):
+    """One page of an entity's inbox view (``derive.inbox.paging``): the view's counts and flags (as the whole
+    view's), the page's rows, and ``next``, the cursor of the page after it (None on the last page)."""
+
+    entity: str
+    clock: TicClock
+    counts: dict[str, int]
+    flags: dict[str, int]
+    items: list[dict[str, Any]]
+    next: str | None
+
+
+def read_inbox_page(ctx: Context, entity_id: str, *, after: str | None, limit: int, states: tuple[str, ...] = (),
+                    include_terminal: bool = False, now: datetime | None = None) -> InboxPage:
+    """One page of ``read_inbox``'s inbound items (see ``derive.inbox.paging``): only its rows are copied, so a
+    page of a box of a hundred thousand letters costs its hundred rows once the box's view is warm."""
+    from dovecote.derive.inbox.paging import inbox_page
+    from dovecote.derive.inbox.state import LOOSE, OUTBOUND
+
+    who, clock, source = _asked(ctx, entity_id, None, now, "inbound")
+    loose = len(loose_files(ctx, who))
+    with foldcache.inbox(ctx, who) as book:
+        page = inbox_page(book, clock, limits=ctx.roster.limits, include_terminal=include_terminal, after=after,
+                          limit=limit, states=states)
+        drafts = len(book.pending_drafts())
+    counts = {**page["counts"], OUTBOUND: drafts, LOOSE: loose}
+    return InboxPage(who, TicClock(clock.tic, source), counts, page["flags"], page["items"], page["next"])
