@@ -9,8 +9,9 @@ calls, a token each), on its own keep-alive connection, calling
 do (no ``initialize`` first: their server needs none, and neither does this
 one; the connection carries the agent's token as its bearer too, as the light
 client always does, which a loopback server would not need). Beside it, in
-the same server and interleaved round by round, the same agents send through dovecote's own catalog (``send`` at ``/mcp``, one SDK-style
-session each, ``bench_mcp.LightSession``).
+the same server and interleaved round by round, the same agents send through
+dovecote's own catalog (``send`` at ``/mcp``, one SDK-style session each:
+``bench_mcp.light_agent``).
 
 Lost = an acknowledged message that is not in its recipient's ``fetch_inbox``
 (asked through the profile after the last round, ``limit`` 1,000), and, as the
