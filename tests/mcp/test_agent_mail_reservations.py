@@ -4,6 +4,7 @@ renew, release, each a lease `dovecote lease list` shows."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from test_agent_mail_profile import PROJECT, Call, ok, profile_client, refused
 
+from dovecote.errors import Refusal
 from dovecote.handle.api import Dovecote
 from dovecote.mcp import agentmail
 from dovecote.ops.agentmail import names
@@ -130,3 +132,25 @@ def test_the_reservation_tools_keep_the_catalog_small() -> None:
     assert {"file_reservation_paths", "renew_file_reservations", "release_file_reservations"} <= set(
         agentmail.CATALOG)
     assert agentmail.tokens() < 4000
+
+
+def test_a_renewal_extends_from_the_old_expiry_by_at_least_a_minute(tmp_path: Path) -> None:
+    from test_agent_mail_calls import PROJECT as REPO
+    from test_agent_mail_calls import agent, call
+
+    dc = new_home(tmp_path)
+    token = agent(dc, "RedFox")["registration_token"]
+    mine = {"project_key": REPO, "agent_name": "RedFox", "registration_token": token}
+    got = call(dc, "file_reservation_paths", **mine, paths=["src/a.py", "src/b.py"], ttl_seconds=600)
+    a, b = (g["id"] for g in got["granted"])
+    renewed = call(dc, "renew_file_reservations", **mine, extend_seconds=5, file_reservation_ids=[b])
+    (row,) = renewed["file_reservations"]
+    old, new = (datetime.fromisoformat(row[k]) for k in ("old_expires_ts", "new_expires_ts"))
+    assert row["id"] == b and 60 <= (new - old).total_seconds() <= 62  # from the old expiry, not from now
+    assert call(dc, "renew_file_reservations", **mine, paths=["nothing/held"])["renewed"] == 0
+    assert call(dc, "release_file_reservations", **mine, file_reservation_ids=[a])["released"] == 1
+    assert [x.globs for x in dc.leases().leases] == [["src/b.py"]]
+    other = agent(dc, "GreyWolf")["registration_token"]
+    with pytest.raises(Refusal) as e:  # another agent's token reserves nothing for RedFox
+        call(dc, "file_reservation_paths", **{**mine, "registration_token": other}, paths=["x"])
+    assert e.value.reason == "forbidden"
