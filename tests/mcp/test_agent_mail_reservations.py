@@ -154,3 +154,15 @@ def test_a_renewal_extends_from_the_old_expiry_by_at_least_a_minute(tmp_path: Pa
     with pytest.raises(Refusal) as e:  # another agent's token reserves nothing for RedFox
         call(dc, "file_reservation_paths", **{**mine, "registration_token": other}, paths=["x"])
     assert e.value.reason == "forbidden"
+
+
+def test_a_ttl_past_the_longest_lease_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    from test_agent_mail_calls import PROJECT as REPO
+    from test_agent_mail_calls import agent, call
+
+    dc = new_home(tmp_path)
+    token = agent(dc, "RedFox")["registration_token"]
+    with pytest.raises(Refusal) as e:
+        call(dc, "file_reservation_paths", project_key=REPO, agent_name="RedFox", registration_token=token,
+             paths=["src"], ttl_seconds=10**15)
+    assert e.value.reason == "invalid_field" and dc.leases().leases == []

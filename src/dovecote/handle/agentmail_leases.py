@@ -32,12 +32,21 @@ from dovecote.handle import remote_leases as rl
 from dovecote.handle.agentmail import agent_entity, caller, find_project, iso
 from dovecote.handle.api import Dovecote, Principal
 from dovecote.model.letters import format_ts
+from dovecote.model.vocab_delivery import MAX_POLICY_S
 from dovecote.ops.agentmail import names
 from dovecote.ops.leases.take import LeaseRow, normal_globs
 from dovecote.util.timeutil import parse_time
 
 #: The least a renewal extends by, in seconds (theirs: 60).
 MIN_EXTEND = 60
+
+
+def _seconds(a: dict[str, Any], field: str) -> int:
+    """A duration argument, refused ``invalid_field`` past the longest a lease may run (``verbs.leases.Ttl``)."""
+    n = int(a[field])
+    if n > MAX_POLICY_S:
+        raise Refusal("invalid_field", f"{field} {n} is over {MAX_POLICY_S} seconds")
+    return n
 
 
 def _who(dc: Dovecote, conn: Principal | None, a: dict[str, Any]) -> tuple[Principal | None, str, str]:
@@ -68,6 +77,7 @@ def file_reservation_paths(dc: Dovecote, conn: Principal | None, a: dict[str, An
     paths: list[str] = list(a.get("paths") or ())
     if not paths:
         raise Refusal("invalid_field", "paths list cannot be empty")
+    ttl = max(1, _seconds(a, "ttl_seconds"))  # theirs grants under 60 s too
     p, entity, project = _who(dc, conn, a)
     held = {tuple(x.globs): x for x in _mine(dc, entity, project)}
     granted: list[dict[str, Any]] = []
@@ -77,11 +87,11 @@ def file_reservation_paths(dc: Dovecote, conn: Principal | None, a: dict[str, An
         mine = held.get((glob,))
         if mine is not None:
             row = rl.lease_renew(dc, p, verbs.LeaseRenew(entity_id=entity, lease_ids=(mine.id,),
-                                                         ttl=max(1, a["ttl_seconds"]), project=project)).leases[0]
+                                                         ttl=ttl, project=project)).leases[0]
             granted.append(_granted(row))
             continue
         taken = rl.lease_take(dc, p, verbs.LeaseTake(
-            entity_id=entity, globs=(path,), ttl=max(1, a["ttl_seconds"]), shared=not a["exclusive"],
+            entity_id=entity, globs=(path,), ttl=ttl, shared=not a["exclusive"],
             reason=a.get("reason") or None, project=project, advisory=True))
         granted.append(_granted(taken.lease))
         held[(glob,)] = taken.lease
@@ -111,7 +121,7 @@ def _chosen(rows: list[LeaseRow], a: dict[str, Any]) -> list[LeaseRow]:
 def renew_file_reservations(dc: Dovecote, conn: Principal | None, a: dict[str, Any]) -> dict[str, Any]:
     """Extend the agent's active reservations (all, or those named) from their old expiry."""
     p, entity, project = _who(dc, conn, a)
-    extend = max(MIN_EXTEND, int(a["extend_seconds"]))
+    extend = max(MIN_EXTEND, _seconds(a, "extend_seconds"))
     out: list[dict[str, Any]] = []
     chosen = _chosen(_mine(dc, entity, project), a)
     if not chosen:
@@ -120,7 +130,8 @@ def renew_file_reservations(dc: Dovecote, conn: Principal | None, a: dict[str, A
         old = parse_time(x.expires)
         left = math.ceil((old - dc.context.now()).total_seconds()) if old else 0
         row = rl.lease_renew(dc, p, verbs.LeaseRenew(entity_id=entity, lease_ids=(x.id,),
-                                                     ttl=max(0, left) + extend, project=project)).leases[0]
+                                                     ttl=min(MAX_POLICY_S, max(0, left) + extend),
+                                                     project=project)).leases[0]
         out.append({"id": names.int_id(x.id), "path_pattern": x.globs[0] if len(x.globs) == 1 else x.globs,
                     "old_expires_ts": iso(x.expires), "new_expires_ts": iso(row.expires)})
     return {"renewed": len(out), "file_reservations": out}
