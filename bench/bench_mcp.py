@@ -42,6 +42,9 @@ PROTOCOL = "2025-11-25"
 class LightSession:
     """One MCP session over streamable HTTP on a keep-alive connection: JSON-RPC requests, JSON answers."""
 
+    #: Where the MCP endpoint is (``bench_agentmail`` points one at the agent-mail profile's).
+    path = "/mcp"
+
     def __init__(self, conn: Conn, token: str) -> None:
         self.conn, self.token = conn, token
         self.headers = {"Accept": "application/json, text/event-stream"}
@@ -51,19 +54,19 @@ class LightSession:
     async def open(cls, port: int, token: str) -> LightSession:
         s = cls(await Conn.open(port), token)
         init = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
-        status, headers, body = await s.conn.exchange("/mcp", orjson.dumps(
+        status, headers, body = await s.conn.exchange(s.path, orjson.dumps(
             {"jsonrpc": "2.0", "id": next(s.ids), "method": "initialize", "params": init}), token, s.headers)
         if status != 200:
             raise OSError(f"initialize: {status} {body[:200]!r}")
         s.headers["mcp-protocol-version"] = orjson.loads(body)["result"]["protocolVersion"]
         if "mcp-session-id" in headers:  # stateless (serve --workers N) gives none
             s.headers["mcp-session-id"] = headers["mcp-session-id"]
-        await s.conn.exchange("/mcp", b'{"jsonrpc":"2.0","method":"notifications/initialized"}', token, s.headers)
+        await s.conn.exchange(s.path, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', token, s.headers)
         return s
 
     async def call_tool(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
         """The tool's result (``structuredContent``, ``isError``, ``content``); a JSON-RPC error raises."""
-        status, _, body = await self.conn.exchange("/mcp", orjson.dumps({
+        status, _, body = await self.conn.exchange(self.path, orjson.dumps({
             "jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
             "params": {"name": name, "arguments": arguments}}), self.token, self.headers)
         answer = orjson.loads(body) if body else {}

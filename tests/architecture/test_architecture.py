@@ -34,6 +34,7 @@ MCP_MAY_IMPORT = frozenset({"dovecote", "dovecote.handle.api", "dovecote.errors"
                             "dovecote.handle.remote", "dovecote.handle.remote_leases",
                             # the agent-mail profile's calls: its remote (every one through ``remote``)
                             "dovecote.handle.agentmail", "dovecote.handle.agentmail_mail",
+                            "dovecote.handle.agentmail_leases",
                             "dovecote.model.textsafe",  # every tool's text line made one escaped line, as the CLI's
                             "dovecote.http.runner",  # the bounded thread pool both servers' faces share
                             "dovecote.http.headers",  # the headers every answer of the server carries

@@ -167,9 +167,9 @@ async def test_the_profile_over_stdio(home: Dovecote, tmp_path: Path) -> None:
         listed = await c.list_tools()
         assert [t.name for t in listed.tools] == list(agentmail.CATALOG)
         await flow(c.call_tool)
-        unknown = await c.call_tool("file_reservation_paths", {})  # not yet: a seam in the catalog
+        unknown = await c.call_tool("force_release_file_reservation", {})  # not in the profile
         assert unknown.is_error and unknown.content == [types.TextContent(type="text", text=(
-            "Unknown tool: file_reservation_paths"))]
+            "Unknown tool: force_release_file_reservation"))]
         assert (await c.call_tool("health_check", {})).structured_content == {
             "status": "ok", "environment": "dovecote", "http_host": None, "http_port": None,
             "database_url": f"dovecote:{home.layout.root}"}
@@ -231,11 +231,12 @@ async def test_a_connection_token_is_the_one_rule_too(home: Dovecote, tmp_path: 
                                                             "name": "NewOne"}), "register_agent", "forbidden: ")
 
 
-def test_the_catalog_is_small_and_leaves_the_reservation_tools_a_seam() -> None:
+def test_the_catalog_is_small_and_holds_their_core_tools() -> None:
     assert agentmail.tokens() < 4000
     assert set(agentmail.CATALOG) == {
         "health_check", "ensure_project", "register_agent", "whois", "send_message", "reply_message",
-        "fetch_inbox", "mark_message_read", "acknowledge_message", "search_messages", "set_contact_policy"}
+        "fetch_inbox", "mark_message_read", "acknowledge_message", "search_messages", "set_contact_policy",
+        "file_reservation_paths", "renew_file_reservations", "release_file_reservations"}
 
 
 async def test_thirty_sessions_sending_at_once_lose_and_double_nothing(home: Dovecote, tmp_path: Path) -> None:

@@ -4,10 +4,9 @@ Law: one table (``CATALOG``), each row a tool: its arguments as a typed struct
 (the input schema is generated from it, and a call is decoded by it), a one-line
 description, and its call in ``handle.agentmail`` (identity, projects, agents) or
 ``handle.agentmail_mail`` (mail), which map it onto dovecote's own verbs through
-``remote``. Every tool also takes their ``format`` argument; only ``json`` is
-answered. The file-reservation tools (``file_reservation_paths``,
-``renew_file_reservations``, ``release_file_reservations``) will each be one more
-row here, over dovecote's advisory file leases, once those are built.
+``remote``, or ``handle.agentmail_leases`` (file reservations, over dovecote's
+advisory file leases through ``remote_leases``). Every tool also takes their
+``format`` argument; only ``json`` is answered.
 
 The whole catalog stays under 4,000 tokens (``tools/list``, characters / 4):
 descriptions are one line, and the schemas carry types and defaults only.
@@ -22,6 +21,7 @@ from typing import Any
 import msgspec
 
 from dovecote.handle import agentmail as am
+from dovecote.handle import agentmail_leases as leases
 from dovecote.handle import agentmail_mail as mail
 from dovecote.mcp import schemas
 
@@ -110,6 +110,22 @@ class ContactPolicy(Agent, kw_only=True):
     policy: str
 
 
+class Reserve(Agent, kw_only=True):
+    paths: Names
+    ttl_seconds: int = 3600
+    exclusive: bool = True
+    reason: str = ""
+
+
+class Reservations(Agent, kw_only=True):
+    paths: Names | None = None
+    file_reservation_ids: list[int] | None = None
+
+
+class Renew(Reservations, kw_only=True):
+    extend_seconds: int = 1800
+
+
 Call = Callable[..., Any]
 
 
@@ -155,5 +171,10 @@ CATALOG: dict[str, AmTool] = {t.name: t for t in (
            listing=True),
     AmTool("set_contact_policy", ContactPolicy, "Set an agent's contact policy: open or auto.",
            am.set_contact_policy),
-    # file_reservation_paths, renew_file_reservations, release_file_reservations: one row each, over file leases
+    AmTool("file_reservation_paths", Reserve, "Reserve paths (advisory: granted with any conflicts listed).",
+           leases.file_reservation_paths),
+    AmTool("renew_file_reservations", Renew, "Extend your active reservations (all, or those named).",
+           leases.renew_file_reservations),
+    AmTool("release_file_reservations", Reservations, "Release your active reservations (all, or those named).",
+           leases.release_file_reservations),
 )}
