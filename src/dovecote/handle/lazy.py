@@ -29,7 +29,7 @@ RESULTS = {
     "WaitResult": "dovecote.ops.mail.wait", "SweepAnswer": "dovecote.ops.reports.shapes",
     "VnextImported": "dovecote.ops.delivery.import_vnext", "LeaseListing": "dovecote.ops.leases.read",
     "LeaseTaken": "dovecote.ops.leases.take", "LeasesChanged": "dovecote.ops.leases.take",
-    "PathsChecked": "dovecote.ops.leases.read",
+    "PathsChecked": "dovecote.ops.leases.read", "AgentMailImported": "dovecote.ops.agentmail.import_archive",
     "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
     "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
     "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",
