@@ -22,7 +22,7 @@ from dovecote.handle.api import Dovecote, init
 from dovecote.verbs import ImportAgentMail
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from agentmail_archive import DDL, t  # noqa: E402  (the schema the tests write, one copy)
+from agentmail_archive import DDL, t  # the schema the tests write: one copy
 
 TARGET_S = 30.0
 PROJECTS = 4
