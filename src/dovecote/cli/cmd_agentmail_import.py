@@ -53,7 +53,7 @@ def register(import_app: Typer) -> None:
         write: bool = option(ImportAgentMail, "write", "--write"),
         json: JsonOpt = False,
     ) -> None:
-        """Read an mcp_agent_mail database and say what an import would take.
+        """Read an mcp_agent_mail database; --write imports it.
 
         PATH is their storage root (holding storage.sqlite3) or the SQLite file;
         it is opened read-only. A dry run by default; --write registers its
