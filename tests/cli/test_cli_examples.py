@@ -95,6 +95,13 @@ def _database(home: Path, env: dict[str, str], cwd: Path) -> None:
         conn.execute(f"CREATE DATABASE {EXAMPLE_DB}")
 
 
+def _agent_mail(home: Path, env: dict[str, str], cwd: Path) -> None:
+    """An mcp_agent_mail storage root in their schema at ``~/agent-mail`` (``agentmail_archive.sample``)."""
+    from agentmail_archive import sample
+
+    sample(Path(env["HOME"]) / "agent-mail")
+
+
 #: The prompts of the human gestures, answered at the terminal with the passphrase (``missionhelpers.keyed``
 #: set it in the homes these run in; ``gesture-key set`` sets it, typed twice, in a home that has none).
 ASKED: dict[str, tuple[bytes, ...]] = {
@@ -115,6 +122,7 @@ SETUPS: dict[str, Callable[[Path, dict[str, str], Path], None]] = {
     "mission archive": _gesture(["judging", "failed"]),
     "receipt import": _gesture(["judging", "executing", "gate", "merge_wait"]),
     "copy": _database,
+    "import agent-mail": _agent_mail,
     "db": _database,
     "db migrate": _database,
 }

@@ -58,6 +58,7 @@ COMMANDS: dict[tuple[str, ...], type[verbs.Verb]] = {
     ("show",): verbs.Show,
     ("view",): verbs.View,
     ("import", "inbox-tree"): verbs.ImportInboxTree,
+    ("import", "agent-mail"): verbs.ImportAgentMail,
     ("import", "vnext"): verbs.ImportVnext,  # issue 9
     ("search",): verbs.Search,
     ("stale-check",): verbs.StaleCheck,

@@ -45,6 +45,7 @@ MINIMAL: dict[type[verbs.Verb], dict[str, Any]] = {
     verbs.View: {},
     verbs.ImportInboxTree: {"path": "/tmp/x"},
     verbs.ImportVnext: {"path": "/tmp/x"},
+    verbs.ImportAgentMail: {"path": "/tmp/x"},
     verbs.Search: {"query": "deploy"},
     verbs.StaleCheck: {},
     verbs.Organize: {"entity_id": "ent_b"},

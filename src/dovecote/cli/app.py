@@ -12,6 +12,7 @@ a summary otherwise). The commands live in one module per group:
 - ``cmd_inbox``: inbox, show, view, import inbox-tree, search, stale-check, organize
 - ``cmd_misc``: init, demo, merge-driver (not verbs of the handle)
 - ``cmd_vnext``: import vnext
+- ``cmd_agentmail_import``: import agent-mail
 - ``cmd_mcp``: mcp, the MCP face on stdio or HTTP
 - ``cmd_delivery``: intake, mailman, ack, trackers, presence, status, and send's work options
 - ``cmd_store``: db migrate, copy (the PostgreSQL store)
@@ -31,6 +32,7 @@ import typer.main
 
 import dovecote
 from dovecote.cli import (
+    cmd_agentmail_import,
     cmd_agents,
     cmd_cases,
     cmd_delivery,
@@ -92,6 +94,7 @@ cmd_misc.register(app)
 cmd_mail.register(app)
 cmd_inbox.register(app)
 cmd_vnext.register(cmd_inbox.import_app)  # import vnext
+cmd_agentmail_import.register(cmd_inbox.import_app)  # import agent-mail
 cmd_agents.register(app, opened, home_path)  # token, wait, hooks, hook
 cmd_cases.register_hooks(app)  # hook post-tool (abandonment)
 cmd_serve.register(app, opened)  # the HTTP face behind it loads only when it runs

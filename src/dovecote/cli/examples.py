@@ -47,6 +47,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "import": ("dovecote view ent_builder", "dovecote import inbox-tree .dovecote/views/agent-mailboxes"),
     "import inbox-tree": ("dovecote view ent_builder", "dovecote import inbox-tree .dovecote/views/agent-mailboxes"),
     "import vnext": ("mkdir -p plane-a/mailbox", "dovecote import vnext plane-a/mailbox"),
+    "import agent-mail": ("dovecote import agent-mail ~/agent-mail", "dovecote import agent-mail ~/agent-mail --write"),
     # Mail lifecycle
     "seen": (_SEND, 'dovecote seen ent_builder "$id"'),
     "unseen": (_SEND, 'dovecote seen ent_builder "$id" && dovecote unseen ent_builder "$id"'),

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # these ops are imported on first use: a hook's cold start lo
     from dovecote.ops.admin import verify as verify_op
     from dovecote.ops.admin.doctor import Doctor
     from dovecote.ops.admin.store_copy import Copied
+    from dovecote.ops.agentmail.import_archive import AgentMailImported
     from dovecote.ops.agents.roster_use import EntityRow, ProjectRow, Use
     from dovecote.ops.cases.abandonment import HookRelayed
     from dovecote.ops.cases.cases import Case, Cases, Claims, ReceiptFiled
@@ -311,6 +312,21 @@ class Dovecote(RosterVerbs, AgentVerbs, DeliveryVerbs, CaseVerbs, MissionVerbs, 
         from dovecote.ops.delivery import import_vnext as import_vnext_op
 
         return import_vnext_op.import_vnext(self._ctx(), Path(v.path), write=v.write)
+
+    @fields(verbs.ImportAgentMail)
+    def import_agent_mail(self, v: verbs.ImportAgentMail, /) -> AgentMailImported:
+        """Read an mcp_agent_mail database; with ``write``, register its names and import it
+        (see ``ops.agentmail.import_archive``)."""
+        v = checked(v)
+        from dovecote.ops.agentmail import import_archive as am
+
+        prep = am.prepare(Path(v.path))
+        added: tuple[list[str], list[str]] = ([], [])
+        if v.write:
+            added = am.missing(self.roster, prep.plan)
+            if added[0] or added[1]:
+                self._edit_roster(am.enrol(prep.plan))
+        return am.finish(self._ctx(), prep, write=v.write, added=added)
 
     # -- the letter feed (live events; see ``ops.agents.feed``) ------------------------------
 

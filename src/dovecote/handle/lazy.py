@@ -30,6 +30,7 @@ RESULTS = {
     "VnextImported": "dovecote.ops.delivery.import_vnext", "LeaseListing": "dovecote.ops.leases.read",
     "LeaseTaken": "dovecote.ops.leases.take", "LeasesChanged": "dovecote.ops.leases.take",
     "PathsChecked": "dovecote.ops.leases.read", "Needs": "dovecote.ops.delivery.needs",
+    "AgentMailImported": "dovecote.ops.agentmail.import_archive",
     "BoxAnswer": "dovecote.ops.reports.shapes", "DistributionAnswer": "dovecote.ops.reports.shapes",
     "IntakeAnswer": "dovecote.ops.delivery.shapes", "PassAnswer": "dovecote.ops.delivery.shapes",
     "SentAnswer": "dovecote.ops.delivery.shapes", "EntityRow": "dovecote.ops.agents.roster_use",

@@ -41,6 +41,7 @@ from dovecote.model.vocab import (
     TrustLevel,
 )
 from dovecote.model.vocab_delivery import ACK_TIMEOUT_S, MAX_REPINGS, REPING_INTERVAL_S
+from dovecote.verbs.agentmail_import import ImportAgentMail
 from dovecote.verbs.agents import HooksInstall, TokenIssue, TokenList, TokenRevoke
 from dovecote.verbs.base import (
     LETTER_ID_SCHEMA_PATTERN,
@@ -127,6 +128,7 @@ __all__ = [
     "HookAgent",
     "HookEvent",
     "HooksInstall",
+    "ImportAgentMail",
     "ImportInboxTree",
     "ImportVnext",
     "Inbox",
@@ -223,6 +225,7 @@ VERBS: dict[str, type[Verb]] = {
     "hooks_install": HooksInstall,
     # reading vNext mailbox directories
     "import_vnext": ImportVnext,
+    "import_agent_mail": ImportAgentMail,
     # -- delivery --
     "intake": Intake,
     "mailman": Mailman,
@@ -277,6 +280,7 @@ WRITES_WHEN: dict[str, str] = {
     "sweep": "distribute", "stale_check": "emit_signals", "organize": "apply",
     "claims": "write_labels",  # case intelligence
     "import_vnext": "write",  # the dry run reads the directory only
+    "import_agent_mail": "write",  # the dry run reads their database only
 }
 
 
