@@ -152,7 +152,9 @@ def _read(path: Path) -> tuple[str, dict[str, Any]]:
     return text, value
 
 
-def _backup_path(path: Path, stamp: str) -> Path:
+def backup_path(path: Path, stamp: str) -> Path:
+    """Where a file an install replaces is kept: beside it, named by the time (and a count for a second install in
+    that second), never over an earlier backup. The lease guard's install keeps a hook the same way."""
     candidate = path.with_name(f"{path.name}.bak-{stamp}")
     n = 1
     while candidate.exists():  # two installs in one second: never overwrite the first backup
@@ -203,7 +205,7 @@ def install(
     backup = None
     try:
         if path.exists():
-            target = _backup_path(path, ctx.now().strftime("%Y%m%dT%H%M%SZ"))
+            target = backup_path(path, ctx.now().strftime("%Y%m%dT%H%M%SZ"))
             ledger.write_atomic(target, path.read_bytes())
             backup = str(target)
         ledger.write_atomic(path, new_text.encode("utf-8"))

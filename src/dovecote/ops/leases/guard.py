@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from dovecote.errors import Refusal, StoreError
 from dovecote.ledger import jsonl as ledger
 from dovecote.model.results import Result
+from dovecote.ops.agents.hooks_config import backup_path
 from dovecote.ops.leases.take import project_of
 
 if TYPE_CHECKING:
@@ -121,15 +122,6 @@ def _refuse_links(hooks: Path, hook: Path) -> None:
         raise Refusal("unsafe_path", f"{hooks} is a file where lease guard install needs a folder")
 
 
-def _backup_path(path: Path, stamp: str) -> Path:
-    candidate = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 1
-    while candidate.exists():  # two installs in one second: never overwrite the first backup
-        candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-        n += 1
-    return candidate
-
-
 def install(ctx: Context, project: str | None, repo: str | None, command: tuple[str, ...]) -> GuardInstalled:
     """Write the guard into the repository of ``project`` (or ``repo``); see the module docstring."""
     name, where = _repo_and_project(ctx, project, repo)
@@ -157,7 +149,7 @@ def install(ctx: Context, project: str | None, repo: str | None, command: tuple[
         return GuardInstalled(name, str(top), str(hook), False, None, chained)
     try:
         if old is not None and MARK not in old:
-            target = _backup_path(hook, ctx.now().strftime("%Y%m%dT%H%M%SZ"))
+            target = backup_path(hook, ctx.now().strftime("%Y%m%dT%H%M%SZ"))
             ledger.write_atomic(target, hook.read_bytes(), mode=os.stat(hook).st_mode & 0o777)
             backup = chained = str(target)
             new = script(run, ctx.layout.root.resolve(), name, chained)
