@@ -75,7 +75,9 @@ def test_each_host_process_has_a_network_of_its_own_and_reaches_the_database_by_
                              capture_output=True, text=True).stdout.split()
         seen.append(got[0])
         assert got[1:] == ["False", "1"], "no loopback to the server, yet the letter read through the socket"
-    assert len({*seen, os.readlink("/proc/self/ns/net")}) == 3, "each in a network namespace of its own"
+    # not the test's own network; the two are never alive at once, so the kernel may give the second the first's
+    # freed namespace number: a distinct namespace all the same (comparing the two would fail by chance)
+    assert os.readlink("/proc/self/ns/net") not in seen, "each in a network namespace of its own"
 
 
 def test_three_hosts_at_once_lose_nothing_duplicate_nothing_and_every_cas_has_one_winner(
