@@ -170,9 +170,9 @@ def close(dc: Dovecote, piece: Piece) -> Piece:
     with ``already archived`` in its words, also when another process closed it a moment before."""
     state, seen = _state(dc, piece.recipient, piece.id)
     if state not in TERMINAL:
-        if not seen:
-            transition(dc.context, piece.recipient, piece.id, LetterKind.seen.value)
-        try:
+        try:  # the seen too: another process may close it between the read above and any letter here
+            if not seen:
+                transition(dc.context, piece.recipient, piece.id, LetterKind.seen.value)
             if state is State.DEFER:
                 transition(dc.context, piece.recipient, piece.id, LetterKind.undefer.value, reason=ARCHIVED)
                 state = State.WAIT

@@ -51,7 +51,8 @@ def _letter(shown: dict[str, Any], entity_id: str, *, this: bool = False) -> dic
     item = shown["item"]
     return {"id": item["id"], "sender": item.get("sender"), "to": entity_id, "subject": item.get("subject"),
             "created_at": item.get("created_at"), "body": text, "quote": quote, "this": this,
-            "href": f"/entities/{entity_id}/items/{item['id']}", "direction": "inbound"}
+            "href": f"/entities/{entity_id}/items/{item['id']}", "direction": "inbound",
+            "reply_to": (shown.get("envelope") or {}).get("reply_to")}
 
 
 def _opened(dc: Dovecote, who: Principal | None, entity_id: str, ref: str) -> dict[str, Any] | None:
@@ -63,6 +64,17 @@ def _opened(dc: Dovecote, who: Principal | None, entity_id: str, ref: str) -> di
     except Refusal:
         return None
     return found
+
+
+def _depth(letter: dict[str, Any], letters: list[dict[str, Any]]) -> int:
+    """How many replies deep ``letter`` is among ``letters`` (its ``reply_to`` chain): times are to the second,
+    so within one second an answer still reads after what it answers."""
+    by_id = {x["id"]: x for x in letters if x.get("id")}
+    depth, seen = 0, set()
+    while (parent := by_id.get(letter.get("reply_to") or "")) is not None and parent["id"] not in seen:
+        seen.add(parent["id"])
+        letter, depth = parent, depth + 1
+    return depth
 
 
 def conversation(dc: Dovecote, who: Principal | None, entity_id: str, shown: dict[str, Any]) -> dict[str, Any]:
@@ -82,8 +94,9 @@ def conversation(dc: Dovecote, who: Principal | None, entity_id: str, shown: dic
             letters.append({"id": t.get("id"), "sender": t.get("sender") or (entity_id if t["direction"] ==
                             "outbound" else None), "to": to, "subject": t.get("subject"),
                             "created_at": t.get("created_at"), "body": None, "quote": "", "this": False,
-                            "href": None, "direction": t["direction"]})
-    letters.sort(key=lambda x: (x["created_at"] or "", x["id"] or ""))
+                            "href": None, "direction": t["direction"], "reply_to": t.get("reply_to")})
+    depth = {id(x): _depth(x, letters) for x in letters}  # before sorting: a list being sorted reads as empty
+    letters.sort(key=lambda x: (x["created_at"] or "", depth[id(x)], x["id"] or ""))
     state = shown["item"]["state"]
     last = letters[-1]
     if state not in OPEN:
