@@ -129,6 +129,25 @@ def mcp(goals: Goals) -> dict[str, Measured]:
     return load("mcp", mcp_round, P95_TARGET, goals)
 
 
+#: mcp_agent_mail's own load pattern through the agent-mail profile (``bench_agentmail.py``): 30 sessions x 20
+#: sends, rounds of them, interleaved with the same sends through dovecote's own catalog.
+AGENTMAIL_CLIENTS, AGENTMAIL_SENDS, AGENTMAIL_ROUNDS = 30, 20, 5
+
+
+def agentmail(goals: Goals) -> dict[str, Measured]:
+    """``bench_agentmail.py``: the profile's ``send_message`` sends/s and p95 (reference: dovecote's own catalog
+    in the same server and rounds), and acknowledged messages missing from the recipient's ledger or from its
+    ``fetch_inbox`` (reference: messages acknowledged)."""
+    from bench_agentmail import measure
+
+    m = measure(AGENTMAIL_CLIENTS, AGENTMAIL_SENDS, AGENTMAIL_ROUNDS)
+    profile, own = m["profile"], m["own"]
+    return {"agentmail_sends": Measured(own["rate"], profile["rate"]),
+            "agentmail_p95": Measured(own["p95"], profile["p95"]),
+            "agentmail_lost": Measured(profile["acked"], profile["lost"] + profile["inbox_lost"])}
+
+
 MEASURES: dict[str, Callable[[Goals], dict[str, Measured]]] = {
-    "append": append, "inbox": inbox, "gcmail": gcmail, "rest": rest, "mcp": mcp, "sweep": sweep,
+    "append": append, "inbox": inbox, "gcmail": gcmail, "rest": rest, "mcp": mcp, "agentmail": agentmail,
+    "sweep": sweep,
 }

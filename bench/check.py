@@ -48,6 +48,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "gcmail": ("gc_ensure_running", "gc_send", "gc_inbox", "gc_count", "gc_read"),
     "rest": ("rest_sends", "rest_lost"),
     "mcp": ("mcp_sends", "mcp_lost"),
+    "agentmail": ("agentmail_sends", "agentmail_p95", "agentmail_lost"),
     "sweep": ("cold_sweep", "snapshot_sweep"),
 }
 

@@ -159,7 +159,7 @@ def test_the_run_exits_non_zero_when_a_check_fails(measured_as: dict[str, float]
     _, thresholds = check.load()
     measured_as.update({t.name: t.goal for t in thresholds})
     assert check.main() == 0
-    assert "all 14 checks pass" in capsys.readouterr().out
+    assert "all 17 checks pass" in capsys.readouterr().out
     measured_as["rest_lost"] = 1
     assert check.main() == 1
     assert "FAILED: rest_lost" in capsys.readouterr().out
@@ -183,6 +183,9 @@ def test_the_thresholds_file_holds_today_s_goals_each_measured_by_one_group() ->
         "mcp_sends": ("dovecote", "at_least", 400.0),
         "rest_lost": ("dovecote", "exact", 0.0),
         "mcp_lost": ("dovecote", "exact", 0.0),
+        "agentmail_sends": ("dovecote", "at_least", 400.0),
+        "agentmail_p95": ("dovecote", "at_most", 200.0),
+        "agentmail_lost": ("dovecote", "exact", 0.0),
     }
     grouped = [n for names in check.GROUPS.values() for n in names]
     assert sorted(grouped) == sorted(t.name for t in thresholds)  # each check in exactly one group
