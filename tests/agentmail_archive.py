@@ -147,3 +147,45 @@ def their_counts(db: Path, agent_id: int) -> dict[str, int]:
     finally:
         con.close()
     return {"messages": row[0], "unread": row[1] or 0, "ack_pending": row[2] or 0}
+
+
+#: The published fork's tables (``mcp_agent_mail`` 0.1.0 on PyPI), as its SQLModel creates them: no
+#: ``archived_at``, ``registration_token``, ``retired_at`` or ``topic``; agents retire by ``is_active = 0``
+#: with a ``deleted_ts``.
+FORK_DDL = """
+CREATE TABLE projects (id INTEGER NOT NULL, slug VARCHAR(255) NOT NULL, human_key VARCHAR(255) NOT NULL,
+  created_at DATETIME NOT NULL, PRIMARY KEY (id));
+CREATE TABLE agents (id INTEGER NOT NULL, project_id INTEGER NOT NULL, name VARCHAR(128) NOT NULL,
+  program VARCHAR(128) NOT NULL, model VARCHAR(128) NOT NULL, task_description VARCHAR(2048) NOT NULL,
+  inception_ts DATETIME NOT NULL, last_active_ts DATETIME NOT NULL, attachments_policy VARCHAR(16) NOT NULL,
+  contact_policy VARCHAR(16) NOT NULL, is_active BOOLEAN NOT NULL, deleted_ts DATETIME, PRIMARY KEY (id));
+CREATE TABLE messages (id INTEGER NOT NULL, project_id INTEGER NOT NULL, sender_id INTEGER NOT NULL,
+  thread_id VARCHAR(128), subject VARCHAR(512) NOT NULL, body_md VARCHAR NOT NULL, importance VARCHAR(16) NOT NULL,
+  ack_required BOOLEAN NOT NULL, created_ts DATETIME NOT NULL, attachments JSON DEFAULT '[]' NOT NULL,
+  PRIMARY KEY (id));
+CREATE TABLE message_recipients (message_id INTEGER NOT NULL, agent_id INTEGER NOT NULL, kind VARCHAR(8) NOT NULL,
+  read_ts DATETIME, ack_ts DATETIME, PRIMARY KEY (message_id, agent_id));
+CREATE TABLE file_reservations (id INTEGER NOT NULL, project_id INTEGER NOT NULL, agent_id INTEGER NOT NULL,
+  path_pattern VARCHAR(512) NOT NULL, "exclusive" BOOLEAN NOT NULL, reason VARCHAR(512) NOT NULL,
+  created_ts DATETIME NOT NULL, expires_ts DATETIME NOT NULL, released_ts DATETIME, PRIMARY KEY (id));
+"""
+
+
+def fork_sample(root: Path) -> Path:
+    """A storage root in the fork's schema: one project, an active agent, one it retired (inactive, with a
+    ``deleted_ts``), one inactive with no ``deleted_ts``, and a message from the retired one, read."""
+    path = root / "storage.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(FORK_DDL)
+    con.execute("INSERT INTO projects VALUES (1, 'srv-alpha', '/srv/alpha', ?)", (t(1),))
+    for aid, name, active, deleted in ((1, "GreenCastle", 1, None), (2, "RedFox", 0, t(2, 7)),
+                                       (3, "BlueLake", 0, None)):
+        con.execute("INSERT INTO agents VALUES (?,1,?,'codex-cli','gpt-5','',?,?,'auto','auto',?,?)",
+                    (aid, name, t(1, 60), t(2, 60), active, deleted))
+    con.execute("INSERT INTO messages VALUES (1, 1, 2, NULL, 'Handing over', 'notes', 'high', 1, ?, '[]')",
+                (t(2, 1),))
+    con.execute("INSERT INTO message_recipients VALUES (1, 1, 'to', ?, NULL)", (t(2, 9),))
+    con.commit()
+    con.close()
+    return path

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmail_archive import AGENTS, Builder, sample, t, their_counts
+from agentmail_archive import AGENTS, Builder, fork_sample, sample, t, their_counts
 from dovecote import verbs
 from dovecote.handle import agentmail_mail
 from dovecote.handle.api import Dovecote
@@ -227,3 +227,20 @@ def test_the_cli_prints_the_summary_and_refuses_a_path_without_a_database(tmp_pa
     assert json.loads(out.stdout)["letters"]["appended"] == 38
     bad = run_cli(tmp_path, "import", "agent-mail", str(tmp_path / "nowhere"), home=dc.layout.root)
     assert bad.returncode == 2 and b"invalid_field" in bad.stderr and b"Traceback" not in bad.stderr
+
+
+def test_the_published_forks_schema_imports_and_its_inactive_agents_are_retired(tmp_path: Path) -> None:
+    fork_sample(tmp_path / "fork")
+    dc = new_home(tmp_path)
+    r = dc.import_agent_mail(ImportAgentMail(path=str(tmp_path / "fork"), write=True)).to_dict()
+    assert r["skipped"] == [] and r["imported"] == {"projects": 1, "agents": 3, "messages": 1,
+                                                    "message_recipients": 1, "file_reservations": 0}
+    assert r["retired"] == ["srv-alpha.BlueLake", "srv-alpha.RedFox"]
+    marks = {e: [x.data().get("retired_at") for x in dc.store.read(entity(e)).letters if x.kind == profiles.KIND]
+             for e in ("srv-alpha.RedFox", "srv-alpha.BlueLake", "srv-alpha.GreenCastle")}
+    # at its deleted_ts; with none, at its last activity (inactive is retired all the same)
+    assert marks == {"srv-alpha.RedFox": ["2026-12-02T00:00:07Z"] * 2, "srv-alpha.BlueLake":
+                     ["2026-12-02T00:01:00Z"] * 2, "srv-alpha.GreenCastle": [None, None]}
+    letter = next(x.data() for x in dc.store.read(entity("srv-alpha.GreenCastle")).letters if x.kind == "message")
+    assert letter["agentmail"]["topic"] is None and letter["routing"]["priority"] == "high"
+    assert _ours(dc, "srv-alpha.GreenCastle") == {"messages": 1, "unread": 0, "ack_pending": 1}

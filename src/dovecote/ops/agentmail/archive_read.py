@@ -26,15 +26,17 @@ BUSY_MS = 60_000
 TABLES: dict[str, tuple[str, ...]] = {
     "projects": ("id", "slug", "human_key", "created_at", "archived_at"),
     "agents": ("id", "project_id", "name", "program", "model", "task_description", "inception_ts", "last_active_ts",
-               "attachments_policy", "contact_policy", "retired_at"),
+               "attachments_policy", "contact_policy", "retired_at", "is_active", "deleted_ts"),
     "messages": ("id", "project_id", "sender_id", "thread_id", "topic", "subject", "body_md", "importance",
                  "ack_required", "created_ts", "attachments"),
     "message_recipients": ("message_id", "agent_id", "kind", "read_ts", "ack_ts"),
     "file_reservations": ("id", "project_id", "agent_id", "path_pattern", "exclusive", "reason", "created_ts",
                           "expires_ts", "released_ts"),
 }
-#: Columns an older database may lack (their server adds them later): read as NULL when absent.
-LATE_COLUMNS = frozenset({"retired_at", "archived_at", "topic"})
+#: Columns a database may lack, read as NULL when absent: upstream adds the first three to older databases
+#: later; its published fork (``mcp_agent_mail`` 0.1.0 on PyPI) has none of them and instead retires an
+#: agent with ``is_active = 0`` and a ``deleted_ts``, which upstream lacks. Any other column is ignored.
+LATE_COLUMNS = frozenset({"retired_at", "archived_at", "topic", "is_active", "deleted_ts"})
 
 
 @dataclass(frozen=True, slots=True)

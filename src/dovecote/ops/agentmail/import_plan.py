@@ -11,7 +11,9 @@ rule), so an imported agent's profile calls see its mail. What maps to what:
 - an agent row is the entity ``<slug>.<Name>`` and a profile letter in its box
   (``profiles.KIND``) at its inception time, and one more at its last active
   time when that is later; a retired agent's profile letters carry
-  ``retired_at`` (it stays registered: theirs still read their mail);
+  ``retired_at`` (it stays registered: theirs still read their mail); an
+  agent their fork made inactive (``is_active`` 0) is retired at its
+  ``deleted_ts``;
 - a message row is one message letter per recipient row, in that recipient's
   box (to, cc and bcc alike, the lists kept as they were in the envelope's
   ``agentmail`` block with its id, topic, importance, attachments' metadata
@@ -171,7 +173,7 @@ def _agents(p: Plan, rows: list[dict[str, Any]], slugs: dict[int, tuple[str, str
                   "attachments_policy": str(r["attachments_policy"] or "auto"),
                   "contact_policy": str(r["contact_policy"] or "auto")}
         extra: dict[str, Any] = {"imported": MARK, "agentmail_id": r["id"]}
-        retired = _ts(r["retired_at"])
+        retired = _retired(r)
         if retired is not None:
             extra["retired_at"] = retired
             p.retired.append(eid)
@@ -182,6 +184,15 @@ def _agents(p: Plan, rows: list[dict[str, Any]], slugs: dict[int, tuple[str, str
         for ts in times:
             p.add(entity(eid), {"ts": ts, "agent": eid, "kind": profiles.KIND, **fields, **extra})
     return out
+
+
+def _retired(r: dict[str, Any]) -> str | None:
+    """When the agent was retired, or None: upstream's ``retired_at``, else the fork's ``deleted_ts`` of an
+    agent it made inactive (its last activity when that time is missing: inactive is still retired)."""
+    retired = _ts(r["retired_at"])
+    if retired is None and r["is_active"] is not None and not r["is_active"]:
+        retired = _ts(r["deleted_ts"]) or _ts(r["last_active_ts"])
+    return retired
 
 
 def _attachments(raw: object) -> list[dict[str, Any]]:
