@@ -29,6 +29,18 @@ def norm_ts(value: object) -> str | None:
     return None if t is None else format_ts(t)
 
 
+#: What a foreign envelope claiming ``human`` trust is told. That level is a person's own word, given only by
+#: their session on the Human View (``credentials.TRUST_CAP``); an envelope file is written by whoever can
+#: write its folder, so one that claims it would show an agent's words as a person's.
+HUMAN_TRUST = ("trust_level human is given only by a person's session on the Human View; an envelope file "
+               "cannot claim it")
+
+
+def forged_trust(env: dict[str, Any]) -> str | None:
+    """Why a foreign envelope may not become a letter as it is (``HUMAN_TRUST``), or None."""
+    return HUMAN_TRUST if Envelope(env).trust_level == "human" else None
+
+
 def foreign_letter(env: dict[str, Any]) -> dict[str, Any]:
     """A foreign envelope as a message letter: every key kept, volatile lifecycle keys dropped."""
     obj = dict(env)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dovecote.model.envelope import Envelope, uuid7
-from dovecote.model.foreign import foreign_letter, norm_ts
+from dovecote.model.foreign import foreign_letter, forged_trust, norm_ts
 from dovecote.model.vocab import PRIORITIES, LetterKind
 from dovecote.model.vocab_delivery import (
     ACK_TIMEOUT_S,
@@ -227,6 +227,8 @@ def _skill(env: dict[str, Any], known: Callable[[str], bool]) -> list[dict[str, 
         return Rejected("unknown_recipient", f"not registered: {e.recipient}")
     if not e.subject:
         return Rejected("missing_field", "missing required field(s): content.subject")
+    if (forged := forged_trust(env)) is not None:
+        return Rejected("forbidden", forged)
     letter = foreign_letter(env)
     letter.setdefault("ts", norm_ts(e.created_at) or "1970-01-01T00:00:00Z")
     return [letter]

@@ -35,7 +35,7 @@ import msgspec
 from dovecote.derive.lifecycle import State
 from dovecote.errors import Refusal
 from dovecote.model.envelope import Envelope
-from dovecote.model.foreign import drop_letter, foreign_letter
+from dovecote.model.foreign import drop_letter, foreign_letter, forged_trust
 from dovecote.model.letters import canonical_line, letter_id
 from dovecote.ops.mail import artifacts
 from dovecote.ops.tree.viewtree import STATE_PREFIX, disagreement, read_envelope, stamp_of, tree_state
@@ -159,6 +159,9 @@ def _claim(
         known = (foldcache.book_for(ctx, entity_id).alias.get(mid) or batch.get(mid)) if mid else None
         if known is not None:
             return FolderClaim(rel, form, known, None, state, lc)
+        if (forged := forged_trust(env)) is not None:
+            refuse("forbidden", forged)
+            return None
         obj = foreign_letter(env)
         if form == "dir":
             files = _folder_files(ctx, p, skip="envelope.json")
