@@ -10,6 +10,9 @@ Laws this module upholds (DESIGN 1.2, 1.5, 1.6):
   back to the length it started from, so a failed append leaves no partial line.
 * A torn last line (a crash mid-append) is never appended after: the next append
   first writes a newline so it starts on a fresh line.
+* An append lands in the file at the ledger's path: once the lock is held, the
+  descriptor is checked to still be that file, and opened again if another
+  program replaced or removed it meanwhile (``_open_locked``).
 * ``locked`` is the compare-and-swap primitive: the ledger is read whole under the
   lock, so a caller decides on every letter before it appends or refuses.
 
@@ -29,7 +32,7 @@ from dovecote.ledger import group_commit as commit
 from dovecote.ledger.jsonl import LedgerReader, ensure_dir, fsync_dir
 from dovecote.model.letters import letter_id
 from dovecote.util import fileops
-from dovecote.util.osutil import lock
+from dovecote.util.osutil import lock_at
 
 
 class LockedLedger:
@@ -124,6 +127,33 @@ def ready(reader: LedgerReader) -> None:
         fileops.close(fd)
 
 
+def _open_locked(path: Path) -> tuple[int, bool]:
+    """The ledger's descriptor under its exclusive lock, and whether its directory entry may be new.
+
+    Checked once locked to still be the file at ``path`` (``lock_at``): a ledger
+    renamed over or unlinked by another program while this writer opened it or
+    waited for the lock would otherwise take a letter, fsynced and acknowledged,
+    into a file no reader will open again. The name is then opened afresh; its
+    entry may be new (created here, or renamed there by a program that did not
+    fsync the folder), so the caller makes it durable before acknowledging.
+    """
+    opens = 0
+    created = False
+
+    def open_() -> int:
+        nonlocal opens, created
+        fd, made = _open(path)
+        opens += 1
+        created = created or made
+        return fd
+
+    try:
+        fd = lock_at(path, open_, fileops.close)
+    except OSError as e:
+        raise StoreError(f"cannot append to {path}: {e.strerror or e}") from e
+    return fd, created or opens > 1
+
+
 @contextmanager
 def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     """Open (creating if needed), lock exclusively, refresh, and yield the ledger.
@@ -136,10 +166,9 @@ def locked(reader: LedgerReader) -> Iterator[LockedLedger]:
     committer = commit.of(path)
     ticket = 0
     try:
-        fd, created = _open(path)
+        fd, fresh_name = _open_locked(path)
         try:
-            lock(fd)
-            if created or os.fstat(fd).st_size == 0:
+            if fresh_name or os.fstat(fd).st_size == 0:
                 # A new (or still empty, perhaps created by a process that died) file's
                 # directory entry must be durable before any append to it is acknowledged.
                 fsync_dir(path.parent)

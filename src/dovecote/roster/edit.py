@@ -32,7 +32,7 @@ from dovecote.ledger.jsonl import ensure_dir, fsync_dir, write_atomic
 from dovecote.roster import config as roster_mod
 from dovecote.roster.config import Entity, Project, Roster
 from dovecote.util import fileops
-from dovecote.util.osutil import lock, temp_name
+from dovecote.util.osutil import lock_at, temp_name
 
 #: A change decides the new roster from the one read under the lock and edits the document to match.
 Change = Callable[[Roster, Any], Roster]
@@ -44,14 +44,19 @@ def lock_path(config: Path) -> Path:
 
 @contextmanager
 def held(config: Path) -> Iterator[None]:
-    """Hold the roster's edit lock (released when the descriptor closes, also on a crash)."""
+    """Hold the roster's edit lock (released when the descriptor closes, also on a crash).
+
+    The lock is on the file at the lock's name (``lock_at``): one removed or replaced
+    while an editor waited would let two editors in at once, and the later roster
+    written would drop the earlier's acknowledged change."""
+    path = lock_path(config)
     try:
         ensure_dir(config.parent)
-        fd = fileops.open_lock(lock_path(config), follow=False)  # a link there would create its target
+        # follow=False: a link there would create its target
+        fd = lock_at(path, lambda: fileops.open_lock(path, follow=False), fileops.close)
     except OSError as e:
-        raise StoreError(f"cannot open {lock_path(config)}: {e.strerror or e}") from e
+        raise StoreError(f"cannot open {path}: {e.strerror or e}") from e
     try:
-        lock(fd)
         yield
     finally:
         fileops.close(fd)

@@ -44,7 +44,7 @@ from dovecote.model.vocab_delivery import VIOLATION
 from dovecote.ops.delivery.notify import passive_line
 from dovecote.util import fileops
 from dovecote.util.digests import sha256
-from dovecote.util.osutil import lock
+from dovecote.util.osutil import lock_at
 
 if TYPE_CHECKING:
     from dovecote.ops.context import Context
@@ -109,12 +109,16 @@ def envelope_files(folder: Path, which: str) -> list[str]:
 
 @contextmanager
 def _consumer(folder: Path) -> Iterator[None]:
-    """The one consumer of ``folder``: an exclusive flock on ``<folder>/.lock`` for the run."""
+    """The one consumer of ``folder``: an exclusive flock on ``<folder>/.lock`` for the run
+    (on the file at that name: ``lock_at``; a lock on one removed meanwhile keeps no one out)."""
     for name in FOLDERS:
         ensure_dir(folder / name)
-    fd = fileops.open_lock(folder / ".lock")
+    path = folder / ".lock"
     try:
-        lock(fd)
+        fd = lock_at(path, lambda: fileops.open_lock(path), fileops.close)
+    except OSError as e:
+        raise StoreError(f"cannot lock {path}: {e.strerror or e}") from e
+    try:
         yield
     finally:
         fileops.close(fd)

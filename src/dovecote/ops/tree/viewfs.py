@@ -23,7 +23,7 @@ from dovecote.errors import Refusal
 from dovecote.ledger.jsonl import ensure_dir, fsync_dir, write_atomic
 from dovecote.ops.tree.viewtree import ENTRY_FILES, INDEXES, OUTBOUND, STATE_FOLDERS, is_temp_name, owned_entries
 from dovecote.util import fileops
-from dovecote.util.osutil import lock, temp_name
+from dovecote.util.osutil import lock_at, temp_name
 
 if TYPE_CHECKING:
     from dovecote.ops.context import Context
@@ -144,18 +144,18 @@ def check_paths(ctx: Context, vdir: Path) -> None:
 
 @contextmanager
 def view_lock(ctx: Context, entity_id: str) -> Iterator[None]:
-    """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave."""
+    """One writer per entity tree at a time: two `view` runs (or a view and an import) never interleave
+    (the lock is on the file at the lock's name, ``lock_at``: one removed meanwhile keeps no one out)."""
     path = ctx.layout.views / ".locks" / f"{entity_id}.lock"
     for d in (path.parent.parent, path.parent):
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             raise Refusal("unsafe_path", f"{d} is a symbolic link or a file; the view never writes through one")
     ensure_dir(path.parent)
     try:
-        fd = fileops.open_lock(path, follow=False)
+        fd = lock_at(path, lambda: fileops.open_lock(path, follow=False), fileops.close)
     except OSError as e:  # a link (or a folder) where the lock file belongs
         raise Refusal("unsafe_path", f"cannot open the view lock {path}: {e.strerror or e}") from e
     try:
-        lock(fd)
         yield
     finally:
         fileops.close(fd)
