@@ -172,7 +172,7 @@ def test_the_thresholds_file_holds_today_s_goals_each_measured_by_one_group() ->
         "cold_sweep": ("ratio", "at_most", 2.5),
         "snapshot_sweep": ("ratio", "at_most", 1.5),
         "cold_injection": ("ratio", "at_most", 10.0),
-        "warm_inbox": ("dovecote", "at_most", 36.0),
+        "warm_inbox": ("dovecote", "at_most", 20.0),
         "durable_append": ("ratio", "at_most", 3.0),
         "gc_ensure_running": ("ratio", "at_most", 3.0),
         "gc_send": ("ratio", "at_most", 12.0),

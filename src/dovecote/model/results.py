@@ -34,9 +34,16 @@ class Result(msgspec.Struct, frozen=True):
 
 
 def builtins(value: Any) -> Any:
-    """The plain data of a handle's answer: a value's ``to_dict()``, a list's items one by one, else itself."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
+    """The plain data of a handle's answer: a value's ``to_dict()``, a list's items one by one, else itself.
+
+    The method is looked up on the value's class, which allocates nothing, where ``value.to_dict`` (or
+    ``hasattr``, or an ``isinstance`` against a Struct class) makes a new object: right after a large read
+    (the inbox's thousands of fresh rows) that one object is the allocation that sets the cyclic collector
+    walking every row (see ``handle.inbox``).
+    """
+    to_dict = getattr(type(value), "to_dict", None)
+    if to_dict is not None:
+        return to_dict(value)
     if isinstance(value, list):
         return [builtins(v) for v in value]
     return value
