@@ -72,8 +72,14 @@ def test_a_claim_from_the_inbox_page_is_the_persons_and_goes_back_to_the_page(dc
     assert "human.alice" in item and 'data-act="claim"' not in item
     # Claimed but unseen: complete archives the item, so it is offered once the item is seen.
     assert 'data-act="seen"' in item and 'data-act="complete"' not in item
+    assert 'data-act="unseen"' not in item  # unread already: marking it unread would say nothing
     c.post(f"/entities/{ENTITY}/items/{ref}/seen", data={"csrf": csrf_of(item)}, headers=ORIGIN)
-    assert 'data-act="complete"' in c.get(f"/entities/{ENTITY}/items/{ref}").text
+    read = c.get(f"/entities/{ENTITY}/items/{ref}").text
+    assert 'data-act="complete"' in read and 'data-act="unseen"' in read and 'data-act="seen"' not in read
+    c.post(f"/entities/{ENTITY}/items/{ref}/unseen", data={"csrf": csrf_of(read)}, headers=ORIGIN)
+    assert history(dc, ref)[-1] == ("unseen", "human.alice")
+    unread = c.get(f"/entities/{ENTITY}/items/{ref}").text
+    assert 'data-act="seen"' in unread and 'data-act="unseen"' not in unread
 
 
 def test_a_defer_from_the_item_page_takes_its_due(dc: Dovecote) -> None:
