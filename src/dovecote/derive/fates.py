@@ -275,7 +275,8 @@ class FateBook(Tally):
     def _arrivals(self) -> list[str]:
         """The keys of the letters open on arrival that are open still, sorted; ``open_order`` emptied."""
         closed = self.closed
-        new = sorted(k for k in self.open_order if k[KEY_AT:] not in closed)
+        new = [k for k in self.open_order if k[KEY_AT:] not in closed] if closed else self.open_order
+        new.sort()
         self.open_order = []
         return new
 

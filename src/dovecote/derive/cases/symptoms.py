@@ -206,7 +206,7 @@ def _class_rules(klass: str) -> _ClassRules:
     rules = [r for r in RULES if klass in r.classes]
     words = sorted({w for r in rules for w in (*r.any_of, *r.and_any_of)})
     return _ClassRules(
-        re.compile(_tree_pattern(words)),
+        re.compile(_tree_pattern(words), re.ASCII),  # plain words match the same; the engine runs a little faster
         {w: frozenset(v for v in words if w.startswith(v)) for w in words},
         tuple((r, frozenset(r.any_of), frozenset(r.and_any_of) if r.and_any_of else None) for r in rules),
     )
