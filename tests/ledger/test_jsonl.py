@@ -19,7 +19,7 @@ from dovecote.errors import StoreError
 from dovecote.ledger import append as ledger_append
 from dovecote.ledger import jsonl
 from dovecote.ledger.jsonl import ABSENT, Checkpoint, Defect, LedgerReader, settled_size, window_digest, write_atomic
-from dovecote.model.letters import canonical_line
+from dovecote.model.letters import canonical_line, letter_id
 from dovecote.util.digests import blake2b
 
 
@@ -154,3 +154,21 @@ def test_a_fresh_readers_checkpoint_is_all_zero_with_the_empty_window(tmp_path: 
     """What a cache stores for a box with no ledger yet: resuming from it reads from the start."""
     assert LedgerReader(tmp_path / "letters.jsonl").checkpoint() == Checkpoint(0, 0, 0, window_digest(b""))
 
+
+
+def test_a_repeated_line_is_one_letter_and_counted_whether_repeated_in_its_read_or_after(tmp_path: Path) -> None:
+    """A read whose lines are all new takes them at once; one repeating a line (in itself, or one read
+    before) goes line by line. Both give each letter once, with its id and its own line's bytes."""
+    lines = [canonical_line({"ts": f"2026-06-01T00:00:0{n}Z", "what": f"w{n}"}) for n in range(3)]
+    path = tmp_path / "letters.jsonl"
+    path.write_bytes(b"\n".join(lines[:2]) + b"\n")
+    r = LedgerReader(path)
+    first = r.refresh()
+    assert [lt.raw for lt in first] == lines[:2] and r.duplicates == 0
+    assert [lt.id for lt in first] == [letter_id(ln) for ln in lines[:2]]
+    with open(path, "ab") as f:
+        f.write(b"\n".join([lines[2], lines[2], lines[0]]) + b"\n")
+    new = r.refresh()
+    assert [lt.raw for lt in new] == [lines[2]] and new[0].id == letter_id(lines[2])
+    assert r.duplicates == 2
+    assert list(r.index) == [letter_id(ln) for ln in lines] and len(r.letters) == 3

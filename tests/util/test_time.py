@@ -87,6 +87,11 @@ def test_a_time_as_sort_text_is_its_instant(parts: tuple[int, ...], spoil: list[
     t = order_key(text)
     want = NO_TIME_TEXT if t is NO_TIME else t.strftime("%Y-%m-%dT%H:%M:%S.%f").rjust(26, "0")
     assert instant_text(text) == want
+    assert instant_text(_Text(text)) == want  # a str subclass leaves the plain-string shortcut, to the same text
+
+
+class _Text(str):
+    """A string that is not exactly ``str`` (``instant_text`` tests the class by identity first)."""
 
 
 def test_mixed_forms_sort_by_instant_not_by_text() -> None:

@@ -147,11 +147,11 @@ class FateBook(Tally):
         picked = self.picked
         ext_cache = self._external_tool
         open_append = self.open_order.append
+        external_add, receipt_add = self.external.add, self.receipt_ids.add
         key = instant_text
         report_kinds = REPORT_KINDS
         fate = precedence
-        tally = dict.fromkeys(FATES, 0)
-        n_mis = 0
+        n_mis = n_wet = n_flight = n_clay = 0
         answering: list[Letter] = []
         others: list[str] = []
         for letter in letters:
@@ -167,7 +167,7 @@ class FateBook(Tally):
                 entries[lid] = letter
             klass = letter.klass
             if klass is not None and klass not in _NOT_RECEIPT and klass.lower() == RECEIPT_CLASS:
-                self.receipt_ids.add(lid)
+                receipt_add(lid)
             else:
                 if klass == MISDELIVERY_CLASS:
                     n_mis += 1
@@ -175,17 +175,23 @@ class FateBook(Tally):
                 ext = ext_cache.get(tool)
                 if ext is None:
                     ext = self._is_external(tool)  # type: ignore[arg-type]
-                f = fate(ext, lid in closed, lid in picked)
-                if f is EXTERNAL:
-                    self.external.add(lid)
+                # ``precedence``, inlined: one branch a letter, no call
+                if ext:
+                    external_add(lid)
+                elif lid in closed:
+                    n_clay += 1
                 else:
-                    tally[f] += 1
-                    if f is not CLAY:
-                        open_append(key(letter.ts) + lid)
+                    if lid in picked:
+                        n_flight += 1
+                    else:
+                        n_wet += 1
+                    open_append(key(letter.ts) + lid)
             if letter.answers:
                 answering.append(letter)
         for lid in others:
             del entries[lid]
+        tally = dict.fromkeys(FATES, 0)
+        tally[WET], tally[FLIGHT], tally[CLAY] = n_wet, n_flight, n_clay
         self.misdelivery += n_mis
         self.answering += answering
         # Answers last: a letter answered within this same batch moves below. An
@@ -269,7 +275,8 @@ class FateBook(Tally):
     def _arrivals(self) -> list[str]:
         """The keys of the letters open on arrival that are open still, sorted; ``open_order`` emptied."""
         closed = self.closed
-        new = sorted(k for k in self.open_order if k[KEY_AT:] not in closed)
+        new = [k for k in self.open_order if k[KEY_AT:] not in closed] if closed else self.open_order
+        new.sort()
         self.open_order = []
         return new
 

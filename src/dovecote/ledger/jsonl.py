@@ -25,14 +25,16 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from pathlib import Path
 
 import msgspec
 from msgspec.structs import force_setattr
 
 from dovecote.errors import StoreError
-from dovecote.model.ids import line_id
+from dovecote.model.ids import line_ids
 from dovecote.model.letters import Letter, decode_line, decode_lines_fast
 from dovecote.util import fileops
 from dovecote.util.digests import blake2b
@@ -261,15 +263,24 @@ class LedgerReader:
         with collector_paused():
             fast = None if b"\r" in chunk else decode_lines_fast(chunk, lines)
             if fast is not None:
-                lids = ids if len(ids) == len(lines) else list(map(line_id, lines))
-                for line, letter, lid in zip(lines, fast, lids, strict=True):
-                    if lid in index:
-                        self.duplicates += 1
-                        continue
-                    force_setattr(letter, "id", lid)
-                    force_setattr(letter, "raw", line)
-                    index[lid] = letter
-                    letters.append(letter)
+                lids = ids if len(ids) == len(lines) else line_ids(lines)
+                fresh = dict(zip(lids, fast, strict=True))
+                if len(fresh) == len(lids) and index.keys().isdisjoint(fresh):
+                    # No line repeats a letter (the usual case): each step is mapped at C speed,
+                    # with no Python loop over the lines (a cold sweep reads every line of every box).
+                    deque(map(force_setattr, fast, repeat("id"), lids), maxlen=0)
+                    deque(map(force_setattr, fast, repeat("raw"), lines), maxlen=0)
+                    index.update(fresh)
+                    letters.extend(fast)
+                else:
+                    for line, letter, lid in zip(lines, fast, lids, strict=True):
+                        if lid in index:
+                            self.duplicates += 1
+                            continue
+                        force_setattr(letter, "id", lid)
+                        force_setattr(letter, "raw", line)
+                        index[lid] = letter
+                        letters.append(letter)
                 line_no += len(lines)
             else:
                 line_no = self._absorb_slowly(lines, line_no)

@@ -23,7 +23,7 @@ import msgspec
 import orjson
 from msgspec.structs import force_setattr
 
-from dovecote.model.ids import ID_LENGTH, line_id
+from dovecote.model.ids import ID_LENGTH, line_id, line_ids
 from dovecote.model.vocab import MISDELIVERY_CLASS, RECEIPT_CLASS, REPORT_KINDS
 from dovecote.util.timeutil import format_ts as format_ts  # its home is timeutil; kept for importers
 
@@ -49,7 +49,7 @@ def letter_ids(lines: Sequence[bytes]) -> list[str]:
     strip (one C-level scan finds out), each is hashed as it is."""
     if any(map(_ENDED, lines)):
         return [letter_id(line) for line in lines]
-    return list(map(line_id, lines))
+    return line_ids(lines)
 
 
 def text_or_none(value: object) -> str | None:

@@ -35,7 +35,7 @@ else:
     except ImportError:
         from hashlib import blake2b
 
-__all__ = ["blake2b", "sha256"]
+__all__ = ["blake2b", "sha256", "sha256_for"]
 
 #: Bytes hashed on the builtin before ``sha256`` imports ``hashlib`` (its import costs what
 #: the builtin spends on about this many more bytes than OpenSSL does).
@@ -57,3 +57,18 @@ def sha256(data: bytes = b"") -> HASH:
         _fast = fast
         return fast(data)
     return _builtin(data)
+
+
+def sha256_for(size: int) -> Callable[[bytes], HASH]:
+    """The constructor ``sha256`` would hash ``size`` more bytes with (counted as hashed): a
+    caller hashing many lines at once calls it directly, without a Python call per line."""
+    global _hashed, _fast
+    if _fast is not None:
+        return _fast
+    _hashed += size
+    if _hashed > SWITCH_AFTER:
+        from hashlib import sha256 as fast
+
+        _fast = fast
+        return fast
+    return _builtin

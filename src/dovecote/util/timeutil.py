@@ -100,6 +100,7 @@ def order_ms(ts: str | None) -> int:
 
 #: ``instant_text`` of a letter with no readable time (it sorts before every real one).
 NO_TIME_TEXT = "0001-01-01T00:00:00.000000"
+_fromisoformat = datetime.fromisoformat
 
 
 def instant_text(value: object) -> str:
@@ -113,11 +114,13 @@ def instant_text(value: object) -> str:
     whether it is a time at all, since a cold sweep asks this of every letter it
     holds; anything else goes through ``order_key``.
     """
-    if not isinstance(value, str):
-        return NO_TIME_TEXT
+    if value.__class__ is not str:  # one identity test for the usual plain string
+        if not isinstance(value, str):
+            return NO_TIME_TEXT
+        value = str(value)
     if len(value) == 20 and value[4::3] == "--T::Z":
         try:
-            datetime.fromisoformat(value)
+            _fromisoformat(value)
         except ValueError:
             return NO_TIME_TEXT
         return value[:19] + ".000000"

@@ -28,7 +28,7 @@ import msgspec
 
 from dovecote.derive.cases.monitors import matches
 from dovecote.derive.cases.records import CaseState, Engine, MonitorDef, Receipt, Witness
-from dovecote.derive.cases.symptoms import fingerprint, symptom_of, tool_family
+from dovecote.derive.cases.symptoms import fingerprint, symptom_rule, tool_family
 from dovecote.model.letters import Letter
 from dovecote.model.vocab import ENGINE_AGENT, NOT_TROUBLE, RECEIPT_CLASS, REPORT_CLASSES, REPORT_KINDS
 from dovecote.util.timeutil import instant_text
@@ -129,13 +129,18 @@ class CaseBook:
         )
 
     def feed(self, box: str | None, letters: Iterable[Letter]) -> None:
-        """Fold one source's letters (``box``: its label, None for the spool)."""
+        """Fold one source's letters (``box``: its label, None for the spool).
+
+        A cold sweep feeds every report it reads through here, so the loop is written flat: the
+        tables and the vocabulary are locals, and a letter's symptom is one call."""
         seen = self.seen
         signatures = self.signatures
         closed = self.closed
+        witnesses = self.witnesses
         kindless = 0
         key = instant_text
-        symptom = symptom_of
+        symptom = symptom_rule
+        report_kinds, not_receipt, not_trouble, engine = REPORT_KINDS, _NOT_RECEIPT, NOT_TROUBLE, ENGINE_AGENT
         for lt in letters:
             lid = lt.id
             if lid in seen:
@@ -143,8 +148,8 @@ class CaseBook:
                     self._rebox(lid, box)
                 continue
             kind = lt.kind
-            if kind is not None and kind not in REPORT_KINDS:
-                if kind in ENGINE_KINDS and lt.agent == ENGINE_AGENT:
+            if kind is not None and kind not in report_kinds:
+                if kind in ENGINE_KINDS and lt.agent == engine:
                     seen.add(lid)
                     self._engine(lt, box)
                 elif kind == MONITOR:
@@ -152,26 +157,26 @@ class CaseBook:
                     self._monitor(lt)
                 continue
             seen.add(lid)
-            klass, agent = lt.klass, lt.agent
+            klass, agent, ts = lt.klass, lt.agent, lt.ts
             sig = (agent, lt.brain, klass, kind, lt.repo, lt.symptom, lt.tool)
-            at = key(lt.ts) + lid
+            at = key(ts) + lid
             had = signatures.get(sig)
             if had is None or at > had[0]:
-                signatures[sig] = (at, lt.ts)
-            if klass is not None and klass not in _NOT_RECEIPT and klass.lower() == RECEIPT_CLASS:
+                signatures[sig] = (at, ts)
+            if klass is not None and klass not in not_receipt and klass.lower() == RECEIPT_CLASS:
                 self._receipt(lt, box, at)
                 continue
-            s = symptom(lt)
-            fp = fingerprint(tool_family(lt.tool), s) if s is not None else None
-            if agent == ENGINE_AGENT:
+            got = symptom(lt)
+            fp = fingerprint(tool_family(lt.tool), got[0]) if got is not None else None
+            if agent == engine:
                 self._engine(lt, box)
             if fp is None:
-                if klass not in NOT_TROUBLE and agent != ENGINE_AGENT:
+                if klass not in not_trouble and agent != engine:
                     kindless += 1
                 if closed:
                     closed.discard(lid)
                 continue
-            self.witnesses[lid] = Witness(at, lid, lt.ts, fp, box, lt.brain, lt.repo, klass == "honesty")
+            witnesses[lid] = Witness(at, lid, ts, fp, box, lt.brain, lt.repo, klass == "honesty")
         self.kindless += kindless
 
     def _monitor(self, lt: Letter) -> None:
@@ -213,9 +218,10 @@ class CaseBook:
 
     def _receipt(self, lt: Letter, box: str | None, key: str) -> None:
         answers = list(lt.answers or ())
+        witnesses, seen, closed = self.witnesses, self.seen, self.closed
         for a in answers:
-            if a in self.witnesses or a not in self.seen:
-                self.closed.add(a)
+            if a in witnesses or a not in seen:
+                closed.add(a)
         if lt.agent == ENGINE_AGENT:
             self._engine(lt, box)
             return

@@ -63,9 +63,11 @@ def make_rows(letters: Sequence[Letter], boxes: Boxes, keys: Sequence[str] | Non
     if keys is None:
         keys = [instant_text(lt.ts) + lt.id for lt in letters]
     out: list[Row] = []
+    # Owners of every letter at once: each box's index is probed by the set of ids, box by box,
+    # about one probe a letter held; batch by batch, each batch probed every box (ten times that).
+    owner = owners([lt.id for lt in letters], boxes)
     for n in range(0, len(letters), BATCH):
         batch = letters[n : n + BATCH]
-        owner = owners((lt.id for lt in batch), boxes)
         out += [
             Row(key, lt.id, lt.ts, lt.agent, lt.klass, lt.repo, lt.brain, lt.tool, what, lt.answers or NO_ANSWERS,
                 owner.get(lt.id))
