@@ -151,7 +151,8 @@ class FateBook(Tally):
         key = instant_text
         report_kinds = REPORT_KINDS
         fate = precedence
-        n_mis = n_wet = n_flight = n_clay = 0
+        tally = dict.fromkeys(FATES, 0)
+        n_mis = 0
         answering: list[Letter] = []
         others: list[str] = []
         for letter in letters:
@@ -175,23 +176,17 @@ class FateBook(Tally):
                 ext = ext_cache.get(tool)
                 if ext is None:
                     ext = self._is_external(tool)  # type: ignore[arg-type]
-                # ``precedence``, inlined: one branch a letter, no call
-                if ext:
+                f = fate(ext, lid in closed, lid in picked)  # the one rule, never spelled again here
+                if f is EXTERNAL:
                     external_add(lid)
-                elif lid in closed:
-                    n_clay += 1
                 else:
-                    if lid in picked:
-                        n_flight += 1
-                    else:
-                        n_wet += 1
-                    open_append(key(letter.ts) + lid)
+                    tally[f] += 1
+                    if f is not CLAY:
+                        open_append(key(letter.ts) + lid)
             if letter.answers:
                 answering.append(letter)
         for lid in others:
             del entries[lid]
-        tally = dict.fromkeys(FATES, 0)
-        tally[WET], tally[FLIGHT], tally[CLAY] = n_wet, n_flight, n_clay
         self.misdelivery += n_mis
         self.answering += answering
         # Answers last: a letter answered within this same batch moves below. An
