@@ -156,6 +156,10 @@ def register(app: typer.Typer, open_handle: Callable[[], Dovecote]) -> None:
                     fileops.remove_tree(burnt)
 
 
+#: The signals that stop a server (each worker stops gracefully on either).
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _supervise(workers: int, serve: Callable[[], Any]) -> int:
     """Fork ``workers`` processes that each run ``serve``; wait for them; the exit code.
 
@@ -178,16 +182,22 @@ def _supervise(workers: int, serve: Callable[[], Any]) -> int:
         stopping = stopping or signum
         signal_all(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}  # before a worker exists
+    previous = {s: signal.signal(s, stop) for s in STOPS}  # before a worker exists
     broken = False
     try:
         for _ in range(workers):
+            # Each fork with the stop signals held back: a child runs the parent's handlers until it sets its
+            # own, and a SIGTERM meant for it in that moment (a sibling died at once) would only have it
+            # signal its elder siblings and then serve on, never stopped. Held, the signal waits for the
+            # child's own handling (SIG_DFL: it ends), and for the parent's once it has the new pid.
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
             pid = os.fork()
             if pid == 0:  # a worker: serve until told to stop, then leave without the parent's clean-up
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 code = 0
                 try:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
                     serve()
                 except SystemExit as e:  # uvicorn's own way out (3: its startup failed, and it said why)
                     code = e.code if isinstance(e.code, int) else 1
@@ -195,6 +205,7 @@ def _supervise(workers: int, serve: Callable[[], Any]) -> int:
                     code = 1
                 os._exit(code)
             children.append(pid)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
         alive = set(children)
         while alive:
             try:
