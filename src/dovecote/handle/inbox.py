@@ -19,7 +19,6 @@ before the collector's next turn, so it never walks them at all.
 
 from __future__ import annotations
 
-import gc
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from dovecote.ops.context import Actor, Context
 from dovecote.ops.mail import inbox as inbox_op
 from dovecote.roster import cache as roster_cache
 from dovecote.roster.home import Layout
+from dovecote.util.osutil import pause_collector, resume_collector
 from dovecote.verbs import Inbox, checked
 
 if TYPE_CHECKING:
@@ -48,14 +48,12 @@ def default_entity(ctx: Context) -> str:
 def inbox_until(ctx: Context, v: Inbox, /, *, now: datetime | None = None) -> tuple[InboxView, datetime | None]:
     """The audit of one entity's inbox (``ops.mail.inbox.read_inbox``), and when it changes with no new letter."""
     v = checked(v)
-    was = gc.isenabled()
-    gc.disable()  # see the module docstring
+    was = pause_collector()  # see the module docstring
     try:
         answer = inbox_op.read_inbox(ctx, v.entity_id, now=now, current=v.current_tic, direction=v.direction.value,
                                      include_terminal=v.include_terminal)
     finally:
-        if was:
-            gc.enable()  # nothing allocated after this line: no collection before the caller holds the answer
+        resume_collector(was)  # nothing allocated after this line: no collection before the caller holds the answer
     return answer
 
 

@@ -47,21 +47,16 @@ _fast: Callable[[bytes], HASH] | None = None
 
 def sha256(data: bytes = b"") -> HASH:
     """A SHA-256 hash object over ``data`` (update it for more), as ``hashlib.sha256(data)``."""
-    global _hashed, _fast
-    if _fast is not None:
-        return _fast(data)
-    _hashed += len(data)
-    if _hashed > SWITCH_AFTER:
-        from hashlib import sha256 as fast
-
-        _fast = fast
+    fast = _fast
+    if fast is not None:  # once switched: one test, no second call
         return fast(data)
-    return _builtin(data)
+    return sha256_for(len(data))(data)
 
 
 def sha256_for(size: int) -> Callable[[bytes], HASH]:
-    """The constructor ``sha256`` would hash ``size`` more bytes with (counted as hashed): a
-    caller hashing many lines at once calls it directly, without a Python call per line."""
+    """The constructor to hash ``size`` more bytes with (counted as hashed): the builtin until
+    ``SWITCH_AFTER`` bytes, then ``hashlib``'s. ``sha256`` asks it for each call; a caller hashing
+    many lines at once asks once and calls the constructor itself, without a Python call per line."""
     global _hashed, _fast
     if _fast is not None:
         return _fast

@@ -90,13 +90,26 @@ def temp_name(name: str, tag: str = "tmp") -> str:
     return f".{name}.{os.getpid()}.{threading.get_ident()}.{tag}"
 
 
+def pause_collector() -> bool:
+    """Stop cyclic collection; whether it ran before (``resume_collector`` takes it). Plain calls allocate
+    nothing, where a context manager's objects are made before it pauses anything: the form for a caller
+    whose very next allocation would set a collection walking what it just built."""
+    was = gc.isenabled()
+    gc.disable()
+    return was
+
+
+def resume_collector(was: bool) -> None:
+    """Cyclic collection as it was before ``pause_collector`` (which returned ``was``)."""
+    if was:
+        gc.enable()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """No cyclic collection inside (it is restored as it was, also on an error)."""
-    was = gc.isenabled()
-    gc.disable()
+    was = pause_collector()
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        resume_collector(was)

@@ -12,7 +12,6 @@ whatever its subject or sender holds; the JSON stays exact.
 
 from __future__ import annotations
 
-import gc
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from dovecote.ops.mail.wait import cursor_of
 from dovecote.ops.reports.tics import current_tic, tic_dir
 from dovecote.ops.tree.viewtree import loose_files, view_dir
 from dovecote.ops.warm import inbox as foldcache
+from dovecote.util.osutil import pause_collector, resume_collector
 
 if TYPE_CHECKING:
     from dovecote.ops.context import Context
@@ -69,8 +69,7 @@ class InboxView(Result, frozen=True):
         for the reason ``handle.inbox`` gives: the collector's count still holds the rows just copied, and
         the first allocation would have it walk them all, though a face writes them out and drops them.
         """
-        was = gc.isenabled()
-        gc.disable()
+        was = pause_collector()
         try:
             clock = {"tic": self.clock.tic, "source": self.clock.source}
             out: dict[str, Any] = {
@@ -82,8 +81,7 @@ class InboxView(Result, frozen=True):
             if not isinstance(self.outbound, msgspec.UnsetType):
                 out["outbound"] = self.outbound
         finally:
-            if was:
-                gc.enable()
+            resume_collector(was)
         return out
 
 
